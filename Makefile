@@ -1,0 +1,49 @@
+# Front door for a fresh machine: `make run` and `make test` install missing
+# Debian packages (scripts/deps.sh), configure with CMake and build.
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+JOBS       ?= $(shell nproc)
+FUZZ_SECONDS ?= 15
+
+.PHONY: all deps deps-build build test test-fast test-asan run bench clean format
+
+all: build
+
+deps-build:
+	@bash scripts/deps.sh build
+
+deps:
+	@bash scripts/deps.sh test
+
+build: deps-build
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake --build $(BUILD) -j$(JOBS)
+
+# Normal build (the system compiler, gcc on Debian) and its tests, then a
+# clang build with AddressSanitizer + UndefinedBehaviorSanitizer and the
+# libFuzzer targets, running every test again plus each fuzzer briefly.
+test: deps test-fast test-asan
+
+test-fast: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake --build $(BUILD) -j$(JOBS)
+	@cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+
+test-asan: deps
+	@CC=clang cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug \
+	  -DIM_SANITIZE=address,undefined -DIM_FUZZ=ON -DIM_FUZZ_SECONDS=$(FUZZ_SECONDS) >/dev/null
+	@cmake --build $(ASAN_BUILD) -j$(JOBS)
+	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j$(JOBS)
+
+# The main job. For now: start the built-in server and stream one request.
+run: build
+	@bash scripts/demo.sh $(BUILD)/infermeter
+
+bench: build
+	@bash bench/serve_capacity.sh $(BUILD)/infermeter
+
+format:
+	@clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs the Debian packages infermeter needs to build and test, when they
+# are missing. As root it runs apt-get; otherwise it prints the exact command
+# and exits 1. Usage: scripts/deps.sh [build|test]   (default: test)
+set -euo pipefail
+what=${1:-test}
+
+build_pkgs=(gcc make cmake pkg-config libuv1-dev libjansson-dev libcurl4-openssl-dev)
+test_pkgs=(clang libclang-rt-dev curl prometheus)
+
+pkgs=("${build_pkgs[@]}")
+[ "$what" = test ] && pkgs+=("${test_pkgs[@]}")
+
+missing=()
+for p in "${pkgs[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [ "$status" = "install ok installed" ] || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+cmd="apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+  echo "infermeter needs these Debian packages: ${missing[*]}" >&2
+  echo "Install them as root, then run make again:" >&2
+  echo "  sudo sh -c '$cmd'" >&2
+  exit 1
+fi
+echo "installing: ${missing[*]}" >&2
+apt-get update -qq
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,8 @@
+/* Subcommands: each takes argc/argv starting at the subcommand name and
+ * returns the process exit status. */
+#ifndef IM_CLI_H
+#define IM_CLI_H
+
+int im_cli_serve(int argc, char **argv);
+
+#endif

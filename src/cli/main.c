@@ -1,0 +1,42 @@
+/* infermeter: the command-line entry point. Each subcommand lives in its own
+ * file under src/cli/ and is a library call a test can make. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "im_version.h"
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "infermeter %s - load tester for LLM inference servers\n"
+          "\n"
+          "usage: infermeter COMMAND [OPTIONS]\n"
+          "\n"
+          "commands:\n"
+          "  serve      run the built-in simulated LLM server (OpenAI-compatible)\n"
+          "\n"
+          "options:\n"
+          "  -h, --help       this help; `infermeter COMMAND --help` for a command\n"
+          "  -V, --version    print the version and git hash\n",
+          IM_VERSION);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return 1;
+  }
+  const char *cmd = argv[1];
+  if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+    usage(stdout);
+    return 0;
+  }
+  if (!strcmp(cmd, "-V") || !strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
+    printf("infermeter %s (git %s)\n", IM_VERSION, IM_GIT_HASH);
+    return 0;
+  }
+  if (!strcmp(cmd, "serve"))
+    return im_cli_serve(argc - 1, argv + 1);
+  fprintf(stderr, "infermeter: unknown command '%s' (see infermeter --help)\n", cmd);
+  return 1;
+}

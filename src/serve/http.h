@@ -1,0 +1,94 @@
+/* Incremental HTTP/1.1 request parser for the built-in server (RFC 9112).
+ *
+ * Why our own: llhttp is not packaged by Debian 12 and the packaged
+ * http-parser is archived upstream; the server only needs requests, bounded
+ * and strict. The parser copies input into its own bounded buffer, so a
+ * connection may feed it reads of any size split at any byte.
+ *
+ * Flow for one request:
+ *   im_http_feed() -> IM_AGAIN until the head is complete; then head_done is
+ *   set once (callers may check Content-Length / Expect and answer early,
+ *   e.g. 413 before the body is read) and feeding continues until IM_OK:
+ *   the request (head + body) is complete. After handling it, call
+ *   im_http_next() to drop it and parse any pipelined bytes already fed.
+ *
+ * Errors: IM_PARSE (answer 400), IM_LIMIT (head too large: 431, or body
+ * larger than max_body when not discarding: 413), IM_UNSUPPORTED (a
+ * Transfer-Encoding other than chunked: 501). After an error the parser only
+ * accepts im_http_parser_cleanup(). */
+#ifndef IM_SERVE_HTTP_H
+#define IM_SERVE_HTTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "infermeter/buf.h"
+#include "infermeter/err.h"
+
+struct im_http_limits {
+  size_t max_head;     /* request line + headers, bytes (default 16 KiB) */
+  size_t max_headers;  /* number of header fields (default 64, at most 128) */
+  size_t max_body;     /* body bytes (default 4 MiB) */
+};
+
+enum im_http_method { IM_HTTP_GET, IM_HTTP_HEAD, IM_HTTP_POST, IM_HTTP_OTHER };
+
+struct im_http_header {
+  const char *name; /* points into the parser's buffer; not NUL-terminated */
+  size_t name_len;
+  const char *value; /* leading/trailing whitespace trimmed */
+  size_t value_len;
+};
+
+struct im_http_request {
+  enum im_http_method method;
+  const char *method_str; size_t method_len;
+  const char *path;  size_t path_len;  /* target up to '?' */
+  const char *query; size_t query_len; /* after '?', may be empty */
+  int version_minor;                   /* 0 or 1 (HTTP/1.x only) */
+  struct im_http_header headers[128];
+  size_t n_headers;
+  int64_t content_length;              /* -1 when absent */
+  bool chunked;                        /* Transfer-Encoding: chunked */
+  bool keep_alive;                     /* by version and Connection header */
+  bool expect_continue;                /* Expect: 100-continue */
+  const char *body; size_t body_len;   /* valid once IM_OK is returned */
+};
+
+struct im_http_parser {
+  struct im_http_limits limits;
+  struct im_buf in;          /* bytes fed and not yet dropped */
+  struct im_http_request req;
+  bool head_done;            /* head parsed for the current request */
+  bool discard_body;         /* body bytes are dropped, not kept or limited */
+  int state;                 /* internal */
+  size_t pos;                /* internal: parse position in `in` */
+  size_t body_start;         /* internal */
+  uint64_t body_seen;        /* internal: body bytes consumed so far */
+  uint64_t chunk_left;       /* internal: chunked decoding */
+  struct im_buf body;        /* internal: decoded chunked body */
+};
+
+/* Fills limits with the defaults above. */
+void im_http_limits_default(struct im_http_limits *l);
+void im_http_parser_init(struct im_http_parser *p, const struct im_http_limits *limits);
+void im_http_parser_cleanup(struct im_http_parser *p);
+
+/* Feeds len bytes (all are taken). Returns IM_OK when a complete request is
+ * available in p->req, IM_AGAIN when more bytes are needed (check
+ * p->head_done), or an error as described above. Feeding more bytes while a
+ * request is complete only buffers them. */
+enum im_err im_http_feed(struct im_http_parser *p, const char *data, size_t len) IM_WUR;
+/* Switches the current request to discard mode (after head_done): its body
+ * is read and dropped whatever its size; body/body_len stay empty. */
+void im_http_discard_body(struct im_http_parser *p);
+/* Drops the completed request and parses whatever was fed after it; returns
+ * as im_http_feed would with no new bytes. */
+enum im_err im_http_next(struct im_http_parser *p) IM_WUR;
+
+/* Case-insensitive header lookup; NULL when absent. */
+const struct im_http_header *im_http_find_header(const struct im_http_request *r,
+                                                 const char *name);
+
+#endif

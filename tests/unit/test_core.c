@@ -1,0 +1,104 @@
+#include <stdint.h>
+
+#include "check.h"
+#include "infermeter/buf.h"
+#include "infermeter/clock.h"
+#include "infermeter/err.h"
+#include "infermeter/rng.h"
+
+static void test_duration(void) {
+  int64_t ns = 0;
+  CHECK_OK(im_parse_duration("250ms", &ns));
+  CHECK_EQ(ns, 250000000);
+  CHECK_OK(im_parse_duration("2.5", &ns));
+  CHECK_EQ(ns, 2500000000LL);
+  CHECK_OK(im_parse_duration("1m", &ns));
+  CHECK_EQ(ns, 60000000000LL);
+  CHECK_OK(im_parse_duration("100us", &ns));
+  CHECK_EQ(ns, 100000);
+  CHECK(im_parse_duration("", &ns) != 0);
+  CHECK(im_parse_duration("-1s", &ns) != 0);
+  CHECK(im_parse_duration("3 parsecs", &ns) != 0);
+  CHECK(im_parse_duration("1e30s", &ns) != 0);
+}
+
+static void test_buf(void) {
+  struct im_buf b;
+  im_buf_init(&b, 16);
+  CHECK_OK(im_buf_puts(&b, "hello"));
+  CHECK_OK(im_buf_printf(&b, " %d", 42));
+  CHECK_STR(b.data, "hello 42");
+  CHECK_EQ(im_buf_puts(&b, "0123456789"), IM_LIMIT); /* 8 + 10 > 16 */
+  CHECK_STR(b.data, "hello 42");                     /* unchanged */
+  im_buf_consume(&b, 6);
+  CHECK_STR(b.data, "42");
+  im_buf_reset(&b);
+  CHECK_OK(im_buf_json_escape(&b, "a\"\\\n\x01\xff", 6));
+  CHECK_STR(b.data, "a\\\"\\\\\\n\\u0001\xef\xbf\xbd");
+  im_buf_cleanup(&b);
+  im_buf_cleanup(NULL);
+
+  im_buf_init(&b, 0);
+  for (int i = 0; i < 1000; i++)
+    CHECK_OK(im_buf_printf(&b, "%04d", i));
+  CHECK_EQ(b.len, 4000);
+  CHECK(memcmp(b.data + 3996, "0999", 4) == 0);
+  /* Multi-byte UTF-8 passes through unchanged; overlong forms do not. */
+  im_buf_reset(&b);
+  CHECK_OK(im_buf_json_escape(&b, "\xe4\xb8\xad\xc0\xaf", 5));
+  CHECK_STR(b.data, "\xe4\xb8\xad\xef\xbf\xbd\xef\xbf\xbd");
+  im_buf_cleanup(&b);
+}
+
+static void test_rng(void) {
+  struct im_rng a, b;
+  im_rng_seed(&a, 7);
+  im_rng_seed(&b, 7);
+  for (int i = 0; i < 100; i++)
+    CHECK(im_rng_u64(&a) == im_rng_u64(&b));
+  im_rng_seed(&b, 8);
+  CHECK(im_rng_u64(&a) != im_rng_u64(&b));
+
+  /* Moments of the distributions over 200k draws (seeded: deterministic). */
+  const int n = 200000;
+  double se = 0, sn = 0, sn2 = 0, sg = 0, su = 0;
+  uint64_t below_hist[10] = {0};
+  for (int i = 0; i < n; i++) {
+    se += im_rng_exp(&a);
+    double z = im_rng_normal(&a);
+    sn += z;
+    sn2 += z * z;
+    sg += im_rng_gamma(&a, 0.5);
+    double u = im_rng_uniform(&a);
+    CHECK(u >= 0.0 && u < 1.0);
+    su += u;
+    below_hist[im_rng_below(&a, 10)]++;
+  }
+  CHECK_NEAR(se / n, 1.0, 0.01);
+  CHECK_NEAR(sn / n, 0.0, 0.01);
+  CHECK_NEAR(sn2 / n, 1.0, 0.01);
+  CHECK_NEAR(sg / n, 0.5, 0.01);
+  CHECK_NEAR(su / n, 0.5, 0.005);
+  for (int i = 0; i < 10; i++)
+    CHECK_NEAR(below_hist[i], n / 10.0, n / 10.0 * 0.03);
+  CHECK_EQ(im_rng_below(&a, 0), 0);
+
+  /* FNV-1a test vectors from the FNV reference (Noll). */
+  CHECK(im_fnv1a64("", 0) == 0xcbf29ce484222325ULL);
+  CHECK(im_fnv1a64("a", 1) == 0xaf63dc4c8601ec8cULL);
+  CHECK(im_fnv1a64("foobar", 6) == 0x85944171f73967e8ULL);
+}
+
+static void test_err(void) {
+  CHECK_STR(im_strerror(IM_OK), "success");
+  CHECK_STR(im_strerror(IM_LIMIT), "input exceeds a configured limit");
+  CHECK_STR(im_strerror((enum im_err)999), "unknown error");
+}
+
+int main(void) {
+  test_duration();
+  test_buf();
+  test_rng();
+  test_err();
+  return CHECK_DONE();
+}
