@@ -61,13 +61,18 @@ uint32_t im_kv_peek_prefix(const struct im_kv *kv, uint64_t salt, const uint32_t
  * longest chain of cached full blocks matching tokens[0..n) (capped as in
  * im_kv_peek_prefix), appends them to seq, counts n query tokens and the hit
  * tokens in the stats, and returns the hit tokens in *n_hit. Cached blocks
- * that were in the free queue leave it. IM_NOMEM leaves everything unchanged. */
+ * that were in the free queue leave it. IM_NOMEM leaves everything unchanged.
+ * IM_STATE when seq holds blocks. With prefix caching off it hits nothing
+ * and counts nothing (vLLM keeps no prefix-cache stats then). It reserves
+ * seq's table for the whole prompt, so the allocate that follows does not
+ * reallocate it. */
 enum im_err im_kv_acquire_prefix(struct im_kv *kv, struct im_kv_seq *seq, const uint32_t *tokens,
                                  uint32_t n, uint32_t *n_hit) IM_WUR;
 
 /* Ensures seq holds enough blocks for n_tokens tokens, taking free blocks
  * from the head of the free queue (evicting their hashes). IM_FULL when not
- * enough blocks are free: then nothing changes. */
+ * enough blocks are free: then nothing changes. O(1) when seq already holds
+ * enough blocks; IM_NOMEM (nothing changes) only when seq's table must grow. */
 enum im_err im_kv_allocate(struct im_kv *kv, struct im_kv_seq *seq, uint32_t n_tokens) IM_WUR;
 
 /* Registers in the prefix cache every block of seq that is full within the
@@ -85,7 +90,12 @@ void im_kv_release(struct im_kv *kv, struct im_kv_seq *seq);
 /* Changes the capacity at run time (fault injection: KV shrink). Shrinking
  * takes blocks out of use: free blocks with the highest ids go first; blocks
  * still referenced above the new size are retired when released. Growing
- * adds new free blocks. num_blocks > 0. */
+ * adds new free blocks. num_blocks > 0. Details: blocks with ids >= the new
+ * size lose their cache entries at once (in use or not; not counted as
+ * evictions); growing puts the new blocks at the head of the free queue, so
+ * they are spent before cached blocks are evicted. IM_INVAL for 0, IM_NOMEM
+ * (capacity unchanged) when growing fails. O(|old - new|), plus a rehash
+ * when the pool grows past its largest size so far. */
 enum im_err im_kv_resize(struct im_kv *kv, uint32_t num_blocks) IM_WUR;
 
 void im_kv_get_stats(const struct im_kv *kv, struct im_kv_stats *out);
@@ -95,5 +105,13 @@ uint32_t im_kv_num_free(const struct im_kv *kv);
 double im_kv_usage(const struct im_kv *kv);
 /* Blocks needed to hold n tokens. */
 uint32_t im_kv_blocks_for(const struct im_kv *kv, uint32_t n_tokens);
+
+/* Debugging and tests. */
+/* Reference count of one block (0 for an id outside the pool). */
+uint32_t im_kv_block_refs(const struct im_kv *kv, uint32_t block_id);
+/* Walks every internal structure (free queue links, hash table, counters)
+ * and returns 0 when they agree, else a positive code naming the first
+ * broken invariant. O(pool size + table size): not for the hot path. */
+int im_kv_check(const struct im_kv *kv);
 
 #endif
