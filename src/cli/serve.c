@@ -1,10 +1,320 @@
+/* infermeter serve: the built-in simulated LLM server. */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "cli/args.h"
 #include "cli/cli.h"
+#include "infermeter/log.h"
+#include "serve/server.h"
+
+#define MAX_FAULTS 32
+
+static void usage(FILE *out) {
+  fprintf(out,
+"usage: infermeter serve [OPTIONS]\n"
+"\n"
+"An OpenAI-compatible server in front of a simulated engine that behaves like\n"
+"vLLM serving a DeepSeek model on GPUs, in real time (see docs/serve.md).\n"
+"Endpoints: POST /v1/completions, /v1/chat/completions, /tokenize;\n"
+"GET /v1/models, /health, /version, /metrics.\n"
+"\n"
+"Server:\n"
+"  --host ADDR                  numeric address to listen on (default 127.0.0.1)\n"
+"  --port N                     port; 0 picks a free one (default 8000). The first\n"
+"                               line on stdout is 'listening on http://HOST:PORT'\n"
+"  --model NAME                 served model id (default: the profile's, e.g. deepseek-v3)\n"
+"  --reasoning-field NAME       reasoning_content (default, DeepSeek API and vLLM < 0.10)\n"
+"                               or reasoning (newer vLLM)\n"
+"  --max-body SIZE              largest request body (default 4MiB); larger gets 413\n"
+"  --max-header SIZE            largest request head (default 16KiB); larger gets 431\n"
+"  --idle-timeout DUR           close idle keep-alive connections after DUR (default 60s)\n"
+"  --keepalive-interval DUR     ': keep-alive' comment to queued streams every DUR of\n"
+"                               simulated time (default 2s)\n"
+"  --max-connections N          connections beyond N are closed at once (default 10000)\n"
+"\n"
+"Engine (vLLM's names where they exist):\n"
+"  --profile NAME               model + hardware profile (default deepseek-v3-8xh200);\n"
+"                               --list-profiles shows them\n"
+"  --max-num-seqs N             running sequences at most (default 256); more wait\n"
+"  --max-num-batched-tokens N   token budget per engine step (default 8192)\n"
+"  --block-size N               KV block size in tokens (default 64 for MLA, else 16)\n"
+"  --kv-blocks N                KV cache size in blocks (default: from the profile)\n"
+"  --gpu-memory-utilization F   fraction of GPU memory the engine may use (default 0.9)\n"
+"  --max-model-len N            context length limit (default: the profile's)\n"
+"  --enable-prefix-caching      hash-chained prefix caching (default on)\n"
+"  --no-enable-prefix-caching   turn it off\n"
+"  --mtp K                      multi-token prediction: K draft tokens per step (default 0)\n"
+"  --mtp-accept P               acceptance probability of each draft (default 0.8)\n"
+"  --no-moe-routing             skip the MoE routing simulation (experts = batch-1 bound)\n"
+"  --seed N                     seed of every random choice (default 0)\n"
+"  --time-scale K               run K times faster than real time (default 1)\n"
+"\n"
+"Logs:\n"
+"  --truth-log FILE             ground truth, JSONL: one record per chunk written to the\n"
+"                               socket (CLOCK_MONOTONIC ns) and one per request\n"
+"  --routing-log FILE           MoE routing, JSONL: per-layer expert counts of every step\n"
+"  --routing-detail N           also log the per-layer top-k ids of the first N sequences\n"
+"  --log-level LEVEL            error, warn (default), info, debug\n"
+"  --quiet                      no 'listening on' line\n"
+"\n"
+"Faults (repeatable; see docs/serve.md):\n"
+"  --fault KIND[:PROB][@k=v,...]  e.g. 429:0.2  reset:0.05@after_tokens=10\n"
+"                               stall:0.01@token=50,ms=2000  hiccup@every=30s,ms=500\n"
+"                               connection-close  kv-shrink@at=10s,fraction=0.5\n"
+"                               kinds: 429 503 500 400 reset fin error-event stall slow\n"
+"                               hiccup connection-close kv-shrink; a request header\n"
+"                               'X-Infermeter-Fault: SPEC' applies one to that request\n"
+"  --rate-limit R[:BURST]       token bucket: more than R requests/s get 429\n"
+"\n"
+"  --list-profiles              print the profiles and exit\n"
+"  -h, --help                   this help\n");
+}
+
+static struct im_server *running_server;
+
+static void on_signal(int sig) {
+  (void)sig;
+  if (running_server)
+    im_server_stop(running_server);
+}
+
+static void list_profiles(void) {
+  for (size_t i = 0; i < im_profile_count(); i++) {
+    const struct im_profile *p = im_profile_at(i);
+    printf("%-28s model %-16s %s\n", p->name, p->model, p->description);
+  }
+}
+
+static FILE *open_log(const char *flag, const char *path) {
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    fprintf(stderr, "infermeter: %s: cannot write %s: %s\n", flag, path, strerror(errno));
+    return NULL;
+  }
+  setvbuf(f, NULL, _IOFBF, 1 << 20);
+  return f;
+}
+
+enum {
+  O_HOST = 256, O_PORT, O_PROFILE, O_MODEL, O_SEED, O_SCALE, O_TRUTH, O_FAULT, O_SEQS, O_BATCHED,
+  O_BLOCK, O_KVBLOCKS, O_GPUMEM, O_MAXLEN, O_PREFIX, O_NOPREFIX, O_MTP, O_MTPACC, O_NOMOE,
+  O_RLOG, O_RDETAIL, O_REASONING, O_MAXBODY, O_MAXHDR, O_IDLE, O_KA, O_MAXCONN, O_RATE,
+  O_LIST, O_QUIET, O_LOGLEVEL
+};
+
+static const struct option options[] = {
+    {"host", required_argument, 0, O_HOST},
+    {"port", required_argument, 0, O_PORT},
+    {"profile", required_argument, 0, O_PROFILE},
+    {"model", required_argument, 0, O_MODEL},
+    {"seed", required_argument, 0, O_SEED},
+    {"time-scale", required_argument, 0, O_SCALE},
+    {"truth-log", required_argument, 0, O_TRUTH},
+    {"fault", required_argument, 0, O_FAULT},
+    {"max-num-seqs", required_argument, 0, O_SEQS},
+    {"max-num-batched-tokens", required_argument, 0, O_BATCHED},
+    {"block-size", required_argument, 0, O_BLOCK},
+    {"kv-blocks", required_argument, 0, O_KVBLOCKS},
+    {"gpu-memory-utilization", required_argument, 0, O_GPUMEM},
+    {"max-model-len", required_argument, 0, O_MAXLEN},
+    {"enable-prefix-caching", no_argument, 0, O_PREFIX},
+    {"no-enable-prefix-caching", no_argument, 0, O_NOPREFIX},
+    {"mtp", required_argument, 0, O_MTP},
+    {"mtp-accept", required_argument, 0, O_MTPACC},
+    {"no-moe-routing", no_argument, 0, O_NOMOE},
+    {"routing-log", required_argument, 0, O_RLOG},
+    {"routing-detail", required_argument, 0, O_RDETAIL},
+    {"reasoning-field", required_argument, 0, O_REASONING},
+    {"max-body", required_argument, 0, O_MAXBODY},
+    {"max-header", required_argument, 0, O_MAXHDR},
+    {"idle-timeout", required_argument, 0, O_IDLE},
+    {"keepalive-interval", required_argument, 0, O_KA},
+    {"max-connections", required_argument, 0, O_MAXCONN},
+    {"rate-limit", required_argument, 0, O_RATE},
+    {"list-profiles", no_argument, 0, O_LIST},
+    {"quiet", no_argument, 0, O_QUIET},
+    {"log-level", required_argument, 0, O_LOGLEVEL},
+    {"help", no_argument, 0, 'h'},
+    {0, 0, 0, 0},
+};
+
+/* Applies one option to cfg; returns 0, or -1 after printing why. */
+static int apply_option(int opt, const char *arg, struct im_server_config *cfg,
+                        struct im_fault *faults, const char **truth_path,
+                        const char **routing_path) {
+  struct im_engine_config *e = &cfg->engine;
+  uint32_t u;
+  uint64_t u64;
+  int64_t ns;
+  char msg[256];
+  switch (opt) {
+  case O_HOST: cfg->host = arg; return 0;
+  case O_PORT:
+    if (im_arg_u32("--port", arg, 0, 65535, &u))
+      return -1;
+    cfg->port = (int)u;
+    return 0;
+  case O_PROFILE:
+    e->profile = im_profile_find(arg);
+    if (!e->profile) {
+      fprintf(stderr, "infermeter: --profile: unknown profile '%s'; available:\n", arg);
+      for (size_t i = 0; i < im_profile_count(); i++)
+        fprintf(stderr, "  %s\n", im_profile_at(i)->name);
+      return -1;
+    }
+    return 0;
+  case O_MODEL: cfg->model = arg; return 0;
+  case O_SEED: return im_arg_u64("--seed", arg, &e->seed);
+  case O_SCALE: return im_arg_double("--time-scale", arg, 1e-3, 1e6, &e->time_scale);
+  case O_TRUTH: *truth_path = arg; return 0;
+  case O_FAULT:
+    if (cfg->n_faults >= MAX_FAULTS) {
+      fprintf(stderr, "infermeter: --fault: at most %d faults\n", MAX_FAULTS);
+      return -1;
+    }
+    if (im_fault_parse(arg, &faults[cfg->n_faults], msg, sizeof msg)) {
+      fprintf(stderr, "infermeter: --fault %s: %s\n", arg, msg);
+      return -1;
+    }
+    cfg->n_faults++;
+    return 0;
+  case O_SEQS: return im_arg_u32("--max-num-seqs", arg, 1, 1u << 20, &e->max_num_seqs);
+  case O_BATCHED:
+    return im_arg_u32("--max-num-batched-tokens", arg, 1, 1u << 24, &e->max_num_batched_tokens);
+  case O_BLOCK: return im_arg_u32("--block-size", arg, 1, 4096, &e->block_size);
+  case O_KVBLOCKS: return im_arg_u32("--kv-blocks", arg, 1, 1u << 26, &e->kv_blocks);
+  case O_GPUMEM: return im_arg_double("--gpu-memory-utilization", arg, 0.01, 1.0, &e->gpu_mem_util);
+  case O_MAXLEN: return im_arg_u32("--max-model-len", arg, 2, 1u << 24, &e->max_model_len);
+  case O_PREFIX: e->prefix_caching = true; return 0;
+  case O_NOPREFIX: e->prefix_caching = false; return 0;
+  case O_MTP: return im_arg_u32("--mtp", arg, 0, 16, &e->mtp_k);
+  case O_MTPACC: return im_arg_double("--mtp-accept", arg, 0, 1, &e->mtp_accept);
+  case O_NOMOE: e->moe_routing = false; return 0;
+  case O_RLOG: *routing_path = arg; return 0;
+  case O_RDETAIL: return im_arg_u32("--routing-detail", arg, 0, 1u << 20, &e->routing_detail);
+  case O_REASONING:
+    if (!strcmp(arg, "reasoning") || !strcmp(arg, "reasoning_content")) {
+      cfg->reasoning_field_new = !strcmp(arg, "reasoning");
+      return 0;
+    }
+    fprintf(stderr, "infermeter: --reasoning-field: expected reasoning or reasoning_content\n");
+    return -1;
+  case O_MAXBODY:
+    if (im_arg_size("--max-body", arg, &u64))
+      return -1;
+    cfg->max_body = (size_t)u64;
+    return 0;
+  case O_MAXHDR:
+    if (im_arg_size("--max-header", arg, &u64) || u64 < 256) {
+      if (u64 < 256)
+        fprintf(stderr, "infermeter: --max-header: at least 256 bytes\n");
+      return -1;
+    }
+    cfg->max_head = (size_t)u64;
+    return 0;
+  case O_IDLE:
+    if (im_arg_duration("--idle-timeout", arg, &ns))
+      return -1;
+    cfg->idle_timeout_ns = ns;
+    return 0;
+  case O_KA:
+    if (im_arg_duration("--keepalive-interval", arg, &ns) || ns <= 0) {
+      if (ns <= 0)
+        fprintf(stderr, "infermeter: --keepalive-interval: must be positive\n");
+      return -1;
+    }
+    cfg->keepalive_comment_ns = ns;
+    return 0;
+  case O_MAXCONN: return im_arg_u32("--max-connections", arg, 1, 1u << 24, &cfg->max_connections);
+  case O_RATE: {
+    char rate[64];
+    snprintf(rate, sizeof rate, "%s", arg);
+    char *colon = strchr(rate, ':');
+    if (colon)
+      *colon = '\0';
+    if (im_arg_double("--rate-limit", rate, 1e-6, 1e9, &cfg->rate_limit))
+      return -1;
+    return colon ? im_arg_double("--rate-limit burst", colon + 1, 1, 1e9, &cfg->rate_burst) : 0;
+  }
+  case O_LOGLEVEL:
+    if (!strcmp(arg, "error"))
+      im_log_set_level(IM_LOG_ERROR);
+    else if (!strcmp(arg, "warn"))
+      im_log_set_level(IM_LOG_WARN);
+    else if (!strcmp(arg, "info"))
+      im_log_set_level(IM_LOG_INFO);
+    else if (!strcmp(arg, "debug"))
+      im_log_set_level(IM_LOG_DEBUG);
+    else {
+      fprintf(stderr, "infermeter: --log-level: expected error, warn, info or debug\n");
+      return -1;
+    }
+    return 0;
+  case O_QUIET: cfg->quiet = true; return 0;
+  default: return -1;
+  }
+}
 
 int im_cli_serve(int argc, char **argv) {
-  (void)argc;
-  (void)argv;
-  fprintf(stderr, "infermeter serve: under construction\n");
-  return 1;
+  struct im_server_config cfg;
+  im_server_config_default(&cfg);
+  struct im_fault faults[MAX_FAULTS];
+  const char *truth_path = NULL, *routing_path = NULL;
+  int opt;
+  optind = 1;
+  while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+    if (opt == 'h') {
+      usage(stdout);
+      return 0;
+    }
+    if (opt == O_LIST) {
+      list_profiles();
+      return 0;
+    }
+    if (opt == '?') {
+      fprintf(stderr, "see: infermeter serve --help\n");
+      return 1;
+    }
+    if (apply_option(opt, optarg, &cfg, faults, &truth_path, &routing_path))
+      return 1;
+  }
+  if (optind < argc) {
+    fprintf(stderr, "infermeter serve: unexpected argument '%s' (see --help)\n", argv[optind]);
+    return 1;
+  }
+  cfg.faults = faults;
+  int rc = 1;
+  FILE *truth = NULL, *routing = NULL;
+  if (truth_path && !(truth = open_log("--truth-log", truth_path)))
+    return 1;
+  if (routing_path && !(routing = open_log("--routing-log", routing_path))) {
+    fclose(truth);
+    return 1;
+  }
+  cfg.truth_log = truth;
+  cfg.engine.truth_log = truth;
+  cfg.engine.routing_log = routing;
+  im_raise_fd_limit();
+
+  struct im_server *srv = NULL;
+  if (im_server_new(&srv, &cfg) == IM_OK) {
+    running_server = srv;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    rc = im_server_run(srv) == IM_OK ? 0 : 1;
+    running_server = NULL;
+    im_server_free(srv);
+  }
+  if (truth)
+    fclose(truth);
+  if (routing)
+    fclose(routing);
+  return rc;
 }

@@ -1,0 +1,55 @@
+/* The built-in OpenAI-compatible server: HTTP/1.1 on a libuv loop in front
+ * of the simulated engine (engine.h). See docs/serve.md.
+ *
+ * Lifecycle: im_server_new() binds and listens (port 0 picks a free port);
+ * im_server_run() runs the loop on the calling thread until im_server_stop()
+ * (safe from any thread or a signal-handling thread) or a fatal error;
+ * im_server_free() releases everything. */
+#ifndef IM_SERVE_SERVER_H
+#define IM_SERVE_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "infermeter/err.h"
+#include "serve/engine.h"
+#include "serve/fault.h"
+
+struct im_server_config {
+  const char *host;              /* "127.0.0.1" */
+  int port;                      /* 8000; 0 = any free port */
+  const char *model;             /* served model id; NULL = profile's */
+  struct im_engine_config engine;
+  bool reasoning_field_new;      /* "reasoning" instead of "reasoning_content" */
+  const struct im_fault *faults; /* copied */
+  size_t n_faults;
+  double rate_limit;             /* requests/s token bucket, 0 = off */
+  double rate_burst;             /* bucket size, default max(1, rate_limit) */
+  FILE *truth_log;               /* JSONL ground truth, or NULL */
+  size_t max_body;               /* 4 MiB */
+  size_t max_head;               /* 16 KiB */
+  int64_t idle_timeout_ns;       /* keep-alive idle connections: 60 s */
+  int64_t keepalive_comment_ns;  /* ": keep-alive" to queued streams: 2 s (simulated) */
+  uint32_t max_connections;      /* 10000 */
+  size_t max_output_backlog;     /* bytes queued for a slow client before it is dropped: 8 MiB */
+  bool quiet;                    /* no "listening on" line */
+};
+
+void im_server_config_default(struct im_server_config *cfg);
+
+struct im_server;
+
+/* Creates the server and its engine, binds and listens. Errors are logged
+ * with their reason (address in use, bad host...). */
+enum im_err im_server_new(struct im_server **out, const struct im_server_config *cfg) IM_WUR;
+/* The bound port (useful with port 0). */
+int im_server_port(const struct im_server *s);
+/* Runs the loop until stopped. Returns IM_OK after a stop. */
+enum im_err im_server_run(struct im_server *s) IM_WUR;
+/* Asks the loop to stop; thread-safe and async-signal-safe. */
+void im_server_stop(struct im_server *s);
+void im_server_free(struct im_server *s);
+
+#endif

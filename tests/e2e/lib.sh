@@ -1,0 +1,91 @@
+# Shared helpers of the end-to-end tests: start `infermeter serve` on a free
+# loopback port, make requests with curl, assert with messages. Every test
+# script ends by itself: the server is stopped on exit, whatever happens.
+set -u
+BIN=${1:?usage: test_x.sh PATH/TO/infermeter}
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/infermeter-e2e.XXXXXX")
+FAILS=0
+CHECKS=0
+SERVER_PID=
+PORT=
+
+cleanup() {
+  if [ -n "$SERVER_PID" ]; then
+    kill "$SERVER_PID" 2>/dev/null
+    wait "$SERVER_PID" 2>/dev/null
+  fi
+  exec 3<&- 2>/dev/null
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+# start_server ARGS...: starts the server, sets PORT and BASE. The first line
+# the server prints is read through a fifo, so there is no sleep or polling.
+start_server() {
+  stop_server
+  rm -f "$TMP/fifo"
+  mkfifo "$TMP/fifo"
+  "$BIN" serve --port 0 "$@" >"$TMP/fifo" 2>"$TMP/server.err" &
+  SERVER_PID=$!
+  exec 3<"$TMP/fifo"
+  local line=
+  if ! read -r -t 20 line <&3; then
+    echo "FAIL: server did not start: $(cat "$TMP/server.err")" >&2
+    exit 1
+  fi
+  PORT=${line##*:}
+  BASE="http://127.0.0.1:$PORT"
+}
+
+stop_server() {
+  if [ -n "$SERVER_PID" ]; then
+    kill -TERM "$SERVER_PID" 2>/dev/null
+    wait "$SERVER_PID" 2>/dev/null
+    local rc=$?
+    SERVER_PID=
+    exec 3<&-
+    return $rc
+  fi
+}
+
+ok() { CHECKS=$((CHECKS + 1)); }
+fail() {
+  CHECKS=$((CHECKS + 1))
+  FAILS=$((FAILS + 1))
+  echo "FAIL: $*" >&2
+}
+# check DESC COND...: runs COND; failure prints DESC.
+check() {
+  local desc=$1
+  shift
+  if "$@" >/dev/null; then ok; else fail "$desc"; fi
+}
+# check_eq DESC GOT WANT
+check_eq() {
+  if [ "$2" = "$3" ]; then ok; else fail "$1: got '$2', want '$3'"; fi
+}
+# check_ge DESC GOT MIN
+check_ge() {
+  if [ "$2" -ge "$3" ] 2>/dev/null; then ok; else fail "$1: got '$2', want >= $3"; fi
+}
+
+# post PATH JSON [curl args...]: prints the body; status in $TMP/status.
+post() {
+  local path=$1 body=$2
+  shift 2
+  curl -sS -o "$TMP/body" -w '%{http_code}' -H 'Content-Type: application/json' \
+    --data-binary "$body" "$@" "$BASE$path" >"$TMP/status" 2>"$TMP/curl.err"
+  echo $? >"$TMP/curl.rc"
+  cat "$TMP/body"
+}
+status() { cat "$TMP/status"; }
+
+# metric NAME [LABEL-FILTER]: the value of the first matching sample.
+metric() {
+  curl -sS "$BASE/metrics" | grep -E "^$1(\{[^}]*${2:-}[^}]*\})? " | head -n1 | awk '{print $2}'
+}
+
+finish() {
+  echo "$(basename "$0"): $CHECKS checks, $FAILS failed"
+  [ "$FAILS" -eq 0 ]
+}
