@@ -15,12 +15,14 @@
  *   hiccup     every=DUR,ms=M                      -> engine pauses M ms every DUR (all streams)
  *   connection-close                               -> Connection: close on every response
  *   kv-shrink  at=DUR,fraction=F                   -> KV capacity x F at time DUR
+ * Keys shown without a default are required.
  * Probabilities apply per request (per response for connection-close);
  * hiccup and kv-shrink are engine-wide and ignore the probability.
  * All durations are simulated time: divided by --time-scale. */
 #ifndef IM_SERVE_FAULT_H
 #define IM_SERVE_FAULT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -65,6 +67,10 @@ const char *im_fault_kind_name(enum im_fault_kind kind);
 enum im_err im_fault_parse(const char *spec, struct im_fault *out, char *msg,
                            size_t msg_len) IM_WUR;
 
+/* Whether now_ns (since server start, simulated) is inside f's from/to
+ * window; for the engine-wide kinds, which im_fault_plan_request skips. */
+bool im_fault_in_window(const struct im_fault *f, int64_t now_ns);
+
 /* What happens to one request. Fields are -1 / 0 when not planned. */
 struct im_fault_plan {
   int status;              /* 0, or 429/503/500/400: answer this instead */
@@ -80,13 +86,19 @@ struct im_fault_plan {
 
 /* Draws the plan for a request arriving at now_ns (since server start, in
  * simulated time) from the n faults, using rng. Faults outside their window
- * or not drawn do not apply; the first drawn status fault wins. Engine-wide
- * kinds (hiccup, kv-shrink, connection-close) are ignored here. */
+ * or not drawn do not apply; the first drawn status fault wins, and so does
+ * the first drawn fault of each other effect. Engine-wide kinds (hiccup,
+ * kv-shrink, connection-close) are ignored here. Draws one uniform from rng
+ * per in-window fault whose probability is strictly between 0 and 1. */
 void im_fault_plan_request(const struct im_fault *faults, size_t n, struct im_rng *rng,
                            int64_t now_ns, struct im_fault_plan *plan);
 
 /* Parses a header value (one spec, probability forced to 1) into a plan
- * merged over *plan. IM_INVAL with a message on a bad spec. */
+ * merged over *plan: it replaces what *plan had for the same effect (a
+ * header status replaces a drawn status). connection-close sets its bit in
+ * applied (close after this response). IM_INVAL with a message on a bad
+ * spec, on hiccup or kv-shrink (engine-wide, --fault only) and on from/to;
+ * *plan is unchanged then. */
 enum im_err im_fault_plan_header(const char *value, size_t len, struct im_fault_plan *plan,
                                  char *msg, size_t msg_len) IM_WUR;
 

@@ -26,18 +26,31 @@ struct im_textgen {
   uint32_t n_hist;
   int32_t loop_from;    /* >= 0 while copying an earlier span */
   uint32_t loop_left;
+  /* Private to textgen.c. */
+  double zipf_s;        /* Zipf exponent after temperature */
+  double degenerate;    /* 0..1: how readily the output loops (from top_p) */
+  uint16_t queue[64];   /* pieces of the sentence or code line being emitted */
+  uint8_t q_len, q_pos;
+  uint8_t indent;       /* code flavour: block depth */
+  bool close_next;      /* code flavour: the next line closes a block */
 };
 
 /* Starts a generator. code selects the code flavour. */
 void im_textgen_init(struct im_textgen *g, uint64_t seed, double temperature, double top_p,
                      bool code);
-/* Next piece: returns its token id and sets *text/*len to static storage. */
+/* Next piece: returns its token id and sets *text and *len to static storage. */
 uint32_t im_textgen_next(struct im_textgen *g, const char **text, size_t *len);
+
+/* Number of distinct pieces, and the text of piece index (< the count) as
+ * static storage; for tests and for tools that list the vocabulary. */
+size_t im_textgen_vocab_size(void);
+const char *im_textgen_piece(uint32_t index, size_t *len);
 
 /* Output length without ignore_eos: log-normal whose mean is
  * mean_at_t1 * (0.5 + 0.5 * temperature) and whose sigma is
  * 0.4 + 0.3 * temperature, at least 1; capped at max_tokens, in which case
- * *capped is set (finish_reason "length"). */
+ * *capped is set (finish_reason "length"). max_tokens 0 means no cap;
+ * capped may be NULL. */
 uint32_t im_textgen_sample_len(struct im_rng *rng, double mean_at_t1, double temperature,
                                uint32_t max_tokens, bool *capped);
 
