@@ -270,6 +270,8 @@ static void seq_unlink(struct im_engine *e, struct im_seq *s) {
 }
 
 void im_engine_abort(struct im_engine *e, struct im_seq *s) {
+  /* The owner may free its context right after this call. */
+  s->ctx = NULL;
   if (e->dispatching) {
     /* Called from a sink callback: the step's loop still walks the running
      * list, so the sequence is only marked and swept after the loop. */

@@ -94,6 +94,7 @@ struct im_server {
 
 static void conn_close(struct conn *c);
 static void conn_fail(struct conn *c);
+static void on_conn_closed(uv_handle_t *h);
 static void process_input(struct conn *c);
 
 /* ---- configuration ------------------------------------------------------ */
@@ -362,9 +363,8 @@ static bool stream_faults(struct stream *st) {
       c->closing = true;
       s->metrics.connections_current--;
       uv_read_stop((uv_stream_t *)&c->tcp);
-      if (uv_tcp_close_reset(&c->tcp, NULL) < 0)
-        uv_close((uv_handle_t *)&c->tcp, NULL);
-      /* freed by the handle's close callback set at accept time */
+      if (uv_tcp_close_reset(&c->tcp, on_conn_closed) < 0)
+        uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
     }
     return true;
   }

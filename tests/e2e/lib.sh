@@ -10,10 +10,7 @@ SERVER_PID=
 PORT=
 
 cleanup() {
-  if [ -n "$SERVER_PID" ]; then
-    kill "$SERVER_PID" 2>/dev/null
-    wait "$SERVER_PID" 2>/dev/null
-  fi
+  stop_server
   exec 3<&- 2>/dev/null
   rm -rf "$TMP"
 }
@@ -44,6 +41,10 @@ stop_server() {
     local rc=$?
     SERVER_PID=
     exec 3<&-
+    # A crash, a sanitizer report or a leak fails the test wherever it happened.
+    if [ $rc -ne 0 ] || grep -qE 'Sanitizer|runtime error' "$TMP/server.err"; then
+      fail "server exited with status $rc: $(head -c 3000 "$TMP/server.err")"
+    fi
     return $rc
   fi
 }
