@@ -3,7 +3,7 @@
 #include <inttypes.h>
 #include <string.h>
 
-static enum im_err usage_json(struct im_buf *b, const struct im_oai_usage *u) {
+static enum im_err usage_json(struct im_buf *b, const struct im_sim_usage *u) {
   enum im_err err = im_buf_printf(
       b,
       "{\"prompt_tokens\":%u,\"total_tokens\":%u,\"completion_tokens\":%u,"
@@ -32,7 +32,7 @@ static enum im_err finish_str(struct im_buf *b, const char *finish_reason) {
 
 enum im_err im_oai_chunk(struct im_buf *b, const struct im_oai_ctx *c, const char *text, size_t len,
                          bool reasoning, const char *finish_reason,
-                         const struct im_oai_usage *usage) {
+                         const struct im_sim_usage *usage) {
   enum im_err err = head(b, c);
   if (err)
     return err;
@@ -70,7 +70,7 @@ enum im_err im_oai_role_chunk(struct im_buf *b, const struct im_oai_ctx *c) {
 }
 
 enum im_err im_oai_usage_chunk(struct im_buf *b, const struct im_oai_ctx *c,
-                               const struct im_oai_usage *u) {
+                               const struct im_sim_usage *u) {
   enum im_err err = head(b, c);
   if (!err)
     err = im_buf_puts(b, "],\"usage\":");
@@ -83,7 +83,7 @@ enum im_err im_oai_usage_chunk(struct im_buf *b, const struct im_oai_ctx *c,
 
 enum im_err im_oai_response(struct im_buf *b, const struct im_oai_ctx *c, const char *text,
                             size_t len, const char *reasoning, size_t rlen,
-                            const char *finish_reason, const struct im_oai_usage *u) {
+                            const char *finish_reason, const struct im_sim_usage *u) {
   bool chat = c->kind == IM_API_CHAT;
   enum im_err err = im_buf_printf(
       b, "{\"id\":\"%s\",\"object\":\"%s\",\"created\":%" PRId64 ",\"model\":\"%s\",\"choices\":[",

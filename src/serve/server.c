@@ -54,7 +54,7 @@ struct stream {
   char id[48];
   char req_id[96];
   bool streaming, include_usage, continuous, chunked, role_sent;
-  struct im_oai_usage usage;
+  struct im_sim_usage usage;
   int64_t last_keepalive, t_prev_token;
   struct im_buf text, rtext;    /* non-streaming answer */
   struct im_fault_plan plan;
