@@ -8,6 +8,13 @@
  * sequence keep each of their previous experts with probability stickiness
  * (temporal correlation), so jitter (METRICS.md §8) is below 1.
  *
+ * Implementation (see moe.c): the exact sampler above generates, per
+ * (layer, topic), a cyclic chain of chain_len consecutive routing decisions;
+ * a sequence walks its topic's chains from a position derived from its key
+ * (and jumps to a new position with probability 1/256 per token), so routing
+ * a token costs one contiguous table read and top_k counter updates per
+ * layer.
+ *
  * Per step the module counts tokens per (layer, expert) and the distinct
  * experts each layer activates; the engine feeds the latter to the
  * performance model. Single-threaded. */
@@ -31,6 +38,8 @@ struct im_moe_config {
   double drift;          /* per-step probability that a layer's ranks drift (0.01) */
   uint32_t max_routed_per_call; /* a prefill chunk routes at most this many tokens
                                    exactly and scales counts (64) */
+  uint32_t chain_len;    /* routing decisions precomputed per (layer, topic);
+                            a power of two in [16, 4096] (256) */
   uint64_t seed;
 };
 
@@ -41,7 +50,10 @@ struct im_moe; /* opaque */
 
 /* Per-sequence routing state, embedded in the caller's request. */
 struct im_moe_seq {
-  uint16_t *prev;   /* n_layers * top_k experts of the last routed token; owned */
+  uint16_t *prev;   /* n_layers * top_k experts of the last token routed with
+                       ids_out; owned */
+  uint64_t rstate;  /* per-sequence random stream (jumps), from the key */
+  uint32_t pos;     /* position in the topic's routing chain */
   uint32_t topic;
   int has_prev;
 };
@@ -54,6 +66,8 @@ struct im_moe_step_stats {
   double imbalance_mean;    /* mean over layers of max/mean count */
 };
 
+/* Validates cfg (IM_INVAL; IM_LIMIT when the chains would exceed 64 MiB)
+ * and generates the routing chains: about 0.1 s of CPU for the defaults. */
 enum im_err im_moe_new(struct im_moe **out, const struct im_moe_config *cfg) IM_WUR;
 void im_moe_free(struct im_moe *moe);
 const struct im_moe_config *im_moe_config(const struct im_moe *moe);

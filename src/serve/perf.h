@@ -6,7 +6,8 @@
  *
  *   t = step_overhead + max(mem_time, compute_time) + per_token * n_tokens
  *   mem_time     = bytes read per GPU / (mem_eff * hbm_bw)
- *   bytes/GPU    = non-expert weights / tp
+ *   bytes/GPU    = non-expert weights / tp (attention weights / (tp/dp)
+ *                  under DP attention: each DP rank holds them whole)
  *                + sum over MoE layers of expert_bytes * distinct experts / tp
  *                + KV bytes read by this GPU (replicated MLA: all contexts;
  *                  GQA under TP: 1/tp of them; DP attention: 1/dp of them)
@@ -43,6 +44,8 @@ struct im_profile {
   double kv_bytes_per_token;  /* whole model, one copy */
   bool kv_replicated_tp;      /* MLA latent cache: every TP rank holds all of it */
   double attn_flops_per_ctx;  /* FLOPs per (new token x context token), whole model */
+  double attn_params;         /* attention weights (part of the non-expert ones);
+                                 replicated across DP-attention ranks */
   uint32_t max_model_len;
   uint32_t vocab_size;
 
@@ -100,7 +103,20 @@ void im_perf_step(const struct im_profile *p, const struct im_step_shape *shape,
 
 /* KV-cache capacity in tokens at the given gpu_memory_utilization (0..1]:
  * per GPU memory * util - weights/tp - activation reserve, divided by the
- * KV bytes per token one GPU holds; 0 if nothing is left. */
+ * KV bytes per token one GPU holds, times dp_attention (each DP rank has
+ * its own pool); 0 if nothing is left. */
 uint64_t im_perf_kv_capacity_tokens(const struct im_profile *p, double gpu_mem_util);
+
+/* Weight bytes resident on one GPU (every expert included). */
+double im_perf_weight_bytes_per_gpu(const struct im_profile *p);
+
+/* KV bytes one GPU holds per token of a sequence it serves: the whole entry
+ * for a replicated MLA cache, 1/(tp/dp) of it for GQA heads split by TP. */
+double im_perf_kv_bytes_per_token_per_gpu(const struct im_profile *p);
+
+/* Expected distinct experts per MoE layer when n_tokens tokens each pick
+ * top_k of n_experts uniformly: n_experts * (1 - (1 - top_k/n_experts)^n).
+ * An estimate for callers that do not simulate routing; 0 for dense models. */
+double im_perf_expected_distinct(const struct im_profile *p, uint32_t n_tokens);
 
 #endif
