@@ -15,7 +15,24 @@
  * Errors: IM_PARSE (answer 400), IM_LIMIT (head too large: 431, or body
  * larger than max_body when not discarding: 413), IM_UNSUPPORTED (a
  * Transfer-Encoding other than chunked: 501). After an error the parser only
- * accepts im_http_parser_cleanup(). */
+ * accepts im_http_parser_cleanup(), with one exception: IM_LIMIT for a body
+ * larger than max_body (head_done is true) may be followed by
+ * im_http_discard_body() and im_http_feed(p, NULL, 0) to read past the body
+ * and keep the connection (every other error repeats on the next call).
+ *
+ * Pointers in p->req (method, path, query, headers, body) point into the
+ * parser's buffers. They are re-derived at the end of every im_http_feed(),
+ * im_http_next() and im_http_discard_body() call, so they stay valid until
+ * the next call into the parser (the buffer may move when bytes are fed);
+ * do not keep them across calls.
+ *
+ * Memory: at most max_head + max_body bytes per request are held, and at
+ * most 2 * (max_head + max_body) + 64 KiB bytes are buffered in all (a peer
+ * pipelining more than that without reading responses gets IM_LIMIT).
+ *
+ * Leniencies, all allowed by RFC 9112: bare LF line ends; empty lines before
+ * a request line are skipped; HTTP/1.x with x > 1 is treated as HTTP/1.1.
+ * Not checked: the presence of Host. */
 #ifndef IM_SERVE_HTTP_H
 #define IM_SERVE_HTTP_H
 
@@ -68,6 +85,16 @@ struct im_http_parser {
   uint64_t body_seen;        /* internal: body bytes consumed so far */
   uint64_t chunk_left;       /* internal: chunked decoding */
   struct im_buf body;        /* internal: decoded chunked body */
+  /* Internal. Every offset above and below except `start` is relative to
+   * `start`, so dropping finished requests never invalidates them. */
+  size_t start;              /* offset of the current request in `in` */
+  size_t scan;               /* end of the search for LF in the current line */
+  size_t req_end;            /* end of the completed request */
+  size_t cap;                /* most bytes `in` may hold past `start` */
+  size_t path_off, query_off;
+  size_t hdr_off[128][2];    /* name and value offsets of each header */
+  enum im_err err;           /* sticky error */
+  bool body_over;            /* body exceeds max_body: waiting for discard */
 };
 
 /* Fills limits with the defaults above. */
@@ -81,7 +108,12 @@ void im_http_parser_cleanup(struct im_http_parser *p);
  * request is complete only buffers them. */
 enum im_err im_http_feed(struct im_http_parser *p, const char *data, size_t len) IM_WUR;
 /* Switches the current request to discard mode (after head_done): its body
- * is read and dropped whatever its size; body/body_len stay empty. */
+ * is read and dropped whatever its size; body/body_len stay empty. Body
+ * bytes already buffered are dropped by the next im_http_feed(); call
+ * im_http_feed(p, NULL, 0) when no more bytes are coming yet (e.g. after the
+ * IM_LIMIT of a too-large body). No effect before head_done, once the
+ * request is complete, or after an error other than a too-large body (in
+ * those cases p->discard_body stays false). */
 void im_http_discard_body(struct im_http_parser *p);
 /* Drops the completed request and parses whatever was fed after it; returns
  * as im_http_feed would with no new bytes. */
