@@ -4,5 +4,6 @@
 #define IM_CLI_H
 
 int im_cli_serve(int argc, char **argv);
+int im_cli_run(int argc, char **argv);
 
 #endif

@@ -13,6 +13,7 @@ static void usage(FILE *out) {
           "usage: infermeter COMMAND [OPTIONS]\n"
           "\n"
           "commands:\n"
+          "  run        drive load at a server (default: the built-in one) and record it\n"
           "  serve      run the built-in simulated LLM server (OpenAI-compatible)\n"
           "\n"
           "options:\n"
@@ -35,6 +36,8 @@ int main(int argc, char **argv) {
     printf("infermeter %s (git %s)\n", IM_VERSION, IM_GIT_HASH);
     return 0;
   }
+  if (!strcmp(cmd, "run"))
+    return im_cli_run(argc - 1, argv + 1);
   if (!strcmp(cmd, "serve"))
     return im_cli_serve(argc - 1, argv + 1);
   fprintf(stderr, "infermeter: unknown command '%s' (see infermeter --help)\n", cmd);

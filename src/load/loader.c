@@ -1,0 +1,1081 @@
+/* The load engine (see loader.h). Reasons for the non-obvious choices are
+ * given where they are made. */
+#include "load/loader.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "infermeter/buf.h"
+#include "infermeter/clock.h"
+#include "infermeter/hist.h"
+#include "infermeter/log.h"
+#include "infermeter/oai_chunk.h"
+#include "infermeter/rng.h"
+#include "infermeter/sse.h"
+
+#define ERRBODY_MAX 4096
+
+struct loader;
+
+struct attempt {
+  struct im_record rec;
+  struct loader *L;
+  struct attempt *prev, *next;   /* active list, or a queue */
+  CURL *easy;
+  struct curl_slist *hdrs;
+  struct im_req_spec spec;       /* owned; kept for retries */
+  uint64_t index;                /* workload index of the logical request */
+  struct im_sse sse;
+  struct im_buf body;
+  size_t body_off;
+  struct im_buf errbody;
+  int64_t last_chunk;            /* run-relative ns */
+  int64_t usage_completion;      /* last continuous usage count, -1 none */
+  int retry_after_s;
+  bool saw_done, error_event, malformed, usage_seen;
+  bool in_multi;
+  uint32_t slot;                 /* closed loop */
+};
+
+struct loader {
+  const struct im_load_config *cfg;
+  int ep, tfd_sched, tfd_curl;
+  CURLM *multi;
+  int64_t t0;
+  struct im_rng rng;
+  uint64_t next_id;
+  size_t next_arrival;           /* open loop */
+  uint64_t closed_started;
+  struct attempt *active;        /* in the multi handle */
+  uint32_t inflight;
+  struct attempt *queue_head, *queue_tail; /* waiting for --max-concurrency */
+  uint32_t queued;
+  struct attempt *retries;       /* pending retries, sorted by t_sched */
+  struct attempt *due_head, *due_tail; /* closed-loop arrivals to dispatch now */
+  bool stop_dispatch;
+  int64_t stop_t;                /* run-relative time dispatching stopped */
+  int64_t grace_deadline;        /* run-relative; INT64_MAX until known */
+  bool aborting;
+  struct im_oai_chunk chunk;
+  struct im_buf line;
+  uint64_t *port_conn;           /* local port -> connection id */
+  uint64_t next_conn;
+  struct im_load_result *res;
+  size_t cap_records;
+  uint64_t done, errors;
+  struct im_hist ttft_hist;
+  int64_t next_progress;
+  enum im_err fatal;
+  struct im_req_spec pre;        /* the next request, prepared ahead */
+  uint64_t pre_index;
+  bool pre_valid;
+};
+
+void im_load_config_default(struct im_load_config *cfg) {
+  memset(cfg, 0, sizeof *cfg);
+  cfg->base_url = "http://127.0.0.1:8000";
+  cfg->backend = IM_BACKEND_CHAT;
+  cfg->keepalive = true;
+  cfg->grace_ns = 10 * 1000000000LL;
+  cfg->timeout_connect_ns = 5 * 1000000000LL;
+  cfg->timeout_ttft_ns = 60 * 1000000000LL;
+  cfg->timeout_idle_ns = 30 * 1000000000LL;
+  cfg->timeout_total_ns = 600 * 1000000000LL;
+  cfg->jsonl_fd = -1;
+  cfg->wake_fd = -1;
+  cfg->n_shards = 1;
+}
+
+void im_req_spec_cleanup(struct im_req_spec *s) {
+  free(s->prompt);
+  s->prompt = NULL;
+}
+
+static int64_t rel_now(const struct loader *L) { return im_now_ns() - L->t0; }
+
+/* ---- timers ------------------------------------------------------------- */
+
+static void arm_abs(int fd, int64_t abs_ns) {
+  struct itimerspec its;
+  memset(&its, 0, sizeof its);
+  if (abs_ns >= 0) {
+    if (abs_ns == 0)
+      abs_ns = 1;
+    its.it_value.tv_sec = abs_ns / 1000000000;
+    its.it_value.tv_nsec = abs_ns % 1000000000;
+  }
+  timerfd_settime(fd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+static void drain_fd(int fd) {
+  uint64_t v;
+  ssize_t r = read(fd, &v, sizeof v);
+  (void)r;
+}
+
+/* When the schedule next wants the loop: the next open-loop arrival or the
+ * earliest pending retry (run-relative ns), or -1. */
+static int64_t next_due(const struct loader *L) {
+  int64_t t = -1;
+  if (!L->stop_dispatch && L->cfg->times && L->next_arrival < L->cfg->n_times)
+    t = L->cfg->times[L->next_arrival];
+  if (L->retries && (t < 0 || L->retries->rec.t_sched < t))
+    t = L->retries->rec.t_sched;
+  return t;
+}
+
+static void arm_sched(struct loader *L) {
+  int64_t t = next_due(L);
+  arm_abs(L->tfd_sched, t < 0 ? -1 : L->t0 + t);
+}
+
+/* ---- libcurl glue ------------------------------------------------------- */
+
+static int on_socket(CURL *e, curl_socket_t s, int what, void *userp, void *socketp) {
+  (void)e;
+  struct loader *L = userp;
+  if (what == CURL_POLL_REMOVE) {
+    epoll_ctl(L->ep, EPOLL_CTL_DEL, s, NULL);
+    curl_multi_assign(L->multi, s, NULL);
+    return 0;
+  }
+  struct epoll_event ev;
+  memset(&ev, 0, sizeof ev);
+  ev.events = ((what & CURL_POLL_IN) ? EPOLLIN : 0u) | ((what & CURL_POLL_OUT) ? EPOLLOUT : 0u);
+  ev.data.fd = s;
+  if (!socketp) {
+    if (epoll_ctl(L->ep, EPOLL_CTL_ADD, s, &ev) < 0 && errno == EEXIST)
+      epoll_ctl(L->ep, EPOLL_CTL_MOD, s, &ev);
+    curl_multi_assign(L->multi, s, L);
+  } else {
+    epoll_ctl(L->ep, EPOLL_CTL_MOD, s, &ev);
+  }
+  return 0;
+}
+
+static int on_curl_timer(CURLM *m, long timeout_ms, void *userp) {
+  (void)m;
+  struct loader *L = userp;
+  struct itimerspec its;
+  memset(&its, 0, sizeof its);
+  if (timeout_ms >= 0) {
+    /* 0 means "now": a 1 ns relative timer fires on the next epoll_wait
+     * (curl must not be re-entered from this callback). */
+    int64_t ns = timeout_ms ? (int64_t)timeout_ms * 1000000 : 1;
+    its.it_value.tv_sec = ns / 1000000000;
+    its.it_value.tv_nsec = ns % 1000000000;
+  }
+  timerfd_settime(L->tfd_curl, 0, &its, NULL);
+  return 0;
+}
+
+/* ---- request building --------------------------------------------------- */
+
+static enum im_err build_body(const struct loader *L, const struct im_req_spec *s,
+                              struct im_buf *b) {
+  const struct im_load_config *c = L->cfg;
+  enum im_err err = im_buf_puts(b, "{\"model\":\"");
+  if (!err)
+    err = im_buf_json_escape(b, c->model ? c->model : "", c->model ? strlen(c->model) : 0);
+  if (!err)
+    err = im_buf_puts(b, c->backend == IM_BACKEND_CHAT
+                             ? "\",\"messages\":[{\"role\":\"user\",\"content\":\""
+                             : "\",\"prompt\":\"");
+  if (!err)
+    err = im_buf_json_escape(b, s->prompt, s->prompt_len);
+  if (!err)
+    err = im_buf_puts(b, c->backend == IM_BACKEND_CHAT ? "\"}]" : "\"");
+  if (!err)
+    err = im_buf_printf(b,
+                        ",\"max_tokens\":%u,\"stream\":true,\"stream_options\":"
+                        "{\"include_usage\":true%s}",
+                        s->max_tokens, c->continuous_usage ? ",\"continuous_usage_stats\":true" : "");
+  if (!err && s->ignore_eos)
+    err = im_buf_puts(b, ",\"ignore_eos\":true");
+  if (!err && !isnan(s->temperature))
+    err = im_buf_printf(b, ",\"temperature\":%.17g", s->temperature);
+  if (!err && !isnan(s->top_p))
+    err = im_buf_printf(b, ",\"top_p\":%.17g", s->top_p);
+  if (!err && c->cache_salt) {
+    err = im_buf_puts(b, ",\"cache_salt\":\"");
+    if (!err)
+      err = im_buf_json_escape(b, c->cache_salt, strlen(c->cache_salt));
+    if (!err)
+      err = im_buf_puts(b, "\"");
+  }
+  if (!err)
+    err = im_buf_puts(b, "}");
+  return err;
+}
+
+/* ---- response handling -------------------------------------------------- */
+
+static enum im_err on_sse_event(void *ud, const struct im_sse_event *ev) {
+  struct attempt *a = ud;
+  struct loader *L = a->L;
+  struct im_record *r = &a->rec;
+  if (ev->kind == IM_SSE_COMMENT) {
+    r->keepalives++;
+    return IM_OK;
+  }
+  if (im_oai_chunk_decode(&L->chunk, ev->data, ev->data_len) != IM_OK) {
+    a->malformed = true;
+    return IM_OK;
+  }
+  const struct im_oai_chunk *c = &L->chunk;
+  if (c->kind == IM_OAI_DONE) {
+    a->saw_done = true;
+    return IM_OK;
+  }
+  if (c->kind == IM_OAI_ERROR) {
+    a->error_event = true;
+    return IM_OK;
+  }
+  if (c->has_usage) {
+    const struct im_oai_usage *u = &c->usage;
+    a->usage_seen = true;
+    if (u->prompt_tokens >= 0)
+      r->prompt_tokens = (uint32_t)u->prompt_tokens;
+    if (u->completion_tokens >= 0)
+      r->output_tokens = (uint32_t)u->completion_tokens;
+    if (u->cached_tokens >= 0)
+      r->cached_tokens = (uint32_t)u->cached_tokens;
+    else if (u->cache_hit_tokens >= 0)
+      r->cached_tokens = (uint32_t)u->cache_hit_tokens;
+    if (u->reasoning_tokens >= 0)
+      r->reasoning_tokens = (uint32_t)u->reasoning_tokens;
+  }
+  if (c->has_timings && c->timings.cache_n >= 0)
+    r->cached_tokens = (uint32_t)c->timings.cache_n;
+  if (c->finish_reason.ptr) {
+    size_t n = c->finish_reason.len < sizeof r->finish_reason - 1 ? c->finish_reason.len
+                                                                  : sizeof r->finish_reason - 1;
+    memcpy(r->finish_reason, c->finish_reason.ptr, n);
+    r->finish_reason[n] = '\0';
+  }
+  if (c->cls != IM_OAI_TOKENS)
+    return IM_OK;
+  /* Tokens in this chunk: the growth of continuous usage when the server
+   * sends it, else 1 (a count from the text needs the real tokenizer). */
+  uint32_t n = 1;
+  if (c->has_usage && c->usage.completion_tokens >= 0) {
+    int64_t delta = c->usage.completion_tokens - (a->usage_completion < 0 ? 0 : a->usage_completion);
+    n = delta > 0 ? (uint32_t)delta : 1;
+    a->usage_completion = c->usage.completion_tokens;
+  }
+  int64_t t = a->last_chunk; /* the arrival time of this read, set by on_write */
+  if (r->t_first < 0)
+    r->t_first = t;
+  if (r->t_answer < 0 && (c->content.len || c->text.len))
+    r->t_answer = t;
+  r->t_last = t;
+  return im_record_add_chunk(r, t, n);
+}
+
+static size_t on_write(char *data, size_t size, size_t n, void *ud) {
+  struct attempt *a = ud;
+  size_t len = size * n;
+  /* One clock read per received buffer: every event in it arrived then. */
+  int64_t now = rel_now(a->L);
+  if (a->rec.http_status != 200) {
+    size_t room = ERRBODY_MAX - a->errbody.len;
+    if (room && im_buf_append(&a->errbody, data, len < room ? len : room))
+      return 0;
+    return len;
+  }
+  a->last_chunk = now;
+  if (im_sse_feed(&a->sse, data, len) != IM_OK) {
+    a->malformed = true;
+    return 0; /* aborts the transfer: CURLE_WRITE_ERROR */
+  }
+  return len;
+}
+
+static size_t on_header(char *data, size_t size, size_t n, void *ud) {
+  struct attempt *a = ud;
+  size_t len = size * n;
+  if (len > 5 && memcmp(data, "HTTP/", 5) == 0) {
+    const char *sp = memchr(data, ' ', len);
+    if (sp && sp + 4 <= data + len) {
+      int code = (sp[1] - '0') * 100 + (sp[2] - '0') * 10 + (sp[3] - '0');
+      if (code >= 200 || a->rec.t_hdr < 0) {
+        a->rec.http_status = code;
+        if (a->rec.t_hdr < 0)
+          a->rec.t_hdr = rel_now(a->L);
+      }
+    }
+  } else if (len > 12 && strncasecmp(data, "retry-after:", 12) == 0) {
+    a->retry_after_s = atoi(data + 12);
+  }
+  return len;
+}
+
+static size_t on_read(char *buf, size_t size, size_t n, void *ud) {
+  struct attempt *a = ud;
+  if (a->body_off == 0 && a->rec.t_send < 0)
+    a->rec.t_send = rel_now(a->L); /* the connection is up and the request is going out */
+  size_t left = a->body.len - a->body_off, cap = size * n;
+  size_t k = left < cap ? left : cap;
+  memcpy(buf, a->body.data + a->body_off, k);
+  a->body_off += k;
+  return k;
+}
+
+/* ---- attempts ----------------------------------------------------------- */
+
+static void attempt_free(struct attempt *a) {
+  if (!a)
+    return;
+  if (a->easy)
+    curl_easy_cleanup(a->easy);
+  curl_slist_free_all(a->hdrs);
+  im_sse_cleanup(&a->sse);
+  im_buf_cleanup(&a->body);
+  im_buf_cleanup(&a->errbody);
+  im_req_spec_cleanup(&a->spec);
+  im_record_cleanup(&a->rec);
+  free(a);
+}
+
+static struct attempt *attempt_new(struct loader *L) {
+  struct attempt *a = calloc(1, sizeof *a);
+  if (!a)
+    return NULL;
+  a->L = L;
+  im_record_reset(&a->rec);
+  a->rec.id = 1 + L->cfg->shard + L->cfg->n_shards * L->next_id++;
+  a->rec.attempt = 1;
+  a->rec.logical_id = a->rec.id;
+  a->usage_completion = -1;
+  im_buf_init(&a->body, 64u << 20);
+  im_buf_init(&a->errbody, ERRBODY_MAX);
+  im_sse_init(&a->sse, NULL, on_sse_event, a);
+  return a;
+}
+
+static void list_push(struct attempt **head, struct attempt *a) {
+  a->prev = NULL;
+  a->next = *head;
+  if (*head)
+    (*head)->prev = a;
+  *head = a;
+}
+
+static void list_unlink(struct attempt **head, struct attempt *a) {
+  if (a->prev)
+    a->prev->next = a->next;
+  else
+    *head = a->next;
+  if (a->next)
+    a->next->prev = a->prev;
+  a->prev = a->next = NULL;
+}
+
+static void queue_push(struct attempt **h, struct attempt **t, struct attempt *a) {
+  a->next = NULL;
+  a->prev = *t;
+  if (*t)
+    (*t)->next = a;
+  else
+    *h = a;
+  *t = a;
+}
+
+static struct attempt *queue_pop(struct attempt **h, struct attempt **t) {
+  struct attempt *a = *h;
+  if (!a)
+    return NULL;
+  *h = a->next;
+  if (*h)
+    (*h)->prev = NULL;
+  else
+    *t = NULL;
+  a->next = a->prev = NULL;
+  return a;
+}
+
+static struct curl_slist *add_header(struct curl_slist *l, const char *h, bool *ok) {
+  struct curl_slist *n = curl_slist_append(l, h);
+  if (!n) {
+    *ok = false;
+    return l;
+  }
+  return n;
+}
+
+/* Hands an attempt to libcurl; t_start is now. */
+static enum im_err start_http(struct loader *L, struct attempt *a) {
+  const struct im_load_config *c = L->cfg;
+  struct im_record *r = &a->rec;
+  enum im_err err = IM_NOMEM;
+  char line[256];
+  bool ok = true;
+  im_buf_reset(&a->body);
+  if (build_body(L, &a->spec, &a->body))
+    return IM_NOMEM;
+  a->easy = curl_easy_init();
+  if (!a->easy)
+    return IM_NOMEM;
+  snprintf(r->request_id, sizeof r->request_id, "im-%s-%" PRIu64, c->run_salt ? c->run_salt : "0",
+           r->id);
+  a->hdrs = add_header(NULL, "Content-Type: application/json", &ok);
+  a->hdrs = add_header(a->hdrs, "Accept: text/event-stream", &ok);
+  /* No Expect: 100-continue round trip on large prompts. */
+  a->hdrs = add_header(a->hdrs, "Expect:", &ok);
+  snprintf(line, sizeof line, "X-Request-Id: %s", r->request_id);
+  a->hdrs = add_header(a->hdrs, line, &ok);
+  /* W3C trace context: version 00, a trace id per logical request, a span
+   * id per attempt, sampled. */
+  snprintf(line, sizeof line, "traceparent: 00-%016" PRIx64 "%016" PRIx64 "-%016" PRIx64 "-01",
+           im_mix64(L->t0 ^ 0x7472616365ULL), im_mix64(r->logical_id) | 1, im_mix64(r->id ^ L->t0) | 1);
+  a->hdrs = add_header(a->hdrs, line, &ok);
+  if (c->api_key) {
+    struct im_buf auth;
+    im_buf_init(&auth, 8192);
+    if (im_buf_printf(&auth, "Authorization: Bearer %s", c->api_key) == IM_OK)
+      a->hdrs = add_header(a->hdrs, auth.data, &ok);
+    else
+      ok = false;
+    im_buf_cleanup(&auth);
+  }
+  for (const char *const *h = c->headers; h && *h; h++)
+    a->hdrs = add_header(a->hdrs, *h, &ok);
+  if (!ok)
+    return IM_NOMEM;
+  const char *path = c->backend == IM_BACKEND_CHAT ? "/v1/chat/completions" : "/v1/completions";
+  struct im_buf url;
+  im_buf_init(&url, 8192);
+  if (im_buf_printf(&url, "%s%s", c->base_url, path)) {
+    im_buf_cleanup(&url);
+    return IM_NOMEM;
+  }
+  CURL *e = a->easy;
+  curl_easy_setopt(e, CURLOPT_URL, url.data);
+  im_buf_cleanup(&url);
+  curl_easy_setopt(e, CURLOPT_POST, 1L);
+  curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)a->body.len);
+  curl_easy_setopt(e, CURLOPT_READFUNCTION, on_read);
+  curl_easy_setopt(e, CURLOPT_READDATA, a);
+  curl_easy_setopt(e, CURLOPT_HTTPHEADER, a->hdrs);
+  curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
+  curl_easy_setopt(e, CURLOPT_WRITEDATA, a);
+  curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(e, CURLOPT_HEADERDATA, a);
+  curl_easy_setopt(e, CURLOPT_PRIVATE, a);
+  curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+  curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)(c->timeout_connect_ns / 1000000));
+  curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)(c->timeout_total_ns / 1000000));
+  curl_easy_setopt(e, CURLOPT_HTTP_VERSION,
+                   c->http2 ? (long)CURL_HTTP_VERSION_2TLS : (long)CURL_HTTP_VERSION_1_1);
+  if (c->insecure) {
+    curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
+    curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
+  }
+  if (!c->keepalive)
+    curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
+  r->t_start = rel_now(L);
+  if (curl_multi_add_handle(L->multi, e) != CURLM_OK) {
+    err = IM_IO;
+    return err;
+  }
+  a->in_multi = true;
+  a->last_chunk = r->t_start;
+  list_push(&L->active, a);
+  L->inflight++;
+  return IM_OK;
+}
+
+static void finish_attempt(struct loader *L, struct attempt *a, CURLcode res);
+
+/* Starts now or queues for a --max-concurrency seat. */
+static void launch(struct loader *L, struct attempt *a) {
+  if (L->cfg->max_concurrency && L->inflight >= L->cfg->max_concurrency) {
+    queue_push(&L->queue_head, &L->queue_tail, a);
+    L->queued++;
+    return;
+  }
+  enum im_err err = start_http(L, a);
+  if (err) {
+    if (!L->res->first_error[0])
+      snprintf(L->res->first_error, sizeof L->res->first_error, "cannot start a request: %s",
+               im_strerror(err));
+    a->rec.error = IM_EC_CONNECT;
+    finish_attempt(L, a, CURLE_FAILED_INIT);
+  }
+}
+
+static bool is_warmup(const struct loader *L, const struct im_record *r, uint64_t index) {
+  const struct im_load_config *c = L->cfg;
+  if (c->warmup_ns > 0)
+    return r->t_sched < c->warmup_ns;
+  return index < c->warmup_requests;
+}
+
+/* A new logical request scheduled at t_sched. */
+static void dispatch_new(struct loader *L, uint64_t index, int64_t t_sched, uint32_t slot) {
+  struct attempt *a = attempt_new(L);
+  if (!a) {
+    L->fatal = IM_NOMEM;
+    return;
+  }
+  a->index = index;
+  a->slot = slot;
+  struct im_record *r = &a->rec;
+  r->t_sched = r->t_sched_first = t_sched;
+  r->t_dispatch = rel_now(L);
+  L->res->dispatched++;
+  enum im_err werr = IM_OK;
+  if (L->pre_valid && L->pre_index == index) {
+    a->spec = L->pre;
+    L->pre_valid = false;
+  } else {
+    werr = L->cfg->workload(L->cfg->workload_ctx, index, &a->spec);
+  }
+  if (werr != IM_OK) {
+    L->fatal = IM_INVAL;
+    attempt_free(a);
+    return;
+  }
+  r->kind = is_warmup(L, r, index) ? IM_KIND_WARMUP : IM_KIND_MEASURED;
+  r->prompt_tokens = a->spec.prompt_tokens;
+  r->requested_tokens = a->spec.max_tokens;
+  r->ignore_eos = a->spec.ignore_eos;
+  r->temperature = a->spec.temperature;
+  r->top_p = a->spec.top_p;
+  launch(L, a);
+}
+
+/* Prepares request `index` now, so that building its prompt does not sit
+ * between its dispatch and its send. */
+static void prefetch(struct loader *L, uint64_t index) {
+  if (L->pre_valid || L->stop_dispatch)
+    return;
+  if (L->cfg->workload(L->cfg->workload_ctx, index, &L->pre) == IM_OK) {
+    L->pre_valid = true;
+    L->pre_index = index;
+  }
+}
+
+/* ---- completion --------------------------------------------------------- */
+
+static enum im_errclass classify(struct attempt *a, CURLcode res) {
+  struct im_record *r = &a->rec;
+  if (r->error != IM_EC_NONE)
+    return r->error; /* set by our own timeouts or an abort */
+  switch (res) {
+  case CURLE_OK:
+    break;
+  case CURLE_COULDNT_CONNECT:
+  case CURLE_COULDNT_RESOLVE_HOST:
+  case CURLE_COULDNT_RESOLVE_PROXY:
+  case CURLE_SSL_CONNECT_ERROR:
+  case CURLE_PEER_FAILED_VERIFICATION:
+    return IM_EC_CONNECT;
+  case CURLE_OPERATION_TIMEDOUT:
+    return r->t_send < 0 ? IM_EC_TIMEOUT_CONNECT : IM_EC_TIMEOUT_TOTAL;
+  case CURLE_RECV_ERROR:
+  case CURLE_SEND_ERROR:
+    return r->t_hdr < 0 && r->t_send < 0 ? IM_EC_CONNECT : IM_EC_RESET;
+  case CURLE_PARTIAL_FILE:
+  case CURLE_GOT_NOTHING:
+    return IM_EC_TRUNCATED;
+  case CURLE_WRITE_ERROR:
+    return IM_EC_MALFORMED;
+  default:
+    return r->t_hdr < 0 ? IM_EC_CONNECT : IM_EC_TRUNCATED;
+  }
+  int st = r->http_status;
+  if (st == 429)
+    return IM_EC_HTTP_429;
+  if (st >= 500)
+    return IM_EC_HTTP_5XX;
+  if (st != 200)
+    return IM_EC_HTTP_4XX;
+  if (a->error_event)
+    return IM_EC_ERROR_EVENT;
+  if (a->malformed)
+    return IM_EC_MALFORMED;
+  if (!strcmp(r->finish_reason, "insufficient_system_resource"))
+    return IM_EC_INSUFFICIENT;
+  if (!a->saw_done)
+    return IM_EC_TRUNCATED;
+  return IM_EC_NONE;
+}
+
+static bool retryable(enum im_errclass e) {
+  switch (e) {
+  case IM_EC_CONNECT:
+  case IM_EC_TIMEOUT_CONNECT:
+  case IM_EC_HTTP_429:
+  case IM_EC_HTTP_5XX:
+  case IM_EC_RESET:
+  case IM_EC_TRUNCATED:
+  case IM_EC_ERROR_EVENT:
+  case IM_EC_INSUFFICIENT:
+    return true;
+  default:
+    return false;
+  }
+}
+
+static void store_record(struct loader *L, struct im_record *r) {
+  struct im_load_result *res = L->res;
+  if (L->cfg->jsonl_fd >= 0) {
+    im_buf_reset(&L->line);
+    if (im_record_to_jsonl(r, &L->line) == IM_OK) {
+      /* One write per line on an O_APPEND descriptor: a line is never torn
+       * by a crash of this process. */
+      const char *p = L->line.data;
+      size_t left = L->line.len;
+      while (left) {
+        ssize_t w = write(L->cfg->jsonl_fd, p, left);
+        if (w < 0 && errno == EINTR)
+          continue;
+        if (w <= 0)
+          break;
+        p += w;
+        left -= (size_t)w;
+      }
+    }
+  }
+  if (res->n_records == L->cap_records) {
+    size_t cap = L->cap_records ? L->cap_records * 2 : 256;
+    struct im_record *p = realloc(res->records, cap * sizeof *p);
+    if (!p) {
+      L->fatal = IM_NOMEM;
+      im_record_cleanup(r);
+      return;
+    }
+    res->records = p;
+    L->cap_records = cap;
+  }
+  res->records[res->n_records++] = *r;
+  /* The chunk arrays now belong to the stored copy. */
+  r->chunk_us = NULL;
+  r->chunk_tokens = NULL;
+  r->cap_chunks = r->n_chunks = 0;
+}
+
+static void schedule_retry(struct loader *L, struct attempt *old, int64_t now) {
+  struct attempt *a = attempt_new(L);
+  if (!a) {
+    L->fatal = IM_NOMEM;
+    return;
+  }
+  a->spec = old->spec;
+  memset(&old->spec, 0, sizeof old->spec);
+  a->index = old->index;
+  a->slot = old->slot;
+  struct im_record *r = &a->rec, *o = &old->rec;
+  r->logical_id = o->logical_id;
+  r->attempt = o->attempt + 1;
+  r->kind = IM_KIND_RETRY;
+  r->t_sched_first = o->t_sched_first;
+  r->prompt_tokens = a->spec.prompt_tokens;
+  r->requested_tokens = o->requested_tokens;
+  r->ignore_eos = o->ignore_eos;
+  r->temperature = o->temperature;
+  r->top_p = o->top_p;
+  /* Exponential backoff with jitter (0.25 s x 2^(n-1) x U[0.5, 1.5)),
+   * or the server's Retry-After when it sent one. */
+  double backoff = 0.25 * pow(2.0, (double)(o->attempt - 1)) * (0.5 + im_rng_uniform(&L->rng));
+  if (old->retry_after_s > 0)
+    backoff = old->retry_after_s;
+  r->t_sched = now + (int64_t)(backoff * 1e9);
+  /* Insert sorted. */
+  struct attempt **pp = &L->retries;
+  while (*pp && (*pp)->rec.t_sched <= r->t_sched)
+    pp = &(*pp)->next;
+  a->next = *pp;
+  *pp = a;
+}
+
+static void closed_loop_next(struct loader *L, uint32_t slot, int64_t t);
+
+static void start_queued(struct loader *L) {
+  while (L->queue_head && (!L->cfg->max_concurrency || L->inflight < L->cfg->max_concurrency)) {
+    struct attempt *q = queue_pop(&L->queue_head, &L->queue_tail);
+    L->queued--;
+    launch(L, q);
+  }
+}
+
+static void finish_attempt(struct loader *L, struct attempt *a, CURLcode res) {
+  struct im_record *r = &a->rec;
+  int64_t now = rel_now(L);
+  if (a->in_multi) {
+    curl_multi_remove_handle(L->multi, a->easy);
+    a->in_multi = false;
+    list_unlink(&L->active, a);
+    L->inflight--;
+  }
+  if (a->easy && r->t_start >= 0) {
+    long nconn = 0, port = 0, os_errno = 0;
+    curl_easy_getinfo(a->easy, CURLINFO_NUM_CONNECTS, &nconn);
+    curl_easy_getinfo(a->easy, CURLINFO_LOCAL_PORT, &port);
+    curl_easy_getinfo(a->easy, CURLINFO_OS_ERRNO, &os_errno);
+    if (os_errno == EMFILE || os_errno == ENFILE)
+      L->res->fd_exhausted++;
+    if (os_errno == EADDRNOTAVAIL)
+      L->res->port_exhausted++;
+    r->conn_new = nconn > 0;
+    if (port > 0 && port < 65536) {
+      if (r->conn_new || !L->port_conn[port]) {
+        L->port_conn[port] = ++L->next_conn;
+        L->res->connections_opened++;
+      }
+      r->conn_id = L->port_conn[port];
+    }
+  }
+  r->t_end = now;
+  r->error = classify(a, res);
+  if (r->n_chunks && a->usage_seen && r->output_tokens) {
+    r->output_source = IM_COUNT_USAGE;
+  } else if (r->n_chunks) {
+    uint32_t sum = 0;
+    for (uint32_t i = 0; i < r->n_chunks; i++)
+      sum += im_record_chunk_tokens(r, i);
+    r->output_tokens = sum;
+    r->output_source = IM_COUNT_CHUNKS;
+  }
+  if (r->error != IM_EC_NONE) {
+    L->errors++;
+    if (!L->res->first_error[0]) {
+      snprintf(L->res->first_error, sizeof L->res->first_error, "%s (HTTP %d)%s%.160s",
+               im_errclass_name(r->error), r->http_status, a->errbody.len ? ": " : "",
+               a->errbody.len ? a->errbody.data : "");
+    }
+  } else {
+    L->done++;
+    if (r->t_first >= 0)
+      (void)im_hist_record(&L->ttft_hist, r->t_first - r->t_start);
+  }
+  /* A stream that already delivered tokens is never retried (METRICS.md §1). */
+  bool retry = retryable(r->error) && r->n_chunks == 0 && r->attempt <= L->cfg->retries &&
+               !L->res->interrupted && !L->aborting;
+  store_record(L, r);
+  uint32_t slot = a->slot;
+  bool closed = !L->cfg->times;
+  if (retry)
+    schedule_retry(L, a, now);
+  attempt_free(a);
+  start_queued(L);
+  if (closed && !retry && !L->aborting)
+    closed_loop_next(L, slot, now);
+}
+
+/* ---- schedule ----------------------------------------------------------- */
+
+static uint64_t global_index(const struct loader *L, uint64_t local) {
+  return L->cfg->shard + (uint64_t)L->cfg->n_shards * local;
+}
+
+static void closed_loop_next(struct loader *L, uint32_t slot, int64_t t) {
+  const struct im_load_config *c = L->cfg;
+  if (L->stop_dispatch || (c->duration_ns && t >= c->duration_ns) ||
+      (c->max_requests && L->closed_started >= c->max_requests)) {
+    if (!L->stop_dispatch) {
+      L->stop_dispatch = true;
+      L->stop_t = t;
+      L->grace_deadline = t + c->grace_ns;
+    }
+    return;
+  }
+  uint64_t index = global_index(L, L->closed_started++);
+  L->res->scheduled++;
+  dispatch_new(L, index, t, slot);
+  prefetch(L, global_index(L, L->closed_started));
+}
+
+static void dispatch_due(struct loader *L) {
+  const struct im_load_config *c = L->cfg;
+  int64_t now = rel_now(L);
+  while (!L->stop_dispatch && c->times && L->next_arrival < c->n_times &&
+         c->times[L->next_arrival] <= now) {
+    size_t i = L->next_arrival++;
+    L->res->scheduled++;
+    dispatch_new(L, global_index(L, i), c->times[i], 0);
+  }
+  while (L->retries && L->retries->rec.t_sched <= now) {
+    struct attempt *a = L->retries;
+    L->retries = a->next;
+    a->next = NULL;
+    a->rec.t_dispatch = rel_now(L);
+    launch(L, a);
+  }
+  if (c->times && L->next_arrival < c->n_times)
+    prefetch(L, global_index(L, L->next_arrival));
+  if (c->times && L->next_arrival >= c->n_times && !L->stop_dispatch) {
+    L->stop_dispatch = true;
+    L->stop_t = c->n_times ? c->times[c->n_times - 1] : 0;
+    L->grace_deadline = (L->stop_t > now ? L->stop_t : now) + c->grace_ns;
+  }
+}
+
+static void process_done(struct loader *L) {
+  CURLMsg *m;
+  int left;
+  while ((m = curl_multi_info_read(L->multi, &left))) {
+    if (m->msg != CURLMSG_DONE)
+      continue;
+    struct attempt *a = NULL;
+    curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&a);
+    if (a)
+      finish_attempt(L, a, m->data.result);
+  }
+}
+
+/* Our own phase timeouts (libcurl has connect and total only). */
+static void check_timeouts(struct loader *L, int64_t now) {
+  const struct im_load_config *c = L->cfg;
+  for (struct attempt *a = L->active, *next; a; a = next) {
+    next = a->next;
+    struct im_record *r = &a->rec;
+    if (r->t_first < 0 && c->timeout_ttft_ns && now - r->t_start > c->timeout_ttft_ns)
+      r->error = IM_EC_TIMEOUT_TTFT;
+    else if (r->t_first >= 0 && c->timeout_idle_ns && now - a->last_chunk > c->timeout_idle_ns)
+      r->error = IM_EC_TIMEOUT_IDLE;
+    else
+      continue;
+    finish_attempt(L, a, CURLE_OPERATION_TIMEDOUT);
+  }
+}
+
+/* Ends everything still pending: in flight, queued, retries. */
+static void abort_all(struct loader *L) {
+  L->aborting = true;
+  while (L->active) {
+    struct attempt *a = L->active;
+    a->rec.kind = IM_KIND_ABORTED;
+    a->rec.error = IM_EC_ABORTED;
+    finish_attempt(L, a, CURLE_ABORTED_BY_CALLBACK);
+  }
+  struct attempt *a;
+  while ((a = queue_pop(&L->queue_head, &L->queue_tail))) {
+    a->rec.kind = IM_KIND_ABORTED;
+    a->rec.error = IM_EC_ABORTED;
+    a->rec.t_end = rel_now(L);
+    store_record(L, &a->rec);
+    attempt_free(a);
+  }
+  while ((a = L->retries)) {
+    L->retries = a->next;
+    attempt_free(a); /* never dispatched: not an attempt */
+  }
+}
+
+/* ---- progress ----------------------------------------------------------- */
+
+static void progress(struct loader *L, int64_t now, bool final) {
+  const struct im_load_config *c = L->cfg;
+  if (!c->progress_tty && !c->progress_plain)
+    return;
+  if (!final && now < L->next_progress)
+    return;
+  L->next_progress = now + (c->progress_tty ? 200000000LL : 5000000000LL);
+  double el = (double)now * 1e-9;
+  uint64_t total = c->times ? c->n_times : c->max_requests;
+  double p50 = im_hist_count(&L->ttft_hist) ? (double)im_hist_percentile(&L->ttft_hist, 0.5) / 1e6 : 0;
+  double rate = el > 0 ? (double)L->done / el : 0;
+  char bar[24] = "";
+  if (total && c->progress_tty) {
+    int filled = (int)(20.0 * (double)L->res->dispatched / (double)total);
+    for (int i = 0; i < 20; i++)
+      bar[i] = i < filled ? '#' : '.';
+    bar[20] = '\0';
+  }
+  fprintf(stderr,
+          "%s%s%s %6.1fs  sent %" PRIu64 "/%" PRIu64 "  in flight %u%s  done %" PRIu64
+          "  errors %" PRIu64 "  %.1f req/s  p50 TTFT %.1f ms%s",
+          c->progress_tty ? "\r\033[K" : "", bar[0] ? bar : "", bar[0] ? " " : "", el,
+          L->res->dispatched, L->res->scheduled > total ? L->res->scheduled : (total ? total : L->res->scheduled),
+          L->inflight, L->queued ? " (+queued)" : "", L->done, L->errors, rate, p50,
+          c->progress_tty ? (final ? "\n" : "") : "\n");
+  fflush(stderr);
+}
+
+/* ---- the loop ----------------------------------------------------------- */
+
+static bool finished(const struct loader *L) {
+  return L->stop_dispatch && !L->active && !L->queue_head && !L->retries;
+}
+
+static enum im_err loop(struct loader *L) {
+  struct epoll_event evs[256];
+  int running = 0;
+  int64_t next_timeout_check = 0;
+  while (!L->fatal) {
+    int64_t now = rel_now(L);
+    int interrupt = L->cfg->interrupt ? *L->cfg->interrupt : 0;
+    if (interrupt >= 1 && !L->stop_dispatch) {
+      L->stop_dispatch = true;
+      L->stop_t = now;
+      L->grace_deadline = now + L->cfg->grace_ns;
+      L->res->interrupted = true;
+    }
+    if (interrupt >= 1)
+      L->res->interrupted = true;
+    if (interrupt >= 2 || (L->stop_dispatch && now >= L->grace_deadline))
+      abort_all(L);
+    if (finished(L))
+      break;
+    if (now >= next_timeout_check) {
+      check_timeouts(L, now);
+      next_timeout_check = now + 50000000;
+    }
+    progress(L, now, false);
+    arm_sched(L);
+    int n = epoll_wait(L->ep, evs, 256, 50);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      im_error("epoll_wait: %s", strerror(errno));
+      return IM_SYS;
+    }
+    for (int i = 0; i < n; i++) {
+      int fd = evs[i].data.fd;
+      if (fd == L->tfd_sched) {
+        drain_fd(fd);
+        dispatch_due(L);
+      } else if (fd == L->tfd_curl) {
+        drain_fd(fd);
+        curl_multi_socket_action(L->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+      } else if (fd == L->cfg->wake_fd) {
+        drain_fd(fd);
+      } else {
+        int mask = ((evs[i].events & EPOLLIN) ? CURL_CSELECT_IN : 0) |
+                   ((evs[i].events & EPOLLOUT) ? CURL_CSELECT_OUT : 0) |
+                   ((evs[i].events & (EPOLLERR | EPOLLHUP)) ? CURL_CSELECT_ERR : 0);
+        curl_multi_socket_action(L->multi, fd, mask, &running);
+      }
+      process_done(L);
+    }
+    /* Arrivals that came due while events were handled. */
+    if (next_due(L) >= 0 && next_due(L) <= rel_now(L))
+      dispatch_due(L);
+    process_done(L);
+  }
+  progress(L, rel_now(L), true);
+  return L->fatal;
+}
+
+static int add_fd(int ep, int fd) {
+  struct epoll_event ev;
+  memset(&ev, 0, sizeof ev);
+  ev.events = EPOLLIN;
+  ev.data.fd = fd;
+  return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+}
+
+enum im_err im_load_run(const struct im_load_config *cfg, struct im_load_result *out) {
+  memset(out, 0, sizeof *out);
+  struct loader L;
+  memset(&L, 0, sizeof L);
+  L.cfg = cfg;
+  L.res = out;
+  L.ep = L.tfd_sched = L.tfd_curl = -1;
+  L.grace_deadline = INT64_MAX;
+  enum im_err err = IM_SYS;
+  if (!cfg->workload || (!cfg->times && !cfg->concurrency))
+    return IM_INVAL;
+  im_oai_chunk_init(&L.chunk, 0);
+  im_buf_init(&L.line, 0);
+  if (im_hist_init_default(&L.ttft_hist)) {
+    err = IM_NOMEM;
+    goto out;
+  }
+  L.port_conn = calloc(65536, sizeof *L.port_conn);
+  if (!L.port_conn) {
+    err = IM_NOMEM;
+    goto out;
+  }
+  L.ep = epoll_create1(EPOLL_CLOEXEC);
+  L.tfd_sched = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+  L.tfd_curl = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+  if (L.ep < 0 || L.tfd_sched < 0 || L.tfd_curl < 0 || add_fd(L.ep, L.tfd_sched) ||
+      add_fd(L.ep, L.tfd_curl) || (cfg->wake_fd >= 0 && add_fd(L.ep, cfg->wake_fd))) {
+    im_error("event loop setup: %s", strerror(errno));
+    goto out;
+  }
+  L.multi = curl_multi_init();
+  if (!L.multi) {
+    err = IM_NOMEM;
+    goto out;
+  }
+  curl_multi_setopt(L.multi, CURLMOPT_SOCKETFUNCTION, on_socket);
+  curl_multi_setopt(L.multi, CURLMOPT_SOCKETDATA, &L);
+  curl_multi_setopt(L.multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
+  curl_multi_setopt(L.multi, CURLMOPT_TIMERDATA, &L);
+  /* Keep every idle connection (the default cache holds 4 per handle added
+   * at once, which churns connections under bursts). */
+  curl_multi_setopt(L.multi, CURLMOPT_MAXCONNECTS, 100000L);
+  if (cfg->max_connections) {
+    curl_multi_setopt(L.multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)cfg->max_connections);
+    curl_multi_setopt(L.multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)cfg->max_connections);
+  }
+  im_rng_seed(&L.rng, im_mix64((uint64_t)im_now_ns()));
+
+  struct rusage ru0, ru1;
+  getrusage(RUSAGE_THREAD, &ru0);
+  out->wall_start_ns = im_wall_ns();
+  L.t0 = out->t0_mono = im_now_ns();
+  if (!cfg->times) {
+    for (uint32_t s = 0; s < cfg->concurrency; s++)
+      closed_loop_next(&L, s, 0);
+  } else {
+    dispatch_due(&L);
+  }
+  err = loop(&L);
+  out->elapsed_ns = rel_now(&L);
+  getrusage(RUSAGE_THREAD, &ru1);
+  out->cpu_s = (double)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec) +
+               (double)(ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) +
+               1e-6 * (double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec +
+                               ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec);
+  if (cfg->times) {
+    /* Scheduled = arrivals due before dispatching stopped. */
+    int64_t stop = L.stop_dispatch ? L.stop_t : out->elapsed_ns;
+    uint64_t due = 0;
+    for (size_t i = 0; i < cfg->n_times && cfg->times[i] <= stop; i++)
+      due++;
+    out->scheduled = due > out->scheduled ? due : out->scheduled;
+  }
+out:
+  if (err)
+    abort_all(&L);
+  if (L.multi)
+    curl_multi_cleanup(L.multi);
+  if (L.ep >= 0)
+    close(L.ep);
+  if (L.tfd_sched >= 0)
+    close(L.tfd_sched);
+  if (L.tfd_curl >= 0)
+    close(L.tfd_curl);
+  free(L.port_conn);
+  im_hist_cleanup(&L.ttft_hist);
+  im_oai_chunk_cleanup(&L.chunk);
+  im_buf_cleanup(&L.line);
+  if (L.pre_valid)
+    im_req_spec_cleanup(&L.pre);
+  return err;
+}
+
+void im_load_result_cleanup(struct im_load_result *r) {
+  if (!r)
+    return;
+  for (size_t i = 0; i < r->n_records; i++)
+    im_record_cleanup(&r->records[i]);
+  free(r->records);
+  r->records = NULL;
+  r->n_records = 0;
+}

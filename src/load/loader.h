@@ -1,0 +1,107 @@
+/* The load engine: dispatches requests at their scheduled times and records
+ * every attempt (METRICS.md §1), on one event loop per thread: epoll, a
+ * timerfd for the schedule, a timerfd for libcurl's timeouts, libcurl multi
+ * driven by socket callbacks (curl_multi_socket_action).
+ *
+ * Open loop: arrival i is dispatched at t0 + times[i] whatever happened
+ * before; a late dispatch is measured (dispatch_lag) and never shifts later
+ * ones. Closed loop (concurrency C): each of C slots sends its next request
+ * when its previous one ends. --max-concurrency queues on the client; the
+ * wait is queue_wait.
+ *
+ * Records are appended to requests.jsonl with one write(2) per attempt as it
+ * ends, so a crash or kill -9 loses only the attempts in flight. */
+#ifndef IM_LOAD_LOADER_H
+#define IM_LOAD_LOADER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "infermeter/err.h"
+#include "infermeter/record.h"
+
+enum im_backend { IM_BACKEND_CHAT, IM_BACKEND_COMPLETIONS };
+
+/* What one logical request asks for; the workload fills it. */
+struct im_req_spec {
+  char *prompt;            /* text (owned by the spec) */
+  size_t prompt_len;
+  uint32_t prompt_tokens;  /* the client's estimate, for records without usage */
+  uint32_t max_tokens;
+  bool ignore_eos;
+  double temperature, top_p; /* NaN: not sent */
+};
+
+/* The workload: called on the loop thread shortly before a request is due,
+ * never while a timestamp is being taken. Returns IM_OK and fills spec. */
+typedef enum im_err (*im_workload_fn)(void *ctx, uint64_t index, struct im_req_spec *spec);
+
+struct im_load_config {
+  const char *base_url;          /* "http://127.0.0.1:8000" (no trailing slash) */
+  enum im_backend backend;
+  const char *model;
+  const char *api_key;           /* sent as Bearer; never logged or recorded */
+  const char *const *headers;    /* extra "K: V" lines, NULL-terminated */
+  bool insecure;                 /* skip TLS verification */
+  bool keepalive;                /* reuse connections (default true) */
+  uint32_t max_connections;      /* 0: unlimited */
+  bool http2;
+  bool continuous_usage;         /* ask for stream_options.continuous_usage_stats */
+  const char *cache_salt;        /* sent as vLLM's cache_salt when non-NULL */
+  const char *run_salt;          /* request ids: im-<run_salt>-<id> */
+
+  /* Schedule: open loop when times != NULL, else closed loop. */
+  const int64_t *times;          /* arrival ns since start, sorted */
+  size_t n_times;
+  uint32_t concurrency;          /* closed loop slots */
+  int64_t duration_ns;           /* closed loop: no new request after this */
+  uint64_t max_requests;         /* closed loop cap (0: none) */
+  uint32_t max_concurrency;      /* client-side cap on in-flight (0: none) */
+  int64_t warmup_ns;             /* requests scheduled before this are warm-up */
+  uint64_t warmup_requests;      /* ... or the first N (when warmup_ns is 0) */
+  int64_t grace_ns;              /* after the last arrival */
+
+  uint32_t retries;              /* extra attempts for retryable failures */
+  int64_t timeout_connect_ns, timeout_ttft_ns, timeout_idle_ns, timeout_total_ns;
+
+  im_workload_fn workload;
+  void *workload_ctx;
+
+  /* Several loaders (threads) share one run: this one is shard `shard` of
+   * `n_shards`; its k-th arrival is global request shard + k * n_shards, and
+   * its attempt ids are unique the same way. */
+  uint32_t shard, n_shards;
+
+  int jsonl_fd;                  /* requests.jsonl (O_APPEND), -1 = none */
+  volatile int *interrupt;       /* >0: stop dispatching; >1: abort in flight */
+  int wake_fd;                   /* eventfd written by the signal handler, or -1 */
+  bool progress_tty;             /* live progress line on stderr */
+  bool progress_plain;           /* a plain line every 5 s instead */
+};
+
+void im_load_config_default(struct im_load_config *cfg);
+
+struct im_load_result {
+  struct im_record *records;     /* every attempt, in completion order; owned */
+  size_t n_records;
+  int64_t t0_mono;               /* CLOCK_MONOTONIC of the run's start */
+  int64_t wall_start_ns;         /* for labels */
+  int64_t elapsed_ns;
+  uint64_t scheduled;            /* arrivals due before the run stopped */
+  uint64_t dispatched;
+  bool interrupted;
+  double cpu_s;                  /* this thread's CPU time during the run */
+  uint64_t fd_exhausted, port_exhausted; /* EMFILE / EADDRNOTAVAIL seen */
+  uint64_t connections_opened;
+  char first_error[256];         /* a human description of the first failure */
+};
+
+/* Runs the load to the end (or an interrupt). IM_IO / IM_SYS on a setup
+ * failure, with the reason logged. */
+enum im_err im_load_run(const struct im_load_config *cfg, struct im_load_result *out) IM_WUR;
+void im_load_result_cleanup(struct im_load_result *r);
+
+void im_req_spec_cleanup(struct im_req_spec *s);
+
+#endif

@@ -1,0 +1,45 @@
+#include "load/synth.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "infermeter/buf.h"
+#include "infermeter/rng.h"
+#include "infermeter/sched.h"
+#include "serve/textgen.h"
+#include "workload/simpletok.h"
+
+enum im_err im_synth_request(void *ctx, uint64_t index, struct im_req_spec *spec) {
+  const struct im_synth *s = ctx;
+  uint32_t in = im_sched_length(s->input_len, s->range_ratio, s->seed ^ 0x1aULL, index);
+  uint32_t out = im_sched_length(s->output_len, s->range_ratio, s->seed ^ 0x2bULL, index);
+  struct im_buf b;
+  im_buf_init(&b, 0);
+  /* The salt leads, so the very first KV block differs between requests. */
+  enum im_err err = im_buf_printf(&b, "[%s-%" PRIu64 "]", s->salt, index);
+  uint32_t n = (uint32_t)im_simpletok_encode(b.data, b.len, NULL, 0);
+  struct im_textgen g;
+  im_textgen_init(&g, im_mix64(s->seed ^ (index * 0x9e3779b97f4a7c15ULL)), 1.0, 1.0, false);
+  while (!err && n < in) {
+    const char *piece;
+    size_t len;
+    im_textgen_next(&g, &piece, &len);
+    size_t k = im_simpletok_encode(piece, len, NULL, 0);
+    err = im_buf_append(&b, piece, len);
+    n += (uint32_t)(k ? k : 1);
+  }
+  if (err) {
+    im_buf_cleanup(&b);
+    return err;
+  }
+  memset(spec, 0, sizeof *spec);
+  spec->prompt = b.data;
+  spec->prompt_len = b.len;
+  spec->prompt_tokens = n;
+  spec->max_tokens = out;
+  spec->ignore_eos = s->ignore_eos;
+  spec->temperature = s->temperature;
+  spec->top_p = s->top_p;
+  return IM_OK;
+}

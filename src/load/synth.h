@@ -1,0 +1,27 @@
+/* The built-in synthetic workload of `infermeter run` (until datasets land):
+ * prompts of about input_len tokens of vocabulary text, each starting with a
+ * unique salt so that no two requests (and no two runs) share a cached
+ * prefix; max_tokens = output_len; both lengths drawn with vLLM's
+ * --range-ratio convention. Deterministic in (seed, index). */
+#ifndef IM_LOAD_SYNTH_H
+#define IM_LOAD_SYNTH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "infermeter/err.h"
+#include "load/loader.h"
+
+struct im_synth {
+  uint32_t input_len, output_len;
+  double range_ratio;
+  bool ignore_eos;
+  double temperature, top_p;  /* NaN: not sent */
+  uint64_t seed;
+  char salt[40];              /* run salt, printed into every prompt */
+};
+
+/* An im_workload_fn: ctx is a struct im_synth. */
+enum im_err im_synth_request(void *ctx, uint64_t index, struct im_req_spec *spec) IM_WUR;
+
+#endif

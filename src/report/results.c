@@ -1,0 +1,163 @@
+#include "report/results.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <string.h>
+
+void im_client_check_compute(double lag_p99_ms, unsigned long long scheduled,
+                             unsigned long long dispatched, double ttft_slo_ms, bool has_ttft_slo,
+                             double cpu_share, unsigned long long fd_exhausted,
+                             unsigned long long port_exhausted, struct im_client_check *c) {
+  memset(c, 0, sizeof *c);
+  /* p99 dispatch lag <= max(1 ms, 1 % of the TTFT SLO) (METRICS.md §10). */
+  c->dispatch_lag_limit_ms = 1.0;
+  if (has_ttft_slo && ttft_slo_ms * 0.01 > c->dispatch_lag_limit_ms)
+    c->dispatch_lag_limit_ms = ttft_slo_ms * 0.01;
+  c->dispatch_lag_p99_ms = lag_p99_ms;
+  c->pass_lag = c->dispatch_lag_p99_ms <= c->dispatch_lag_limit_ms;
+  c->dispatched_share = scheduled ? (double)dispatched / (double)scheduled : 1.0;
+  c->pass_dispatched = c->dispatched_share >= 0.999;
+  c->cpu_share = cpu_share;
+  c->pass_cpu = cpu_share <= 0.8;
+  c->fd_exhausted = fd_exhausted;
+  c->port_exhausted = port_exhausted;
+  c->pass_fd = fd_exhausted == 0;
+  c->pass_port = port_exhausted == 0;
+  c->valid = c->pass_lag && c->pass_dispatched && c->pass_cpu && c->pass_fd && c->pass_port;
+}
+
+static json_t *check(const char *name, double value, double limit, const char *op, bool pass,
+                     const char *fix) {
+  json_t *o = json_pack("{s:s, s:f, s:f, s:s, s:b}", "name", name, "value", value, "limit", limit,
+                        "op", op, "pass", pass);
+  if (o && !pass)
+    json_object_set_new(o, "fix", json_string(fix));
+  return o;
+}
+
+enum im_err im_client_check_json(const struct im_client_check *c, json_t *audit) {
+  json_t *cc = json_object(), *checks = json_array();
+  if (!cc || !checks) {
+    json_decref(cc);
+    json_decref(checks);
+    return IM_NOMEM;
+  }
+  json_array_append_new(checks, check("dispatch_lag_p99_ms", c->dispatch_lag_p99_ms,
+                                      c->dispatch_lag_limit_ms, "<=", c->pass_lag,
+                                      "the client could not send on time: use --threads, lower "
+                                      "the rate, or run the generator on an idle machine"));
+  json_array_append_new(checks, check("dispatched_share", c->dispatched_share, 0.999, ">=",
+                                      c->pass_dispatched,
+                                      "requests were scheduled but never sent: the client fell "
+                                      "behind or the run was cut short"));
+  json_array_append_new(checks, check("generator_cpu_share", c->cpu_share, 0.8, "<=", c->pass_cpu,
+                                      "the generator thread was busy more than 80 % of the time: "
+                                      "use --threads"));
+  json_array_append_new(checks, check("fd_exhaustion", (double)c->fd_exhausted, 0, "<=", c->pass_fd,
+                                      "raise the file-descriptor limit (ulimit -n)"));
+  json_array_append_new(checks, check("port_exhaustion", (double)c->port_exhausted, 0, "<=",
+                                      c->pass_port,
+                                      "ephemeral ports ran out: keep connections alive "
+                                      "(--keepalive on) or widen net.ipv4.ip_local_port_range"));
+  json_object_set_new(cc, "verdict", json_string(c->valid ? "VALID" : "INVALID"));
+  json_object_set_new(cc, "checks", checks);
+  json_object_set_new(audit, "client_check", cc);
+  return IM_OK;
+}
+
+static void line(FILE *o, const char *label, const char *fmt, double v) {
+  fprintf(o, "%-40s", label);
+  if (isnan(v))
+    fputs("-", o);
+  else
+    fprintf(o, fmt, v);
+  fputc('\n', o);
+}
+
+static void section(FILE *o, const char *title) {
+  int pad = 50 - (int)strlen(title) - 2;
+  if (pad < 0)
+    pad = 0;
+  fprintf(o, "%.*s %s %.*s\n", pad / 2, "--------------------------", title, pad - pad / 2,
+          "--------------------------");
+}
+
+static void vstat(FILE *o, const char *name, const char *what, const struct im_vllm_stat *v,
+                  const struct im_summary_config *cfg) {
+  char label[64];
+  snprintf(label, sizeof label, "Mean %s (ms):", name);
+  line(o, label, "%.2f", v->mean);
+  snprintf(label, sizeof label, "Median %s (ms):", name);
+  line(o, label, "%.2f", v->median);
+  for (size_t i = 0; i < cfg->n_percentiles; i++) {
+    if (cfg->percentiles[i] != 99 && cfg->percentiles[i] != 50)
+      continue;
+    if (cfg->percentiles[i] == 50)
+      continue;
+    snprintf(label, sizeof label, "P%g %s (ms):", cfg->percentiles[i], name);
+    line(o, label, "%.2f", v->pct[i]);
+  }
+  (void)what;
+}
+
+void im_report_text(FILE *o, const struct im_summary *s, const struct im_summary_config *cfg,
+                    const struct im_client_check *c) {
+  fprintf(o, "============ Serving Benchmark Result ============\n");
+  line(o, "Successful requests:", "%.0f", (double)s->completed);
+  line(o, "Failed requests:", "%.0f", (double)s->failed);
+  line(o, "Benchmark duration (s):", "%.2f", s->duration_s);
+  line(o, "Total input tokens:", "%.0f", (double)s->total_input_tokens);
+  line(o, "Total generated tokens:", "%.0f", (double)s->total_output_tokens);
+  line(o, "Request throughput (req/s):", "%.2f", s->request_throughput);
+  if (cfg->has_slo_ttft || cfg->has_slo_tpot || cfg->has_slo_e2el)
+    line(o, "Request goodput (req/s):", "%.2f", s->request_goodput);
+  line(o, "Output token throughput (tok/s):", "%.2f", s->output_throughput);
+  line(o, "Total Token throughput (tok/s):", "%.2f", s->total_token_throughput);
+  section(o, "Time to First Token");
+  vstat(o, "TTFT", "", &s->v_ttft, cfg);
+  section(o, "Time per Output Token (excl. 1st token)");
+  vstat(o, "TPOT", "", &s->v_tpot, cfg);
+  section(o, "Inter-token Latency");
+  vstat(o, "ITL", "", &s->v_itl, cfg);
+  section(o, "End-to-end Latency");
+  vstat(o, "E2EL", "", &s->v_e2el, cfg);
+  fprintf(o, "============ infermeter: measured window =========\n");
+  line(o, "Window (s):", "%.2f", s->window_s);
+  line(o, "Scheduled / dispatched (req/s):", "%.3f", s->scheduled_rate);
+  line(o, "  dispatched:", "%.3f", s->dispatched_rate);
+  line(o, "Completed in window (req/s):", "%.3f", s->window_request_rate);
+  line(o, "Output tokens in window (tok/s):", "%.2f", s->window_output_tok_rate);
+  line(o, "Effective / raw rate (req/s):", "%.3f", s->effective_qps);
+  line(o, "  raw:", "%.3f", s->raw_qps);
+  line(o, "Concurrency mean / max:", "%.2f", s->concurrency_mean);
+  line(o, "  max:", "%.0f", (double)s->concurrency_max);
+  line(o, "TTFT from schedule p99 (ms):", "%.2f",
+       s->ttft_sched.n && cfg->n_percentiles ? s->ttft_sched.pct[cfg->n_percentiles - 1] : NAN);
+  if (cfg->has_slo_ttft || cfg->has_slo_tpot || cfg->has_slo_e2el) {
+    line(o, "SLO attainment, all (%):", "%.1f", 100.0 * s->slo_all_attain);
+    if (cfg->has_slo_ttft)
+      line(o, "  ttft (%):", "%.1f", 100.0 * s->slo_ttft_attain);
+    if (cfg->has_slo_tpot)
+      line(o, "  tpot (%):", "%.1f", 100.0 * s->slo_tpot_attain);
+    if (cfg->has_slo_e2el)
+      line(o, "  e2el (%):", "%.1f", 100.0 * s->slo_e2el_attain);
+  }
+  uint64_t errs = 0;
+  for (int e = 1; e < IM_EC_COUNT_; e++)
+    errs += s->by_error[e];
+  if (errs) {
+    fprintf(o, "Errors by class:");
+    for (int e = 1; e < IM_EC_COUNT_; e++)
+      if (s->by_error[e])
+        fprintf(o, " %s=%llu", im_errclass_name((enum im_errclass)e),
+                (unsigned long long)s->by_error[e]);
+    fputc('\n', o);
+  }
+  if (c) {
+    fprintf(o, "Client self-check:                       %s", c->valid ? "VALID" : "INVALID");
+    fprintf(o, " (dispatch lag p99 %.3f ms <= %.3f; dispatched %.2f%%; CPU %.0f%%)\n",
+            c->dispatch_lag_p99_ms, c->dispatch_lag_limit_ms, 100.0 * c->dispatched_share,
+            100.0 * c->cpu_share);
+  }
+  fprintf(o, "==================================================\n");
+}
