@@ -1,0 +1,571 @@
+/* OpenAI-compatible chunk decoder: unit cases, then every fixture of
+ * tests/fixtures/streams/ through im_sse + im_oai_chunk, each chunk also
+ * decoded by the jansson reference and compared field by field. */
+#include <stdint.h>
+
+#include "check.h"
+#include "infermeter/buf.h"
+#include "infermeter/oai_chunk.h"
+#include "infermeter/sse.h"
+
+static int str_eq(struct im_oai_str s, const char *want) {
+  if (!want)
+    return s.ptr == NULL;
+  return s.ptr && s.len == strlen(want) && memcmp(s.ptr, want, s.len) == 0;
+}
+
+#define CHECK_S(s, want)                                                                           \
+  do {                                                                                             \
+    struct im_oai_str im__s = (s);                                                                 \
+    const char *im__w = (want);                                                                    \
+    im_test_checks++;                                                                              \
+    if (!str_eq(im__s, im__w))                                                                     \
+      IM__FAIL("%s == %s (\"%.*s\"%s vs \"%s\")", #s, #want, (int)im__s.len,                       \
+               im__s.ptr ? im__s.ptr : "", im__s.ptr ? "" : " (absent)",                           \
+               im__w ? im__w : "(absent)");                                                        \
+  } while (0)
+
+static int same_str(struct im_oai_str a, struct im_oai_str b) {
+  if (!a.ptr || !b.ptr)
+    return !a.ptr && !b.ptr;
+  return a.len == b.len && memcmp(a.ptr, b.ptr, a.len) == 0;
+}
+
+/* Decodes with both decoders and checks that they agree. */
+static enum im_err decode2(struct im_oai_chunk *c, const char *s, size_t n) {
+  struct im_oai_chunk r;
+  im_oai_chunk_init(&r, 0);
+  enum im_err ej = im__oai_chunk_decode_jansson(&r, s, n);
+  enum im_err e = im_oai_chunk_decode(c, s, n);
+  if (ej == IM_OK) {
+    CHECK_EQ(e, IM_OK);
+    CHECK_EQ(c->kind, r.kind);
+    CHECK_EQ(c->cls, r.cls);
+    CHECK_EQ(c->object, r.object);
+    CHECK_EQ(c->n_choices, r.n_choices);
+    CHECK_EQ(c->has_choice, r.has_choice);
+    CHECK(same_str(c->content, r.content));
+    CHECK(same_str(c->text, r.text));
+    CHECK(same_str(c->reasoning, r.reasoning));
+    CHECK(same_str(c->role, r.role));
+    CHECK(same_str(c->finish_reason, r.finish_reason));
+    CHECK_EQ(c->n_tool_calls, r.n_tool_calls);
+    CHECK_EQ(c->has_usage, r.has_usage);
+    CHECK(memcmp(&c->usage, &r.usage, sizeof c->usage) == 0);
+    CHECK_EQ(c->has_timings, r.has_timings);
+    CHECK(memcmp(&c->timings, &r.timings, sizeof c->timings) == 0);
+    CHECK(same_str(c->err_message, r.err_message));
+    CHECK(same_str(c->err_type, r.err_type));
+    CHECK_EQ(c->err_code_num, r.err_code_num);
+  }
+  im_oai_chunk_cleanup(&r);
+  return e;
+}
+
+#define DEC(c, lit) decode2((c), lit, sizeof(lit) - 1)
+
+/* {"a":[[...[1]...]]} with `arrays` brackets: 1 + arrays levels. */
+static enum im_err nested(struct im_oai_chunk *c, int arrays) {
+  char buf[300];
+  size_t n = 0;
+  memcpy(buf, "{\"a\":", 5);
+  n = 5;
+  for (int i = 0; i < arrays; i++)
+    buf[n++] = '[';
+  buf[n++] = '1';
+  for (int i = 0; i < arrays; i++)
+    buf[n++] = ']';
+  buf[n++] = '}';
+  return im_oai_chunk_decode(c, buf, n);
+}
+
+static void test_done_and_invalid(void) {
+  struct im_oai_chunk c;
+  im_oai_chunk_init(&c, 0);
+  CHECK_OK(DEC(&c, "[DONE]"));
+  CHECK_EQ(c.kind, IM_OAI_DONE);
+  CHECK_OK(DEC(&c, " [DONE]\r\n"));
+  CHECK_EQ(c.kind, IM_OAI_DONE);
+  CHECK_EQ(DEC(&c, "[DONE]x"), IM_PARSE);
+  CHECK_EQ(DEC(&c, "[DONE"), IM_PARSE);
+  CHECK_EQ(DEC(&c, ""), IM_PARSE);
+  CHECK_EQ(DEC(&c, "[]"), IM_PARSE);
+  CHECK_EQ(DEC(&c, "\"x\""), IM_PARSE);
+  CHECK_EQ(DEC(&c, "{"), IM_PARSE);
+  CHECK_EQ(DEC(&c, "{}x"), IM_PARSE);
+  CHECK_EQ(DEC(&c, "{\"a\":}"), IM_PARSE);
+  CHECK_EQ(DEC(&c, "{\"a\":1,}"), IM_PARSE);
+  CHECK_EQ(DEC(&c, "{\"a\":01}"), IM_PARSE);
+  CHECK_EQ(DEC(&c, "{\"a\":1.}"), IM_PARSE);
+  CHECK_EQ(DEC(&c, "{\"a\":-}"), IM_PARSE);
+  CHECK_EQ(DEC(&c, "{\"a\":tru}"), IM_PARSE);
+  CHECK_EQ(DEC(&c, "{\"a\":\"\\x\"}"), IM_PARSE);
+  CHECK_EQ(DEC(&c, "{\"a\":\"\\ud800\"}"), IM_PARSE);
+  CHECK_EQ(DEC(&c, "{\"a\":\"\\udc00\"}"), IM_PARSE);
+  CHECK_EQ(DEC(&c, "{\"a\":\"\x01\"}"), IM_PARSE);
+  CHECK_EQ(DEC(&c, "{\"a\":\"\xC0\xAF\"}"), IM_PARSE);     /* overlong */
+  CHECK_EQ(DEC(&c, "{\"a\":\"\xED\xA0\x80\"}"), IM_PARSE); /* surrogate */
+  CHECK_EQ(DEC(&c, "{\"a\":\"\xF4\x90\x80\x80\"}"), IM_PARSE);
+  CHECK_EQ(DEC(&c, "{\"a\":\"\xE2\x82\"}"), IM_PARSE); /* truncated */
+  CHECK_OK(DEC(&c, " {} "));
+  CHECK_EQ(c.kind, IM_OAI_CHUNK);
+  CHECK_EQ(c.cls, IM_OAI_EMPTY);
+  /* Nesting: 64 levels are fine, 65 are a limit. */
+  CHECK_OK(nested(&c, 63));
+  CHECK_EQ(nested(&c, 64), IM_LIMIT);
+  im_oai_chunk_cleanup(&c);
+  /* Length limit. */
+  im_oai_chunk_init(&c, 4);
+  CHECK_EQ(im_oai_chunk_decode(&c, "{ } ", 5), IM_LIMIT);
+  CHECK_OK(im_oai_chunk_decode(&c, "{ } ", 4));
+  im_oai_chunk_cleanup(&c);
+  im_oai_chunk_cleanup(NULL);
+}
+
+static void test_strings(void) {
+  struct im_oai_chunk c;
+  im_oai_chunk_init(&c, 0);
+  CHECK_OK(DEC(&c, "{\"choices\":[{\"index\":0,\"delta\":{\"content\":"
+                   "\"a\\\"b\\\\c\\/d\\b\\f\\n\\r\\t\\u00e9\\u20ac"
+                   "\\ud83d\\ude00\\u0000z\"}}]}"));
+  CHECK_EQ(c.content.len, 23);
+  CHECK(c.content.ptr && memcmp(c.content.ptr,
+                                "a\"b\\c/d\b\f\n\r\t\xC3\xA9\xE2\x82\xAC"
+                                "\xF0\x9F\x98\x80\0z",
+                                23) == 0);
+  CHECK_EQ(c.cls, IM_OAI_TOKENS);
+  /* Raw UTF-8 passes through in place; keys with escapes still match. */
+  const char raw[] = "{\"choices\":[{\"delta\":{\"con\\u0074ent\":"
+                     "\"\xE4\xBD\xA0\xE5\xA5\xBD\","
+                     "\"reasoning\":\"\\\"hm\\\"\"}}]}";
+  CHECK_OK(decode2(&c, raw, sizeof raw - 1));
+  CHECK_S(c.content, "\xE4\xBD\xA0\xE5\xA5\xBD");
+  CHECK(c.content.ptr >= raw && c.content.ptr < raw + sizeof raw);
+  CHECK_S(c.reasoning, "\"hm\"");
+  im_oai_chunk_cleanup(&c);
+}
+
+static void test_chunks(void) {
+  struct im_oai_chunk c;
+  im_oai_chunk_init(&c, 0);
+  /* Role only (content ""), then null content: not token-bearing. */
+  CHECK_OK(DEC(&c, "{\"object\":\"chat.completion.chunk\",\"choices\":[{"
+                   "\"index\":0,\"delta\":{\"role\":\"assistant\","
+                   "\"content\":\"\"},\"finish_reason\":null}]}"));
+  CHECK_EQ(c.object, IM_OAI_OBJ_CHAT);
+  CHECK_EQ(c.cls, IM_OAI_ROLE);
+  CHECK_S(c.role, "assistant");
+  CHECK_S(c.content, "");
+  CHECK_S(c.finish_reason, NULL);
+  CHECK(!im_oai_chunk_has_answer(&c));
+  /* Key order does not matter: index after delta; index 0 is chosen. */
+  CHECK_OK(DEC(&c, "{\"choices\":[{\"delta\":{\"content\":\"B\"},\"index\":1},"
+                   "{\"delta\":{\"content\":\"A\"},\"index\":0}]}"));
+  CHECK_S(c.content, "A");
+  CHECK_EQ(c.n_choices, 2);
+  /* Missing index: array position. */
+  CHECK_OK(DEC(&c, "{\"choices\":[{\"text\":\"t0\"},{\"text\":\"t1\"}],"
+                   "\"object\":\"text_completion\"}"));
+  CHECK_S(c.text, "t0");
+  CHECK_EQ(c.object, IM_OAI_OBJ_TEXT);
+  CHECK(im_oai_chunk_has_answer(&c));
+  /* Only a choice with another index: nothing read. */
+  CHECK_OK(DEC(&c, "{\"choices\":[{\"index\":1,\"delta\":{\"content\":\"x\"}}]}"));
+  CHECK_EQ(c.has_choice, 0);
+  CHECK_EQ(c.cls, IM_OAI_EMPTY);
+  /* Tool calls. */
+  CHECK_OK(DEC(&c, "{\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":"
+                   "[{\"index\":0,\"function\":{\"arguments\":\"{\\\"a\\\"\"}}]"
+                   "}}]}"));
+  CHECK_EQ(c.cls, IM_OAI_TOKENS);
+  CHECK_EQ(c.n_tool_calls, 1);
+  CHECK_S(c.tool_calls_json, "[{\"index\":0,\"function\":{\"arguments\":\"{\\\"a\\\"\"}}]");
+  CHECK_OK(DEC(&c, "{\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[]}}]}"));
+  CHECK_EQ(c.cls, IM_OAI_EMPTY);
+  /* reasoning_content (DeepSeek, vLLM < 0.10) and reasoning (newer vLLM). */
+  CHECK_OK(DEC(&c, "{\"choices\":[{\"index\":0,\"delta\":{"
+                   "\"reasoning_content\":\"r1\"}}]}"));
+  CHECK_S(c.reasoning, "r1");
+  CHECK_EQ(c.cls, IM_OAI_TOKENS);
+  CHECK(!im_oai_chunk_has_answer(&c));
+  CHECK_OK(DEC(&c, "{\"choices\":[{\"index\":0,\"delta\":{"
+                   "\"reasoning_content\":null,\"reasoning\":\"r2\"}}]}"));
+  CHECK_S(c.reasoning, "r2");
+  CHECK_OK(DEC(&c, "{\"choices\":[{\"index\":0,\"delta\":{"
+                   "\"reasoning\":\"r3\",\"reasoning_content\":\"\"}}]}"));
+  CHECK_S(c.reasoning, "r3");
+  /* Finish reasons are any string. */
+  CHECK_OK(DEC(&c, "{\"choices\":[{\"index\":0,\"delta\":{},"
+                   "\"finish_reason\":\"abort\"}]}"));
+  CHECK_S(c.finish_reason, "abort");
+  CHECK_EQ(c.cls, IM_OAI_EMPTY);
+  /* Wrong types are absent, not errors. */
+  CHECK_OK(DEC(&c, "{\"choices\":[{\"index\":0,\"delta\":{\"content\":5,"
+                   "\"role\":[\"x\"]},\"finish_reason\":{}}],\"usage\":[]}"));
+  CHECK_S(c.content, NULL);
+  CHECK_S(c.role, NULL);
+  CHECK_S(c.finish_reason, NULL);
+  CHECK_EQ(c.has_usage, 0);
+  /* Repeated keys: the last wins. */
+  CHECK_OK(DEC(&c, "{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\","
+                   "\"content\":\"b\"}}],\"usage\":{\"prompt_tokens\":1},"
+                   "\"usage\":null}"));
+  CHECK_S(c.content, "b");
+  CHECK_EQ(c.has_usage, 0);
+  CHECK_OK(DEC(&c, "{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}],"
+                   "\"choices\":[]}"));
+  CHECK_EQ(c.has_choice, 0);
+  CHECK_S(c.content, NULL);
+  /* Usage: every field, floats and negatives. */
+  CHECK_OK(DEC(&c, "{\"choices\":[],\"usage\":{\"prompt_tokens\":100,"
+                   "\"completion_tokens\":20,\"total_tokens\":120,"
+                   "\"prompt_tokens_details\":{\"cached_tokens\":64},"
+                   "\"completion_tokens_details\":{\"reasoning_tokens\":7},"
+                   "\"prompt_cache_hit_tokens\":64,"
+                   "\"prompt_cache_miss_tokens\":36.0}}"));
+  CHECK_EQ(c.cls, IM_OAI_USAGE);
+  CHECK_EQ(c.usage.prompt_tokens, 100);
+  CHECK_EQ(c.usage.completion_tokens, 20);
+  CHECK_EQ(c.usage.total_tokens, 120);
+  CHECK_EQ(c.usage.cached_tokens, 64);
+  CHECK_EQ(c.usage.reasoning_tokens, 7);
+  CHECK_EQ(c.usage.cache_hit_tokens, 64);
+  CHECK_EQ(c.usage.cache_miss_tokens, -1);
+  CHECK_OK(DEC(&c, "{\"usage\":{\"prompt_tokens\":9223372036854775807,"
+                   "\"total_tokens\":-9223372036854775808,"
+                   "\"completion_tokens\":1e2}}"));
+  CHECK_EQ(c.usage.prompt_tokens, INT64_MAX);
+  CHECK_EQ(c.usage.total_tokens, INT64_MIN);
+  CHECK_EQ(c.usage.completion_tokens, -1);
+  const char *big = "{\"usage\":{\"prompt_tokens\":9223372036854775808}}";
+  CHECK_OK(im_oai_chunk_decode(&c, big, strlen(big)));
+  CHECK_EQ(c.usage.prompt_tokens, -1);
+  /* llama.cpp timings. */
+  CHECK_OK(DEC(&c, "{\"timings\":{\"prompt_n\":5,\"prompt_ms\":1.5,"
+                   "\"cache_n\":4,\"predicted_n\":3}}"));
+  CHECK_EQ(c.has_timings, 1);
+  CHECK_EQ(c.timings.cache_n, 4);
+  CHECK_EQ(c.timings.prompt_n, 5);
+  CHECK_EQ(c.timings.predicted_n, 3);
+  im_oai_chunk_cleanup(&c);
+}
+
+static void test_errors(void) {
+  struct im_oai_chunk c;
+  im_oai_chunk_init(&c, 0);
+  /* vLLM < 0.10: {"error": ErrorResponse} with object "error". */
+  CHECK_OK(DEC(&c, "{\"error\": {\"object\": \"error\", \"message\": \"bad\", "
+                   "\"type\": \"BadRequestError\", \"param\": null, "
+                   "\"code\": 400}}"));
+  CHECK_EQ(c.kind, IM_OAI_ERROR);
+  CHECK_S(c.err_message, "bad");
+  CHECK_S(c.err_type, "BadRequestError");
+  CHECK_EQ(c.err_code_num, 400);
+  CHECK_S(c.err_code, "400");
+  /* OpenAI: string code. */
+  CHECK_OK(DEC(&c, "{\"error\":{\"message\":\"m\",\"type\":\"server_error\","
+                   "\"param\":null,\"code\":\"rate_limit_exceeded\"}}"));
+  CHECK_EQ(c.kind, IM_OAI_ERROR);
+  CHECK_S(c.err_code, "rate_limit_exceeded");
+  CHECK_EQ(c.err_code_num, -1);
+  /* A bare string. */
+  CHECK_OK(DEC(&c, "{\"error\":\"overloaded\"}"));
+  CHECK_EQ(c.kind, IM_OAI_ERROR);
+  CHECK_S(c.err_message, "overloaded");
+  /* Top-level ErrorResponse (vLLM non-stream shape). */
+  CHECK_OK(DEC(&c, "{\"message\":\"too long\",\"object\":\"error\","
+                   "\"type\":\"BadRequestError\",\"code\":400}"));
+  CHECK_EQ(c.kind, IM_OAI_ERROR);
+  CHECK_S(c.err_message, "too long");
+  CHECK_EQ(c.err_code_num, 400);
+  /* "error": null is not an error. */
+  CHECK_OK(DEC(&c, "{\"error\":null,\"choices\":[]}"));
+  CHECK_EQ(c.kind, IM_OAI_CHUNK);
+  im_oai_chunk_cleanup(&c);
+}
+
+/* ---- fixtures ---------------------------------------------------------- */
+
+struct agg {
+  struct im_oai_chunk c;
+  int events, comments, tokens, roles, usage_only, empty, errors, done;
+  int answers, parse_errors, after_done;
+  struct im_buf content, reasoning, finish, err_message;
+  struct im_oai_usage usage; /* the last usage seen */
+  struct im_oai_timings timings;
+};
+
+static enum im_err agg_cb(void *ud, const struct im_sse_event *ev) {
+  struct agg *a = ud;
+  enum im_err err = IM_OK;
+  if (ev->kind == IM_SSE_COMMENT) {
+    a->comments++;
+    return IM_OK;
+  }
+  a->events++;
+  if (a->done)
+    a->after_done++;
+  if (decode2(&a->c, ev->data, ev->data_len) != IM_OK) {
+    a->parse_errors++;
+    return IM_OK;
+  }
+  struct im_oai_chunk *c = &a->c;
+  if (c->kind == IM_OAI_DONE) {
+    a->done++;
+    return IM_OK;
+  }
+  if (c->kind == IM_OAI_ERROR) {
+    a->errors++;
+    im_buf_reset(&a->err_message);
+    return im_buf_append(&a->err_message, c->err_message.ptr, c->err_message.len);
+  }
+  switch (c->cls) {
+  case IM_OAI_TOKENS:
+    a->tokens++;
+    break;
+  case IM_OAI_ROLE:
+    a->roles++;
+    break;
+  case IM_OAI_USAGE:
+    a->usage_only++;
+    break;
+  case IM_OAI_EMPTY:
+    a->empty++;
+    break;
+  }
+  a->answers += im_oai_chunk_has_answer(c);
+  if (c->content.len)
+    err = im_buf_append(&a->content, c->content.ptr, c->content.len);
+  if (!err && c->text.len)
+    err = im_buf_append(&a->content, c->text.ptr, c->text.len);
+  if (!err && c->reasoning.len)
+    err = im_buf_append(&a->reasoning, c->reasoning.ptr, c->reasoning.len);
+  if (!err && c->finish_reason.ptr) {
+    im_buf_reset(&a->finish);
+    err = im_buf_append(&a->finish, c->finish_reason.ptr, c->finish_reason.len);
+  }
+  if (c->has_usage)
+    a->usage = c->usage;
+  if (c->has_timings)
+    a->timings = c->timings;
+  return err;
+}
+
+struct fixture {
+  const char *file;
+  int comments, tokens, roles, usage_only, empty, errors, tool_chunks;
+  const char *content, *reasoning, *finish, *err_message;
+  struct im_oai_usage usage;
+  struct im_oai_timings timings;
+};
+
+#define NO_USAGE                                                                                   \
+  { -1, -1, -1, -1, -1, -1, -1 }
+#define NO_TIMINGS                                                                                 \
+  { -1, -1, -1 }
+
+static const struct fixture fixtures[] = {
+    {"vllm_chat_usage.sse",
+     0,
+     3,
+     1,
+     1,
+     0,
+     0,
+     0,
+     "Hello world!",
+     "",
+     "stop",
+     NULL,
+     {12, 3, 15, -1, -1, -1, -1},
+     NO_TIMINGS},
+    {"vllm_completions.sse",
+     0,
+     4,
+     0,
+     1,
+     0,
+     0,
+     0,
+     " Paris is the capital",
+     "",
+     "length",
+     NULL,
+     {5, 4, 9, -1, -1, -1, -1},
+     NO_TIMINGS},
+    {"deepseek_reasoner.sse",
+     3,
+     4,
+     1,
+     1,
+     0,
+     0,
+     0,
+     "The answer is 4.",
+     "Let me think",
+     "stop",
+     NULL,
+     {20, 7, 27, 16, 3, 16, 4},
+     NO_TIMINGS},
+    {"deepseek_insufficient_resource.sse",
+     1,
+     1,
+     1,
+     1,
+     0,
+     0,
+     0,
+     "Par",
+     "",
+     "insufficient_system_resource",
+     NULL,
+     {8, 1, 9, 0, -1, 0, 8},
+     NO_TIMINGS},
+    {"llamacpp_chat.sse",
+     0,
+     3,
+     1,
+     1,
+     0,
+     0,
+     0,
+     "Bonjour le monde",
+     "",
+     "stop",
+     NULL,
+     {9, 3, 12, -1, -1, -1, -1},
+     {4, 5, 3}},
+    {"sglang_chat.sse",
+     0,
+     2,
+     1,
+     1,
+     1,
+     0,
+     0,
+     "One, two",
+     "",
+     "stop",
+     NULL,
+     {30, 3, 33, -1, -1, -1, -1},
+     NO_TIMINGS},
+    {"openai_chat.sse",
+     0,
+     3,
+     1,
+     1,
+     1,
+     0,
+     0,
+     "Caf\xC3\xA9 \"au lait\"\n\xE2\x98\x95 \xF0\x9F\x98\x80",
+     "",
+     "stop",
+     NULL,
+     {11, 5, 16, 0, 0, -1, -1},
+     NO_TIMINGS},
+    {"openai_tool_calls.sse", 0, 3, 0, 0, 1, 0, 3, "", "", "tool_calls", NULL, NO_USAGE,
+     NO_TIMINGS},
+    {"no_usage_crlf.sse", 0, 3, 1, 0, 0, 0, 0, "ABC", "", "length", NULL, NO_USAGE, NO_TIMINGS},
+    {"vllm_midstream_error.sse", 0, 1, 1, 0, 0, 1, 0, "Partial", "", "",
+     "The decoder prompt (length 9000) is longer than the maximum model "
+     "length of 8192.",
+     NO_USAGE, NO_TIMINGS},
+};
+
+static char *read_file(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return NULL;
+  char *buf = malloc(1 << 20);
+  *len = buf ? fread(buf, 1, 1 << 20, f) : 0;
+  fclose(f);
+  return buf;
+}
+
+static void agg_init(struct agg *a) {
+  memset(a, 0, sizeof *a);
+  im_oai_chunk_init(&a->c, 0);
+  im_buf_init(&a->content, 0);
+  im_buf_init(&a->reasoning, 0);
+  im_buf_init(&a->finish, 0);
+  im_buf_init(&a->err_message, 0);
+  struct im_oai_usage nu = NO_USAGE;
+  struct im_oai_timings nt = NO_TIMINGS;
+  a->usage = nu;
+  a->timings = nt;
+  if (im_buf_puts(&a->content, "") || im_buf_puts(&a->reasoning, "") ||
+      im_buf_puts(&a->finish, "") || im_buf_puts(&a->err_message, ""))
+    abort();
+}
+
+static void agg_cleanup(struct agg *a) {
+  im_oai_chunk_cleanup(&a->c);
+  im_buf_cleanup(&a->content);
+  im_buf_cleanup(&a->reasoning);
+  im_buf_cleanup(&a->finish);
+  im_buf_cleanup(&a->err_message);
+}
+
+/* Parses buf fed in pieces of `step` bytes (0: whole). */
+static void parse_stream(struct agg *a, const char *buf, size_t len, size_t step) {
+  struct im_sse p;
+  im_sse_init(&p, NULL, agg_cb, a);
+  size_t at = 0;
+  do {
+    size_t n = step && len - at > step ? step : len - at;
+    CHECK_OK(im_sse_feed(&p, buf + at, n));
+    at += n;
+  } while (at < len);
+  CHECK_OK(im_sse_finish(&p));
+  im_sse_cleanup(&p);
+}
+
+static void test_fixture(const struct fixture *fx) {
+  char path[512];
+  snprintf(path, sizeof path, "tests/fixtures/streams/%s", fx->file);
+  size_t len = 0;
+  char *buf = read_file(path, &len);
+  if (!buf) {
+    IM__FAIL("cannot read %s (run from the repository root)", path);
+    return;
+  }
+  static const size_t steps[] = {0, 1, 7, 64};
+  for (size_t s = 0; s < sizeof steps / sizeof steps[0]; s++) {
+    struct agg a;
+    agg_init(&a);
+    parse_stream(&a, buf, len, steps[s]);
+    int before = im_test_failures;
+    CHECK_EQ(a.parse_errors, 0);
+    CHECK_EQ(a.done, 1);
+    CHECK_EQ(a.after_done, 0);
+    CHECK_EQ(a.comments, fx->comments);
+    CHECK_EQ(a.tokens, fx->tokens);
+    CHECK_EQ(a.roles, fx->roles);
+    CHECK_EQ(a.usage_only, fx->usage_only);
+    CHECK_EQ(a.empty, fx->empty);
+    CHECK_EQ(a.errors, fx->errors);
+    CHECK_EQ(a.events, a.tokens + a.roles + a.usage_only + a.empty + a.errors + a.done);
+    CHECK_STR(a.content.data, fx->content);
+    CHECK_STR(a.reasoning.data, fx->reasoning);
+    CHECK_STR(a.finish.data, fx->finish);
+    CHECK_STR(a.err_message.data, fx->err_message ? fx->err_message : "");
+    CHECK(memcmp(&a.usage, &fx->usage, sizeof a.usage) == 0);
+    CHECK(memcmp(&a.timings, &fx->timings, sizeof a.timings) == 0);
+    if (fx->tool_chunks)
+      CHECK_EQ(a.tokens - a.answers, fx->tool_chunks);
+    if (im_test_failures != before)
+      fprintf(stderr, "  ^ fixture %s, step %zu\n", fx->file, steps[s]);
+    agg_cleanup(&a);
+  }
+  free(buf);
+}
+
+int main(void) {
+  test_done_and_invalid();
+  test_strings();
+  test_chunks();
+  test_errors();
+  for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++)
+    test_fixture(&fixtures[i]);
+  return CHECK_DONE();
+}
