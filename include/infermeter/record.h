@@ -128,7 +128,9 @@ static inline uint32_t im_record_chunk_tokens(const struct im_record *r, uint32_
  * cap is reached, IM_NOMEM) out is left as it was. */
 enum im_err im_record_to_jsonl(const struct im_record *r, struct im_buf *out) IM_WUR;
 /* Parses one requests.jsonl line back (for `report` and tests). r must be
- * reset first; on error msg says which field is wrong. */
+ * reset first. IM_PARSE on error: msg (if not NULL) names the field at
+ * fault, and r may be partly filled (reset it before reuse). Unknown keys
+ * are ignored; output_shortfall is only type-checked. */
 enum im_err im_record_from_json(const char *line, size_t len, struct im_record *r, char *msg,
                                 size_t msg_len) IM_WUR;
 

@@ -1,0 +1,366 @@
+/* Request records (src/load/record.c): chunk bookkeeping and the
+ * requests.jsonl line, written and read back. */
+#include "check.h"
+
+#include <jansson.h>
+
+#include "infermeter/record.h"
+
+/* A record with every field set to a non-default value. */
+static void fill(struct im_record *r) {
+  im_record_reset(r);
+  r->id = INT64_MAX;
+  r->logical_id = 12345678901234ULL;
+  r->attempt = 3;
+  r->stage = UINT32_MAX;
+  r->kind = IM_KIND_RETRY;
+  snprintf(r->request_id, sizeof r->request_id, "im-\"q\\\x01-\xc3\xa9-%d", 42);
+  r->t_sched = 0;
+  r->t_sched_first = 1;
+  r->t_dispatch = 1000;
+  r->t_start = 2000000;
+  r->t_send = 2100000;
+  r->t_hdr = 3000000;
+  r->t_first = 5000000;
+  r->t_answer = 6000000;
+  r->t_last = INT64_MAX - 1;
+  r->t_end = 9000000000000LL;
+  r->keepalives = 7;
+  r->prompt_tokens = UINT32_MAX;
+  r->output_tokens = 100;
+  r->output_source = IM_COUNT_TOKENIZER;
+  r->cached_tokens = 64;
+  r->reasoning_tokens = 20;
+  r->requested_tokens = 128;
+  r->ignore_eos = true;
+  r->http_status = 503;
+  r->error = IM_EC_HTTP_5XX;
+  snprintf(r->finish_reason, sizeof r->finish_reason, "length");
+  r->conn_id = 99;
+  r->conn_new = true;
+  r->temperature = 0.1 + 0.2; /* needs 17 digits */
+  r->top_p = 0.95;
+}
+
+static void check_same(const struct im_record *a, const struct im_record *b) {
+  CHECK_EQ(a->id, b->id);
+  CHECK(a->id == b->id); /* uint64 beyond long long's compare above */
+  CHECK(a->logical_id == b->logical_id);
+  CHECK_EQ(a->attempt, b->attempt);
+  CHECK_EQ(a->stage, b->stage);
+  CHECK_EQ(a->kind, b->kind);
+  CHECK_STR(a->request_id, b->request_id);
+  CHECK_EQ(a->t_sched, b->t_sched);
+  CHECK_EQ(a->t_sched_first, b->t_sched_first);
+  CHECK_EQ(a->t_dispatch, b->t_dispatch);
+  CHECK_EQ(a->t_start, b->t_start);
+  CHECK_EQ(a->t_send, b->t_send);
+  CHECK_EQ(a->t_hdr, b->t_hdr);
+  CHECK_EQ(a->t_first, b->t_first);
+  CHECK_EQ(a->t_answer, b->t_answer);
+  CHECK_EQ(a->t_last, b->t_last);
+  CHECK_EQ(a->t_end, b->t_end);
+  CHECK_EQ(a->n_chunks, b->n_chunks);
+  CHECK_EQ(a->keepalives, b->keepalives);
+  CHECK_EQ(a->prompt_tokens, b->prompt_tokens);
+  CHECK_EQ(a->output_tokens, b->output_tokens);
+  CHECK_EQ(a->output_source, b->output_source);
+  CHECK_EQ(a->cached_tokens, b->cached_tokens);
+  CHECK_EQ(a->reasoning_tokens, b->reasoning_tokens);
+  CHECK_EQ(a->requested_tokens, b->requested_tokens);
+  CHECK_EQ(a->ignore_eos, b->ignore_eos);
+  CHECK_EQ(a->http_status, b->http_status);
+  CHECK_EQ(a->error, b->error);
+  CHECK_STR(a->finish_reason, b->finish_reason);
+  CHECK(a->conn_id == b->conn_id);
+  CHECK_EQ(a->conn_new, b->conn_new);
+  if (isnan(a->temperature))
+    CHECK(isnan(b->temperature));
+  else
+    CHECK(a->temperature == b->temperature);
+  if (isnan(a->top_p))
+    CHECK(isnan(b->top_p));
+  else
+    CHECK(a->top_p == b->top_p);
+  CHECK_EQ(a->chunk_tokens != NULL, b->chunk_tokens != NULL);
+  if (a->n_chunks == b->n_chunks) {
+    CHECK(a->n_chunks == 0 || memcmp(a->chunk_us, b->chunk_us, a->n_chunks * 4) == 0);
+    if (a->chunk_tokens && b->chunk_tokens)
+      CHECK(memcmp(a->chunk_tokens, b->chunk_tokens, a->n_chunks * 2) == 0);
+  }
+}
+
+/* Writes r, checks the line is one valid JSON object, reads it back into
+ * *back (reset first) and compares. Returns the line (caller frees). */
+static char *round_trip(const struct im_record *r, struct im_record *back) {
+  struct im_buf b;
+  im_buf_init(&b, 0);
+  CHECK_OK(im_record_to_jsonl(r, &b));
+  CHECK(b.len > 0 && b.data[b.len - 1] == '\n');
+  CHECK(memchr(b.data, '\n', b.len) == b.data + b.len - 1); /* a single line */
+  json_error_t jerr;
+  json_t *j = json_loadb(b.data, b.len, 0, &jerr);
+  CHECK(j != NULL && json_is_object(j));
+  if (!j)
+    fprintf(stderr, "  jansson: %s in %s\n", jerr.text, b.data);
+  json_decref(j);
+  char msg[256];
+  im_record_reset(back);
+  enum im_err err = im_record_from_json(b.data, b.len, back, msg, sizeof msg);
+  CHECK_OK(err);
+  if (err)
+    fprintf(stderr, "  from_json: %s\n", msg);
+  else
+    check_same(r, back);
+  char *line = strdup(b.data);
+  im_buf_cleanup(&b);
+  return line;
+}
+
+static void test_names(void) {
+  CHECK_STR(im_kind_name(IM_KIND_MEASURED), "measured");
+  CHECK_STR(im_kind_name(IM_KIND_ABORTED), "aborted");
+  CHECK_STR(im_kind_name(IM_KIND_COUNT_), "unknown");
+  CHECK_STR(im_errclass_name(IM_EC_NONE), "");
+  CHECK_STR(im_errclass_name(IM_EC_HTTP_429), "http_429");
+  CHECK_STR(im_errclass_name(IM_EC_TIMEOUT_TTFT), "timeout_ttft");
+  CHECK_STR(im_errclass_name(IM_EC_COUNT_), "unknown");
+  CHECK_STR(im_count_source_name(IM_COUNT_USAGE), "usage");
+  CHECK_STR(im_count_source_name(IM_COUNT_CHUNKS), "chunks");
+  /* Every name is distinct (they are parsed back). */
+  for (int i = 0; i < IM_EC_COUNT_; i++)
+    for (int j = i + 1; j < IM_EC_COUNT_; j++)
+      CHECK(strcmp(im_errclass_name((enum im_errclass)i), im_errclass_name((enum im_errclass)j)));
+}
+
+static void test_reset_and_chunks(void) {
+  struct im_record r = {0};
+  im_record_reset(&r);
+  CHECK_EQ(r.t_sched, -1);
+  CHECK_EQ(r.t_end, -1);
+  CHECK(isnan(r.temperature) && isnan(r.top_p));
+  CHECK_EQ(r.n_chunks, 0);
+  CHECK(r.chunk_tokens == NULL);
+
+  r.t_start = 1000000;
+  CHECK_OK(im_record_add_chunk(&r, 1500000, 1)); /* 500 µs */
+  CHECK_OK(im_record_add_chunk(&r, 1500999, 1)); /* 500.999 µs -> 500 */
+  CHECK_OK(im_record_add_chunk(&r, 900000, 1));  /* before t_start -> 0 */
+  CHECK(r.chunk_tokens == NULL);
+  CHECK_OK(im_record_add_chunk(&r, 2000000, 4)); /* first != 1: allocates */
+  CHECK(r.chunk_tokens != NULL);
+  CHECK_OK(im_record_add_chunk(&r, 1000000 + 5000000000000LL, 70000)); /* saturate both */
+  CHECK_OK(im_record_add_chunk(&r, 3000000, 0));
+  CHECK_EQ(r.n_chunks, 6);
+  CHECK_EQ(r.chunk_us[0], 500);
+  CHECK_EQ(r.chunk_us[1], 500);
+  CHECK_EQ(r.chunk_us[2], 0);
+  CHECK_EQ(r.chunk_us[3], 1000);
+  CHECK_EQ(r.chunk_us[4], UINT32_MAX);
+  CHECK_EQ(r.chunk_us[5], 2000);
+  CHECK_EQ(im_record_chunk_tokens(&r, 0), 1);
+  CHECK_EQ(im_record_chunk_tokens(&r, 1), 1);
+  CHECK_EQ(im_record_chunk_tokens(&r, 2), 1);
+  CHECK_EQ(im_record_chunk_tokens(&r, 3), 4);
+  CHECK_EQ(im_record_chunk_tokens(&r, 4), 65535);
+  CHECK_EQ(im_record_chunk_tokens(&r, 5), 0);
+
+  /* Growth past many doublings keeps both arrays in step. */
+  for (uint32_t i = 0; i < 100000; i++)
+    CHECK_OK(im_record_add_chunk(&r, r.t_start + (int64_t)i * 1000, i % 3 ? 1 : 2));
+  CHECK_EQ(r.n_chunks, 100006);
+  CHECK(r.cap_chunks >= r.n_chunks);
+  CHECK_EQ(r.chunk_us[100005], 99999);
+  CHECK_EQ(im_record_chunk_tokens(&r, 100005), 2); /* i = 99999 */
+  CHECK_EQ(im_record_chunk_tokens(&r, 100004), 1);
+  CHECK_EQ(im_record_chunk_tokens(&r, 4), 65535);
+
+  /* Reset keeps chunk_us's storage, drops chunk_tokens. */
+  uint32_t *kept = r.chunk_us;
+  uint32_t cap = r.cap_chunks;
+  im_record_reset(&r);
+  CHECK(r.chunk_us == kept);
+  CHECK_EQ(r.cap_chunks, cap);
+  CHECK_EQ(r.n_chunks, 0);
+  CHECK(r.chunk_tokens == NULL);
+  /* t_start unknown (-1): offsets from 0. */
+  CHECK_OK(im_record_add_chunk(&r, 7000, 1));
+  CHECK_EQ(r.chunk_us[0], 7);
+  im_record_cleanup(&r);
+  CHECK(r.chunk_us == NULL && r.cap_chunks == 0);
+  im_record_cleanup(&r); /* twice is fine */
+  im_record_cleanup(NULL);
+}
+
+static void test_round_trip(void) {
+  struct im_record r = {0}, back = {0};
+  fill(&r);
+  for (int i = 0; i < 50; i++)
+    CHECK_OK(im_record_add_chunk(&r, r.t_start + 20000 + (int64_t)i * 12345678, 1));
+  char *line = round_trip(&r, &back);
+  CHECK(back.chunk_tokens == NULL);
+  CHECK(strstr(line, "\"chunk_tokens\"") == NULL);
+  CHECK(strstr(line, "\"output_shortfall\":28") != NULL);
+  CHECK(strstr(line, "\"error\":\"http_5xx\"") != NULL);
+  CHECK(strstr(line, "\"kind\":\"retry\"") != NULL);
+  CHECK(strstr(line, "\"output_tokens_source\":\"tokenizer\"") != NULL);
+  CHECK(strstr(line, "\"temperature\":0.30000000000000004") != NULL);
+  CHECK(strstr(line, "\"top_p\":0.95,") != NULL);
+  CHECK(strncmp(line, "{\"id\":9223372036854775807,", 26) == 0);
+  free(line);
+
+  /* With chunk_tokens. */
+  CHECK_OK(im_record_add_chunk(&r, r.t_start + 999999999, 3));
+  CHECK_OK(im_record_add_chunk(&r, r.t_start + 1999999999, 1));
+  line = round_trip(&r, &back);
+  CHECK(back.chunk_tokens != NULL);
+  CHECK(strstr(line, "\"chunk_tokens\":[1,1,") != NULL);
+  CHECK(strstr(line, ",3,1]}") != NULL);
+  free(line);
+
+  /* The defaults: nulls for absent times, error, finish_reason, sampling. */
+  struct im_record e = {0};
+  im_record_reset(&e);
+  line = round_trip(&e, &back);
+  CHECK(strstr(line, "\"t_sched\":null") != NULL);
+  CHECK(strstr(line, "\"t_end\":null") != NULL);
+  CHECK(strstr(line, "\"error\":null") != NULL);
+  CHECK(strstr(line, "\"finish_reason\":null") != NULL);
+  CHECK(strstr(line, "\"temperature\":null") != NULL);
+  CHECK(strstr(line, "\"output_shortfall\":null") != NULL);
+  CHECK(strstr(line, "\"chunks_us\":[]") != NULL);
+  CHECK(strstr(line, "\"status\":0") != NULL);
+  free(line);
+
+  /* Whole-number doubles and a negative shortfall. */
+  e.temperature = 1.0;
+  e.top_p = 1e-300;
+  e.ignore_eos = true;
+  e.requested_tokens = 5;
+  e.output_tokens = 9;
+  line = round_trip(&e, &back);
+  CHECK(strstr(line, "\"output_shortfall\":-4") != NULL);
+  free(line);
+
+  im_record_cleanup(&r);
+  im_record_cleanup(&e);
+  im_record_cleanup(&back);
+}
+
+static void test_buffer_cap(void) {
+  struct im_record r = {0};
+  fill(&r);
+  for (int i = 0; i < 1000; i++)
+    CHECK_OK(im_record_add_chunk(&r, r.t_start + i * 1000000LL, 2));
+  struct im_buf b;
+  im_buf_init(&b, 600);
+  CHECK_OK(im_buf_puts(&b, "keep"));
+  CHECK_EQ(im_record_to_jsonl(&r, &b), IM_LIMIT);
+  CHECK_EQ(b.len, 4);
+  CHECK_STR(b.data, "keep");
+  im_buf_cleanup(&b);
+  im_record_cleanup(&r);
+}
+
+/* s with the first `from` replaced by `to` (caller frees). */
+static char *replace(const char *s, const char *from, const char *to) {
+  const char *p = strstr(s, from);
+  if (!p) {
+    fprintf(stderr, "test bug: \"%s\" not in line\n", from);
+    abort();
+  }
+  size_t n = strlen(s) - strlen(from) + strlen(to) + 1;
+  char *out = malloc(n);
+  snprintf(out, n, "%.*s%s%s", (int)(p - s), s, to, p + strlen(from));
+  return out;
+}
+
+/* Parsing `line` fails with IM_PARSE and a message containing `field`. */
+static void expect_bad(const char *line, const char *field) {
+  struct im_record r = {0};
+  im_record_reset(&r);
+  char msg[256] = "";
+  enum im_err err = im_record_from_json(line, strlen(line), &r, msg, sizeof msg);
+  CHECK_EQ(err, IM_PARSE);
+  if (!strstr(msg, field))
+    IM__FAIL("message \"%s\" does not name \"%s\"", msg, field);
+  im_record_cleanup(&r);
+}
+
+static void expect_bad_edit(const char *good, const char *from, const char *to, const char *field) {
+  char *bad = replace(good, from, to);
+  expect_bad(bad, field);
+  free(bad);
+}
+
+static void test_malformed(void) {
+  struct im_record r = {0}, back = {0};
+  fill(&r);
+  CHECK_OK(im_record_add_chunk(&r, r.t_start + 1000, 1));
+  CHECK_OK(im_record_add_chunk(&r, r.t_start + 2000, 2));
+  char *good = round_trip(&r, &back);
+
+  expect_bad_edit(good, "\"attempt\":3", "\"attempt\":\"3\"", "attempt");
+  expect_bad_edit(good, "\"attempt\":3", "\"attempt\":3.5", "attempt");
+  expect_bad_edit(good, "\"attempt\":3", "\"attempt\":-3", "attempt");
+  expect_bad_edit(good, "\"attempt\":3", "\"attempt\":4294967296", "attempt");
+  expect_bad_edit(good, "\"attempt\":3,", "", "attempt"); /* missing */
+  expect_bad_edit(good, "\"kind\":\"retry\"", "\"kind\":\"bogus\"", "kind");
+  expect_bad_edit(good, "\"kind\":\"retry\"", "\"kind\":null", "kind");
+  expect_bad_edit(good, "\"error\":\"http_5xx\"", "\"error\":\"\"", "error");
+  expect_bad_edit(good, "\"error\":\"http_5xx\"", "\"error\":5", "error");
+  expect_bad_edit(good, "\"t_first\":5000000", "\"t_first\":\"5000000\"", "t_first");
+  expect_bad_edit(good, "\"t_first\":5000000", "\"t_first\":5e6", "t_first");
+  expect_bad_edit(good, "\"conn_new\":true", "\"conn_new\":1", "conn_new");
+  expect_bad_edit(good, "\"temperature\":0.30000000000000004", "\"temperature\":\"hot\"",
+                  "temperature");
+  expect_bad_edit(good, "\"status\":503", "\"status\":1000", "status");
+  expect_bad_edit(good, "\"output_tokens_source\":\"tokenizer\"",
+                  "\"output_tokens_source\":\"guess\"", "output_tokens_source");
+  expect_bad_edit(good, "\"finish_reason\":\"length\"",
+                  "\"finish_reason\":\"0123456789012345678901234567890123\"", "finish_reason");
+  expect_bad_edit(good, "\"request_id\":\"",
+                  "\"request_id\":\"01234567890123456789012345678901234567890123456789",
+                  "request_id");
+  expect_bad_edit(good, "\"output_shortfall\":28", "\"output_shortfall\":\"28\"",
+                  "output_shortfall");
+  expect_bad_edit(good, "\"n_chunks\":2", "\"n_chunks\":3", "chunks_us");
+  expect_bad_edit(good, "\"chunks_us\":[1,2]", "\"chunks_us\":[1,-2]", "chunks_us");
+  expect_bad_edit(good, "\"chunks_us\":[1,2]", "\"chunks_us\":{}", "chunks_us");
+  expect_bad_edit(good, "\"chunk_tokens\":[1,2]", "\"chunk_tokens\":[1,65536]", "chunk_tokens");
+  expect_bad_edit(good, "\"chunk_tokens\":[1,2]", "\"chunk_tokens\":[1]", "chunk_tokens");
+  expect_bad_edit(good, "\"chunk_tokens\":[1,2]", "\"chunk_tokens\":[1,\"2\"]", "chunk_tokens");
+  expect_bad_edit(good, "{\"id\":", "{\"id\":1,\"id\":", "duplicate");
+  expect_bad("[1,2,3]", "object");
+  expect_bad("{\"id\":", "not JSON");
+  expect_bad("", "not JSON");
+  char *trailing = replace(good, "}\n", "} x\n");
+  expect_bad(trailing, "not JSON");
+  free(trailing);
+
+  /* Unknown keys are ignored (forward compatibility); chunk_tokens null is
+   * the same as absent. */
+  char *extra = replace(good, "{\"id\":", "{\"future_field\":[1,{}],\"id\":");
+  char msg[256];
+  im_record_reset(&back);
+  CHECK_OK(im_record_from_json(extra, strlen(extra), &back, msg, sizeof msg));
+  free(extra);
+  char *nulltok = replace(good, "\"chunk_tokens\":[1,2]", "\"chunk_tokens\":null");
+  im_record_reset(&back);
+  CHECK_OK(im_record_from_json(nulltok, strlen(nulltok), &back, msg, sizeof msg));
+  CHECK(back.chunk_tokens == NULL);
+  free(nulltok);
+
+  free(good);
+  im_record_cleanup(&r);
+  im_record_cleanup(&back);
+}
+
+int main(void) {
+  test_names();
+  test_reset_and_chunks();
+  test_round_trip();
+  test_buffer_cap();
+  test_malformed();
+  return CHECK_DONE();
+}
