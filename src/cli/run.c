@@ -1067,6 +1067,9 @@ int im_cli_run(int argc, char **argv) {
   json_t *manifest = manifest_json(&o, argc, argv, url, builtin, model, models, version,
                                    all.wall_start_ns, salt);
   json_object_set_new(manifest, "discovery_ms", json_real(discovery_ms));
+  /* Record times are relative to this CLOCK_MONOTONIC instant; with it they
+   * join a server's truth log on the same machine. */
+  json_object_set_new(manifest, "t0_monotonic_ns", json_integer((json_int_t)shards[0].res.t0_mono));
   json_object_set_new(manifest, "interrupted", json_boolean(all.interrupted));
   json_object_set_new(root, "manifest", manifest);
   json_t *summary = json_object(), *metrics = json_object(), *audit = json_object();

@@ -396,11 +396,11 @@ static bool stream_faults(struct stream *st) {
 }
 
 static void truth_chunk(struct im_server *s, const struct stream *st, uint32_t index, uint32_t n,
-                        int64_t written, int64_t deadline) {
+                        int64_t t_write, int64_t t_done, int64_t deadline) {
   fprintf(s->cfg.truth_log,
           "{\"type\":\"chunk\",\"id\":\"%s\",\"index\":%u,\"tokens\":%u,\"ns\":%" PRId64
-          ",\"deadline_ns\":%" PRId64 "}\n",
-          st->req_id, index, n, written, deadline);
+          ",\"write_done_ns\":%" PRId64 ",\"deadline_ns\":%" PRId64 "}\n",
+          st->req_id, index, n, t_write, t_done, deadline);
 }
 
 static void on_tokens(struct im_seq *seq, const char *text, size_t len, uint32_t n, bool reasoning,
@@ -435,11 +435,14 @@ static void on_tokens(struct im_seq *seq, const char *text, size_t len, uint32_t
     conn_fail(st->c);
     return;
   }
+  /* The write's start is when the bytes reach the kernel (on loopback the
+   * peer may read them before write() returns); its end bounds it. */
+  int64_t t_write = im_now_ns();
   stream_send(st, b->data, b->len);
-  int64_t written = im_now_ns();
-  im_prom_hist_observe(&s->metrics.hist[IM_H_LATENESS], (double)(written - deadline) * 1e-9);
+  int64_t t_done = im_now_ns();
+  im_prom_hist_observe(&s->metrics.hist[IM_H_LATENESS], (double)(t_write - deadline) * 1e-9);
   if (s->cfg.truth_log)
-    truth_chunk(s, st, index, n, written, deadline);
+    truth_chunk(s, st, index, n, t_write, t_done, deadline);
   stream_faults(st);
 }
 

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# `infermeter run` against `infermeter serve` on loopback: records agree with
+# the server's ground truth, faults become error classes and retries, Ctrl-C
+# keeps every finished record, and the default run is VALID.
+. "$(dirname "$0")/lib.sh"
+RUN() { "$BIN" run --no-progress "$@"; }
+
+# --- 1. counts, tokens and timestamps against the truth log
+start_server --time-scale 20 --truth-log "$TMP/truth.jsonl"
+RUN --url "$BASE" --rate 15 --duration 3s --warmup 1s --grace 5s --input-len 128 --output-len 32 \
+  --ignore-eos --seed 7 --out "$TMP/r1" --quiet
+rc=$?
+check "run exits 0 or 3 (self-check) ($rc)" test $rc -eq 0 -o $rc -eq 3
+stop_server
+J="$TMP/r1/requests.jsonl"
+R="$TMP/r1/results.json"
+check "results.json schema" jq -e '.schema == "infermeter/results/v1"' "$R"
+check "every line of requests.jsonl is JSON" jq -e . "$J"
+n_lines=$(wc -l <"$J")
+check_eq "one line per attempt" "$n_lines" "$(jq .metrics.client.attempts "$R")"
+ok_measured=$(jq -s '[.[] | select(.kind=="measured" and .error==null)] | length' "$J")
+check_eq "summary.completed = successful measured records" "$(jq .summary.completed "$R")" "$ok_measured"
+check_eq "every success has 32 tokens in 32 chunks" \
+  "$(jq -s '[.[] | select(.error==null) | .output_tokens == 32 and .n_chunks == 32 and (.chunks_us|length) == 32] | all' "$J")" true
+check_eq "usage is the token source" "$(jq -r -s '[.[] | select(.error==null) | .output_tokens_source] | unique | join(",")' "$J")" usage
+client_tokens=$(jq -s '[.[] | select(.error==null) | .output_tokens] | add' "$J")
+truth_tokens=$(jq -s '[.[] | select(.type=="chunk" and (.id|startswith("im-"))) | .tokens] | add' "$TMP/truth.jsonl")
+check_eq "tokens received = tokens the server wrote" "$client_tokens" "$truth_tokens"
+check_eq "one truth request record per client success" \
+  "$(jq -s '[.[] | select(.type=="request")] | length' "$TMP/truth.jsonl")" "$(jq -s '[.[] | select(.error==null)] | length' "$J")"
+# Causality: each chunk arrives after the server wrote it (µs rounding: 1 µs).
+t0=$(jq .manifest.t0_monotonic_ns "$R")
+jq -c --argjson t0 "$t0" 'select(.error==null) | {id: .request_id, t: [.chunks_us[] * 1000 + .t_start + $t0]}' "$J" >"$TMP/client_chunks"
+jq -c -s 'map(select(.type=="chunk")) | group_by(.id) | map({id: .[0].id, t: (sort_by(.index) | map(.ns))}) | .[]' \
+  "$TMP/truth.jsonl" >"$TMP/truth_chunks"
+check_eq "every chunk received after it was written, and within 50 ms" \
+  "$(jq -s -n --slurpfile c "$TMP/client_chunks" --slurpfile t "$TMP/truth_chunks" \
+     '($t | map({key: .id, value: .t}) | from_entries) as $w
+      | [$c[] | . as $r | [range(0; $r.t|length)] | map($r.t[.] - $w[$r.id][.])[]
+         | . >= -1000 and . < 50000000] | all')" true
+check "vLLM keys present" jq -e '.summary | has("mean_ttft_ms") and has("p99_itl_ms") and has("request_throughput") and has("output_throughput")' "$R"
+check "client check recorded" jq -e '.audit.client_check.verdict | test("VALID|INVALID")' "$R"
+check "manifest records the seed and target" jq -e '.manifest.seed == 7 and .manifest.target.model == "deepseek-v3"' "$R"
+
+# --- 2. faults become error classes; retries are separate records
+start_server --time-scale 20 --fault 429:0.5@retry_after=0
+RUN --url "$BASE" --rate 20 --duration 2s --warmup 0s --grace 5s --input-len 32 --output-len 4 \
+  --retries 3 --seed 3 --out "$TMP/r2" --quiet
+J="$TMP/r2/requests.jsonl"
+check_ge "429s recorded" "$(jq -s '[.[] | select(.error=="http_429")] | length' "$J")" 1
+check_ge "retries recorded as kind retry" "$(jq -s '[.[] | select(.kind=="retry" and .attempt >= 2)] | length' "$J")" 1
+check_eq "a retry keeps its logical id and first schedule" \
+  "$(jq -s '[.[] | select(.kind=="retry")] | map(.logical_id != .id and .t_sched_first < .t_sched) | all' "$J")" true
+check "effective rate below raw rate" jq -e '.metrics.effective_rate.effective_qps < .metrics.effective_rate.raw_qps' "$TMP/r2/results.json"
+stop_server
+
+start_server --time-scale 20
+for f in "reset@after_tokens=2:reset" "fin@after_tokens=2:truncated" "error-event@after_tokens=2:error_event" \
+         "500:http_5xx" "400:http_4xx" "503:http_5xx"; do
+  spec=${f%:*}
+  want=${f##*:}
+  RUN --url "$BASE" --requests 3 --rate 50 --warmup 0 --grace 5s --input-len 16 --output-len 8 \
+    --header "X-Infermeter-Fault: $spec" --out "$TMP/f" --quiet
+  check_eq "fault $spec -> $want" "$(jq -r -s 'map(.error) | unique | join(",")' "$TMP/f/requests.jsonl")" "$want"
+done
+# A stream that delivered tokens is never retried.
+RUN --url "$BASE" --requests 2 --rate 50 --warmup 0 --grace 5s --input-len 16 --output-len 8 --retries 3 \
+  --header "X-Infermeter-Fault: reset@after_tokens=2" --out "$TMP/f" --quiet
+check_eq "no retry after tokens" "$(jq -s '[.[] | select(.kind=="retry")] | length' "$TMP/f/requests.jsonl")" 0
+
+# --- 3. keep-alive off: a connection per request, TIME_WAIT rises
+tw() { ss -tan state time-wait "( sport = :$PORT or dport = :$PORT )" 2>/dev/null | tail -n +2 | wc -l; }
+before=$(tw)
+RUN --url "$BASE" --requests 10 --rate 50 --warmup 0 --grace 5s --input-len 16 --output-len 2 \
+  --keepalive off --out "$TMP/k" --quiet
+check_eq "every attempt opened its connection" \
+  "$(jq -s 'map(.conn_new) | all' "$TMP/k/requests.jsonl")" true
+check_eq "10 distinct connections" "$(jq -s 'map(.conn) | unique | length' "$TMP/k/requests.jsonl")" 10
+check_ge "TIME_WAIT sockets appear" "$(tw)" $((before + 5))
+RUN --url "$BASE" --requests 10 --rate 50 --warmup 0 --grace 5s --input-len 16 --output-len 2 \
+  --out "$TMP/k2" --quiet
+check "keep-alive reuses connections" test "$(jq -s 'map(.conn) | unique | length' "$TMP/k2/requests.jsonl")" -lt 10
+
+# --- 4. Ctrl-C: dispatching stops, finished records stay, exit 130
+"$BIN" run --url "$BASE" --rate 20 --duration 60s --warmup 0 --grace 5s --input-len 16 --output-len 8 \
+  --no-progress --quiet --out "$TMP/c" &
+pid=$!
+# Wait (without sleeping) until three attempts are on disk.
+timeout 30 tail -F "$TMP/c/requests.jsonl" 2>/dev/null | head -n 3 >/dev/null
+kill -INT $pid
+wait $pid
+check_eq "interrupted run exits 130" $? 130
+check_ge "finished records kept" "$(wc -l <"$TMP/c/requests.jsonl")" 3
+check "results.json written and marked interrupted" jq -e '.manifest.interrupted == true' "$TMP/c/results.json"
+check "every kept line parses" jq -e . "$TMP/c/requests.jsonl"
+stop_server
+
+# --- 5. bad input: clear errors, exit 1; an unreachable target: exit 2
+RUN --rate -3 >/dev/null 2>"$TMP/err"
+check_eq "bad --rate exits 1" $? 1
+check "message names the flag" grep -q -- '--rate' "$TMP/err"
+RUN --url http://127.0.0.1:1 --requests 1 --out "$TMP/u" >/dev/null 2>"$TMP/err"
+check_eq "unreachable target exits 2" $? 2
+check "unreachable message" grep -q unreachable "$TMP/err"
+
+# --- 6. the default run (built-in server, real time), shortened: VALID
+RUN --duration 4s --warmup 1s --output-len 16 --out "$TMP/d" >"$TMP/d.out" 2>&1
+rc=$?
+check_eq "default run exits 0" "$rc" 0
+check_eq "default run VALID" "$(jq -r .audit.client_check.verdict "$TMP/d/results.json")" VALID
+check "summary printed" grep -q 'Serving Benchmark Result' "$TMP/d.out"
+check "built-in server recorded" jq -e '.manifest.target.builtin_server == true' "$TMP/d/results.json"
+
+finish
