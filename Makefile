@@ -5,7 +5,7 @@ ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
 FUZZ_SECONDS ?= 15
 
-.PHONY: all deps deps-build build test test-fast test-asan run bench clean format
+.PHONY: all deps deps-build build test test-fast test-asan run demo bench clean format
 
 all: build
 
@@ -35,8 +35,13 @@ test-asan: deps
 	@cmake --build $(ASAN_BUILD) -j$(JOBS)
 	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j$(JOBS)
 
-# The main job. For now: start the built-in server and stream one request.
+# The main job: the default load test against the built-in simulated server
+# (DeepSeek-V3 on 8xH200, real time): Poisson 2 req/s for 30 s, 5 s warm-up.
 run: build
+	@$(BUILD)/infermeter run
+
+# Stream one request through the built-in server and show what it says.
+demo: build
 	@bash scripts/demo.sh $(BUILD)/infermeter
 
 bench: build

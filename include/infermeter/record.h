@@ -97,6 +97,8 @@ struct im_record {
   bool conn_new;            /* this attempt opened its connection */
 
   double temperature, top_p; /* sampling parameters sent (NaN: not sent) */
+  uint64_t content_hash;     /* FNV-1a of what was asked (prompt, max_tokens,
+                                sampling): equal for identical requests; 0 unknown */
 };
 
 /* Name used in JSON for a kind / error class / count source. */

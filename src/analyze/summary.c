@@ -310,10 +310,17 @@ static bool any_slo(const struct im_summary_config *cfg) {
 /* ---- effective rate */
 
 struct fail_ref {
-  uint32_t prompt, requested, stage;
+  uint64_t prompt; /* the content hash, or prompt_tokens when there is none */
+  uint32_t requested, stage;
   int64_t t_end;
   uint64_t key;
 };
+
+/* What makes two requests "identical" (METRICS.md §3): the hash of what was
+ * sent when the engine recorded one, else (older files) the lengths. */
+static uint64_t content_key(const struct im_record *r) {
+  return r->content_hash ? r->content_hash : r->prompt_tokens;
+}
 
 static int cmp_fail_ref(const void *a, const void *b) {
   const struct fail_ref *x = a, *y = b;
@@ -326,11 +333,11 @@ static int cmp_fail_ref(const void *a, const void *b) {
   return x->t_end < y->t_end ? -1 : x->t_end > y->t_end;
 }
 
-/* Whether r repeats (same prompt_tokens, requested_tokens and stage) a
+/* Whether r repeats (same content, requested_tokens and stage) a
  * failure of another logical request that ended within the second before
  * r's dispatch. fails is sorted by cmp_fail_ref. */
 static bool is_dup_fail(const struct im_record *r, const struct fail_ref *fails, size_t nf) {
-  struct fail_ref probe = {r->prompt_tokens, r->requested_tokens, r->stage,
+  struct fail_ref probe = {content_key(r), r->requested_tokens, r->stage,
                            r->t_dispatch - DUP_FAIL_WINDOW_NS, 0};
   size_t lo = 0, hi = nf;
   while (lo < hi) {
@@ -374,7 +381,7 @@ static enum im_err effective_rate(const struct im_record *recs, size_t n,
     bool user =
         r->kind == IM_KIND_MEASURED || r->kind == IM_KIND_RETRY || r->kind == IM_KIND_WARMUP;
     if (user && !attempt_ok(r) && r->t_end >= 0)
-      fails[nf++] = (struct fail_ref){r->prompt_tokens, r->requested_tokens, r->stage, r->t_end,
+      fails[nf++] = (struct fail_ref){content_key(r), r->requested_tokens, r->stage, r->t_end,
                                       group_key(r)};
   }
   qsort(fails, nf, sizeof *fails, cmp_fail_ref);

@@ -422,6 +422,7 @@ static enum im_err start_http(struct loader *L, struct attempt *a) {
   im_buf_reset(&a->body);
   if (build_body(L, &a->spec, &a->body))
     return IM_NOMEM;
+  r->content_hash = im_fnv1a64(a->body.data, a->body.len);
   a->easy = curl_easy_init();
   if (!a->easy)
     return IM_NOMEM;

@@ -296,6 +296,9 @@ static enum im_err write_record(const struct im_record *r, struct im_buf *b) {
   else
     TRY(im_buf_puts(b, "null"));
   U64("keepalives", r->keepalives);
+  /* A 64-bit hash would lose bits as a JSON number in most readers: hex. */
+  TRY(put_key(b, "content_hash"));
+  TRY(im_buf_printf(b, "\"%016" PRIx64 "\"", r->content_hash));
   TRY(put_double_or_null(b, "temperature", r->temperature));
   TRY(put_double_or_null(b, "top_p", r->top_p));
 
@@ -579,6 +582,14 @@ static enum im_err read_fields(struct rd *d, struct im_record *r) {
     return fail(d->msg, d->msg_len,
                 "requests.jsonl: field \"output_shortfall\" must be an integer or null");
   TRY(get_u32(d, "keepalives", &r->keepalives));
+  json_t *ch = json_object_get(d->obj, "content_hash");
+  if (ch) { /* optional: absent in files of older versions */
+    const char *hex = json_string_value(ch);
+    char *end = NULL;
+    if (!hex || strlen(hex) != 16 || (r->content_hash = strtoull(hex, &end, 16), *end))
+      return fail(d->msg, d->msg_len,
+                  "requests.jsonl: field \"content_hash\" must be a string of 16 hex digits");
+  }
   TRY(get_double(d, "temperature", &r->temperature));
   TRY(get_double(d, "top_p", &r->top_p));
   TRY(get_chunks(d, r));
