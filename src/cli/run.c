@@ -839,31 +839,6 @@ int im_cli_run(int argc, char **argv) {
     url = url_buf;
   }
 
-  /* Discovery: the server's model list and version go into the manifest. */
-  char err[256] = "";
-  int64_t t_disc = im_now_ns();
-  long st = http_get_json(url, "/v1/models", api_key, o.insecure, &models, err, sizeof err);
-  if (st == 0) {
-    char red[2048];
-    redact_url(url, red, sizeof red);
-    fprintf(stderr, "infermeter run: target %s unreachable: %s\n", red, err);
-    rc = EXIT_UNREACHABLE;
-    goto out;
-  }
-  http_get_json(url, "/version", api_key, o.insecure, &version, err, sizeof err);
-  double discovery_ms = (double)(im_now_ns() - t_disc) / 1e6;
-  if (!model) {
-    json_t *id = json_object_get(json_array_get(json_object_get(models, "data"), 0), "id");
-    if (!json_is_string(id)) {
-      fprintf(stderr, "infermeter run: %s/v1/models answered %ld without a model id; pass --model\n",
-              builtin ? "the built-in server" : "the target", st);
-      rc = EXIT_UNREACHABLE;
-      goto out;
-    }
-    snprintf(model_buf, sizeof model_buf, "%s", json_string_value(id));
-    model = model_buf;
-  }
-
   /* The schedule, computed ahead. */
   if (!o.concurrency) {
     struct im_sched_spec spec = {.kind = o.sched_kind, .rate = o.rate, .rate_end = o.rate_end,
@@ -877,6 +852,8 @@ int im_cli_run(int argc, char **argv) {
       goto out;
     }
   }
+  /* Against a remote target, the plan is shown (and confirmed) before
+   * anything at all is sent to it. */
   uint64_t planned = o.concurrency ? (o.requests ? o.requests : 0) : n_times;
   uint64_t planned_tokens = planned * ((uint64_t)o.input_len + o.output_len);
 
@@ -905,6 +882,31 @@ int im_cli_run(int argc, char **argv) {
       if (!fgets(ans, sizeof ans, stdin) || (ans[0] != 'y' && ans[0] != 'Y'))
         goto out;
     }
+  }
+
+  /* Discovery: the server's model list and version go into the manifest. */
+  char err[256] = "";
+  int64_t t_disc = im_now_ns();
+  long st = http_get_json(url, "/v1/models", api_key, o.insecure, &models, err, sizeof err);
+  if (st == 0) {
+    char red[2048];
+    redact_url(url, red, sizeof red);
+    fprintf(stderr, "infermeter run: target %s unreachable: %s\n", red, err);
+    rc = EXIT_UNREACHABLE;
+    goto out;
+  }
+  http_get_json(url, "/version", api_key, o.insecure, &version, err, sizeof err);
+  double discovery_ms = (double)(im_now_ns() - t_disc) / 1e6;
+  if (!model) {
+    json_t *id = json_object_get(json_array_get(json_object_get(models, "data"), 0), "id");
+    if (!json_is_string(id)) {
+      fprintf(stderr, "infermeter run: %s/v1/models answered %ld without a model id; pass --model\n",
+              builtin ? "the built-in server" : "the target", st);
+      rc = EXIT_UNREACHABLE;
+      goto out;
+    }
+    snprintf(model_buf, sizeof model_buf, "%s", json_string_value(id));
+    model = model_buf;
   }
 
   if (make_out_dir(&o, outbuf, sizeof outbuf))

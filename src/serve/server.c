@@ -260,8 +260,9 @@ static const char *status_text(int status) {
 }
 
 /* A whole response with a body. extra: more header lines, each ending CRLF. */
-static void respond(struct conn *c, int status, const char *ctype, const char *body, size_t len,
-                    const char *extra) {
+/* Whether the response about to start keeps the connection; draws the
+ * connection-close fault. A closing response marks the connection. */
+static bool decide_keep_alive(struct conn *c) {
   struct im_server *s = c->srv;
   bool keep = c->parser.req.keep_alive && !c->close_after_write && !s->stopping;
   if (keep && s->conn_close_fault && im_rng_uniform(&s->rng) < s->conn_close_prob) {
@@ -270,6 +271,13 @@ static void respond(struct conn *c, int status, const char *ctype, const char *b
   }
   if (!keep)
     c->close_after_write = true;
+  return keep;
+}
+
+static void respond(struct conn *c, int status, const char *ctype, const char *body, size_t len,
+                    const char *extra) {
+  struct im_server *s = c->srv;
+  bool keep = decide_keep_alive(c);
   struct im_buf *f = &s->frame;
   im_buf_reset(f);
   bool head_only = c->parser.req.method == IM_HTTP_HEAD;
@@ -699,6 +707,7 @@ static void handle_generate(struct conn *c, enum im_api_kind kind) {
   st->usage.cached = 0;
   st->last_keepalive = now;
   if (st->streaming) {
+    bool keep = decide_keep_alive(c) && st->chunked;
     struct im_buf *f = &s->frame;
     im_buf_reset(f);
     if (im_buf_printf(f,
@@ -707,13 +716,10 @@ static void handle_generate(struct conn *c, enum im_api_kind kind) {
                       "Cache-Control: no-cache\r\nX-Request-Id: %s\r\n%s%s\r\n",
                       IM_VERSION, st->req_id,
                       st->chunked ? "Transfer-Encoding: chunked\r\n" : "",
-                      hr->keep_alive && st->chunked ? "Connection: keep-alive\r\n"
-                                                    : "Connection: close\r\n")) {
+                      keep ? "Connection: keep-alive\r\n" : "Connection: close\r\n")) {
       conn_fail(c);
       goto out;
     }
-    if (!hr->keep_alive)
-      c->close_after_write = true;
     conn_write(c, f->data, f->len);
   }
   arm_engine(s);

@@ -81,6 +81,33 @@ RUN --url "$BASE" --requests 10 --rate 50 --warmup 0 --grace 5s --input-len 16 -
   --out "$TMP/k2" --quiet
 check "keep-alive reuses connections" test "$(jq -s 'map(.conn) | unique | length' "$TMP/k2/requests.jsonl")" -lt 10
 
+# Connection: close from the server (its connection-close fault): TIME_WAIT
+# builds up on the server's side, which closes first.
+stop_server
+start_server --time-scale 20 --fault connection-close
+before=$(tw)
+RUN --url "$BASE" --requests 10 --rate 50 --warmup 0 --grace 5s --input-len 16 --output-len 2 \
+  --out "$TMP/cc" --quiet
+check_eq "server-closed connections: one per request" \
+  "$(jq -s 'map(.conn) | unique | length' "$TMP/cc/requests.jsonl")" 10
+check_ge "TIME_WAIT rises under Connection: close" "$(tw)" $((before + 5))
+
+# --- threads: the schedule is dealt across loops, ids stay unique
+RUN --url "$BASE" --requests 40 --rate 200 --warmup 0 --grace 5s --input-len 16 --output-len 2 \
+  --threads 2 --seed 5 --out "$TMP/t" --quiet
+check_eq "40 attempts from 2 threads" "$(wc -l <"$TMP/t/requests.jsonl")" 40
+check_eq "unique ids" "$(jq -s 'map(.id) | unique | length' "$TMP/t/requests.jsonl")" 40
+check_eq "the union is the schedule of one thread with the same seed" \
+  "$(jq -s -c 'map(.t_sched) | sort' "$TMP/t/requests.jsonl")" \
+  "$(RUN --url "$BASE" --requests 40 --rate 200 --warmup 0 --grace 5s --input-len 16 --output-len 2 \
+      --seed 5 --out "$TMP/t1" --quiet; jq -s -c 'map(.t_sched) | sort' "$TMP/t1/requests.jsonl")"
+
+# --- SLO verdict in the exit status (as k6): 99 when an SLO fails
+RUN --url "$BASE" --requests 5 --rate 50 --warmup 0 --input-len 16 --output-len 4 \
+  --slo ttft=1us --out "$TMP/s" --quiet
+check_eq "failed SLO exits 99" $? 99
+check "attainment recorded" jq -e '.metrics.slo.attainment.ttft == 0' "$TMP/s/results.json"
+
 # --- 4. Ctrl-C: dispatching stops, finished records stay, exit 130
 "$BIN" run --url "$BASE" --rate 20 --duration 60s --warmup 0 --grace 5s --input-len 16 --output-len 8 \
   --no-progress --quiet --out "$TMP/c" &
@@ -96,6 +123,14 @@ check "every kept line parses" jq -e . "$TMP/c/requests.jsonl"
 stop_server
 
 # --- 5. bad input: clear errors, exit 1; an unreachable target: exit 2
+# A remote target without a terminal needs --yes; nothing is sent before
+# (192.0.2.1 is TEST-NET-1, never routed: a request would hang, not answer).
+timeout 10 "$BIN" run --url http://192.0.2.1:9 --requests 3 </dev/null >/dev/null 2>"$TMP/err"
+check_eq "remote target without --yes exits 1" $? 1
+check "the plan is printed" grep -q 'plan for http://192.0.2.1:9: 3 requests' "$TMP/err"
+check "it asks for --yes" grep -q -- '--yes' "$TMP/err"
+timeout 10 "$BIN" run --url http://192.0.2.1:9 --requests 3 --yes --max-total-tokens 100 </dev/null >/dev/null 2>"$TMP/err"
+check_eq "--max-total-tokens refuses a bigger plan" $? 1
 RUN --rate -3 >/dev/null 2>"$TMP/err"
 check_eq "bad --rate exits 1" $? 1
 check "message names the flag" grep -q -- '--rate' "$TMP/err"
