@@ -708,7 +708,8 @@ static double lag_p99_ms(const struct im_record *r, size_t n) {
   for (size_t i = 0; i < n; i++)
     if (r[i].t_dispatch >= 0 && r[i].t_sched >= 0)
       v[k++] = (double)(r[i].t_dispatch - r[i].t_sched) / 1e6;
-  double p = k ? im_stats_pct_nearest(v, k, 99.0) : 0.0;
+  im_stats_sort(v, k);
+  double p = k ? im_stats_pct_nearest(v, k, 0.99) : 0.0;
   free(v);
   return p;
 }

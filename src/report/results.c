@@ -74,6 +74,20 @@ static void line(FILE *o, const char *label, const char *fmt, double v) {
   fputc('\n', o);
 }
 
+static void line2(FILE *o, const char *label, const char *fmt, double a, double b) {
+  fprintf(o, "%-40s", label);
+  if (isnan(a))
+    fputs("-", o);
+  else
+    fprintf(o, fmt, a);
+  fputs(" / ", o);
+  if (isnan(b))
+    fputs("-", o);
+  else
+    fprintf(o, fmt, b);
+  fputc('\n', o);
+}
+
 static void section(FILE *o, const char *title) {
   int pad = 50 - (int)strlen(title) - 2;
   if (pad < 0)
@@ -123,16 +137,18 @@ void im_report_text(FILE *o, const struct im_summary *s, const struct im_summary
   vstat(o, "E2EL", "", &s->v_e2el, cfg);
   fprintf(o, "============ infermeter: measured window =========\n");
   line(o, "Window (s):", "%.2f", s->window_s);
-  line(o, "Scheduled / dispatched (req/s):", "%.3f", s->scheduled_rate);
-  line(o, "  dispatched:", "%.3f", s->dispatched_rate);
+  line2(o, "Scheduled / dispatched rate (req/s):", "%.3f", s->scheduled_rate, s->dispatched_rate);
   line(o, "Completed in window (req/s):", "%.3f", s->window_request_rate);
   line(o, "Output tokens in window (tok/s):", "%.2f", s->window_output_tok_rate);
-  line(o, "Effective / raw rate (req/s):", "%.3f", s->effective_qps);
-  line(o, "  raw:", "%.3f", s->raw_qps);
-  line(o, "Concurrency mean / max:", "%.2f", s->concurrency_mean);
-  line(o, "  max:", "%.0f", (double)s->concurrency_max);
-  line(o, "TTFT from schedule p99 (ms):", "%.2f",
-       s->ttft_sched.n && cfg->n_percentiles ? s->ttft_sched.pct[cfg->n_percentiles - 1] : NAN);
+  line2(o, "Raw / effective rate (req/s):", "%.3f", s->raw_qps, s->effective_qps);
+  line2(o, "Concurrency mean / max:", "%.2f", s->concurrency_mean, (double)s->concurrency_max);
+  for (size_t i = 0; i < cfg->n_percentiles; i++) {
+    if (cfg->percentiles[i] != 99.0)
+      continue;
+    line2(o, "P99 TTFT from schedule / queue (ms):", "%.2f",
+          s->ttft_sched.n ? s->ttft_sched.pct[i] : NAN, s->queue_wait.n ? s->queue_wait.pct[i] : NAN);
+    line(o, "P99 dispatch lag (ms):", "%.3f", s->dispatch_lag.n ? s->dispatch_lag.pct[i] : NAN);
+  }
   if (cfg->has_slo_ttft || cfg->has_slo_tpot || cfg->has_slo_e2el) {
     line(o, "SLO attainment, all (%):", "%.1f", 100.0 * s->slo_all_attain);
     if (cfg->has_slo_ttft)

@@ -40,6 +40,12 @@ check_eq "every chunk received after it was written, and within 50 ms" \
          | . >= -1000 and . < 50000000] | all')" true
 check "vLLM keys present" jq -e '.summary | has("mean_ttft_ms") and has("p99_itl_ms") and has("request_throughput") and has("output_throughput")' "$R"
 check "client check recorded" jq -e '.audit.client_check.verdict | test("VALID|INVALID")' "$R"
+# Every figure is recomputable from requests.jsonl: the self-check's p99.
+p99=$(jq -s '[.[] | (.t_dispatch - .t_sched) / 1e6] | sort | .[((length * 0.99) | ceil) - 1]' "$J")
+check "self-check p99 dispatch lag = nearest rank over the records ($p99)" \
+  jq -e --argjson p "$p99" '.audit.client_check.checks[] | select(.name == "dispatch_lag_p99_ms") | (.value - $p) | fabs < 1e-6' "$R"
+check_eq "summary.completed over measured records" \
+  "$(jq '.metrics.counts.completed // .summary.completed' "$R")" "$(jq .summary.completed "$R")"
 check "manifest records the seed and target" jq -e '.manifest.seed == 7 and .manifest.target.model == "deepseek-v3"' "$R"
 
 # --- 2. faults become error classes; retries are separate records
