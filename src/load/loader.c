@@ -74,6 +74,8 @@ struct loader {
   uint64_t done, errors;
   struct im_hist ttft_hist;
   int64_t next_progress;
+  int64_t prev_progress_t;       /* for the current (not cumulative) rate */
+  uint64_t prev_progress_done;
   enum im_err fatal;
   struct im_req_spec pre;        /* the next request, prepared ahead */
   uint64_t pre_index;
@@ -887,7 +889,11 @@ static void progress(struct loader *L, int64_t now, bool final) {
   double el = (double)now * 1e-9;
   uint64_t total = c->times ? c->n_times : c->max_requests;
   double p50 = im_hist_count(&L->ttft_hist) ? (double)im_hist_percentile(&L->ttft_hist, 0.5) / 1e6 : 0;
-  double rate = el > 0 ? (double)L->done / el : 0;
+  /* The completion rate over the last interval, not since the start. */
+  double dt = (double)(now - L->prev_progress_t) * 1e-9;
+  double rate = dt > 0 ? (double)(L->done - L->prev_progress_done) / dt : 0;
+  L->prev_progress_t = now;
+  L->prev_progress_done = L->done;
   char bar[24] = "";
   if (total && c->progress_tty) {
     int filled = (int)(20.0 * (double)L->res->dispatched / (double)total);

@@ -33,7 +33,7 @@ static const char *const errclass_names[IM_EC_COUNT_] = {
     "truncated",
     "malformed",
     "error_event",
-    "insufficient",
+    "insufficient_resource",
     "aborted",
 };
 
