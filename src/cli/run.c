@@ -165,59 +165,66 @@ static void on_signal(int sig) {
 
 /* ---- option parsing ----------------------------------------------------- */
 
-static int parse_slo(const char *arg, struct im_summary_config *c) {
+/* Parses "name=DURATION,..." where every name is one of names[0..n). Sets
+ * out_ns[i] and seen[i] for each name given. Returns 0, or -1 after saying
+ * what is wrong with which part. */
+static int parse_durations(const char *flag, const char *arg, const char *const *names, size_t n,
+                           int64_t *out_ns, bool *seen) {
   char buf[256];
   snprintf(buf, sizeof buf, "%s", arg);
   for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
     char *eq = strchr(tok, '=');
     int64_t ns;
     if (!eq || im_parse_duration(eq + 1, &ns)) {
-      fprintf(stderr, "infermeter: --slo: expected NAME=DURATION (ttft, tpot, e2el), got '%s'\n", tok);
+      fprintf(stderr, "infermeter: %s: expected NAME=DURATION (e.g. %s=500ms), got '%s'\n", flag,
+              names[0], tok);
       return -1;
     }
     *eq = '\0';
-    double ms = (double)ns / 1e6;
-    if (!strcmp(tok, "ttft")) {
-      c->has_slo_ttft = true;
-      c->slo_ttft_ms = ms;
-    } else if (!strcmp(tok, "tpot")) {
-      c->has_slo_tpot = true;
-      c->slo_tpot_ms = ms;
-    } else if (!strcmp(tok, "e2el")) {
-      c->has_slo_e2el = true;
-      c->slo_e2el_ms = ms;
-    } else {
-      fprintf(stderr, "infermeter: --slo: unknown SLO '%s' (ttft, tpot, e2el)\n", tok);
+    size_t i = 0;
+    while (i < n && strcmp(tok, names[i]))
+      i++;
+    if (i == n) {
+      fprintf(stderr, "infermeter: %s: unknown name '%s' (one of:", flag, tok);
+      for (size_t j = 0; j < n; j++)
+        fprintf(stderr, " %s", names[j]);
+      fprintf(stderr, ")\n");
       return -1;
     }
+    out_ns[i] = ns;
+    seen[i] = true;
   }
   return 0;
 }
 
+static int parse_slo(const char *arg, struct im_summary_config *c) {
+  static const char *const names[] = {"ttft", "tpot", "e2el"};
+  int64_t ns[3] = {0};
+  bool seen[3] = {false};
+  if (parse_durations("--slo", arg, names, 3, ns, seen))
+    return -1;
+  c->has_slo_ttft |= seen[0];
+  c->has_slo_tpot |= seen[1];
+  c->has_slo_e2el |= seen[2];
+  if (seen[0])
+    c->slo_ttft_ms = (double)ns[0] / 1e6;
+  if (seen[1])
+    c->slo_tpot_ms = (double)ns[1] / 1e6;
+  if (seen[2])
+    c->slo_e2el_ms = (double)ns[2] / 1e6;
+  return 0;
+}
+
 static int parse_timeouts(const char *arg, struct run_opts *o) {
-  char buf[256];
-  snprintf(buf, sizeof buf, "%s", arg);
-  for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-    char *eq = strchr(tok, '=');
-    int64_t ns;
-    if (!eq || im_parse_duration(eq + 1, &ns)) {
-      fprintf(stderr, "infermeter: --timeout: expected PHASE=DURATION, got '%s'\n", tok);
-      return -1;
-    }
-    *eq = '\0';
-    if (!strcmp(tok, "connect"))
-      o->t_connect = ns;
-    else if (!strcmp(tok, "ttft"))
-      o->t_ttft = ns;
-    else if (!strcmp(tok, "idle"))
-      o->t_idle = ns;
-    else if (!strcmp(tok, "total"))
-      o->t_total = ns;
-    else {
-      fprintf(stderr, "infermeter: --timeout: unknown phase '%s' (connect, ttft, idle, total)\n", tok);
-      return -1;
-    }
-  }
+  static const char *const names[] = {"connect", "ttft", "idle", "total"};
+  int64_t ns[4] = {o->t_connect, o->t_ttft, o->t_idle, o->t_total};
+  bool seen[4] = {false};
+  if (parse_durations("--timeout", arg, names, 4, ns, seen))
+    return -1;
+  o->t_connect = ns[0];
+  o->t_ttft = ns[1];
+  o->t_idle = ns[2];
+  o->t_total = ns[3];
   return 0;
 }
 
