@@ -33,7 +33,9 @@ struct conn {
   struct im_server *srv;
   struct conn *prev, *next;     /* all connections */
   struct conn *ready_next;      /* pending-input list */
+  struct conn *fail_next;       /* failed, to be closed after this loop turn */
   bool on_ready;
+  bool failing;
   uint64_t id;
   struct im_http_parser parser;
   enum im_err pstate;           /* last parser result */
@@ -83,6 +85,8 @@ struct im_server {
   int64_t t0;
   struct conn *conns;
   struct conn *ready;
+  struct conn *failing;         /* see conn_fail */
+  uv_check_t reaper;
   struct stream *streams;
   uint64_t next_conn, next_req;
   int port;
@@ -195,7 +199,7 @@ static void start_write(struct conn *c) {
  * else kept (up to max_output_backlog; a client that reads slower than the
  * engine writes is dropped, as vLLM's server would eventually time out). */
 static void conn_write(struct conn *c, const char *data, size_t len) {
-  if (c->closing || !len)
+  if (c->closing || c->failing || !len)
     return;
   if (!c->writing && !c->pending.len) {
     uv_buf_t b = uv_buf_init((char *)data, (unsigned)len);
@@ -367,7 +371,7 @@ static bool stream_faults(struct stream *st) {
     s->metrics.faults[IM_FAULT_RESET]++;
     im_engine_abort(s->engine, st->seq);
     stream_free(st);
-    if (!c->closing) {
+    if (!c->closing && !c->failing) {
       c->closing = true;
       s->metrics.connections_current--;
       uv_read_stop((uv_stream_t *)&c->tcp);
@@ -876,7 +880,7 @@ static void check_head(struct conn *c) {
 }
 
 static void process_input(struct conn *c) {
-  while (!c->closing && !c->stream && !c->close_after_write) {
+  while (!c->closing && !c->failing && !c->stream && !c->close_after_write) {
     enum im_err r = c->pstate;
     if (r == IM_AGAIN) {
       if (c->parser.head_done && !c->head_checked)
@@ -960,6 +964,10 @@ static void on_conn_closed(uv_handle_t *h) {
     pp = &(*pp)->ready_next;
   if (*pp)
     *pp = c->ready_next;
+  for (pp = &s->failing; *pp && *pp != c; pp = &(*pp)->fail_next)
+    ;
+  if (*pp)
+    *pp = c->fail_next;
   im_http_parser_cleanup(&c->parser);
   im_buf_cleanup(&c->pending);
   im_buf_cleanup(&c->inflight);
@@ -980,14 +988,36 @@ static void detach_stream(struct conn *c) {
   stream_free(st);
 }
 
-/* Immediate close (the client is gone or misbehaves). */
+/* The client is gone or misbehaves: the connection is closed at once, but
+ * only after the current loop turn (the reaper below). Callers are often
+ * deep inside a write for a stream (on_tokens, on_finish, the keep-alive
+ * sweep); freeing the stream under them is what used to crash the server
+ * under load, so nothing is freed here: the connection stops reading and
+ * writing, and its stream stays valid until the reaper detaches it. */
 static void conn_fail(struct conn *c) {
-  if (c->closing)
+  if (c->closing || c->failing)
     return;
-  detach_stream(c);
-  c->closing = true;
-  c->srv->metrics.connections_current--;
-  uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
+  c->failing = true;
+  uv_read_stop((uv_stream_t *)&c->tcp);
+  c->fail_next = c->srv->failing;
+  c->srv->failing = c;
+}
+
+/* uv_check: runs after each poll phase, outside every other callback. */
+static void reap_failed(uv_check_t *h) {
+  struct im_server *s = h->data;
+  while (s->failing) {
+    struct conn *c = s->failing;
+    s->failing = c->fail_next;
+    c->fail_next = NULL;
+    if (c->closing)
+      continue;
+    detach_stream(c);
+    c->closing = true;
+    s->metrics.connections_current--;
+    uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
+  }
+  arm_engine(s);
 }
 
 static void on_shutdown(uv_shutdown_t *req, int status) {
@@ -1003,7 +1033,7 @@ static void on_shutdown(uv_shutdown_t *req, int status) {
  * dropping until the client closes (or a short timeout in the sweep), so
  * unread request bytes never turn the close into a reset. */
 static void conn_close(struct conn *c) {
-  if (c->closing)
+  if (c->closing || c->failing)
     return;
   detach_stream(c);
   if (c->draining)
@@ -1213,6 +1243,9 @@ enum im_err im_server_new(struct im_server **out, const struct im_server_config 
   uv_poll_start(&s->engine_poll, UV_READABLE, on_engine_timer);
   uv_async_init(&s->loop, &s->stop_async, on_stop);
   s->stop_async.data = s;
+  uv_check_init(&s->loop, &s->reaper);
+  s->reaper.data = s;
+  uv_check_start(&s->reaper, reap_failed);
   s->t0 = im_now_ns();
   s->bucket_t = s->t0;
   s->bucket = cfg->rate_burst > 0 ? cfg->rate_burst : (cfg->rate_limit > 1 ? cfg->rate_limit : 1);
