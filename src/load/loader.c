@@ -77,9 +77,13 @@ struct loader {
   int64_t prev_progress_t;       /* for the current (not cumulative) rate */
   uint64_t prev_progress_done;
   enum im_err fatal;
-  struct im_req_spec pre;        /* the next request, prepared ahead */
-  uint64_t pre_index;
-  bool pre_valid;
+  /* Requests prepared ahead, for consecutive global indexes starting at
+   * pre_first: building a prompt costs tens of µs and must never sit
+   * between an arrival's due time and its send. */
+  struct attempt **pre;
+  size_t pre_cap, pre_head, pre_n;
+  uint64_t pre_first;            /* global index of the ring's head */
+  uint64_t pre_local_next;       /* local index of the next one to prepare */
 };
 
 void im_load_config_default(struct im_load_config *cfg) {
@@ -325,10 +329,15 @@ static size_t on_read(char *buf, size_t size, size_t n, void *ud) {
   struct attempt *a = ud;
   if (a->body_off == 0 && a->rec.t_send < 0)
     a->rec.t_send = rel_now(a->L); /* the connection is up and the request is going out */
+  if (!a->body.data)
+    return 0;
   size_t left = a->body.len - a->body_off, cap = size * n;
   size_t k = left < cap ? left : cap;
-  memcpy(buf, a->body.data + a->body_off, k);
+  if (k)
+    memcpy(buf, a->body.data + a->body_off, k);
   a->body_off += k;
+  if (!k) /* all sent: the body is not needed while the answer streams */
+    im_buf_cleanup(&a->body);
   return k;
 }
 
@@ -414,13 +423,15 @@ static struct curl_slist *add_header(struct curl_slist *l, const char *h, bool *
   return n;
 }
 
-/* Hands an attempt to libcurl; t_start is now. */
-static enum im_err start_http(struct loader *L, struct attempt *a) {
+/* Builds an attempt's HTTP request (body, headers, easy handle) without
+ * sending it: done ahead of time, off the dispatch path. */
+static enum im_err build_http(struct loader *L, struct attempt *a) {
   const struct im_load_config *c = L->cfg;
   struct im_record *r = &a->rec;
-  enum im_err err = IM_NOMEM;
   char line[256];
   bool ok = true;
+  curl_slist_free_all(a->hdrs); /* a build that failed half-way may be retried */
+  a->hdrs = NULL;
   im_buf_reset(&a->body);
   if (build_body(L, &a->spec, &a->body))
     return IM_NOMEM;
@@ -476,6 +487,9 @@ static enum im_err start_http(struct loader *L, struct attempt *a) {
   curl_easy_setopt(e, CURLOPT_PRIVATE, a);
   curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+  /* SSE events are a few hundred bytes: a 4 KiB receive buffer (libcurl's
+   * default is 16 KiB) keeps 10,000 streams within memory. */
+  curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 4096L);
   curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)(c->timeout_connect_ns / 1000000));
   curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)(c->timeout_total_ns / 1000000));
   curl_easy_setopt(e, CURLOPT_HTTP_VERSION,
@@ -486,11 +500,19 @@ static enum im_err start_http(struct loader *L, struct attempt *a) {
   }
   if (!c->keepalive)
     curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
-  r->t_start = rel_now(L);
-  if (curl_multi_add_handle(L->multi, e) != CURLM_OK) {
-    err = IM_IO;
+  return IM_OK;
+}
+
+/* Hands an attempt to libcurl, building it first if it was not prepared;
+ * t_start is now. */
+static enum im_err start_http(struct loader *L, struct attempt *a) {
+  struct im_record *r = &a->rec;
+  enum im_err err = a->easy ? IM_OK : build_http(L, a);
+  if (err)
     return err;
-  }
+  r->t_start = rel_now(L);
+  if (curl_multi_add_handle(L->multi, a->easy) != CURLM_OK)
+    return IM_IO;
   a->in_multi = true;
   a->last_chunk = r->t_start;
   list_push(&L->active, a);
@@ -524,49 +546,101 @@ static bool is_warmup(const struct loader *L, const struct im_record *r, uint64_
   return index < c->warmup_requests;
 }
 
-/* A new logical request scheduled at t_sched. */
-static void dispatch_new(struct loader *L, uint64_t index, int64_t t_sched, uint32_t slot) {
+/* ---- requests prepared ahead -------------------------------------------- */
+
+static uint64_t global_index(const struct loader *L, uint64_t local) {
+  return L->cfg->shard + (uint64_t)L->cfg->n_shards * local;
+}
+
+/* Local requests this loader will ever send (UINT64_MAX: unbounded). */
+static uint64_t local_total(const struct loader *L) {
+  if (L->cfg->times)
+    return L->cfg->n_times;
+  return L->cfg->max_requests ? L->cfg->max_requests : UINT64_MAX;
+}
+
+/* A new attempt for request `index` with its workload filled in; NULL (and
+ * L->fatal set) on failure. */
+static struct attempt *new_request(struct loader *L, uint64_t index) {
   struct attempt *a = attempt_new(L);
   if (!a) {
     L->fatal = IM_NOMEM;
-    return;
+    return NULL;
   }
-  a->index = index;
-  a->slot = slot;
-  struct im_record *r = &a->rec;
-  r->t_sched = r->t_sched_first = t_sched;
-  r->t_dispatch = rel_now(L);
-  L->res->dispatched++;
-  enum im_err werr = IM_OK;
-  if (L->pre_valid && L->pre_index == index) {
-    a->spec = L->pre;
-    L->pre_valid = false;
-  } else {
-    werr = L->cfg->workload(L->cfg->workload_ctx, index, &a->spec);
-  }
-  if (werr != IM_OK) {
+  if (L->cfg->workload(L->cfg->workload_ctx, index, &a->spec) != IM_OK) {
     L->fatal = IM_INVAL;
     attempt_free(a);
-    return;
+    return NULL;
   }
-  r->kind = is_warmup(L, r, index) ? IM_KIND_WARMUP : IM_KIND_MEASURED;
+  struct im_record *r = &a->rec;
+  a->index = index;
   r->prompt_tokens = a->spec.prompt_tokens;
   r->requested_tokens = a->spec.max_tokens;
   r->ignore_eos = a->spec.ignore_eos;
   r->temperature = a->spec.temperature;
   r->top_p = a->spec.top_p;
-  launch(L, a);
+  return a;
 }
 
-/* Prepares request `index` now, so that building its prompt does not sit
- * between its dispatch and its send. */
-static void prefetch(struct loader *L, uint64_t index) {
-  if (L->pre_valid || L->stop_dispatch)
-    return;
-  if (L->cfg->workload(L->cfg->workload_ctx, index, &L->pre) == IM_OK) {
-    L->pre_valid = true;
-    L->pre_index = index;
+/* Prepares one more request into the ring (workload, body, handle);
+ * false when full or done. A build failure is left for start_http to
+ * report when the request is due. */
+static bool prepare_one(struct loader *L) {
+  if (L->pre_n == L->pre_cap || L->pre_local_next >= local_total(L) || L->stop_dispatch ||
+      L->fatal)
+    return false;
+  uint64_t index = global_index(L, L->pre_local_next);
+  struct attempt *a = new_request(L, index);
+  if (!a)
+    return false;
+  if (build_http(L, a) != IM_OK && a->easy) {
+    curl_easy_cleanup(a->easy);
+    a->easy = NULL;
   }
+  L->pre[(L->pre_head + L->pre_n) % L->pre_cap] = a;
+  if (!L->pre_n)
+    L->pre_first = index;
+  L->pre_n++;
+  L->pre_local_next++;
+  return true;
+}
+
+/* Fills the ring until `until` (run-relative ns) or until it is full. */
+static void prepare_until(struct loader *L, int64_t until) {
+  while (rel_now(L) < until && prepare_one(L))
+    ;
+}
+
+/* The prepared attempt for `index`, or a new one built now. */
+static struct attempt *take_request(struct loader *L, uint64_t index) {
+  if (L->pre_n && L->pre_first == index) {
+    struct attempt *a = L->pre[L->pre_head];
+    L->pre[L->pre_head] = NULL;
+    L->pre_head = (L->pre_head + 1) % L->pre_cap;
+    L->pre_n--;
+    L->pre_first += L->cfg->n_shards;
+    return a;
+  }
+  /* Not prepared in time: the ring restarts after this one. */
+  uint64_t local = (index - L->cfg->shard) / L->cfg->n_shards;
+  if (!L->pre_n && local >= L->pre_local_next)
+    L->pre_local_next = local + 1;
+  return new_request(L, index);
+}
+
+/* A new logical request scheduled at t_sched. */
+static void dispatch_new(struct loader *L, uint64_t index, int64_t t_sched, uint32_t slot) {
+  int64_t t_dispatch = rel_now(L);
+  struct attempt *a = take_request(L, index);
+  if (!a)
+    return;
+  a->slot = slot;
+  struct im_record *r = &a->rec;
+  r->t_sched = r->t_sched_first = t_sched;
+  r->t_dispatch = t_dispatch;
+  L->res->dispatched++;
+  r->kind = is_warmup(L, r, index) ? IM_KIND_WARMUP : IM_KIND_MEASURED;
+  launch(L, a);
 }
 
 /* ---- completion --------------------------------------------------------- */
@@ -779,10 +853,6 @@ static void finish_attempt(struct loader *L, struct attempt *a, CURLcode res) {
 
 /* ---- schedule ----------------------------------------------------------- */
 
-static uint64_t global_index(const struct loader *L, uint64_t local) {
-  return L->cfg->shard + (uint64_t)L->cfg->n_shards * local;
-}
-
 static void closed_loop_next(struct loader *L, uint32_t slot, int64_t t) {
   const struct im_load_config *c = L->cfg;
   if (L->stop_dispatch || (c->duration_ns && t >= c->duration_ns) ||
@@ -797,7 +867,6 @@ static void closed_loop_next(struct loader *L, uint32_t slot, int64_t t) {
   uint64_t index = global_index(L, L->closed_started++);
   L->res->scheduled++;
   dispatch_new(L, index, t, slot);
-  prefetch(L, global_index(L, L->closed_started));
 }
 
 static void dispatch_due(struct loader *L) {
@@ -816,8 +885,6 @@ static void dispatch_due(struct loader *L) {
     a->rec.t_dispatch = rel_now(L);
     launch(L, a);
   }
-  if (c->times && L->next_arrival < c->n_times)
-    prefetch(L, global_index(L, L->next_arrival));
   if (c->times && L->next_arrival >= c->n_times && !L->stop_dispatch) {
     L->stop_dispatch = true;
     L->stop_t = c->n_times ? c->times[c->n_times - 1] : 0;
@@ -936,12 +1003,29 @@ static enum im_err loop(struct loader *L) {
       abort_all(L);
     if (finished(L))
       break;
+    if (!L->cfg->times && !L->stop_dispatch && L->cfg->duration_ns &&
+        now >= L->cfg->duration_ns) {
+      /* Closed loop: the duration ends dispatching even when nothing
+       * completes (a frozen server). */
+      L->stop_dispatch = true;
+      L->stop_t = L->cfg->duration_ns;
+      L->grace_deadline = L->stop_t + L->cfg->grace_ns;
+    }
     if (now >= next_timeout_check) {
       check_timeouts(L, now);
       next_timeout_check = now + 50000000;
     }
     progress(L, now, false);
     arm_sched(L);
+    /* Slack before the next arrival: prepare requests, stopping 300 µs
+     * before it is due (at most 2 ms of work per turn). */
+    int64_t due = next_due(L);
+    int64_t until = now + 2000000;
+    if (due >= 0 && due - 300000 < until)
+      until = due - 300000;
+    if (!L->cfg->times)
+      until = L->pre_n < L->pre_cap / 2 ? until : now;
+    prepare_until(L, until);
     int n = epoll_wait(L->ep, evs, 256, 50);
     if (n < 0) {
       if (errno == EINTR)
@@ -1032,6 +1116,18 @@ enum im_err im_load_run(const struct im_load_config *cfg, struct im_load_result 
   }
   im_rng_seed(&L.rng, im_mix64((uint64_t)im_now_ns()));
 
+  /* The ring holds a closed loop's first round, or the first arrivals. */
+  L.pre_cap = cfg->times ? 256 : (cfg->concurrency > 256 ? cfg->concurrency : 256);
+  if (L.pre_cap > 16384)
+    L.pre_cap = 16384;
+  L.pre = calloc(L.pre_cap, sizeof *L.pre);
+  if (!L.pre) {
+    err = IM_NOMEM;
+    goto out;
+  }
+  L.t0 = im_now_ns(); /* provisional, for prepare_until's clock */
+  prepare_until(&L, INT64_MAX);
+
   struct rusage ru0, ru1;
   getrusage(RUSAGE_THREAD, &ru0);
   out->wall_start_ns = im_wall_ns();
@@ -1072,8 +1168,9 @@ out:
   im_hist_cleanup(&L.ttft_hist);
   im_oai_chunk_cleanup(&L.chunk);
   im_buf_cleanup(&L.line);
-  if (L.pre_valid)
-    im_req_spec_cleanup(&L.pre);
+  for (size_t i = 0; L.pre && i < L.pre_n; i++)
+    attempt_free(L.pre[(L.pre_head + i) % L.pre_cap]);
+  free(L.pre);
   return err;
 }
 

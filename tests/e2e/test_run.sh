@@ -109,7 +109,8 @@ check_eq "the union is the schedule of one thread with the same seed" \
       --seed 5 --out "$TMP/t1" --quiet; jq -s -c 'map(.t_sched) | sort' "$TMP/t1/requests.jsonl")"
 
 # --- SLO verdict in the exit status (as k6): 99 when an SLO fails
-RUN --url "$BASE" --requests 5 --rate 50 --warmup 0 --input-len 16 --output-len 4 \
+# (closed loop: its dispatch lag is ~0, so the verdict cannot be INVALID)
+RUN --url "$BASE" --requests 5 --concurrency 1 --warmup 0 --input-len 16 --output-len 4 \
   --slo ttft=1us --out "$TMP/s" --quiet
 check_eq "failed SLO exits 99" $? 99
 check "attainment recorded" jq -e '.metrics.slo.attainment.ttft == 0' "$TMP/s/results.json"
@@ -126,6 +127,24 @@ check_eq "interrupted run exits 130" $? 130
 check_ge "finished records kept" "$(wc -l <"$TMP/c/requests.jsonl")" 3
 check "results.json written and marked interrupted" jq -e '.manifest.interrupted == true' "$TMP/c/results.json"
 check "every kept line parses" jq -e . "$TMP/c/requests.jsonl"
+stop_server
+
+# --- a server that freezes mid-run: the closed loop still ends at
+# duration + grace (not at the 30 s idle timeout), stuck requests aborted
+start_server --time-scale 20
+"$BIN" run --url "$BASE" --concurrency 2 --duration 2s --warmup 0 --grace 1s --input-len 16 \
+  --output-len 100000 --ignore-eos --no-progress --quiet --out "$TMP/z" &
+pid=$!
+for _ in $(seq 1 400); do # round trips through the server, not sleeps
+  [ "$(metric vllm:num_requests_running)" = 2 ] && break
+done
+kill -STOP "$SERVER_PID"
+timeout 20 tail --pid=$pid -f /dev/null
+check "run against a frozen server ended within 20 s" test $? -eq 0
+kill -CONT "$SERVER_PID"
+wait $pid
+check_ge "the stuck requests are recorded aborted" \
+  "$(jq -s '[.[] | select(.kind=="aborted" and .error=="aborted")] | length' "$TMP/z/requests.jsonl")" 1
 stop_server
 
 # --- 5. bad input: clear errors, exit 1; an unreachable target: exit 2
