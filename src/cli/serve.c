@@ -33,7 +33,7 @@ static void usage(FILE *out) {
 "  --max-header SIZE            largest request head (default 16KiB); larger gets 431\n"
 "  --idle-timeout DUR           close idle keep-alive connections after DUR (default 60s)\n"
 "  --keepalive-interval DUR     ': keep-alive' comment to queued streams every DUR of\n"
-"                               simulated time (default 2s)\n"
+"                               wall-clock time, whatever --time-scale (default 2s)\n"
 "  --max-connections N          connections beyond N are closed at once (default 10000)\n"
 "\n"
 "Engine (vLLM's names where they exist):\n"

@@ -407,12 +407,46 @@ static bool stream_faults(struct stream *st) {
   return false;
 }
 
+/* Appends v in decimal; the truth log is written per chunk, so no printf. */
+static char *put_i64(char *p, int64_t v) {
+  char tmp[24];
+  int n = 0;
+  uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+  do {
+    tmp[n++] = (char)('0' + u % 10);
+    u /= 10;
+  } while (u);
+  if (v < 0)
+    *p++ = '-';
+  while (n)
+    *p++ = tmp[--n];
+  return p;
+}
+
+static char *put_lit(char *p, const char *s, size_t n) {
+  memcpy(p, s, n);
+  return p + n;
+}
+
+#define PUT_LIT(p, s) put_lit((p), (s), sizeof(s) - 1)
+
 static void truth_chunk(struct im_server *s, const struct stream *st, uint32_t index, uint32_t n,
                         int64_t t_write, int64_t t_done, int64_t deadline) {
-  fprintf(s->cfg.truth_log,
-          "{\"type\":\"chunk\",\"id\":\"%s\",\"index\":%u,\"tokens\":%u,\"ns\":%" PRId64
-          ",\"write_done_ns\":%" PRId64 ",\"deadline_ns\":%" PRId64 "}\n",
-          st->req_id, index, n, t_write, t_done, deadline);
+  char line[256];
+  char *p = PUT_LIT(line, "{\"type\":\"chunk\",\"id\":\"");
+  p = put_lit(p, st->req_id, strlen(st->req_id)); /* <= 95 bytes, JSON-safe (copy_request_id) */
+  p = PUT_LIT(p, "\",\"index\":");
+  p = put_i64(p, index);
+  p = PUT_LIT(p, ",\"tokens\":");
+  p = put_i64(p, n);
+  p = PUT_LIT(p, ",\"ns\":");
+  p = put_i64(p, t_write);
+  p = PUT_LIT(p, ",\"write_done_ns\":");
+  p = put_i64(p, t_done);
+  p = PUT_LIT(p, ",\"deadline_ns\":");
+  p = put_i64(p, deadline);
+  p = PUT_LIT(p, "}\n");
+  fwrite(line, 1, (size_t)(p - line), s->cfg.truth_log);
 }
 
 static void on_tokens(struct im_seq *seq, const char *text, size_t len, uint32_t n, bool reasoning,
@@ -1093,7 +1127,7 @@ static void on_connection(uv_stream_t *ls, int status) {
 static void on_sweep(uv_timer_t *t) {
   struct im_server *s = t->data;
   int64_t now = im_now_ns();
-  int64_t ka = (int64_t)((double)s->cfg.keepalive_comment_ns / s->cfg.engine.time_scale);
+  int64_t ka = s->cfg.keepalive_comment_ns; /* wall-clock, like the DeepSeek API's */
   for (struct stream *st = s->streams; st; st = st->next) {
     if (st->streaming && st->seq && st->seq->state == IM_SEQ_WAITING &&
         now - st->last_keepalive >= ka) {
@@ -1250,8 +1284,7 @@ enum im_err im_server_new(struct im_server **out, const struct im_server_config 
   s->bucket_t = s->t0;
   s->bucket = cfg->rate_burst > 0 ? cfg->rate_burst : (cfg->rate_limit > 1 ? cfg->rate_limit : 1);
 
-  int64_t ka = (int64_t)((double)cfg->keepalive_comment_ns / s->cfg.engine.time_scale);
-  int64_t period = ka / 4;
+  int64_t period = cfg->keepalive_comment_ns / 4;
   if (period < 10000000)
     period = 10000000;
   if (period > 1000000000)
