@@ -6,6 +6,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <netdb.h>
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
@@ -29,6 +30,7 @@
 #include "infermeter/summary.h"
 #include "load/loader.h"
 #include "load/synth.h"
+#include "observe/observer.h"
 #include "report/results.h"
 #include "serve/server.h"
 
@@ -69,6 +71,14 @@ struct run_opts {
   bool yes, insecure, keepalive, http2, cache_salt, shared_cache, quiet, no_progress;
   const char *api_key_file;
   uint32_t threads;
+  const char *scrape[8];
+  size_t n_scrape;
+  bool no_scrape, no_sockstat, no_gpu;
+  const char *dcgm;
+  int64_t scrape_interval_ns;
+  double kv_residency_ref, bw_util_ref;
+  uint32_t prefix_groups, prefix_len;
+  double prefix_share;
 };
 
 static void usage(FILE *o) {
@@ -121,6 +131,9 @@ static void usage(FILE *o) {
 "  --ignore-eos              send ignore_eos so every request generates exactly\n"
 "                            --output-len tokens (vLLM extension)\n"
 "  --temperature T, --top-p P  sampling parameters to send (default: not sent)\n"
+"  --prefix-groups N --prefix-len L --prefix-share F\n"
+"                            a share F of the prompts starts with one of N shared\n"
+"                            system prompts of L tokens (default: none shared)\n"
 "  --cache-salt              send vLLM's cache_salt with a per-run salt\n"
 "  --shared-cache            let this run hit a previous run's prefix cache (by\n"
 "                            default every prompt starts with a per-run salt)\n"
@@ -135,6 +148,15 @@ static void usage(FILE *o) {
 "  --timeout connect=5s,ttft=60s,idle=30s,total=10m\n"
 "  --max-total-tokens N      refuse a plan above N tokens (prompt + output)\n"
 "  --yes                     start against a non-loopback target without asking\n"
+"\n"
+"Observers (METRICS.md §5; sampled on the run's clock, never fail the run):\n"
+"  --scrape URL              a /metrics page to sample (repeatable; default: the\n"
+"                            target's /metrics); --no-scrape: none\n"
+"  --scrape-interval DUR     sampling period (default 1s, at least 100ms)\n"
+"  --scrape-dcgm URL         a DCGM exporter's /metrics (GPU counters)\n"
+"  --no-sockstat             do not sample TCP states toward the target\n"
+"  --no-gpu                  do not read GPU counters through NVML\n"
+"  --kv-residency-ref F, --bw-util-ref F   reference lines (0.68, 0.78)\n"
 "\n"
 "Output:\n"
 "  --out DIR                 results directory (default results/run-YYYYmmdd-HHMMSS):\n"
@@ -250,7 +272,8 @@ enum {
   O_MAXCONN, O_DURATION, O_REQUESTS, O_WARMUP, O_GRACE, O_SEED, O_OUT, O_INLEN, O_OUTLEN, O_RANGE,
   O_IGNORE_EOS, O_TEMP, O_TOPP, O_SLO, O_SLO_TARGET, O_PCT, O_TAG, O_HEADER, O_RETRIES, O_TIMEOUT,
   O_MAXTOK, O_YES, O_KEYFILE, O_INSECURE, O_KEEPALIVE, O_HTTP2, O_CACHE_SALT, O_SHARED, O_QUIET,
-  O_NOPROG, O_THREADS
+  O_NOPROG, O_THREADS, O_SCRAPE, O_NOSCRAPE, O_SCRAPE_INT, O_DCGM, O_NOSOCK, O_NOGPU, O_KVREF,
+  O_BWREF, O_PGROUPS, O_PLEN, O_PSHARE
 };
 
 static const struct option options[] = {
@@ -275,7 +298,15 @@ static const struct option options[] = {
     {"keepalive", required_argument, 0, O_KEEPALIVE}, {"http2", no_argument, 0, O_HTTP2},
     {"cache-salt", no_argument, 0, O_CACHE_SALT}, {"shared-cache", no_argument, 0, O_SHARED},
     {"quiet", no_argument, 0, O_QUIET}, {"no-progress", no_argument, 0, O_NOPROG},
-    {"threads", required_argument, 0, O_THREADS}, {"help", no_argument, 0, 'h'},
+    {"threads", required_argument, 0, O_THREADS}, {"scrape", required_argument, 0, O_SCRAPE},
+    {"no-scrape", no_argument, 0, O_NOSCRAPE},
+    {"scrape-interval", required_argument, 0, O_SCRAPE_INT},
+    {"scrape-dcgm", required_argument, 0, O_DCGM}, {"no-sockstat", no_argument, 0, O_NOSOCK},
+    {"no-gpu", no_argument, 0, O_NOGPU}, {"kv-residency-ref", required_argument, 0, O_KVREF},
+    {"bw-util-ref", required_argument, 0, O_BWREF},
+    {"prefix-groups", required_argument, 0, O_PGROUPS},
+    {"prefix-len", required_argument, 0, O_PLEN},
+    {"prefix-share", required_argument, 0, O_PSHARE}, {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0}};
 
 static void opts_default(struct run_opts *o) {
@@ -297,6 +328,9 @@ static void opts_default(struct run_opts *o) {
   o->t_ttft = 60 * 1000000000LL;
   o->t_idle = 30 * 1000000000LL;
   o->t_total = 600 * 1000000000LL;
+  o->scrape_interval_ns = 1000000000;
+  o->kv_residency_ref = 0.68; /* METRICS.md §9 reference lines */
+  o->bw_util_ref = 0.78;
   static const double pct[] = {50, 90, 95, 99, 99.9};
   memcpy(o->scfg.percentiles, pct, sizeof pct);
   o->scfg.n_percentiles = 5;
@@ -410,6 +444,30 @@ static int apply(struct run_opts *o, int opt, const char *arg, bool *rate_given)
   case O_QUIET: o->quiet = true; return 0;
   case O_NOPROG: o->no_progress = true; return 0;
   case O_THREADS: return im_arg_u32("--threads", arg, 1, 256, &o->threads);
+  case O_SCRAPE:
+    if (o->n_scrape == 8) {
+      fprintf(stderr, "infermeter: --scrape: at most 8 URLs\n");
+      return -1;
+    }
+    o->scrape[o->n_scrape++] = arg;
+    return 0;
+  case O_NOSCRAPE: o->no_scrape = true; return 0;
+  case O_SCRAPE_INT:
+    if (im_arg_duration("--scrape-interval", arg, &o->scrape_interval_ns) ||
+        o->scrape_interval_ns < 100000000) {
+      if (o->scrape_interval_ns < 100000000)
+        fprintf(stderr, "infermeter: --scrape-interval: at least 100ms\n");
+      return -1;
+    }
+    return 0;
+  case O_DCGM: o->dcgm = arg; return 0;
+  case O_NOSOCK: o->no_sockstat = true; return 0;
+  case O_NOGPU: o->no_gpu = true; return 0;
+  case O_KVREF: return im_arg_double("--kv-residency-ref", arg, 0, 1, &o->kv_residency_ref);
+  case O_BWREF: return im_arg_double("--bw-util-ref", arg, 0, 1, &o->bw_util_ref);
+  case O_PGROUPS: return im_arg_u32("--prefix-groups", arg, 0, 1000000, &o->prefix_groups);
+  case O_PLEN: return im_arg_u32("--prefix-len", arg, 0, 10000000, &o->prefix_len);
+  case O_PSHARE: return im_arg_double("--prefix-share", arg, 0, 1, &o->prefix_share);
   default: return -1;
   }
   (void)ns;
@@ -690,6 +748,10 @@ static json_t *manifest_json(const struct run_opts *o, int argc, char **argv, co
                                 "temperature", isnan(o->temperature) ? json_null() : json_real(o->temperature),
                                 "top_p", isnan(o->top_p) ? json_null() : json_real(o->top_p),
                                 "shared_cache", o->shared_cache));
+  json_t *wl = json_object_get(m, "workload");
+  json_object_set_new(wl, "prefix_groups", json_integer(o->prefix_groups));
+  json_object_set_new(wl, "prefix_len", json_integer(o->prefix_len));
+  json_object_set_new(wl, "prefix_share", json_real(o->prefix_groups ? o->prefix_share : 0));
   json_t *slo = json_object();
   if (o->scfg.has_slo_ttft)
     json_object_set_new(slo, "ttft_ms", json_real(o->scfg.slo_ttft_ms));
@@ -703,6 +765,43 @@ static json_t *manifest_json(const struct run_opts *o, int argc, char **argv, co
   json_object_set_new(m, "client", json_pack("{s:s, s:i}", "libcurl", curl_version_info(CURLVERSION_NOW)->version,
                                              "threads", (json_int_t)o->threads));
   return m;
+}
+
+/* The target's address, for the TCP-state sampler: host and port of the URL,
+ * resolved once. Returns 0 on success. */
+static int target_addr(const char *url, struct sockaddr_storage *out, socklen_t *len) {
+  const char *p = strstr(url, "://");
+  bool tls = !strncmp(url, "https", 5);
+  p = p ? p + 3 : url;
+  const char *end = p + strcspn(p, "/?#");
+  const char *at = memchr(p, '@', (size_t)(end - p));
+  if (at)
+    p = at + 1;
+  char host[256], port[16];
+  const char *colon;
+  if (*p == '[') {
+    const char *rb = memchr(p, ']', (size_t)(end - p));
+    if (!rb)
+      return -1;
+    snprintf(host, sizeof host, "%.*s", (int)(rb - p - 1), p + 1);
+    colon = rb + 1 < end && rb[1] == ':' ? rb + 1 : NULL;
+  } else {
+    colon = memchr(p, ':', (size_t)(end - p));
+    snprintf(host, sizeof host, "%.*s", (int)((colon ? colon : end) - p), p);
+  }
+  if (colon)
+    snprintf(port, sizeof port, "%.*s", (int)(end - colon - 1), colon + 1);
+  else
+    snprintf(port, sizeof port, "%s", tls ? "443" : "80");
+  struct addrinfo hints, *ai = NULL;
+  memset(&hints, 0, sizeof hints);
+  hints.ai_socktype = SOCK_STREAM;
+  if (getaddrinfo(host, port, &hints, &ai) != 0 || !ai)
+    return -1;
+  memcpy(out, ai->ai_addr, ai->ai_addrlen);
+  *len = ai->ai_addrlen;
+  freeaddrinfo(ai);
+  return 0;
 }
 
 /* ---- the run ------------------------------------------------------------- */
@@ -824,7 +923,9 @@ int im_cli_run(int argc, char **argv) {
   int64_t *times = NULL;
   size_t n_times = 0;
   struct shard *shards = NULL;
-  int jsonl_fd = -1;
+  int jsonl_fd = -1, raw_fd = -1;
+  struct im_observer *obs = NULL;
+  char scrape_default[2100];
   const char *url = o.url;
   char model_buf[512];
   const char *model = o.model;
@@ -931,7 +1032,10 @@ int im_cli_run(int argc, char **argv) {
   snprintf(salt, sizeof salt, "%016" PRIx64, o.shared_cache ? o.seed : im_mix64(o.seed ^ (uint64_t)im_wall_ns()));
   struct im_synth synth = {.input_len = o.input_len, .output_len = o.output_len,
                            .range_ratio = o.range_ratio, .ignore_eos = o.ignore_eos,
-                           .temperature = o.temperature, .top_p = o.top_p, .seed = o.seed};
+                           .temperature = o.temperature, .top_p = o.top_p, .seed = o.seed,
+                           .prefix_groups = o.prefix_groups, .prefix_len = o.prefix_len,
+                           .prefix_share = o.prefix_groups && o.prefix_len && o.prefix_share == 0
+                                               ? 1.0 : o.prefix_share};
   snprintf(synth.salt, sizeof synth.salt, "%.12s", o.shared_cache ? "shared" : salt);
 
   /* Signals: stop dispatching on the first, abort in-flight on the second;
@@ -999,6 +1103,35 @@ int im_cli_run(int argc, char **argv) {
     c->progress_tty = k == 0 && tty && !o.no_progress;
     c->progress_plain = k == 0 && !tty && !o.no_progress;
   }
+  /* Observers: a baseline sample now, before the load. */
+  struct im_observer_config ocfg;
+  im_observer_config_default(&ocfg);
+  if (!o.no_scrape) {
+    if (o.n_scrape) {
+      for (size_t i = 0; i < o.n_scrape; i++)
+        ocfg.scrape_urls[ocfg.n_scrape++] = o.scrape[i];
+    } else {
+      snprintf(scrape_default, sizeof scrape_default, "%s/metrics", url);
+      ocfg.scrape_urls[ocfg.n_scrape++] = scrape_default;
+    }
+  }
+  ocfg.dcgm_url = o.dcgm;
+  ocfg.interval_ns = o.scrape_interval_ns;
+  ocfg.api_key = api_key;
+  ocfg.insecure = o.insecure;
+  ocfg.sockstat = !o.no_sockstat && target_addr(url, &ocfg.target, &ocfg.target_len) == 0;
+  ocfg.gpu = !o.no_gpu;
+  char rpath[4200];
+  snprintf(rpath, sizeof rpath, "%s/scrapes.prom", o.out_dir);
+  if (ocfg.n_scrape || ocfg.dcgm_url) {
+    raw_fd = open(rpath, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+    ocfg.raw_fd = raw_fd;
+  }
+  if (im_observer_start(&obs, &ocfg) != IM_OK) {
+    im_warn("observers could not start; the run goes on without them");
+    obs = NULL;
+  }
+
   if (!o.quiet)
     fprintf(stderr, "infermeter: %s %s, model %s, results in %s\n",
             builtin ? "built-in server at" : "target", url, model, o.out_dir);
@@ -1007,6 +1140,7 @@ int im_cli_run(int argc, char **argv) {
   shard_main(&shards[0]);
   for (uint32_t k = 1; k < o.threads; k++)
     pthread_join(shards[k].thread, NULL);
+  im_observer_stop(obs); /* the final sample, after the last request */
   for (uint32_t k = 0; k < o.threads; k++) {
     if (shards[k].err) {
       fprintf(stderr, "infermeter run: load engine failed: %s\n", im_strerror(shards[k].err));
@@ -1091,6 +1225,31 @@ int im_cli_run(int argc, char **argv) {
     fprintf(stderr, "infermeter run: out of memory writing results\n");
     goto out;
   }
+  if (obs) {
+    struct im_observer_context octx = {
+        .t0_mono = shards[0].res.t0_mono,
+        .window_start_ns = sc->window_start_ns,
+        .window_end_ns = sc->window_end_ns,
+        .client_ttft_p50_ms = NAN,
+        .client_ttft_p99_ms = NAN,
+        .output_tokens = sum.window_output_tok_rate * sum.window_s,
+        .attempts = all.n_records,
+        .kv_residency_ref = o.kv_residency_ref,
+        .bw_util_ref = o.bw_util_ref,
+    };
+    for (uint32_t k = 0; k < o.threads; k++)
+      octx.connections_opened += shards[k].res.connections_opened;
+    for (size_t i = 0; i < sc->n_percentiles && sum.ttft.n; i++) {
+      if (sc->percentiles[i] == 50)
+        octx.client_ttft_p50_ms = sum.ttft.pct[i];
+      if (sc->percentiles[i] == 99)
+        octx.client_ttft_p99_ms = sum.ttft.pct[i];
+    }
+    json_t *series = json_object();
+    json_object_set_new(root, "series", series);
+    if (im_observer_json(obs, &octx, metrics, series) != IM_OK)
+      im_warn("out of memory writing the observers' figures");
+  }
   json_t *client = json_pack("{s:f, s:I, s:I, s:I, s:f, s:I}", "elapsed_s",
                              (double)all.elapsed_ns / 1e9, "scheduled", (json_int_t)all.scheduled,
                              "dispatched", (json_int_t)all.dispatched, "attempts",
@@ -1126,6 +1285,9 @@ out:
   }
   if (jsonl_fd >= 0)
     close(jsonl_fd);
+  im_observer_free(obs);
+  if (raw_fd >= 0)
+    close(raw_fd);
   builtin_stop(&srv);
   json_decref(models);
   json_decref(version);

@@ -19,6 +19,11 @@ struct im_synth {
   double temperature, top_p;  /* NaN: not sent */
   uint64_t seed;
   char salt[40];              /* run salt, printed into every prompt */
+  /* Prefix groups: a share of the requests starts with one of n_groups
+   * shared "system prompts" of prefix_len tokens (after the run salt, so
+   * runs stay isolated), the rest with nothing shared. */
+  uint32_t prefix_groups, prefix_len;
+  double prefix_share;
 };
 
 /* An im_workload_fn: ctx is a struct im_synth. */
