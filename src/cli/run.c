@@ -1250,6 +1250,40 @@ int im_cli_run(int argc, char **argv) {
     if (im_observer_json(obs, &octx, metrics, series) != IM_OK)
       im_warn("out of memory writing the observers' figures");
   }
+  /* The generator's own samples, per thread. */
+  json_t *self = json_array();
+  for (uint32_t k = 0; k < o.threads; k++) {
+    const struct im_load_result *r = &shards[k].res;
+    json_t *t = json_array(), *cpu = json_array(), *lag = json_array(), *inf = json_array();
+    for (size_t i = 0; i < r->n_samples; i++) {
+      json_array_append_new(t, json_real((double)r->samples[i].t / 1e9));
+      json_array_append_new(cpu, json_real(r->samples[i].cpu_share));
+      json_array_append_new(lag, json_real(r->samples[i].lag_max_ms));
+      json_array_append_new(inf, json_integer(r->samples[i].in_flight));
+    }
+    json_array_append_new(self, json_pack("{s:o, s:o, s:o, s:o}", "t_s", t, "cpu_share", cpu,
+                                          "dispatch_lag_max_ms", lag, "in_flight", inf));
+  }
+  json_t *series_root = json_object_get(root, "series");
+  if (!series_root) {
+    series_root = json_object();
+    json_object_set_new(root, "series", series_root);
+  }
+  json_object_set_new(series_root, "client", self);
+  /* What the responses say about the cache (usage.prompt_tokens_details,
+   * DeepSeek's prompt_cache_hit_tokens, llama.cpp's timings.cache_n). */
+  uint64_t ctok = 0, ptok = 0;
+  for (size_t i = 0; i < all.n_records; i++) {
+    const struct im_record *r = &all.records[i];
+    if (r->kind == IM_KIND_MEASURED && r->error == IM_EC_NONE) {
+      ctok += r->cached_tokens;
+      ptok += r->prompt_tokens;
+    }
+  }
+  json_object_set_new(metrics, "cache_client",
+                      json_pack("{s:I, s:I, s:o}", "prompt_tokens", (json_int_t)ptok,
+                                "cached_tokens", (json_int_t)ctok, "hit_rate",
+                                ptok ? json_real((double)ctok / (double)ptok) : json_null()));
   json_t *client = json_pack("{s:f, s:I, s:I, s:I, s:f, s:I}", "elapsed_s",
                              (double)all.elapsed_ns / 1e9, "scheduled", (json_int_t)all.scheduled,
                              "dispatched", (json_int_t)all.dispatched, "attempts",

@@ -75,6 +75,10 @@ struct loader {
   struct im_hist ttft_hist;
   int64_t next_progress;
   int64_t prev_progress_t;       /* for the current (not cumulative) rate */
+  int64_t next_sample_t;         /* self-monitoring, every second */
+  double sample_cpu_s;
+  double lag_max_ns;
+  size_t cap_samples;
   uint64_t prev_progress_done;
   enum im_err fatal;
   /* Requests prepared ahead, for consecutive global indexes starting at
@@ -638,6 +642,8 @@ static void dispatch_new(struct loader *L, uint64_t index, int64_t t_sched, uint
   struct im_record *r = &a->rec;
   r->t_sched = r->t_sched_first = t_sched;
   r->t_dispatch = t_dispatch;
+  if ((double)(t_dispatch - t_sched) > L->lag_max_ns)
+    L->lag_max_ns = (double)(t_dispatch - t_sched);
   L->res->dispatched++;
   r->kind = is_warmup(L, r, index) ? IM_KIND_WARMUP : IM_KIND_MEASURED;
   launch(L, a);
@@ -980,6 +986,39 @@ static void progress(struct loader *L, int64_t now, bool final) {
 
 /* ---- the loop ----------------------------------------------------------- */
 
+static double thread_cpu_s(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_THREAD, &ru);
+  return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         1e-6 * (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
+/* One self-monitoring sample per second: CPU share and worst dispatch lag. */
+static void self_sample(struct loader *L, int64_t now) {
+  if (now < L->next_sample_t)
+    return;
+  double cpu = thread_cpu_s();
+  struct im_load_result *res = L->res;
+  if (res->n_samples == L->cap_samples) {
+    size_t cap = L->cap_samples ? L->cap_samples * 2 : 64;
+    struct im_load_sample *p = realloc(res->samples, cap * sizeof *p);
+    if (!p)
+      return;
+    res->samples = p;
+    L->cap_samples = cap;
+  }
+  double span = (double)(now - (L->next_sample_t - 1000000000)) * 1e-9;
+  res->samples[res->n_samples++] = (struct im_load_sample){
+      .t = now,
+      .cpu_share = span > 0 ? (cpu - L->sample_cpu_s) / span : 0,
+      .lag_max_ms = L->lag_max_ns / 1e6,
+      .in_flight = L->inflight,
+  };
+  L->sample_cpu_s = cpu;
+  L->lag_max_ns = 0;
+  L->next_sample_t = now + 1000000000;
+}
+
 static bool finished(const struct loader *L) {
   return L->stop_dispatch && !L->active && !L->queue_head && !L->retries;
 }
@@ -1016,6 +1055,7 @@ static enum im_err loop(struct loader *L) {
       next_timeout_check = now + 50000000;
     }
     progress(L, now, false);
+    self_sample(L, now);
     arm_sched(L);
     /* Slack before the next arrival: prepare requests, stopping 300 µs
      * before it is due (at most 2 ms of work per turn). */
@@ -1132,6 +1172,8 @@ enum im_err im_load_run(const struct im_load_config *cfg, struct im_load_result 
   getrusage(RUSAGE_THREAD, &ru0);
   out->wall_start_ns = im_wall_ns();
   L.t0 = out->t0_mono = im_now_ns();
+  L.sample_cpu_s = thread_cpu_s();
+  L.next_sample_t = 1000000000;
   if (!cfg->times) {
     for (uint32_t s = 0; s < cfg->concurrency; s++)
       closed_loop_next(&L, s, 0);
@@ -1182,4 +1224,7 @@ void im_load_result_cleanup(struct im_load_result *r) {
   free(r->records);
   r->records = NULL;
   r->n_records = 0;
+  free(r->samples);
+  r->samples = NULL;
+  r->n_samples = 0;
 }

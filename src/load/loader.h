@@ -82,6 +82,14 @@ struct im_load_config {
 
 void im_load_config_default(struct im_load_config *cfg);
 
+/* The generator watching itself, once a second (METRICS.md §10). */
+struct im_load_sample {
+  int64_t t;                     /* run-relative ns */
+  double cpu_share;              /* this thread's CPU over the interval / wall */
+  double lag_max_ms;             /* largest dispatch lag in the interval */
+  uint32_t in_flight;
+};
+
 struct im_load_result {
   struct im_record *records;     /* every attempt, in completion order; owned */
   size_t n_records;
@@ -95,6 +103,8 @@ struct im_load_result {
   uint64_t fd_exhausted, port_exhausted; /* EMFILE / EADDRNOTAVAIL seen */
   uint64_t connections_opened;
   char first_error[256];         /* a human description of the first failure */
+  struct im_load_sample *samples; /* owned */
+  size_t n_samples;
 };
 
 /* Runs the load to the end (or an interrupt). IM_IO / IM_SYS on a setup

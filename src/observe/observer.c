@@ -445,6 +445,16 @@ static json_t *server_json(const struct source *s, const struct im_observer_cont
   json_object_set_new(o, "kv_residency_reason",
                       json_string("KV-cache bytes are not exported by the server's /metrics"));
   json_object_set_new(o, "kv_residency_ref", num(ctx->kv_residency_ref));
+  /* Engines and data-parallel ranks kept apart (the last page's values). */
+  json_t *per = json_array();
+  for (size_t i = 0; s->snap && i < s->snap->n_series; i++) {
+    const struct im_nm_series *ser = &s->snap->series[i];
+    json_array_append_new(per, json_pack("{s:s, s:s, s:s, s:o}", "concept",
+                                         im_nm_concept_name(ser->concept), "engine",
+                                         im_nm_engine_name(ser->engine), "key", ser->key, "value",
+                                         num(ser->value)));
+  }
+  json_object_set_new(o, "per_series", per);
   return o;
 }
 
@@ -548,6 +558,35 @@ static json_t *tcp_series(const struct im_observer *o, int64_t t0) {
   return s;
 }
 
+static json_t *gpu_series(const struct im_observer *o, int64_t t0) {
+  json_t *s = json_object(), *t = arr(), *mem = arr(), *pw = arr(), *bw = arr(), *util = arr();
+  for (size_t i = 0; i < o->n_gpu; i++) {
+    const struct im_gpu_snapshot *g = &o->gsnap[i];
+    double m = 0, p = 0, b = 0, u = 0;
+    unsigned nb = 0;
+    for (unsigned k = 0; k < g->n_gpus; k++) {
+      m += g->gpu[k].has_mem ? (double)g->gpu[k].mem_used_bytes : 0;
+      p += isnan(g->gpu[k].power_w) ? 0 : g->gpu[k].power_w;
+      u += isnan(g->gpu[k].util_gpu_pct) ? 0 : g->gpu[k].util_gpu_pct;
+      if (!isnan(g->gpu[k].dram_bw_util)) {
+        b += g->gpu[k].dram_bw_util;
+        nb++;
+      }
+    }
+    json_array_append_new(t, json_real((double)(g->t_ns - t0) / 1e9));
+    json_array_append_new(mem, json_real(m));
+    json_array_append_new(pw, json_real(p));
+    json_array_append_new(bw, nb ? json_real(b / nb) : json_null());
+    json_array_append_new(util, g->n_gpus ? json_real(u / g->n_gpus) : json_null());
+  }
+  json_object_set_new(s, "t_s", t);
+  json_object_set_new(s, "memory_used_bytes", mem);
+  json_object_set_new(s, "power_w", pw);
+  json_object_set_new(s, "dram_bw_util", bw);
+  json_object_set_new(s, "gpu_util_percent", util);
+  return s;
+}
+
 enum im_err im_observer_json(const struct im_observer *o, const struct im_observer_context *ctx,
                              json_t *metrics, json_t *series) {
   json_t *servers = json_array(), *sseries = json_array();
@@ -571,5 +610,7 @@ enum im_err im_observer_json(const struct im_observer *o, const struct im_observ
   json_object_set_new(metrics, "gpu", gpu_json(o, ctx));
   json_object_set_new(series, "server", sseries);
   json_object_set_new(series, "tcp", tcp_series(o, ctx->t0_mono));
+  if (o->n_gpu)
+    json_object_set_new(series, "gpu", gpu_series(o, ctx->t0_mono));
   return IM_OK;
 }

@@ -26,6 +26,9 @@ check "generation tokens counted over the window" jq -e '.metrics.server.generat
 check "time series aligned" jq -e '.series.server[0] | (.t_s|length) == (.kv_cache_usage|length) and (.t_s|length) == (.requests_waiting|length)' "$R"
 check "the baseline comes before the run's start" jq -e '.series.server[0].t_s[0] < 0' "$R"
 check "raw pages kept" grep -q '^# infermeter scrape url=' "$TMP/p9/scrapes.prom"
+check "the responses' cached_tokens agree (client-side hit rate > 0.5)" jq -e '.metrics.cache_client.hit_rate > 0.5' "$R"
+check "per-series values kept apart" jq -e '[.metrics.server.per_series[] | select(.concept == "kv_cache_usage")] | length >= 1' "$R"
+check "the generator sampled itself" jq -e '.series.client[0] | (.t_s|length) >= 2 and (.cpu_share|length) == (.t_s|length)' "$R"
 
 # --- TCP states: keep-alive off makes TIME_WAIT grow, on keeps it flat
 RUN --rate 30 --duration 3s --input-len 16 --output-len 2 --keepalive off --out "$TMP/k0"
@@ -40,6 +43,7 @@ INFERMETER_NVML_PATH="$BUILD_DIR/fake_nvml/libfake_nvml.so" \
   RUN --rate 10 --duration 2s --input-len 16 --output-len 4 --out "$TMP/g"
 check "GPU figures from NVML" jq -e '.metrics.gpu.gpus == 2 and .metrics.gpu.memory_total_bytes > 0' "$TMP/g/results.json"
 check "tokens per joule" jq -e '.metrics.gpu.tokens_per_joule > 0' "$TMP/g/results.json"
+check "GPU series" jq -e '.series.gpu | (.t_s|length) >= 2 and (.power_w|length) == (.t_s|length)' "$TMP/g/results.json"
 RUN --rate 10 --duration 1s --input-len 16 --output-len 4 --out "$TMP/ng" --no-gpu
 check "GPU not requested: said so" jq -e '.metrics.gpu.not_available == "not requested"' "$TMP/ng/results.json"
 
