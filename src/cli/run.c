@@ -79,6 +79,7 @@ struct run_opts {
   double kv_residency_ref, bw_util_ref;
   uint32_t prefix_groups, prefix_len;
   double prefix_share;
+  double kv_bytes_per_token, gpu_memory;
 };
 
 static void usage(FILE *o) {
@@ -157,6 +158,9 @@ static void usage(FILE *o) {
 "  --no-sockstat             do not sample TCP states toward the target\n"
 "  --no-gpu                  do not read GPU counters through NVML\n"
 "  --kv-residency-ref F, --bw-util-ref F   reference lines (0.68, 0.78)\n"
+"  --kv-bytes-per-token N    KV bytes one GPU holds per token (DeepSeek-V3 MLA:\n"
+"                            70272), for KV residency\n"
+"  --gpu-memory SIZE         memory of one GPU (default: from NVML), e.g. 141G\n"
 "\n"
 "Output:\n"
 "  --out DIR                 results directory (default results/run-YYYYmmdd-HHMMSS):\n"
@@ -273,7 +277,7 @@ enum {
   O_IGNORE_EOS, O_TEMP, O_TOPP, O_SLO, O_SLO_TARGET, O_PCT, O_TAG, O_HEADER, O_RETRIES, O_TIMEOUT,
   O_MAXTOK, O_YES, O_KEYFILE, O_INSECURE, O_KEEPALIVE, O_HTTP2, O_CACHE_SALT, O_SHARED, O_QUIET,
   O_NOPROG, O_THREADS, O_SCRAPE, O_NOSCRAPE, O_SCRAPE_INT, O_DCGM, O_NOSOCK, O_NOGPU, O_KVREF,
-  O_BWREF, O_PGROUPS, O_PLEN, O_PSHARE
+  O_BWREF, O_PGROUPS, O_PLEN, O_PSHARE, O_KVBPT, O_GPUMEM
 };
 
 static const struct option options[] = {
@@ -306,7 +310,9 @@ static const struct option options[] = {
     {"bw-util-ref", required_argument, 0, O_BWREF},
     {"prefix-groups", required_argument, 0, O_PGROUPS},
     {"prefix-len", required_argument, 0, O_PLEN},
-    {"prefix-share", required_argument, 0, O_PSHARE}, {"help", no_argument, 0, 'h'},
+    {"prefix-share", required_argument, 0, O_PSHARE},
+    {"kv-bytes-per-token", required_argument, 0, O_KVBPT},
+    {"gpu-memory", required_argument, 0, O_GPUMEM}, {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0}};
 
 static void opts_default(struct run_opts *o) {
@@ -468,6 +474,12 @@ static int apply(struct run_opts *o, int opt, const char *arg, bool *rate_given)
   case O_PGROUPS: return im_arg_u32("--prefix-groups", arg, 0, 1000000, &o->prefix_groups);
   case O_PLEN: return im_arg_u32("--prefix-len", arg, 0, 10000000, &o->prefix_len);
   case O_PSHARE: return im_arg_double("--prefix-share", arg, 0, 1, &o->prefix_share);
+  case O_KVBPT: return im_arg_double("--kv-bytes-per-token", arg, 1, 1e9, &o->kv_bytes_per_token);
+  case O_GPUMEM:
+    if (im_arg_size("--gpu-memory", arg, &u))
+      return -1;
+    o->gpu_memory = (double)u;
+    return 0;
   default: return -1;
   }
   (void)ns;
@@ -634,6 +646,22 @@ static void *shard_main(void *arg) {
   struct shard *s = arg;
   s->err = im_load_run(&s->cfg, &s->res);
   return NULL;
+}
+
+/* The observers' final sample comes when the last loader has drained, while
+ * its connections are still open (the TCP states then show them). */
+struct drain {
+  pthread_mutex_t mu;
+  uint32_t left;
+  struct im_observer *obs;
+};
+
+static void on_drained(void *ctx) {
+  struct drain *d = ctx;
+  pthread_mutex_lock(&d->mu);
+  if (d->left && --d->left == 0)
+    im_observer_stop(d->obs);
+  pthread_mutex_unlock(&d->mu);
 }
 
 /* ---- manifest ------------------------------------------------------------ */
@@ -1132,6 +1160,11 @@ int im_cli_run(int argc, char **argv) {
     obs = NULL;
   }
 
+  struct drain drain = {.mu = PTHREAD_MUTEX_INITIALIZER, .left = o.threads, .obs = obs};
+  for (uint32_t k = 0; k < o.threads && obs; k++) {
+    shards[k].cfg.on_drained = on_drained;
+    shards[k].cfg.on_drained_ctx = &drain;
+  }
   if (!o.quiet)
     fprintf(stderr, "infermeter: %s %s, model %s, results in %s\n",
             builtin ? "built-in server at" : "target", url, model, o.out_dir);
@@ -1140,7 +1173,7 @@ int im_cli_run(int argc, char **argv) {
   shard_main(&shards[0]);
   for (uint32_t k = 1; k < o.threads; k++)
     pthread_join(shards[k].thread, NULL);
-  im_observer_stop(obs); /* the final sample, after the last request */
+  im_observer_stop(obs); /* no-op when on_drained did it (the usual case) */
   for (uint32_t k = 0; k < o.threads; k++) {
     if (shards[k].err) {
       fprintf(stderr, "infermeter run: load engine failed: %s\n", im_strerror(shards[k].err));
@@ -1235,6 +1268,8 @@ int im_cli_run(int argc, char **argv) {
         .output_tokens = sum.window_output_tok_rate * sum.window_s,
         .attempts = all.n_records,
         .kv_residency_ref = o.kv_residency_ref,
+        .kv_bytes_per_token = o.kv_bytes_per_token,
+        .gpu_memory_bytes = o.gpu_memory,
         .bw_util_ref = o.bw_util_ref,
     };
     for (uint32_t k = 0; k < o.threads; k++)

@@ -1182,6 +1182,8 @@ enum im_err im_load_run(const struct im_load_config *cfg, struct im_load_result 
   }
   err = loop(&L);
   out->elapsed_ns = rel_now(&L);
+  if (cfg->on_drained)
+    cfg->on_drained(cfg->on_drained_ctx);
   getrusage(RUSAGE_THREAD, &ru1);
   out->cpu_s = (double)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec) +
                (double)(ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) +

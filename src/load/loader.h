@@ -76,6 +76,10 @@ struct im_load_config {
   int jsonl_fd;                  /* requests.jsonl (O_APPEND), -1 = none */
   volatile int *interrupt;       /* >0: stop dispatching; >1: abort in flight */
   int wake_fd;                   /* eventfd written by the signal handler, or -1 */
+  /* Called on the loop's thread when the last attempt has ended, before the
+   * connection pool is closed (observers take their final sample then). */
+  void (*on_drained)(void *ctx);
+  void *on_drained_ctx;
   bool progress_tty;             /* live progress line on stderr */
   bool progress_plain;           /* a plain line every 5 s instead */
 };

@@ -370,7 +370,33 @@ static double hist_q_ms(const struct im_nm_hist *a, const struct im_nm_hist *b, 
   return out * 1e3;
 }
 
-static json_t *server_json(const struct source *s, const struct im_observer_context *ctx) {
+/* A numeric label of an unmapped metric on the last page, e.g.
+ * vllm:cache_config_info{num_gpu_blocks="8677"}; NaN when absent. */
+static double raw_label_number(const struct source *s, const char *metric, const char *label) {
+  if (!s->snap)
+    return NAN;
+  char key[64];
+  snprintf(key, sizeof key, "%s=\"", label);
+  for (size_t i = 0; i < s->snap->n_raw; i++) {
+    const struct im_nm_raw *r = &s->snap->raw[i];
+    if (strcmp(r->name, metric))
+      continue;
+    const char *p = strstr(r->labels, key);
+    if (p && (p == r->labels || p[-1] == ','))
+      return strtod(p + strlen(key), NULL);
+  }
+  return NAN;
+}
+
+/* Memory of one GPU from the last NVML sample, 0 when none. */
+static double gpu_memory_total(const struct im_observer *o) {
+  if (!o->n_gpu || !o->gsnap[o->n_gpu - 1].n_gpus || !o->gsnap[o->n_gpu - 1].gpu[0].has_mem)
+    return 0;
+  return (double)o->gsnap[o->n_gpu - 1].gpu[0].mem_total_bytes;
+}
+
+static json_t *server_json(const struct im_observer *obs, const struct source *s,
+                           const struct im_observer_context *ctx) {
   json_t *o = json_object();
   json_object_set_new(o, "url", json_string(s->url));
   json_object_set_new(o, "scrapes", json_integer((json_int_t)s->n_pts));
@@ -440,10 +466,28 @@ static json_t *server_json(const struct source *s, const struct im_observer_cont
   json_object_set_new(o, "kv_usage_hit_rate_r", num(k >= 3 ? im_stats_pearson(x, y, k) : NAN));
   free(x);
   free(y);
-  /* KV residency needs the KV bytes, which no engine's /metrics states. */
-  json_object_set_new(o, "kv_residency", json_null());
-  json_object_set_new(o, "kv_residency_reason",
-                      json_string("KV-cache bytes are not exported by the server's /metrics"));
+  /* KV residency = KV-cache bytes in use / GPU memory (METRICS.md §5). The
+   * capacity in tokens comes from vLLM's cache_config_info; the bytes per
+   * token must be declared (no engine exports them); the GPU memory is
+   * declared or read through NVML. */
+  double blocks = raw_label_number(s, "vllm:cache_config_info", "num_gpu_blocks");
+  double bsize = raw_label_number(s, "vllm:cache_config_info", "block_size");
+  double mem = ctx->gpu_memory_bytes > 0 ? ctx->gpu_memory_bytes : gpu_memory_total(obs);
+  const char *why = NULL;
+  if (isnan(blocks) || isnan(bsize))
+    why = "the server exports no KV-cache geometry (vllm:cache_config_info)";
+  else if (!(ctx->kv_bytes_per_token > 0))
+    why = "KV bytes per token not declared (--kv-bytes-per-token)";
+  else if (!(mem > 0))
+    why = "GPU memory unknown (no NVML; --gpu-memory)";
+  double usage_mean = usage_n ? usage_sum / (double)usage_n : NAN;
+  json_object_set_new(o, "kv_cache_capacity_tokens", num(blocks * bsize));
+  json_object_set_new(o, "kv_residency",
+                      why ? json_null() : num(usage_mean * blocks * bsize * ctx->kv_bytes_per_token / mem));
+  json_object_set_new(o, "kv_residency_max",
+                      why ? json_null() : num(usage_max * blocks * bsize * ctx->kv_bytes_per_token / mem));
+  if (why)
+    json_object_set_new(o, "kv_residency_reason", json_string(why));
   json_object_set_new(o, "kv_residency_ref", num(ctx->kv_residency_ref));
   /* Engines and data-parallel ranks kept apart (the last page's values). */
   json_t *per = json_array();
@@ -596,7 +640,7 @@ enum im_err im_observer_json(const struct im_observer *o, const struct im_observ
     return IM_NOMEM;
   }
   for (size_t i = 0; i < o->n_src; i++) {
-    json_array_append_new(servers, server_json(&o->src[i], ctx));
+    json_array_append_new(servers, server_json(o, &o->src[i], ctx));
     json_array_append_new(sseries, server_series(&o->src[i], ctx->t0_mono));
   }
   /* metrics.server is the target's page; every page is under servers. */

@@ -55,6 +55,8 @@ struct im_observer_context {
   uint64_t connections_opened;  /* by the load engine */
   uint64_t attempts;            /* requests sent, for requests per connection */
   double kv_residency_ref;      /* reference line (0.68) */
+  double kv_bytes_per_token;    /* KV bytes one GPU holds per token (declared), 0 unknown */
+  double gpu_memory_bytes;      /* per GPU (declared), 0: from NVML when present */
   double bw_util_ref;           /* reference line (0.78) */
 };
 
