@@ -3,22 +3,45 @@
  *
  * Build and run from the repository root (not built by CMake):
  *   cc -O2 -std=c17 -D_GNU_SOURCE -Iinclude bench/sse_speed.c \
- *      src/proto/sse.c src/proto/oai_chunk.c src/core/buf.c src/core/err.c \
- *      -ljansson -o /tmp/sse_speed && /tmp/sse_speed
+ *      src/proto/sse.c src/proto/oai_chunk.c src/proto/oai_chunk_ref.c \
+ *      src/core/buf.c src/core/err.c -ljansson -o /tmp/sse_speed && /tmp/sse_speed
  *
  * Prints events/s and MB/s for SSE parsing (stream fed in 16 KiB reads, as a
  * socket would deliver it) and ns per chunk for each decoder.
  *
- * Measured (gcc 12 -O2, best of 3 runs, on a shared 2-vCPU VM under load
- * average ~4 from parallel builds, so absolute figures are pessimistic; the
- * ratio is stable across runs):
- *   sse, "data: x" events          31 M events/s   (32 ns/event)
- *   sse, 285 B chat chunks         16 M events/s   (62 ns/event, 4.7 GB/s)
- *   decode, hand-written scanner   ~480 ns/chunk   (~590 MB/s)
- *   decode, jansson 2.14           ~6700 ns/chunk  (~43 MB/s), 14x slower
- *   sse + scanner decode           1.85 M chunks/s (540 ns/chunk)
+ * With fixture files as arguments (the .sse files of tests/fixtures/streams) it decodes
+ * every JSON event of each file instead (the "[DONE]" sentinel left out) and
+ * prints ns per chunk per file; `-n N` sets the passes over each file
+ * (default 20000) and `-q` skips the timing repeats, for instruction counts:
+ *   valgrind --tool=callgrind --toggle-collect=im_oai_chunk_decode \
+ *       /tmp/sse_speed -q -n 200 tests/fixtures/streams/vllm_chat_usage.sse
+ * gives the decoder's instructions ("Collected"), to divide by the decodes
+ * printed.
+ *
+ * Measured (gcc 12 -O2, x86-64; ns are best of 5 on a shared 2-vCPU VM under
+ * load, so pessimistic and noisy; instruction counts are from callgrind as
+ * above and repeat exactly):
+ *   sse, "data: x" events          ~30 ns/event
+ *   sse, 285 B chat chunks         ~55-75 ns/event
+ *   decode, hand-written scanner   ~220 ns/chunk   (~1.3 GB/s)
+ *   decode, jansson 2.14           ~6800 ns/chunk  (~42 MB/s), 30x slower
+ *   sse + scanner decode           ~3.5 M chunks/s (~285 ns/chunk)
+ * Decoder instructions per chunk, fixture by fixture (before: the first
+ * scanner, a byte loop per string and a memcmp chain per key; after: 16-byte
+ * string scan, keys read with their ':' and dispatched by length):
+ *   fixture                         before  after   ns before/after
+ *   deepseek_insufficient_resource   6870   2020    444 / 239
+ *   deepseek_reasoner                6589   1985    433 / 237
+ *   llamacpp_chat                    6512   1980    442 / 237
+ *   no_usage_crlf                    5049   1461    334 / 184
+ *   openai_chat                      7207   2233    477 / 257
+ *   openai_tool_calls                6573   2064    431 / 262
+ *   sglang_chat                      6127   1958    404 / 229
+ *   vllm_chat_usage                  6253   1920    406 / 218
+ *   vllm_completions                 5359   1520    352 / 177
+ *   vllm_midstream_error             4595   1484    329 / 218
  * Hence the scanner: at 200k chunks/s jansson alone would take more than a
- * core; the scanner takes ~10 %. */
+ * core; the scanner takes ~5 %. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -162,7 +185,92 @@ static void bench_decode(const char *name,
   im_oai_chunk_cleanup(&c);
 }
 
-int main(void) {
+/* Events of one fixture file, copied out of the SSE parser's buffer. */
+struct evlist {
+  char *data[64];
+  size_t len[64];
+  size_t n;
+};
+
+static enum im_err collect_ev(void *ud, const struct im_sse_event *ev) {
+  struct evlist *l = ud;
+  if (ev->kind != IM_SSE_EVENT || l->n == 64)
+    return IM_OK;
+  const char *d = ev->data;
+  size_t n = ev->data_len;
+  while (n && (*d == ' ' || *d == '\n' || *d == '\r' || *d == '\t'))
+    d++, n--;
+  if (n >= 6 && memcmp(d, "[DONE]", 6) == 0)
+    return IM_OK;
+  if (!(l->data[l->n] = malloc(ev->data_len ? ev->data_len : 1)))
+    return IM_NOMEM;
+  memcpy(l->data[l->n], ev->data, ev->data_len);
+  l->len[l->n++] = ev->data_len;
+  return IM_OK;
+}
+
+static int bench_fixture(const char *path, long passes, int reps) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    fprintf(stderr, "%s: cannot open\n", path);
+    return 1;
+  }
+  static char buf[1 << 20];
+  size_t len = fread(buf, 1, sizeof buf, f);
+  fclose(f);
+  struct evlist l = {.n = 0};
+  struct im_sse p;
+  im_sse_init(&p, NULL, collect_ev, &l);
+  if (im_sse_feed(&p, buf, len) != IM_OK || im_sse_finish(&p) != IM_OK || !l.n) {
+    fprintf(stderr, "%s: no events\n", path);
+    return 1;
+  }
+  im_sse_cleanup(&p);
+  struct im_oai_chunk c;
+  im_oai_chunk_init(&c, 0);
+  size_t bytes = 0;
+  for (size_t i = 0; i < l.n; i++)
+    bytes += l.len[i];
+  double best = 1e9;
+  long sink = 0;
+  for (int rep = 0; rep < reps; rep++) {
+    double t0 = now_s();
+    for (long k = 0; k < passes; k++)
+      for (size_t i = 0; i < l.n; i++) {
+        if (im_oai_chunk_decode(&c, l.data[i], l.len[i]) != IM_OK) {
+          fprintf(stderr, "%s: event %zu: decode failed\n", path, i);
+          return 1;
+        }
+        sink += (long)c.content.len + c.cls;
+      }
+    double t = now_s() - t0;
+    if (t < best)
+      best = t;
+  }
+  const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+  printf("%-36s %8.1f ns/chunk  (%zu chunks, mean %zu B, %ld decodes, sink %ld)\n", name,
+         best / (double)((size_t)passes * l.n) * 1e9, l.n, bytes / l.n, passes * (long)l.n * reps,
+         sink);
+  im_oai_chunk_cleanup(&c);
+  for (size_t i = 0; i < l.n; i++)
+    free(l.data[i]);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1) {
+    long passes = 20000;
+    int reps = 5, rc = 0;
+    for (int i = 1; i < argc; i++) {
+      if (strcmp(argv[i], "-n") == 0 && i + 1 < argc)
+        passes = atol(argv[++i]);
+      else if (strcmp(argv[i], "-q") == 0)
+        reps = 1;
+      else
+        rc |= bench_fixture(argv[i], passes, reps);
+    }
+    return rc;
+  }
   static const char *tiny[] = {"x"};
   bench_sse("sse: tiny events (data: x)", tiny, 1, 4000000, 0);
   bench_sse("sse: typical chunks (~260 B)", chunks, NCHUNKS, 2000000, 0);

@@ -2,32 +2,65 @@
  * include/infermeter/oai_chunk.h.
  *
  * Why a hand-written scanner: jansson builds a tree of heap nodes per chunk
- * (one malloc per key and value); on typical 200-400 byte chunks that cost
- * several times what this single pass does (figures in bench/sse_speed.c),
- * and the client decodes every chunk of every stream on its event-loop
- * thread. The jansson version is kept below as the reference the fuzz target
- * compares against.
+ * (one malloc per key and value); on typical 200-400 byte chunks that costs
+ * more than ten times this single pass (figures in bench/sse_speed.c), and
+ * the client decodes every chunk of every stream on its event-loop thread.
+ * The jansson version is kept in oai_chunk_ref.c as the reference the fuzz
+ * target compares against.
  *
  * The scanner is a recursive descent over the whole document: every byte is
  * validated (strict RFC 8259, UTF-8 checked like jansson: no overlong forms,
  * no surrogates, nothing above U+10FFFF), nesting is bounded, and only the
- * handlers of the fields we read do more than skip. Strings without escapes
- * are returned in place; strings with escapes are decoded into a scratch
- * buffer reserved once per decode at the input's length, which bounds the
- * sum of all decoded strings (an escape never decodes longer than it is
- * written), so no pointer handed out is moved by a later reallocation. */
+ * handlers of the fields we read do more than skip. Values of keys we do not
+ * read ("id", "created", "model", "logprobs", ...) go through the same
+ * validating scanners with nothing stored, which for a string is the same
+ * cost as finding its end.
+ *
+ * Strings without escapes are returned in place; strings with escapes are
+ * decoded into a scratch buffer reserved at the input's length the first time
+ * one is needed in a decode, which bounds the sum of all decoded strings (an
+ * escape never decodes longer than it is written), so no pointer handed out
+ * is moved by a later reallocation.
+ *
+ * Cost (bench/sse_speed.c, callgrind): most of a chunk is keys of 2-20 bytes
+ * and short values, so the string scanner finds the closing quote with one
+ * 8-byte word and a count of trailing zeros instead of a loop per byte, and
+ * keys are told apart by their length before any comparison. */
 #include "infermeter/oai_chunk.h"
 
-#include <jansson.h>
 #include <string.h>
 
 #define DEFAULT_MAX_LEN ((size_t)4 << 20)
 
+/* The hot helpers are forced inline (the compiler's size heuristics keep
+ * them out of line otherwise) and the rare paths kept out of line, so that
+ * the inline code needs few registers. */
+#define HOT static inline __attribute__((always_inline))
+#define COLD static __attribute__((noinline))
+
+/* The word scan needs little-endian byte order (the first byte of the word is
+ * its lowest); elsewhere strings are scanned a byte at a time. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ &&                        \
+    (defined(__GNUC__) || defined(__clang__))
+#define WORD_SCAN 1
+#else
+#define WORD_SCAN 0
+#endif
+/* On x86-64 SSE2 is always there: sixteen bytes per step. */
+#if WORD_SCAN && defined(__SSE2__)
+#define SSE2_SCAN 1
+#include <emmintrin.h>
+#else
+#define SSE2_SCAN 0
+#endif
+
 struct cur {
   const unsigned char *p, *end;
   int depth;
-  char *scr; /* scratch, capacity >= input length */
+  struct im_buf *scratch; /* reserved at the input length on first use */
+  char *scr;              /* scratch->data once reserved, else NULL */
   size_t scr_len;
+  size_t in_len;
 };
 
 /* One choice element while it is read; committed when its index is 0. */
@@ -48,19 +81,58 @@ struct state {
   int64_t top_code_num;
 };
 
-typedef enum im_err (*key_fn)(struct cur *c, const struct im_oai_str *key, void *ctx);
-typedef enum im_err (*elem_fn)(struct cur *c, size_t idx, void *ctx);
-
 static const struct im_oai_str no_str = {NULL, 0};
 
-static int key_is(const struct im_oai_str *k, const char *lit, size_t n) {
-  return k->len == n && memcmp(k->ptr, lit, n) == 0;
+/* a[0..n) == b[0..n) for 1 <= n <= 32, by overlapping 8- or 4-byte loads,
+ * reading nothing outside either range. Inlined with b a literal and n a
+ * constant, it is a few loads and compares (a memcmp call is not). */
+HOT int eq_n(const char *a, const char *b, size_t n) {
+  uint64_t x, y, d = 0;
+  uint32_t u, v;
+  if (n < 4)
+    return a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1];
+  if (n < 8) {
+    memcpy(&u, a, 4), memcpy(&v, b, 4), d = u ^ v;
+    memcpy(&u, a + n - 4, 4), memcpy(&v, b + n - 4, 4);
+    return (d | (u ^ v)) == 0;
+  }
+  for (size_t i = 0; i + 8 < n; i += 8)
+    memcpy(&x, a + i, 8), memcpy(&y, b + i, 8), d |= x ^ y;
+  memcpy(&x, a + n - 8, 8), memcpy(&y, b + n - 8, 8);
+  return (d | (x ^ y)) == 0;
 }
-#define KEY_IS(k, lit) key_is((k), lit, sizeof(lit) - 1)
 
-static void skip_ws(struct cur *c) {
+/* For keys whose length was already compared. */
+#define KEQ(k, lit) eq_n((k)->ptr, lit, sizeof(lit) - 1)
+#define KEY_IS(k, lit) ((k)->len == sizeof(lit) - 1 && KEQ(k, lit))
+
+COLD void skip_ws_slow(struct cur *c) {
   while (c->p < c->end && (*c->p == ' ' || *c->p == '\n' || *c->p == '\r' || *c->p == '\t'))
     c->p++;
+}
+
+/* Compact JSON has no whitespace; one compare decides that. */
+HOT void skip_ws(struct cur *c) {
+  if (c->p < c->end && *c->p <= ' ')
+    skip_ws_slow(c);
+}
+
+HOT int at(const struct cur *c, unsigned char ch) {
+  return c->p < c->end && *c->p == ch;
+}
+
+COLD int peek_slow(struct cur *c) {
+  skip_ws_slow(c);
+  return c->p < c->end ? *c->p : -1;
+}
+
+/* The byte at c->p after any whitespace (skipped), or -1 at the end. Where
+ * a separator is expected, this costs one compare more than none when there
+ * is no whitespace, against two for skipping whitespace then checking. */
+HOT int peek(struct cur *c) {
+  if (c->p<c->end && * c->p> ' ')
+    return *c->p;
+  return peek_slow(c);
 }
 
 /* Length of the valid UTF-8 sequence at s (2..4 bytes, s[0] >= 0x80), or 0. */
@@ -135,53 +207,81 @@ static size_t put_utf8(char *d, unsigned cp) {
   return 4;
 }
 
-/* c->p at '"'. Validates the string; when out is not NULL, sets it to the
- * decoded text (in place when there is no escape). */
-static enum im_err scan_string(struct cur *c, struct im_oai_str *out) {
-  const unsigned char *s = c->p + 1, *e = c->end, *start = s;
-  for (;;) { /* fast path: up to the closing quote or the first escape */
-    /* Eight plain bytes at a time (no '"', '\\', control or non-ASCII
-     * byte), by the "has zero byte" bit trick on 64-bit words. */
-    while (e - s >= 8) {
-      uint64_t w;
-      memcpy(&w, s, 8);
-      const uint64_t ones = 0x0101010101010101ULL, high = ones * 0x80;
-      uint64_t q = w ^ (ones * '"'), b = w ^ (ones * '\\');
-      uint64_t special = ((q - ones) & ~q) | ((b - ones) & ~b) | (w - ones * 0x20) | w;
-      if (special & high)
-        break;
-      s += 8;
-    }
-    if (s >= e)
-      return IM_PARSE;
-    unsigned char ch = *s;
-    if (ch >= 0x20 && ch < 0x80 && ch != '"' && ch != '\\') {
-      s++;
-      continue;
-    }
-    if (ch == '"') {
-      if (out) {
-        out->ptr = (const char *)start;
-        out->len = (size_t)(s - start);
-      }
-      c->p = s + 1;
-      return IM_OK;
-    }
-    if (ch == '\\')
-      break;
-    if (ch < 0x20)
-      return IM_PARSE;
-    size_t n = utf8_len(s, e);
-    if (!n)
-      return IM_PARSE;
-    s += n;
+/* A byte that a string may hold as it is: not '"', '\\', a control byte or
+ * the start of a UTF-8 sequence. */
+static inline int plain_byte(unsigned char ch) {
+  return ch >= 0x20 && ch < 0x80 && ch != '"' && ch != '\\';
+}
+
+#if SSE2_SCAN
+/* Bit i is set when byte i of s[0..15] is not plain_byte. As signed bytes,
+ * both the control bytes and the bytes from 0x80 up are below 0x20, so one
+ * compare finds them. */
+static inline unsigned special16(const unsigned char *s) {
+  const __m128i v = _mm_loadu_si128((const __m128i *)(const void *)s);
+  __m128i ok = _mm_cmpgt_epi8(v, _mm_set1_epi8(0x1F));
+  __m128i qb =
+      _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\\')));
+  return (unsigned)_mm_movemask_epi8(_mm_andnot_si128(qb, ok)) ^ 0xFFFFu;
+}
+#endif
+
+/* Address of the first byte in [s, e) that is not plain_byte (e if none). */
+static inline const unsigned char *find_special(const unsigned char *s, const unsigned char *e) {
+#if SSE2_SCAN
+  while (e - s >= 16) {
+    unsigned bits = special16(s);
+    if (bits)
+      return s + __builtin_ctz(bits);
+    s += 16;
   }
-  char *d0 = out ? c->scr + c->scr_len : NULL, *d = d0;
-  if (d) {
+#endif
+#if WORD_SCAN
+  /* Eight bytes at a time: bit 7 of byte i of m is set when byte i is '"',
+   * '\\' (the "has zero byte" trick on w xor the quote), below 0x20 (w minus
+   * 0x20 borrows into bit 7) or 0x80 and above (bit 7 of w). A borrow only
+   * flows from a flagged byte to the bytes after it, so the lowest flag is
+   * exact and the count of trailing zeros locates the byte. */
+  const uint64_t ones = 0x0101010101010101ULL, high = ones * 0x80;
+  while (e - s >= 8) {
+    uint64_t w;
+    memcpy(&w, s, 8);
+    uint64_t q = w ^ (ones * '"'), b = w ^ (ones * '\\');
+    uint64_t m = (((q - ones) & ~q) | ((b - ones) & ~b) | (w - ones * 0x20) | w) & high;
+    if (m)
+      return s + ((unsigned)__builtin_ctzll(m) >> 3);
+    s += 8;
+  }
+#endif
+  while (s < e && plain_byte(*s))
+    s++;
+  return s;
+}
+
+/* The part of scan_string after the first escape, at s; start is the first
+ * byte of the string's content. Decodes into the scratch when out is set. */
+static enum im_err scan_escaped(struct cur *c, const unsigned char *start, const unsigned char *s,
+                                struct im_oai_str *out) {
+  const unsigned char *e = c->end;
+  char *d0 = NULL, *d = NULL;
+  if (out) {
+    if (!c->scr) {
+      enum im_err err = im_buf_reserve(c->scratch, c->in_len);
+      if (err)
+        return err;
+      c->scr = c->scratch->data;
+    }
+    d0 = d = c->scr + c->scr_len;
     memcpy(d, start, (size_t)(s - start));
     d += s - start;
   }
   for (;;) {
+    const unsigned char *run = find_special(s, e);
+    if (d) {
+      memcpy(d, s, (size_t)(run - s));
+      d += run - s;
+    }
+    s = run;
     if (s >= e)
       return IM_PARSE;
     unsigned char ch = *s;
@@ -200,24 +300,15 @@ static enum im_err scan_string(struct cur *c, struct im_oai_str *out) {
       s += n;
       continue;
     }
-    if (ch != '\\') {
-      if (d)
-        *d++ = (char)ch;
-      s++;
-      continue;
-    }
+    /* ch == '\\' */
     if (e - s < 2)
       return IM_PARSE;
     char rep;
     switch (s[1]) {
     case '"':
-      rep = '"';
-      break;
     case '\\':
-      rep = '\\';
-      break;
     case '/':
-      rep = '/';
+      rep = (char)s[1];
       break;
     case 'b':
       rep = '\b';
@@ -268,51 +359,105 @@ static enum im_err scan_string(struct cur *c, struct im_oai_str *out) {
   return IM_OK;
 }
 
-/* c->p at '-' or a digit. *ok is set when the number is an integer that fits
- * int64_t, with its value in *out. */
-static enum im_err scan_number(struct cur *c, int64_t *out, int *ok) {
-  const unsigned char *s = c->p, *e = c->end;
-  int neg = 0, integral = 1, fits = 1;
-  uint64_t v = 0;
-  if (*s == '-') {
-    neg = 1;
-    s++;
-  }
-  if (s >= e || *s < '0' || *s > '9')
-    return IM_PARSE;
-  if (*s == '0')
-    s++;
-  else
-    while (s < e && *s >= '0' && *s <= '9') {
-      unsigned dg = (unsigned)(*s - '0');
-      if (v > (UINT64_MAX - dg) / 10)
-        fits = 0;
-      else
-        v = v * 10 + dg;
-      s++;
-    }
-  if (s < e && *s == '.') {
-    integral = 0;
-    s++;
-    if (s >= e || *s < '0' || *s > '9')
+/* scan_string past its first bytes: s at a byte not yet looked at, all
+ * bytes from start (the first of the content) to s plain. Out of line, so
+ * that the inline part needs no registers saved. */
+COLD enum im_err scan_string_rest(struct cur *c, const unsigned char *start, const unsigned char *s,
+                                  struct im_oai_str *out) {
+  const unsigned char *e = c->end;
+  for (;;) {
+    s = find_special(s, e);
+    if (s >= e)
       return IM_PARSE;
-    while (s < e && *s >= '0' && *s <= '9')
+    if (*s == '"')
+      break;
+    if (*s == '\\')
+      return scan_escaped(c, start, s, out);
+    if (*s < 0x20)
+      return IM_PARSE;
+    size_t n = utf8_len(s, e);
+    if (!n)
+      return IM_PARSE;
+    s += n;
+  }
+  if (out) {
+    out->ptr = (const char *)start;
+    out->len = (size_t)(s - start);
+  }
+  c->p = s + 1;
+  return IM_OK;
+}
+
+/* c->p at '"'. Validates the string; when out is not NULL, sets it to the
+ * decoded text (in place when there is no escape). Inline: the common case,
+ * a key or short value of plain ASCII with 16 bytes of input after its
+ * closing quote, costs one vector compare and nothing but pointers; anything
+ * else (a non-ASCII byte, an escape, the last 16 bytes of input) continues
+ * out of line from where this stopped. */
+HOT enum im_err scan_string(struct cur *c, struct im_oai_str *out) {
+  const unsigned char *start = c->p + 1, *s = start;
+#if SSE2_SCAN
+  while (c->end - s >= 16) {
+    unsigned bits = special16(s);
+    if (bits) {
+      s += __builtin_ctz(bits);
+      if (*s != '"')
+        break;
+      if (out) {
+        out->ptr = (const char *)start;
+        out->len = (size_t)(s - start);
+      }
+      c->p = s + 1;
+      return IM_OK;
+    }
+    s += 16;
+  }
+#endif
+  return scan_string_rest(c, start, s, out);
+}
+
+/* The fraction and exponent of a number, s at its '.', 'e' or 'E'. */
+COLD enum im_err scan_number_tail(struct cur *c, const unsigned char *s) {
+  const unsigned char *e = c->end;
+  if (*s == '.') {
+    s++;
+    if (s >= e || (unsigned)(*s - '0') >= 10)
+      return IM_PARSE;
+    while (s < e && (unsigned)(*s - '0') < 10)
       s++;
   }
   if (s < e && (*s == 'e' || *s == 'E')) {
-    integral = 0;
     s++;
     if (s < e && (*s == '+' || *s == '-'))
       s++;
-    if (s >= e || *s < '0' || *s > '9')
+    if (s >= e || (unsigned)(*s - '0') >= 10)
       return IM_PARSE;
-    while (s < e && *s >= '0' && *s <= '9')
+    while (s < e && (unsigned)(*s - '0') < 10)
       s++;
   }
   c->p = s;
-  if (!integral || !fits)
-    return IM_OK;
-  if (neg ? v > (uint64_t)INT64_MAX + 1 : v > (uint64_t)INT64_MAX)
+  return IM_OK;
+}
+
+/* c->p at '-' or a digit. *ok is set when the number is an integer that fits
+ * int64_t, with its value in *out. */
+HOT enum im_err scan_number(struct cur *c, int64_t *out, int *ok) {
+  const unsigned char *s = c->p, *e = c->end, *d0;
+  int neg = *s == '-';
+  uint64_t v = 0;
+  d0 = s += neg;
+  while (s < e && (unsigned)(*s - '0') < 10)
+    v = v * 10 + (unsigned)(*s++ - '0');
+  /* A leading zero is a number of its own, and a digit after it is an
+   * error wherever the number stands. */
+  if (s == d0 || (*d0 == '0' && s - d0 > 1))
+    return IM_PARSE;
+  if (s < e && (*s == '.' || *s == 'e' || *s == 'E'))
+    return scan_number_tail(c, s);
+  c->p = s;
+  /* 19 digits stay below 2^64; 20 (no leading zeros) are >= 10^19, beyond
+   * int64_t either way. */
+  if (s - d0 > 19 || v > (uint64_t)INT64_MAX + (unsigned)neg)
     return IM_OK;
   *out = neg ? (int64_t)(0 - v) : (int64_t)v;
   *ok = 1;
@@ -326,10 +471,116 @@ static enum im_err scan_literal(struct cur *c, const char *lit, size_t n) {
   return IM_OK;
 }
 
-static enum im_err scan_object(struct cur *c, key_fn fn, void *ctx);
-static enum im_err scan_array(struct cur *c, elem_fn fn, void *ctx, size_t *count);
+static enum im_err skip_value(struct cur *c);
 
-/* Validates and skips one value; c->p at its first byte. */
+/* c->p at '{' (object) or '[' (array): enters one nesting level, then c->p
+ * at the first member; *more is 0 when the container is empty (closed). */
+HOT enum im_err open_container(struct cur *c, unsigned char close, int *more) {
+  if (++c->depth > IM_OAI_MAX_DEPTH)
+    return IM_LIMIT;
+  c->p++;
+  *more = peek(c) != close;
+  if (!*more) {
+    c->p++;
+    c->depth--;
+  }
+  return IM_OK;
+}
+
+/* After a member or element: consumes ',' (*more = 1) or the closing
+ * bracket (*more = 0, leaving the level). */
+HOT enum im_err next_member(struct cur *c, unsigned char close, int *more) {
+  int ch = peek(c);
+  if (ch == ',') {
+    c->p++;
+    if (close == ']') /* an element is read from its first byte */
+      skip_ws(c);
+    *more = 1;
+    return IM_OK;
+  }
+  if (ch != close)
+    return IM_PARSE;
+  c->p++;
+  c->depth--;
+  *more = 0;
+  return IM_OK;
+}
+
+/* c->p at a member (or whitespace before it): reads its key (into k when
+ * not NULL) and the ':'; c->p then at the value's first byte. The compact
+ * form, "key":value with the key plain ASCII, is read with the position in a
+ * register and stored once. */
+HOT enum im_err member_key(struct cur *c, struct im_oai_str *k) {
+  enum im_err err;
+#if SSE2_SCAN
+  const unsigned char *start = c->p + 1, *s = start;
+  if (c->p < c->end && *c->p == '"' && c->end - s >= 18) {
+    unsigned bits = special16(s); /* room for the quote, ':' and a byte */
+    if (bits) {
+      s += __builtin_ctz(bits);
+      if (s[0] == '"' && s[1] == ':' && s[2] > ' ') {
+        if (k) {
+          k->ptr = (const char *)start;
+          k->len = (size_t)(s - start);
+        }
+        c->p = s + 2;
+        return IM_OK;
+      }
+    }
+  }
+#endif
+  if (peek(c) != '"')
+    return IM_PARSE;
+  if ((err = scan_string(c, k)))
+    return err;
+  if (peek(c) != ':')
+    return IM_PARSE;
+  c->p++;
+  skip_ws(c);
+  return IM_OK;
+}
+
+/* The loop of an object whose values fn reads: always inlined, so that each
+ * caller gets it with its own fn called directly (often inlined too). */
+typedef enum im_err (*key_fn)(struct cur *c, const struct im_oai_str *key, void *ctx);
+
+HOT enum im_err scan_object(struct cur *c, key_fn fn, void *ctx) {
+  int more;
+  enum im_err err = open_container(c, '}', &more);
+  while (!err && more) {
+    struct im_oai_str key;
+    if (!(err = member_key(c, &key)) && !(err = fn(c, &key, ctx)))
+      err = next_member(c, '}', &more);
+  }
+  return err;
+}
+
+/* Validating skips: values of keys we do not read, and the elements of
+ * arrays we only count. */
+static enum im_err skip_object(struct cur *c) {
+  int more;
+  enum im_err err = open_container(c, '}', &more);
+  while (!err && more)
+    if (!(err = member_key(c, NULL)) && !(err = skip_value(c)))
+      err = next_member(c, '}', &more);
+  return err;
+}
+
+/* count gets the number of elements when not NULL. */
+static enum im_err skip_array(struct cur *c, size_t *count) {
+  int more;
+  size_t n = 0;
+  enum im_err err = open_container(c, ']', &more);
+  while (!err && more) {
+    n++;
+    if (!(err = skip_value(c)))
+      err = next_member(c, ']', &more);
+  }
+  if (count)
+    *count = n;
+  return err;
+}
+
 static enum im_err skip_value(struct cur *c) {
   if (c->p >= c->end)
     return IM_PARSE;
@@ -337,9 +588,9 @@ static enum im_err skip_value(struct cur *c) {
   int ok = 0;
   switch (*c->p) {
   case '{':
-    return scan_object(c, NULL, NULL);
+    return skip_object(c);
   case '[':
-    return scan_array(c, NULL, NULL, NULL);
+    return skip_array(c, NULL);
   case '"':
     return scan_string(c, NULL);
   case 't':
@@ -349,104 +600,28 @@ static enum im_err skip_value(struct cur *c) {
   case 'n':
     return scan_literal(c, "null", 4);
   default:
-    if (*c->p == '-' || (*c->p >= '0' && *c->p <= '9'))
-      return scan_number(c, &dummy, &ok);
-    return IM_PARSE;
+    return scan_number(c, &dummy, &ok);
   }
-}
-
-/* c->p at '{'. fn consumes each value (NULL: skip them all). */
-static enum im_err scan_object(struct cur *c, key_fn fn, void *ctx) {
-  if (++c->depth > IM_OAI_MAX_DEPTH)
-    return IM_LIMIT;
-  c->p++;
-  skip_ws(c);
-  if (c->p < c->end && *c->p == '}') {
-    c->p++;
-    c->depth--;
-    return IM_OK;
-  }
-  for (;;) {
-    struct im_oai_str key = no_str;
-    enum im_err err;
-    if (c->p >= c->end || *c->p != '"')
-      return IM_PARSE;
-    if ((err = scan_string(c, fn ? &key : NULL)))
-      return err;
-    skip_ws(c);
-    if (c->p >= c->end || *c->p != ':')
-      return IM_PARSE;
-    c->p++;
-    skip_ws(c);
-    if ((err = fn ? fn(c, &key, ctx) : skip_value(c)))
-      return err;
-    skip_ws(c);
-    if (c->p >= c->end)
-      return IM_PARSE;
-    if (*c->p == '}')
-      break;
-    if (*c->p != ',')
-      return IM_PARSE;
-    c->p++;
-    skip_ws(c);
-  }
-  c->p++;
-  c->depth--;
-  return IM_OK;
-}
-
-/* c->p at '['. fn consumes each element (NULL: skip); count gets their
- * number when not NULL. */
-static enum im_err scan_array(struct cur *c, elem_fn fn, void *ctx, size_t *count) {
-  size_t n = 0;
-  if (++c->depth > IM_OAI_MAX_DEPTH)
-    return IM_LIMIT;
-  c->p++;
-  skip_ws(c);
-  if (c->p < c->end && *c->p == ']') {
-    c->p++;
-  } else {
-    for (;;) {
-      enum im_err err = fn ? fn(c, n, ctx) : skip_value(c);
-      if (err)
-        return err;
-      n++;
-      skip_ws(c);
-      if (c->p >= c->end)
-        return IM_PARSE;
-      if (*c->p == ']')
-        break;
-      if (*c->p != ',')
-        return IM_PARSE;
-      c->p++;
-      skip_ws(c);
-    }
-    c->p++;
-  }
-  c->depth--;
-  if (count)
-    *count = n;
-  return IM_OK;
-}
-
-static int at(const struct cur *c, unsigned char ch) {
-  return c->p < c->end && *c->p == ch;
 }
 
 /* A string value, or absent for any other type. */
-static enum im_err val_str(struct cur *c, struct im_oai_str *out) {
+static inline enum im_err val_str(struct cur *c, struct im_oai_str *out) {
   *out = no_str;
   return at(c, '"') ? scan_string(c, out) : skip_value(c);
 }
 
+static inline int at_number(const struct cur *c) {
+  return c->p < c->end && (*c->p == '-' || (unsigned)(*c->p - '0') < 10);
+}
+
 /* An integer value, or -1 for anything else. */
-static enum im_err val_int(struct cur *c, int64_t *out, int *ok) {
+HOT enum im_err val_int(struct cur *c, int64_t *out, int *ok) {
   int dummy = 0;
   *out = -1;
   if (!ok)
     ok = &dummy;
   *ok = 0;
-  if (c->p < c->end && (*c->p == '-' || (*c->p >= '0' && *c->p <= '9'))) {
+  if (at_number(c)) {
     enum im_err err = scan_number(c, out, ok);
     if (!*ok)
       *out = -1;
@@ -458,7 +633,7 @@ static enum im_err val_int(struct cur *c, int64_t *out, int *ok) {
 /* An error "code": a string, or a number (raw text and integer value). */
 static enum im_err val_code(struct cur *c, struct im_oai_str *raw, int64_t *num) {
   *num = -1;
-  if (c->p < c->end && (*c->p == '-' || (*c->p >= '0' && *c->p <= '9'))) {
+  if (at_number(c)) {
     const unsigned char *s = c->p;
     int ok = 0;
     enum im_err err = scan_number(c, num, &ok);
@@ -470,6 +645,9 @@ static enum im_err val_code(struct cur *c, struct im_oai_str *raw, int64_t *num)
   }
   return val_str(c, raw);
 }
+
+/* Key handlers: keys are told apart by length first (a switch), then by
+ * content; a key we do not read has its value validated and skipped. */
 
 static enum im_err ptd_key(struct cur *c, const struct im_oai_str *k, void *ctx) {
   struct im_oai_usage *u = ctx;
@@ -487,23 +665,39 @@ static enum im_err ctd_key(struct cur *c, const struct im_oai_str *k, void *ctx)
 
 static enum im_err usage_key(struct cur *c, const struct im_oai_str *k, void *ctx) {
   struct im_oai_usage *u = ctx;
-  if (KEY_IS(k, "prompt_tokens"))
-    return val_int(c, &u->prompt_tokens, NULL);
-  if (KEY_IS(k, "completion_tokens"))
-    return val_int(c, &u->completion_tokens, NULL);
-  if (KEY_IS(k, "total_tokens"))
-    return val_int(c, &u->total_tokens, NULL);
-  if (KEY_IS(k, "prompt_cache_hit_tokens"))
-    return val_int(c, &u->cache_hit_tokens, NULL);
-  if (KEY_IS(k, "prompt_cache_miss_tokens"))
-    return val_int(c, &u->cache_miss_tokens, NULL);
-  if (KEY_IS(k, "prompt_tokens_details")) {
-    u->cached_tokens = -1;
-    return at(c, '{') ? scan_object(c, ptd_key, u) : skip_value(c);
-  }
-  if (KEY_IS(k, "completion_tokens_details")) {
-    u->reasoning_tokens = -1;
-    return at(c, '{') ? scan_object(c, ctd_key, u) : skip_value(c);
+  switch (k->len) {
+  case 12:
+    if (KEQ(k, "total_tokens"))
+      return val_int(c, &u->total_tokens, NULL);
+    break;
+  case 13:
+    if (KEQ(k, "prompt_tokens"))
+      return val_int(c, &u->prompt_tokens, NULL);
+    break;
+  case 17:
+    if (KEQ(k, "completion_tokens"))
+      return val_int(c, &u->completion_tokens, NULL);
+    break;
+  case 21:
+    if (KEQ(k, "prompt_tokens_details")) {
+      u->cached_tokens = -1;
+      return at(c, '{') ? scan_object(c, ptd_key, u) : skip_value(c);
+    }
+    break;
+  case 23:
+    if (KEQ(k, "prompt_cache_hit_tokens"))
+      return val_int(c, &u->cache_hit_tokens, NULL);
+    break;
+  case 24:
+    if (KEQ(k, "prompt_cache_miss_tokens"))
+      return val_int(c, &u->cache_miss_tokens, NULL);
+    break;
+  case 25:
+    if (KEQ(k, "completion_tokens_details")) {
+      u->reasoning_tokens = -1;
+      return at(c, '{') ? scan_object(c, ctd_key, u) : skip_value(c);
+    }
+    break;
   }
   return skip_value(c);
 }
@@ -521,24 +715,36 @@ static enum im_err timings_key(struct cur *c, const struct im_oai_str *k, void *
 
 static enum im_err delta_key(struct cur *c, const struct im_oai_str *k, void *ctx) {
   struct choice *ch = ctx;
-  if (KEY_IS(k, "content"))
-    return val_str(c, &ch->content);
-  if (KEY_IS(k, "reasoning_content"))
-    return val_str(c, &ch->reasoning_content);
-  if (KEY_IS(k, "reasoning"))
-    return val_str(c, &ch->reasoning);
-  if (KEY_IS(k, "role"))
-    return val_str(c, &ch->role);
-  if (KEY_IS(k, "tool_calls")) {
-    ch->n_tool_calls = 0;
-    ch->tool_calls_json = no_str;
-    if (!at(c, '['))
-      return skip_value(c);
-    const unsigned char *s = c->p;
-    enum im_err err = scan_array(c, NULL, NULL, &ch->n_tool_calls);
-    ch->tool_calls_json.ptr = (const char *)s;
-    ch->tool_calls_json.len = (size_t)(c->p - s);
-    return err;
+  switch (k->len) {
+  case 4:
+    if (KEQ(k, "role"))
+      return val_str(c, &ch->role);
+    break;
+  case 7:
+    if (KEQ(k, "content"))
+      return val_str(c, &ch->content);
+    break;
+  case 9:
+    if (KEQ(k, "reasoning"))
+      return val_str(c, &ch->reasoning);
+    break;
+  case 10:
+    if (KEQ(k, "tool_calls")) {
+      ch->n_tool_calls = 0;
+      ch->tool_calls_json = no_str;
+      if (!at(c, '['))
+        return skip_value(c);
+      const unsigned char *s = c->p;
+      enum im_err err = skip_array(c, &ch->n_tool_calls);
+      ch->tool_calls_json.ptr = (const char *)s;
+      ch->tool_calls_json.len = (size_t)(c->p - s);
+      return err;
+    }
+    break;
+  case 17:
+    if (KEQ(k, "reasoning_content"))
+      return val_str(c, &ch->reasoning_content);
+    break;
   }
   return skip_value(c);
 }
@@ -551,16 +757,24 @@ static void reset_delta(struct choice *ch) {
 
 static enum im_err choice_key(struct cur *c, const struct im_oai_str *k, void *ctx) {
   struct choice *ch = ctx;
-  if (KEY_IS(k, "delta")) {
-    reset_delta(ch);
-    return at(c, '{') ? scan_object(c, delta_key, ch) : skip_value(c);
+  switch (k->len) {
+  case 4:
+    if (KEQ(k, "text"))
+      return val_str(c, &ch->text);
+    break;
+  case 5:
+    if (KEQ(k, "delta")) {
+      reset_delta(ch);
+      return at(c, '{') ? scan_object(c, delta_key, ch) : skip_value(c);
+    }
+    if (KEQ(k, "index"))
+      return val_int(c, &ch->index, &ch->index_ok);
+    break;
+  case 13:
+    if (KEQ(k, "finish_reason"))
+      return val_str(c, &ch->finish);
+    break;
   }
-  if (KEY_IS(k, "text"))
-    return val_str(c, &ch->text);
-  if (KEY_IS(k, "finish_reason"))
-    return val_str(c, &ch->finish);
-  if (KEY_IS(k, "index"))
-    return val_int(c, &ch->index, &ch->index_ok);
   return skip_value(c);
 }
 
@@ -579,8 +793,8 @@ static void commit_choice(struct im_oai_chunk *o, const struct choice *ch) {
     o->reasoning = ch->reasoning;
 }
 
-static enum im_err choice_elem(struct cur *c, size_t idx, void *ctx) {
-  struct state *st = ctx;
+/* One element of "choices", at array position idx. */
+static enum im_err choice_elem(struct cur *c, struct state *st, size_t idx) {
   if (st->c->has_choice || !at(c, '{'))
     return skip_value(c);
   struct choice *ch = &st->ch;
@@ -599,6 +813,18 @@ static void reset_choices(struct im_oai_chunk *o) {
   o->content = o->text = o->reasoning = o->role = o->finish_reason = no_str;
   o->n_tool_calls = 0;
   o->tool_calls_json = no_str;
+}
+
+/* c->p at the '[' of "choices". */
+static enum im_err scan_choices(struct cur *c, struct state *st) {
+  int more;
+  size_t n = 0;
+  enum im_err err = open_container(c, ']', &more);
+  while (!err && more)
+    if (!(err = choice_elem(c, st, n++)))
+      err = next_member(c, ']', &more);
+  st->c->n_choices = n;
+  return err;
 }
 
 static void reset_usage(struct im_oai_usage *u) {
@@ -627,49 +853,64 @@ static enum im_err error_key(struct cur *c, const struct im_oai_str *k, void *ct
   return skip_value(c);
 }
 
+/* The top-level "object": the kind of chunk, or an error response. */
+static enum im_err top_object(struct cur *c, struct state *st) {
+  struct im_oai_chunk *o = st->c;
+  struct im_oai_str str, *v = &str; /* no_str when not a string: matches none */
+  enum im_err err = val_str(c, v);
+  o->object = IM_OAI_OBJ_OTHER;
+  st->obj_is_error = 0;
+  if (KEY_IS(v, "chat.completion.chunk"))
+    o->object = IM_OAI_OBJ_CHAT;
+  else if (KEY_IS(v, "text_completion"))
+    o->object = IM_OAI_OBJ_TEXT;
+  else if (KEY_IS(v, "error"))
+    st->obj_is_error = 1;
+  return err;
+}
+
 static enum im_err top_key(struct cur *c, const struct im_oai_str *k, void *ctx) {
   struct state *st = ctx;
   struct im_oai_chunk *o = st->c;
-  if (KEY_IS(k, "choices")) {
-    reset_choices(o);
-    return at(c, '[') ? scan_array(c, choice_elem, st, &o->n_choices) : skip_value(c);
+  switch (k->len) {
+  case 4:
+    if (KEQ(k, "type"))
+      return val_str(c, &st->top_type);
+    if (KEQ(k, "code"))
+      return val_code(c, &st->top_code, &st->top_code_num);
+    break;
+  case 5:
+    if (KEQ(k, "usage")) {
+      reset_usage(&o->usage);
+      o->has_usage = at(c, '{');
+      return o->has_usage ? scan_object(c, usage_key, &o->usage) : skip_value(c);
+    }
+    if (KEQ(k, "error")) {
+      reset_error(o);
+      st->err_present = at(c, '{') || at(c, '"');
+      if (at(c, '{'))
+        return scan_object(c, error_key, o);
+      return val_str(c, &o->err_message);
+    }
+    break;
+  case 6:
+    if (KEQ(k, "object"))
+      return top_object(c, st);
+    break;
+  case 7:
+    if (KEQ(k, "choices")) {
+      reset_choices(o);
+      return at(c, '[') ? scan_choices(c, st) : skip_value(c);
+    }
+    if (KEQ(k, "timings")) {
+      reset_timings(&o->timings);
+      o->has_timings = at(c, '{');
+      return o->has_timings ? scan_object(c, timings_key, &o->timings) : skip_value(c);
+    }
+    if (KEQ(k, "message"))
+      return val_str(c, &st->top_message);
+    break;
   }
-  if (KEY_IS(k, "usage")) {
-    reset_usage(&o->usage);
-    o->has_usage = at(c, '{');
-    return o->has_usage ? scan_object(c, usage_key, &o->usage) : skip_value(c);
-  }
-  if (KEY_IS(k, "timings")) {
-    reset_timings(&o->timings);
-    o->has_timings = at(c, '{');
-    return o->has_timings ? scan_object(c, timings_key, &o->timings) : skip_value(c);
-  }
-  if (KEY_IS(k, "object")) {
-    struct im_oai_str v;
-    enum im_err err = val_str(c, &v);
-    o->object = IM_OAI_OBJ_OTHER;
-    st->obj_is_error = 0;
-    if (v.ptr && KEY_IS(&v, "chat.completion.chunk"))
-      o->object = IM_OAI_OBJ_CHAT;
-    else if (v.ptr && KEY_IS(&v, "text_completion"))
-      o->object = IM_OAI_OBJ_TEXT;
-    else if (v.ptr && KEY_IS(&v, "error"))
-      st->obj_is_error = 1;
-    return err;
-  }
-  if (KEY_IS(k, "error")) {
-    reset_error(o);
-    st->err_present = at(c, '{') || at(c, '"');
-    if (at(c, '{'))
-      return scan_object(c, error_key, o);
-    return val_str(c, &o->err_message);
-  }
-  if (KEY_IS(k, "message"))
-    return val_str(c, &st->top_message);
-  if (KEY_IS(k, "type"))
-    return val_str(c, &st->top_type);
-  if (KEY_IS(k, "code"))
-    return val_code(c, &st->top_code, &st->top_code_num);
   return skip_value(c);
 }
 
@@ -729,15 +970,15 @@ enum im_err im_oai_chunk_decode(struct im_oai_chunk *c, const char *data, size_t
     c->kind = IM_OAI_DONE;
     return IM_OK;
   }
-  im_buf_reset(&c->scratch);
-  enum im_err err = im_buf_reserve(&c->scratch, len);
-  if (err)
-    return err;
-  struct cur cur = {(const unsigned char *)data, (const unsigned char *)data + len, 0,
-                    c->scratch.data, 0};
-  struct state st;
-  memset(&st, 0, sizeof st);
+  /* The scratch's len stays 0 (only its capacity is used), so scan_escaped
+   * can reserve the input's length there when the first escape needs it. */
+  enum im_err err;
+  struct cur cur = {
+      (const unsigned char *)data, (const unsigned char *)data + len, 0, &c->scratch, NULL, 0, len};
+  struct state st; /* st.ch is cleared by each choice read */
   st.c = c;
+  st.err_present = st.obj_is_error = 0;
+  st.top_message = st.top_type = st.top_code = no_str;
   st.top_code_num = -1;
   skip_ws(&cur);
   if (!at(&cur, '{'))
@@ -762,140 +1003,4 @@ enum im_err im_oai_chunk_decode(struct im_oai_chunk *c, const char *data, size_t
 
 int im_oai_chunk_has_answer(const struct im_oai_chunk *c) {
   return c->kind == IM_OAI_CHUNK && (c->content.len || c->text.len);
-}
-
-/* ---- jansson reference ------------------------------------------------- */
-
-struct jref {
-  char *scr;
-  size_t scr_len;
-};
-
-static struct im_oai_str j_str(struct jref *r, json_t *v) {
-  struct im_oai_str s = no_str;
-  if (!json_is_string(v))
-    return s;
-  size_t n = json_string_length(v);
-  memcpy(r->scr + r->scr_len, json_string_value(v), n);
-  s.ptr = r->scr + r->scr_len;
-  s.len = n;
-  r->scr_len += n;
-  return s;
-}
-
-static int64_t j_int(json_t *v) {
-  return json_is_integer(v) ? (int64_t)json_integer_value(v) : -1;
-}
-
-static void j_code(struct jref *r, json_t *v, struct im_oai_str *raw, int64_t *num) {
-  *num = -1;
-  *raw = no_str;
-  if (json_is_string(v))
-    *raw = j_str(r, v);
-  else if (json_is_integer(v))
-    *num = (int64_t)json_integer_value(v);
-  /* The raw number text is not kept by jansson; left absent. */
-}
-
-enum im_err im__oai_chunk_decode_jansson(struct im_oai_chunk *c, const char *data, size_t len) {
-  reset_all(c);
-  if (len > c->max_len)
-    return IM_LIMIT;
-  if (is_done(data, len)) {
-    c->kind = IM_OAI_DONE;
-    return IM_OK;
-  }
-  im_buf_reset(&c->scratch);
-  enum im_err err = im_buf_reserve(&c->scratch, len);
-  if (err)
-    return err;
-  struct jref r = {c->scratch.data, 0};
-  json_error_t jerr;
-  json_t *root = json_loadb(data, len, JSON_ALLOW_NUL, &jerr);
-  if (!root)
-    return IM_PARSE;
-  if (!json_is_object(root)) {
-    json_decref(root);
-    return IM_PARSE;
-  }
-  json_t *v;
-  if ((v = json_object_get(root, "object")) && json_is_string(v)) {
-    const char *o = json_string_value(v);
-    size_t n = json_string_length(v);
-    if (n == 21 && memcmp(o, "chat.completion.chunk", 21) == 0)
-      c->object = IM_OAI_OBJ_CHAT;
-    else if (n == 15 && memcmp(o, "text_completion", 15) == 0)
-      c->object = IM_OAI_OBJ_TEXT;
-  }
-  json_t *choices = json_object_get(root, "choices");
-  if (json_is_array(choices)) {
-    c->n_choices = json_array_size(choices);
-    for (size_t i = 0; i < c->n_choices; i++) {
-      json_t *ch = json_array_get(choices, i);
-      if (!json_is_object(ch))
-        continue;
-      json_t *idx = json_object_get(ch, "index");
-      int64_t index = json_is_integer(idx) ? (int64_t)json_integer_value(idx) : (int64_t)i;
-      if (index != 0)
-        continue;
-      struct choice tmp;
-      memset(&tmp, 0, sizeof tmp);
-      json_t *delta = json_object_get(ch, "delta");
-      if (json_is_object(delta)) {
-        tmp.content = j_str(&r, json_object_get(delta, "content"));
-        tmp.reasoning_content = j_str(&r, json_object_get(delta, "reasoning_content"));
-        tmp.reasoning = j_str(&r, json_object_get(delta, "reasoning"));
-        tmp.role = j_str(&r, json_object_get(delta, "role"));
-        json_t *tc = json_object_get(delta, "tool_calls");
-        if (json_is_array(tc))
-          tmp.n_tool_calls = json_array_size(tc);
-      }
-      tmp.text = j_str(&r, json_object_get(ch, "text"));
-      tmp.finish = j_str(&r, json_object_get(ch, "finish_reason"));
-      commit_choice(c, &tmp);
-      c->tool_calls_json = no_str;
-      break;
-    }
-  }
-  json_t *u = json_object_get(root, "usage");
-  if (json_is_object(u)) {
-    c->has_usage = 1;
-    c->usage.prompt_tokens = j_int(json_object_get(u, "prompt_tokens"));
-    c->usage.completion_tokens = j_int(json_object_get(u, "completion_tokens"));
-    c->usage.total_tokens = j_int(json_object_get(u, "total_tokens"));
-    c->usage.cache_hit_tokens = j_int(json_object_get(u, "prompt_cache_hit_tokens"));
-    c->usage.cache_miss_tokens = j_int(json_object_get(u, "prompt_cache_miss_tokens"));
-    c->usage.cached_tokens =
-        j_int(json_object_get(json_object_get(u, "prompt_tokens_details"), "cached_tokens"));
-    c->usage.reasoning_tokens =
-        j_int(json_object_get(json_object_get(u, "completion_tokens_details"), "reasoning_tokens"));
-  }
-  json_t *t = json_object_get(root, "timings");
-  if (json_is_object(t)) {
-    c->has_timings = 1;
-    c->timings.cache_n = j_int(json_object_get(t, "cache_n"));
-    c->timings.prompt_n = j_int(json_object_get(t, "prompt_n"));
-    c->timings.predicted_n = j_int(json_object_get(t, "predicted_n"));
-  }
-  json_t *e = json_object_get(root, "error");
-  json_t *ob = json_object_get(root, "object");
-  if (json_is_object(e) || json_is_string(e)) {
-    c->kind = IM_OAI_ERROR;
-    if (json_is_string(e)) {
-      c->err_message = j_str(&r, e);
-    } else {
-      c->err_message = j_str(&r, json_object_get(e, "message"));
-      c->err_type = j_str(&r, json_object_get(e, "type"));
-      j_code(&r, json_object_get(e, "code"), &c->err_code, &c->err_code_num);
-    }
-  } else if (json_is_string(ob) && json_string_length(ob) == 5 &&
-             memcmp(json_string_value(ob), "error", 5) == 0) {
-    c->kind = IM_OAI_ERROR;
-    c->err_message = j_str(&r, json_object_get(root, "message"));
-    c->err_type = j_str(&r, json_object_get(root, "type"));
-    j_code(&r, json_object_get(root, "code"), &c->err_code, &c->err_code_num);
-  }
-  classify(c);
-  json_decref(root);
-  return IM_OK;
 }

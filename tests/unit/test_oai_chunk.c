@@ -284,6 +284,164 @@ static void test_errors(void) {
   im_oai_chunk_cleanup(&c);
 }
 
+/* The scanner's fast paths (16-byte vector compares for strings, keys read
+ * together with their ':', integers without a fraction) against the byte
+ * by byte path: every position of the first special byte relative to the
+ * 8- and 16-byte steps and to the end of the input. */
+static enum im_err dec_buf(struct im_oai_chunk *c, const char *fmt, const char *mid, int check) {
+  char buf[512];
+  int n = snprintf(buf, sizeof buf, fmt, mid);
+  if (n < 0 || (size_t)n >= sizeof buf)
+    abort();
+  return check ? decode2(c, buf, (size_t)n) : im_oai_chunk_decode(c, buf, (size_t)n);
+}
+
+static void test_fast_paths(void) {
+  struct im_oai_chunk c;
+  im_oai_chunk_init(&c, 0);
+  /* Wrappers: the string as content, as a key, and as a skipped value, each
+   * with little or much input after it. */
+  static const char *const fmts[] = {
+      "{\"choices\":[{\"delta\":{\"content\":\"%s\"}}]}",
+      "{\"choices\":[{\"delta\":{\"content\":\"%s\"}}],\"usage\":null,\"model\":\"m\"}",
+      "{\"%s\":1,\"choices\":[{\"index\":0,\"delta\":{\"content\":\"x\"}}]}",
+      "{\"%s\":1}",
+      "{\"id\":\"%s\",\"choices\":[{\"delta\":{\"content\":\"x\"}}]}",
+      "{\"id\":\"%s\"}",
+  };
+  char s[64];
+  for (size_t f = 0; f < sizeof fmts / sizeof fmts[0]; f++) {
+    int is_content = f < 2;
+    for (size_t len = 0; len <= 40; len++) {
+      for (size_t i = 0; i < len; i++)
+        s[i] = (char)('a' + i % 26);
+      s[len] = '\0';
+      /* Plain: the quote at every distance (0..40, past 8 and 16). */
+      CHECK_OK(dec_buf(&c, fmts[f], s, 1));
+      if (is_content) {
+        CHECK_S(c.content, s);
+        CHECK(c.content.ptr != NULL && c.content.len == len);
+      }
+      if (len == 0)
+        continue;
+      /* An escape, a UTF-8 character, a control byte and a bad UTF-8 byte
+       * as the last byte (at len - 1: 7, 8, 15, 16, 17, ... from the
+       * start). */
+      char t[80];
+      memcpy(t, s, len - 1);
+      memcpy(t + len - 1, "\\n", 3);
+      CHECK_OK(dec_buf(&c, fmts[f], t, 1));
+      if (is_content) {
+        CHECK_EQ(c.content.len, len);
+        CHECK(c.content.len == len && c.content.ptr[len - 1] == '\n');
+      }
+      memcpy(t + len - 1, "\\u00e9z", 8); /* escape then plain bytes */
+      CHECK_OK(dec_buf(&c, fmts[f], t, 1));
+      memcpy(t + len - 1, "\xC3\xA9", 3);
+      CHECK_OK(dec_buf(&c, fmts[f], t, 1));
+      if (is_content)
+        CHECK_EQ(c.content.len, len + 1);
+      memcpy(t + len - 1, "\x1F", 2);
+      CHECK_EQ(dec_buf(&c, fmts[f], t, 1), IM_PARSE);
+      memcpy(t + len - 1, "\x7F", 2); /* DEL is allowed */
+      CHECK_OK(dec_buf(&c, fmts[f], t, 1));
+      memcpy(t + len - 1, "\xC3(", 3); /* truncated sequence */
+      CHECK_EQ(dec_buf(&c, fmts[f], t, 1), IM_PARSE);
+      memcpy(t + len - 1, "\xFF", 2);
+      CHECK_EQ(dec_buf(&c, fmts[f], t, 1), IM_PARSE);
+      memcpy(t + len - 1, "\\x", 3);
+      CHECK_EQ(dec_buf(&c, fmts[f], t, 1), IM_PARSE);
+      /* Unterminated: the input ends inside the string. */
+      snprintf(t, sizeof t, "{\"id\":\"%s", s);
+      CHECK_EQ(im_oai_chunk_decode(&c, t, strlen(t)), IM_PARSE);
+    }
+  }
+  /* Whitespace around ':' and ',' (the key fast path falls back). */
+  CHECK_OK(DEC(&c, "{ \"choices\" : [ { \"delta\" :\t{ \"content\" :\n\"a\" } , "
+                   "\"index\" : 0 } ] , \"id\" : \"x\" }"));
+  CHECK_S(c.content, "a");
+  CHECK_OK(DEC(&c, "{\"choices\":[{\"delta\":{\"content\": \"b\"}}]}"));
+  CHECK_S(c.content, "b");
+  CHECK_EQ(DEC(&c, "{\"choices\"\x01:[]}"), IM_PARSE);
+  CHECK_EQ(DEC(&c, "{\"choices\":\x01[]}"), IM_PARSE);
+  /* Keys of a known length but other content are skipped. */
+  CHECK_OK(DEC(&c, "{\"choices\":[{\"delta\":{\"contenu\":\"x\",\"cont\\u0065nt\":\"y\","
+                   "\"Content\":\"z\",\"rolf\":\"r\"},\"indey\":1}],\"usagf\":{},"
+                   "\"chojces\":5}"));
+  CHECK_S(c.content, "y");
+  CHECK_S(c.role, NULL);
+  CHECK_EQ(c.has_choice, 1);
+  CHECK_EQ(c.has_usage, 0);
+  /* Invalid UTF-8 and bad escapes inside skipped values are errors. */
+  CHECK_EQ(DEC(&c, "{\"id\":\"chatcmpl-\xC0\xAF\",\"choices\":[]}"), IM_PARSE);
+  CHECK_EQ(DEC(&c, "{\"model\":\"0123456789abcdef\xED\xA0\x80\",\"choices\":[]}"), IM_PARSE);
+  CHECK_EQ(DEC(&c, "{\"system_fingerprint\":\"fp_\\ud800x\"}"), IM_PARSE);
+  CHECK_EQ(DEC(&c, "{\"logprobs\":{\"content\":[{\"token\":\"\xF4\x90\x80\x80\"}]}}"), IM_PARSE);
+  CHECK_EQ(DEC(&c, "{\"choices\":[{\"logprobs\":\"\xE2\x82\"}]}"), IM_PARSE);
+  CHECK_EQ(DEC(&c, "{\"created\":01}"), IM_PARSE);
+  CHECK_EQ(DEC(&c, "{\"created\":-}"), IM_PARSE);
+  CHECK_EQ(DEC(&c, "{\"created\":1.e5}"), IM_PARSE);
+  CHECK_EQ(DEC(&c, "{\"created\":1e}"), IM_PARSE);
+  CHECK_EQ(DEC(&c, "{\"created\":+1}"), IM_PARSE);
+  CHECK_OK(DEC(&c, "{\"created\":-0.5E+3,\"usage\":{\"prompt_tokens\":-0,"
+                   "\"total_tokens\":0e1,\"completion_tokens\":12345678901234567890}}"));
+  CHECK_EQ(c.usage.prompt_tokens, 0);
+  CHECK_EQ(c.usage.total_tokens, -1);
+  CHECK_EQ(c.usage.completion_tokens, -1);
+  CHECK_OK(DEC(&c, "{\"usage\":{\"prompt_tokens\":1234567890123456789,"
+                   "\"total_tokens\":-9223372036854775809}}"));
+  CHECK_EQ(c.usage.prompt_tokens, 1234567890123456789LL);
+  CHECK_EQ(c.usage.total_tokens, -1);
+  /* Skipped keys twice, and a read key twice around skipped ones. */
+  CHECK_OK(DEC(&c, "{\"id\":\"a\",\"model\":\"m\",\"id\":\"b\",\"model\":[1,{\"x\":null}],"
+                   "\"object\":\"text_completion\",\"logprobs\":null,\"logprobs\":{},"
+                   "\"choices\":[{\"text\":\"t\"}],\"object\":\"chat.completion.chunk\"}"));
+  CHECK_EQ(c.object, IM_OAI_OBJ_CHAT);
+  CHECK_S(c.text, "t");
+  CHECK_EQ(DEC(&c, "{\"id\":\"a\",\"id\":\"\xC0\"}"), IM_PARSE);
+  im_oai_chunk_cleanup(&c);
+}
+
+/* Nesting inside skipped values: {"<key>":[[...[1]...]]}, arrays brackets,
+ * and {"choices":[{"logprobs":{"a":{"a":...}}}]} with objects levels. */
+static enum im_err nested_in(struct im_oai_chunk *c, const char *key, int arrays, int objects) {
+  char buf[600];
+  size_t n = (size_t)snprintf(buf, sizeof buf, "{\"choices\":[{\"%s\":", key);
+  for (int i = 0; i < arrays; i++)
+    buf[n++] = '[';
+  for (int i = 0; i < objects; i++)
+    n += (size_t)snprintf(buf + n, sizeof buf - n, "{\"a\":");
+  buf[n++] = '1';
+  for (int i = 0; i < objects; i++)
+    buf[n++] = '}';
+  for (int i = 0; i < arrays; i++)
+    buf[n++] = ']';
+  n += (size_t)snprintf(buf + n, sizeof buf - n, ",\"delta\":{\"content\":\"x\"}}]}");
+  /* Over the limit jansson (limit 2048) accepts what the scanner refuses. */
+  return arrays + objects <= 61 ? decode2(c, buf, n) : im_oai_chunk_decode(c, buf, n);
+}
+
+static void test_skipped_depth(void) {
+  struct im_oai_chunk c;
+  im_oai_chunk_init(&c, 0);
+  /* The top object, "choices" and the choice are 3 levels: 61 more fit. */
+  CHECK_OK(nested_in(&c, "logprobs", 61, 0));
+  CHECK_S(c.content, "x");
+  CHECK_EQ(nested_in(&c, "logprobs", 62, 0), IM_LIMIT);
+  CHECK_OK(nested_in(&c, "logprobs", 0, 61));
+  CHECK_EQ(nested_in(&c, "logprobs", 0, 62), IM_LIMIT);
+  CHECK_OK(nested_in(&c, "matched_stop", 30, 31));
+  CHECK_EQ(nested_in(&c, "matched_stop", 31, 31), IM_LIMIT);
+  /* Under a known key whose value has the wrong type. */
+  CHECK_OK(nested_in(&c, "text", 61, 0));
+  CHECK_S(c.text, NULL);
+  CHECK_EQ(nested_in(&c, "text", 62, 0), IM_LIMIT);
+  CHECK_EQ(nested_in(&c, "delta", 62, 0), IM_LIMIT);
+  /* Unclosed deep values are parse errors, not limits, below the limit. */
+  CHECK_EQ(DEC(&c, "{\"logprobs\":[[[[{\"a\":[1,2]}]]]"), IM_PARSE);
+  im_oai_chunk_cleanup(&c);
+}
+
 /* ---- fixtures ---------------------------------------------------------- */
 
 struct agg {
@@ -565,6 +723,8 @@ int main(void) {
   test_strings();
   test_chunks();
   test_errors();
+  test_fast_paths();
+  test_skipped_depth();
   for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++)
     test_fixture(&fixtures[i]);
   return CHECK_DONE();
