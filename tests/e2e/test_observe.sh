@@ -42,7 +42,7 @@ check "keep-alive on: requests per connection > 1" jq -e '.metrics.tcp.requests_
 INFERMETER_NVML_PATH="$BUILD_DIR/fake_nvml/libfake_nvml.so" \
   RUN --rate 10 --duration 2s --input-len 1000 --output-len 4 --kv-bytes-per-token 70272 --out "$TMP/g"
 check "KV residency from the server's KV geometry, the declared bytes per token and NVML memory" \
-  jq -e '.metrics.server.kv_residency > 0 and .metrics.server.kv_residency < 1 and .metrics.server.kv_cache_capacity_tokens > 0' "$TMP/g/results.json"
+  jq -e '.metrics.server.kv_residency != null and .metrics.server.kv_residency >= 0 and .metrics.server.kv_residency_max < 1 and .metrics.server.kv_cache_capacity_tokens > 0' "$TMP/g/results.json"
 check "no residency without declared KV bytes: the reason says so" \
   jq -e '.metrics.server.kv_residency == null and (.metrics.server.kv_residency_reason | test("kv-bytes-per-token"))' "$TMP/p9/results.json"
 check "GPU figures from NVML" jq -e '.metrics.gpu.gpus == 2 and .metrics.gpu.memory_total_bytes > 0' "$TMP/g/results.json"
