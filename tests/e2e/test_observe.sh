@@ -9,8 +9,8 @@ RUN() { "$BIN" run --no-progress --quiet --url "$BASE" --warmup 0 --grace 5s --s
 
 start_server --time-scale 20 --max-num-seqs 4
 # --- shared prefixes: the server's hit rate rises with the shared share
-RUN --rate 20 --duration 3s --input-len 600 --output-len 8 --out "$TMP/p0"
-RUN --rate 20 --duration 3s --input-len 600 --output-len 8 --prefix-groups 2 --prefix-len 512 \
+RUN --rate 20 --duration 3s --input-len 600 --output-len 100 --ignore-eos --out "$TMP/p0"
+RUN --rate 20 --duration 3s --input-len 600 --output-len 100 --ignore-eos --prefix-groups 2 --prefix-len 512 \
   --prefix-share 0.9 --out "$TMP/p9"
 h0=$(jq .metrics.server.prefix_cache_hit_rate "$TMP/p0/results.json")
 h9=$(jq .metrics.server.prefix_cache_hit_rate "$TMP/p9/results.json")
