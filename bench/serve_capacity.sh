@@ -76,7 +76,9 @@ step_p50() {
 truth_stats() {
   awk -F'[:,]' -v t0="$2" -v t1="$3" '
     /"type":"chunk"/ {
-      ns = $10 + 0; dl = $12 + 0
+      # By key, not position: the record grows fields (write_done_ns).
+      match($0, /"ns":[0-9]+/); ns = substr($0, RSTART + 5, RLENGTH - 5) + 0
+      match($0, /"deadline_ns":[0-9]+/); dl = substr($0, RSTART + 14, RLENGTH - 14) + 0
       if (ns < t0 || ns > t1) next
       lat = ns - dl; n++; if (lat > max) max = lat
       us = int(lat / 1000); if (lat < 0) us = -1; h[us]++
