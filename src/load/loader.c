@@ -329,22 +329,6 @@ static size_t on_header(char *data, size_t size, size_t n, void *ud) {
   return len;
 }
 
-static size_t on_read(char *buf, size_t size, size_t n, void *ud) {
-  struct attempt *a = ud;
-  if (a->body_off == 0 && a->rec.t_send < 0)
-    a->rec.t_send = rel_now(a->L); /* the connection is up and the request is going out */
-  if (!a->body.data)
-    return 0;
-  size_t left = a->body.len - a->body_off, cap = size * n;
-  size_t k = left < cap ? left : cap;
-  if (k)
-    memcpy(buf, a->body.data + a->body_off, k);
-  a->body_off += k;
-  if (!k) /* all sent: the body is not needed while the answer streams */
-    im_buf_cleanup(&a->body);
-  return k;
-}
-
 /* ---- attempts ----------------------------------------------------------- */
 
 static void attempt_free(struct attempt *a) {
@@ -436,9 +420,14 @@ static enum im_err build_http(struct loader *L, struct attempt *a) {
   bool ok = true;
   curl_slist_free_all(a->hdrs); /* a build that failed half-way may be retried */
   a->hdrs = NULL;
-  im_buf_reset(&a->body);
-  if (build_body(L, &a->spec, &a->body))
-    return IM_NOMEM;
+  if (a->spec.prompt) { /* a retry arrives with its body already built */
+    im_buf_reset(&a->body);
+    if (build_body(L, &a->spec, &a->body))
+      return IM_NOMEM;
+    /* The body holds the prompt now; the text itself would double the
+     * memory of every stream in flight. */
+    im_req_spec_cleanup(&a->spec);
+  }
   r->content_hash = im_fnv1a64(a->body.data, a->body.len);
   a->easy = curl_easy_init();
   if (!a->easy)
@@ -480,9 +469,10 @@ static enum im_err build_http(struct loader *L, struct attempt *a) {
   curl_easy_setopt(e, CURLOPT_URL, url.data);
   im_buf_cleanup(&url);
   curl_easy_setopt(e, CURLOPT_POST, 1L);
+  /* The body goes out from our buffer with the head (no read callback, so
+   * libcurl allocates no upload buffer per transfer). */
   curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)a->body.len);
-  curl_easy_setopt(e, CURLOPT_READFUNCTION, on_read);
-  curl_easy_setopt(e, CURLOPT_READDATA, a);
+  curl_easy_setopt(e, CURLOPT_POSTFIELDS, a->body.data);
   curl_easy_setopt(e, CURLOPT_HTTPHEADER, a->hdrs);
   curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
   curl_easy_setopt(e, CURLOPT_WRITEDATA, a);
@@ -757,6 +747,10 @@ static void schedule_retry(struct loader *L, struct attempt *old, int64_t now) {
   }
   a->spec = old->spec;
   memset(&old->spec, 0, sizeof old->spec);
+  /* Same request again: the body moves over (the prompt text is gone). */
+  struct im_buf body = a->body;
+  a->body = old->body;
+  old->body = body;
   a->index = old->index;
   a->slot = old->slot;
   struct im_record *r = &a->rec, *o = &old->rec;
@@ -803,6 +797,12 @@ static void finish_attempt(struct loader *L, struct attempt *a, CURLcode res) {
     L->inflight--;
   }
   if (a->easy && r->t_start >= 0) {
+    /* t_send: libcurl's clock starts when the handle is added (our t_start)
+     * and PRETRANSFER is when the request is about to be written, after
+     * connect and TLS. */
+    curl_off_t pre_us = 0;
+    if (curl_easy_getinfo(a->easy, CURLINFO_PRETRANSFER_TIME_T, &pre_us) == CURLE_OK && pre_us > 0)
+      r->t_send = r->t_start + (int64_t)pre_us * 1000;
     long nconn = 0, port = 0, os_errno = 0;
     curl_easy_getinfo(a->easy, CURLINFO_NUM_CONNECTS, &nconn);
     curl_easy_getinfo(a->easy, CURLINFO_LOCAL_PORT, &port);
@@ -1063,8 +1063,11 @@ static enum im_err loop(struct loader *L) {
     int64_t until = now + 2000000;
     if (due >= 0 && due - 300000 < until)
       until = due - 300000;
+    /* A closed loop's first round was prepared before t0; afterwards a few
+     * ready requests suffice (more would only hold memory: a prepared
+     * attempt owns its prompt, body and curl handle). */
     if (!L->cfg->times)
-      until = L->pre_n < L->pre_cap / 2 ? until : now;
+      until = L->pre_n < 16 ? until : now;
     prepare_until(L, until);
     int n = epoll_wait(L->ep, evs, 256, 50);
     if (n < 0) {
