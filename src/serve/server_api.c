@@ -1,0 +1,585 @@
+/* The built-in server's endpoints (OpenAI API, models, version, metrics,
+ * tokenize) and the streams that carry the engine's tokens to the clients. */
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "im_version.h"
+#include "infermeter/clock.h"
+#include "infermeter/log.h"
+#include "serve/server_int.h"
+#include "workload/simpletok.h"
+
+/* ---- streams ------------------------------------------------------------ */
+
+void im__srv_stream_free(struct stream *st) {
+  struct im_server *s = st->c->srv;
+  if (st->prev)
+    st->prev->next = st->next;
+  else
+    s->streams = st->next;
+  if (st->next)
+    st->next->prev = st->prev;
+  st->c->stream = NULL;
+  im_buf_cleanup(&st->text);
+  im_buf_cleanup(&st->rtext);
+  free(st);
+}
+
+/* Writes one SSE payload as an HTTP chunk (or raw for HTTP/1.0). */
+void im__srv_stream_send(struct stream *st, const char *data, size_t len) {
+  struct im_server *s = st->c->srv;
+  if (!st->chunked) {
+    im__srv_conn_write(st->c, data, len);
+    return;
+  }
+  struct im_buf *f = &s->frame;
+  im_buf_reset(f);
+  if (im_buf_printf(f, "%zx\r\n", len) || im_buf_append(f, data, len) ||
+      im_buf_append(f, "\r\n", 2)) {
+    im__srv_conn_fail(st->c);
+    return;
+  }
+  im__srv_conn_write(st->c, f->data, f->len);
+}
+
+static void stream_end_chunked(struct stream *st) {
+  if (st->chunked)
+    im__srv_conn_write(st->c, "0\r\n\r\n", 5);
+  else
+    st->c->close_after_write = true; /* HTTP/1.0: the body ends with the connection */
+}
+
+/* Faults that end a stream after N tokens. Returns true if it ended. */
+static bool stream_faults(struct stream *st) {
+  struct im_server *s = st->c->srv;
+  uint32_t n = st->usage.completion;
+  struct conn *c = st->c;
+  if (st->plan.reset_after >= 0 && n >= st->plan.reset_after) {
+    s->metrics.faults[IM_FAULT_RESET]++;
+    im_engine_abort(s->engine, st->seq);
+    im__srv_stream_free(st);
+    if (!c->closing && !c->failing) {
+      c->closing = true;
+      s->metrics.connections_current--;
+      uv_read_stop((uv_stream_t *)&c->tcp);
+      if (uv_tcp_close_reset(&c->tcp, im__srv_on_conn_closed) < 0)
+        uv_close((uv_handle_t *)&c->tcp, im__srv_on_conn_closed);
+    }
+    return true;
+  }
+  if (st->plan.fin_after >= 0 && n >= st->plan.fin_after) {
+    s->metrics.faults[IM_FAULT_FIN]++;
+    im_engine_abort(s->engine, st->seq);
+    im__srv_stream_free(st);
+    c->close_after_write = true;
+    if (!c->writing && !c->pending.len)
+      im__srv_conn_close(c);
+    return true;
+  }
+  if (st->plan.error_after >= 0 && n >= st->plan.error_after) {
+    s->metrics.faults[IM_FAULT_ERROR_EVENT]++;
+    /* vLLM's streaming generators yield the error as a data event, then
+     * [DONE] (serving_chat.py: create_streaming_error_response). */
+    static const char ev[] =
+        "data: {\"error\":{\"message\":\"simulated engine error (infermeter fault "
+        "error-event)\",\"type\":\"InternalServerError\",\"param\":null,\"code\":500}}\n\n";
+    im__srv_stream_send(st, ev, sizeof ev - 1);
+    im__srv_stream_send(st, "data: [DONE]\n\n", 14);
+    stream_end_chunked(st);
+    im_engine_abort(s->engine, st->seq);
+    im__srv_stream_free(st);
+    im__srv_response_done(c);
+    return true;
+  }
+  return false;
+}
+
+/* Appends v in decimal; the truth log is written per chunk, so no printf. */
+static char *put_i64(char *p, int64_t v) {
+  char tmp[24];
+  int n = 0;
+  uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+  do {
+    tmp[n++] = (char)('0' + u % 10);
+    u /= 10;
+  } while (u);
+  if (v < 0)
+    *p++ = '-';
+  while (n)
+    *p++ = tmp[--n];
+  return p;
+}
+
+static char *put_lit(char *p, const char *s, size_t n) {
+  memcpy(p, s, n);
+  return p + n;
+}
+
+#define PUT_LIT(p, s) put_lit((p), (s), sizeof(s) - 1)
+
+static void truth_chunk(struct im_server *s, const struct stream *st, uint32_t index, uint32_t n,
+                        int64_t t_write, int64_t t_done, int64_t deadline) {
+  char line[256];
+  char *p = PUT_LIT(line, "{\"type\":\"chunk\",\"id\":\"");
+  p = put_lit(p, st->req_id, strlen(st->req_id)); /* <= 95 bytes, JSON-safe (copy_request_id) */
+  p = PUT_LIT(p, "\",\"index\":");
+  p = put_i64(p, index);
+  p = PUT_LIT(p, ",\"tokens\":");
+  p = put_i64(p, n);
+  p = PUT_LIT(p, ",\"ns\":");
+  p = put_i64(p, t_write);
+  p = PUT_LIT(p, ",\"write_done_ns\":");
+  p = put_i64(p, t_done);
+  p = PUT_LIT(p, ",\"deadline_ns\":");
+  p = put_i64(p, deadline);
+  p = PUT_LIT(p, "}\n");
+  fwrite(line, 1, (size_t)(p - line), s->cfg.truth_log);
+}
+
+static void on_tokens(struct im_seq *seq, const char *text, size_t len, uint32_t n, bool reasoning,
+                      int64_t deadline) {
+  struct stream *st = seq->ctx;
+  struct im_server *s = st->c->srv;
+  if (st->t_prev_token)
+    im_prom_hist_observe(&s->metrics.hist[IM_H_ITL], (double)(deadline - st->t_prev_token) * 1e-9);
+  st->t_prev_token = deadline;
+  uint32_t index = st->usage.completion;
+  st->usage.completion += n;
+  if (reasoning)
+    st->usage.reasoning += n;
+  const char *finish =
+      seq->n_out >= seq->target_out ? (seq->capped ? "length" : "stop") : NULL;
+  if (!st->streaming) {
+    if (im_buf_append(reasoning ? &st->rtext : &st->text, text, len))
+      im__srv_conn_fail(st->c);
+    return;
+  }
+  struct im_buf *b = &s->scratch;
+  im_buf_reset(b);
+  enum im_err err = IM_OK;
+  if (st->oai.kind == IM_API_CHAT && !st->role_sent) {
+    err = im_oai_role_chunk(b, &st->oai);
+    st->role_sent = true;
+  }
+  if (!err)
+    err = im_oai_chunk(b, &st->oai, text, len, reasoning, finish,
+                       st->continuous ? &st->usage : NULL);
+  if (err) {
+    im__srv_conn_fail(st->c);
+    return;
+  }
+  /* The write's start is when the bytes reach the kernel (on loopback the
+   * peer may read them before write() returns); its end bounds it. */
+  int64_t t_write = im_now_ns();
+  im__srv_stream_send(st, b->data, b->len);
+  int64_t t_done = im_now_ns();
+  im_prom_hist_observe(&s->metrics.hist[IM_H_LATENESS], (double)(t_write - deadline) * 1e-9);
+  if (s->cfg.truth_log)
+    truth_chunk(s, st, index, n, t_write, t_done, deadline);
+  stream_faults(st);
+}
+
+static void on_finish(struct im_seq *seq, enum im_finish why) {
+  struct stream *st = seq->ctx;
+  struct conn *c = st->c;
+  struct im_server *s = c->srv;
+  const char *finish = why == IM_FINISH_LENGTH ? "length" : "stop";
+  struct im_buf *b = &s->scratch;
+  im_buf_reset(b);
+  st->seq = NULL;
+  if (st->streaming) {
+    enum im_err err = IM_OK;
+    if (st->include_usage)
+      err = im_oai_usage_chunk(b, &st->oai, &st->usage);
+    if (!err)
+      err = im_buf_puts(b, "data: [DONE]\n\n");
+    if (err) {
+      im__srv_stream_free(st);
+      im__srv_conn_fail(c);
+      return;
+    }
+    im__srv_stream_send(st, b->data, b->len);
+    stream_end_chunked(st);
+    im__srv_stream_free(st);
+    if (s->metrics.http_responses[2]++, !c->closing)
+      im__srv_response_done(c);
+    return;
+  }
+  enum im_err err = im_oai_response(b, &st->oai, st->text.data ? st->text.data : "", st->text.len,
+                                    st->usage.reasoning ? (st->rtext.data ? st->rtext.data : "") : NULL,
+                                    st->rtext.len, finish, &st->usage);
+  char extra[160];
+  snprintf(extra, sizeof extra, "X-Request-Id: %s\r\n", st->req_id);
+  im__srv_stream_free(st);
+  if (err) {
+    im__srv_conn_fail(c);
+    return;
+  }
+  /* im__srv_respond() uses s->frame, not s->scratch, so b stays valid. */
+  im__srv_respond(c, 200, "application/json", b->data, b->len, extra);
+}
+
+static const struct im_seq_sink sink = {on_tokens, on_finish};
+
+/* ---- request handlers --------------------------------------------------- */
+
+static const struct im_http_header *header(struct conn *c, const char *name) {
+  return im_http_find_header(&c->parser.req, name);
+}
+
+static void copy_request_id(struct conn *c, char *out, size_t cap) {
+  const struct im_http_header *h = header(c, "x-request-id");
+  size_t n = 0;
+  if (h) {
+    /* Keep it printable and JSON-safe; it is echoed into logs. */
+    for (size_t i = 0; i < h->value_len && n + 1 < cap; i++) {
+      char ch = h->value[i];
+      if (ch > 0x20 && ch < 0x7f && ch != '"' && ch != '\\')
+        out[n++] = ch;
+    }
+  }
+  if (n == 0)
+    n = (size_t)snprintf(out, cap, "req-%" PRIu64, ++c->srv->next_req);
+  out[n < cap ? n : cap - 1] = '\0';
+}
+
+/* Renders the prompt text the model sees: DeepSeek-V3's chat format for
+ * messages (tokenizer_config.json chat_template, simplified: no tools). */
+static enum im_err prompt_text(const struct im_api_req *r, struct im_buf *out) {
+  if (r->kind == IM_API_COMPLETIONS)
+    return im_buf_puts(out, r->prompt ? r->prompt : "");
+  enum im_err err = im_buf_puts(out, "<\xef\xbd\x9c" "begin\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>");
+  for (size_t i = 0; i < r->n_messages && !err; i++) {
+    const struct im_chat_msg *m = &r->messages[i];
+    if (!strcmp(m->role, "user"))
+      err = im_buf_puts(out, "<\xef\xbd\x9cUser\xef\xbd\x9c>");
+    else if (!strcmp(m->role, "assistant"))
+      err = im_buf_puts(out, "<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>");
+    if (!err)
+      err = im_buf_puts(out, m->content ? m->content : "");
+    if (!err && !strcmp(m->role, "assistant"))
+      err = im_buf_puts(out, "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>");
+  }
+  if (!err)
+    err = im_buf_puts(out, "<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>");
+  return err;
+}
+
+/* Token ids of the request's prompt; *ids is malloc'ed. */
+static enum im_err prompt_ids(const struct im_api_req *r, uint32_t **ids, uint32_t *n, bool *code) {
+  *code = false;
+  if (r->prompt_ids) {
+    *ids = malloc((r->n_prompt_ids ? r->n_prompt_ids : 1) * sizeof **ids);
+    if (!*ids)
+      return IM_NOMEM;
+    memcpy(*ids, r->prompt_ids, r->n_prompt_ids * sizeof **ids);
+    *n = (uint32_t)r->n_prompt_ids;
+    return IM_OK;
+  }
+  struct im_buf t;
+  im_buf_init(&t, 0);
+  enum im_err err = prompt_text(r, &t);
+  if (!err) {
+    size_t count = im_simpletok_encode(t.data, t.len, NULL, 0);
+    *ids = malloc((count ? count : 1) * sizeof **ids);
+    if (!*ids) {
+      err = IM_NOMEM;
+    } else {
+      *n = (uint32_t)im_simpletok_encode(t.data, t.len, *ids, count);
+      *code = im_text_looks_like_code(t.data, t.len);
+    }
+  }
+  im_buf_cleanup(&t);
+  return err;
+}
+
+static bool rate_limited(struct im_server *s, int64_t now) {
+  if (s->cfg.rate_limit <= 0)
+    return false;
+  double burst = s->cfg.rate_burst > 0 ? s->cfg.rate_burst : (s->cfg.rate_limit > 1 ? s->cfg.rate_limit : 1);
+  double rate = s->cfg.rate_limit * s->cfg.engine.time_scale;
+  s->bucket += (double)(now - s->bucket_t) * 1e-9 * rate;
+  if (s->bucket > burst)
+    s->bucket = burst;
+  s->bucket_t = now;
+  if (s->bucket < 1.0)
+    return true;
+  s->bucket -= 1.0;
+  return false;
+}
+
+static void handle_generate(struct conn *c, enum im_api_kind kind) {
+  struct im_server *s = c->srv;
+  struct im_http_request *hr = &c->parser.req;
+  struct im_api_req r;
+  char msg[512];
+  int64_t now = im_now_ns();
+  if (im_api_decode(kind, hr->body, hr->body_len, &r, msg, sizeof msg)) {
+    im__srv_respond_error(c, 400, msg, NULL);
+    return;
+  }
+  uint32_t *ids = NULL;
+  uint32_t n_ids = 0;
+  bool code = false;
+  struct im_fault_plan plan;
+  im_fault_plan_none(&plan);
+
+  if (r.model && strcmp(r.model, s->model) != 0) {
+    snprintf(msg, sizeof msg, "The model `%.200s` does not exist.", r.model);
+    im__srv_respond_error(c, 404, msg, NULL);
+    goto out;
+  }
+  im_fault_plan_request(s->faults, s->n_faults, &s->rng, im__srv_sim_now(s, now), &plan);
+  const struct im_http_header *fh = header(c, "x-infermeter-fault");
+  if (fh && im_fault_plan_header(fh->value, fh->value_len, &plan, msg, sizeof msg)) {
+    im__srv_respond_error(c, 400, msg, NULL);
+    goto out;
+  }
+  if (!plan.status && rate_limited(s, now)) {
+    plan.status = 429;
+    plan.retry_after_s = 1;
+    plan.applied |= 1u << IM_FAULT_429;
+  }
+  if (plan.status) {
+    static const enum im_fault_kind by_status[][2] = {
+        {429, IM_FAULT_429}, {503, IM_FAULT_503}, {500, IM_FAULT_500}, {400, IM_FAULT_400}};
+    for (size_t i = 0; i < 4; i++)
+      if ((int)by_status[i][0] == plan.status)
+        s->metrics.faults[by_status[i][1]]++;
+    char extra[64] = "";
+    if (plan.retry_after_s > 0)
+      snprintf(extra, sizeof extra, "Retry-After: %d\r\n", plan.retry_after_s);
+    snprintf(msg, sizeof msg, "simulated %d (infermeter fault injection)", plan.status);
+    im__srv_respond_error(c, plan.status, msg, extra);
+    goto out;
+  }
+  if (prompt_ids(&r, &ids, &n_ids, &code)) {
+    im__srv_respond_error_close(c, 500, "out of memory");
+    goto out;
+  }
+  uint32_t max_len = im_engine_max_model_len(s->engine);
+  uint64_t want = (uint64_t)n_ids + (r.max_tokens > 0 ? (uint64_t)r.max_tokens : 1);
+  if (n_ids == 0) {
+    im__srv_respond_error(c, 400, "The prompt is empty.", NULL);
+    goto out;
+  }
+  if (n_ids >= max_len || want > max_len) {
+    snprintf(msg, sizeof msg,
+             "This model's maximum context length is %u tokens. However, you requested %" PRIu64
+             " tokens (%u in the messages, %" PRIu64
+             " in the completion). Please reduce the length of the messages or completion.",
+             max_len, want, n_ids, want - n_ids);
+    im__srv_respond_error(c, 400, msg, NULL);
+    goto out;
+  }
+  struct stream *st = calloc(1, sizeof *st);
+  if (!st) {
+    im__srv_respond_error_close(c, 500, "out of memory");
+    goto out;
+  }
+  st->c = c;
+  copy_request_id(c, st->req_id, sizeof st->req_id);
+  snprintf(st->id, sizeof st->id, "%s%016" PRIx64, kind == IM_API_CHAT ? "chatcmpl-" : "cmpl-",
+           im_mix64(s->next_req ^ (uint64_t)now));
+  st->oai.kind = kind;
+  st->oai.id = st->id;
+  st->oai.created = im_wall_ns() / 1000000000;
+  st->oai.model = s->model;
+  st->oai.reasoning_new = s->cfg.reasoning_field_new;
+  st->streaming = r.stream;
+  st->include_usage = r.include_usage;
+  st->continuous = r.continuous_usage;
+  st->chunked = hr->version_minor >= 1;
+  st->plan = plan;
+  im_buf_init(&st->text, 64u << 20);
+  im_buf_init(&st->rtext, 64u << 20);
+  st->usage.prompt = n_ids;
+  for (int k = 0; k < IM_FAULT_KIND_COUNT; k++)
+    if ((plan.applied >> k & 1u) && k != IM_FAULT_RESET && k != IM_FAULT_FIN &&
+        k != IM_FAULT_ERROR_EVENT)
+      s->metrics.faults[k]++; /* stream-ending kinds are counted when they fire */
+
+  double scale = s->cfg.engine.time_scale;
+  struct im_seq_params p = {
+      .request_id = st->req_id,
+      .prompt = ids,
+      .n_prompt = n_ids,
+      .max_tokens = r.max_tokens > 0 ? (uint32_t)r.max_tokens : 0,
+      .min_tokens = r.min_tokens > 0 ? (uint32_t)r.min_tokens : 0,
+      .ignore_eos = r.ignore_eos,
+      .temperature = r.temperature,
+      .top_p = r.top_p,
+      .has_seed = r.has_seed,
+      .seed = (uint64_t)r.seed,
+      .cache_salt = r.cache_salt ? im_fnv1a64(r.cache_salt, strlen(r.cache_salt)) | 1 : 0,
+      .code = code,
+      .slow_ns = (int64_t)((double)plan.slow_ns / scale),
+      .stall_token = plan.stall_token,
+      .stall_ns = (int64_t)((double)plan.stall_ns / scale),
+      .sink = &sink,
+      .ctx = st,
+  };
+  c->stream = st;
+  st->next = s->streams;
+  if (s->streams)
+    s->streams->prev = st;
+  s->streams = st;
+  if (im_engine_submit(s->engine, &p, now, &st->seq)) {
+    im__srv_stream_free(st);
+    im__srv_respond_error_close(c, 500, "engine refused the request");
+    goto out;
+  }
+  st->usage.cached = 0;
+  st->last_keepalive = now;
+  if (st->streaming) {
+    bool keep = im__srv_decide_keep_alive(c) && st->chunked;
+    struct im_buf *f = &s->frame;
+    im_buf_reset(f);
+    if (im_buf_printf(f,
+                      "HTTP/1.1 200 OK\r\nServer: infermeter-sim/%s\r\n"
+                      "Content-Type: text/event-stream; charset=utf-8\r\n"
+                      "Cache-Control: no-cache\r\nX-Request-Id: %s\r\n%s%s\r\n",
+                      IM_VERSION, st->req_id,
+                      st->chunked ? "Transfer-Encoding: chunked\r\n" : "",
+                      keep ? "Connection: keep-alive\r\n" : "Connection: close\r\n")) {
+      im__srv_conn_fail(c);
+      goto out;
+    }
+    im__srv_conn_write(c, f->data, f->len);
+  }
+  im__srv_arm_engine(s);
+out:
+  free(ids);
+  im_api_req_cleanup(&r);
+}
+
+/* The engine learns cached tokens at admission; streams read them at the end. */
+void im__srv_on_request_end(void *ctx, const struct im_seq *seq, enum im_finish why) {
+  struct im_server *s = ctx;
+  im_sim_metrics_request(&s->metrics, seq, why);
+  struct stream *st = seq->ctx;
+  if (st && st->seq == seq)
+    st->usage.cached = seq->n_cached;
+}
+
+void im__srv_on_step(void *ctx, const struct im_step_cost *cost, double wall_s,
+                    const struct im_moe_step_stats *moe, uint32_t n_seqs, uint32_t n_tokens) {
+  (void)cost;
+  (void)moe;
+  (void)n_seqs;
+  (void)n_tokens;
+  struct im_server *s = ctx;
+  im_prom_hist_observe(&s->metrics.hist[IM_H_STEP], wall_s);
+}
+
+static void handle_models(struct conn *c) {
+  struct im_server *s = c->srv;
+  char body[1024];
+  int n = snprintf(body, sizeof body,
+                   "{\"object\":\"list\",\"data\":[{\"id\":\"%s\",\"object\":\"model\",\"created\":%" PRId64
+                   ",\"owned_by\":\"infermeter\",\"root\":\"%s\",\"parent\":null,\"max_model_len\":%u}]}",
+                   s->model, s->t0 ? im_wall_ns() / 1000000000 : 0, s->model,
+                   im_engine_max_model_len(s->engine));
+  im__srv_respond(c, 200, "application/json", body, (size_t)n, NULL);
+}
+
+static void handle_version(struct conn *c) {
+  struct im_server *s = c->srv;
+  const struct im_profile *p = im_engine_profile(s->engine);
+  char body[1024];
+  int n = snprintf(body, sizeof body,
+                   "{\"version\":\"%s\",\"engine\":\"infermeter-sim\",\"git\":\"%s\","
+                   "\"profile\":\"%s\",\"model\":\"%s\",\"time_scale\":%g,"
+                   "\"num_gpu_blocks\":%u,\"block_size\":%u,\"max_model_len\":%u}",
+                   IM_VERSION, IM_GIT_HASH, p->name, s->model, s->cfg.engine.time_scale,
+                   im_engine_num_blocks(s->engine), im_engine_block_size(s->engine),
+                   im_engine_max_model_len(s->engine));
+  im__srv_respond(c, 200, "application/json", body, (size_t)n, NULL);
+}
+
+static void handle_metrics(struct conn *c) {
+  struct im_server *s = c->srv;
+  struct im_buf b;
+  im_buf_init(&b, 4u << 20);
+  if (im_sim_metrics_write(&b, &s->metrics, s->engine, s->model, s->cfg.engine.time_scale,
+                           s->cfg.engine.prefix_caching)) {
+    im_buf_cleanup(&b);
+    im__srv_respond_error(c, 500, "metrics page too large", NULL);
+    return;
+  }
+  im__srv_respond(c, 200, "text/plain; version=0.0.4; charset=utf-8", b.data, b.len, NULL);
+  im_buf_cleanup(&b);
+}
+
+static void handle_tokenize(struct conn *c) {
+  struct im_http_request *hr = &c->parser.req;
+  /* vLLM's /tokenize takes {prompt} or {messages} (serving_tokenization.py). */
+  json_t *root = json_loadb(hr->body ? hr->body : "", hr->body_len, 0, NULL);
+  bool chat = root && json_is_object(root) && json_object_get(root, "messages");
+  json_decref(root);
+  struct im_api_req r;
+  char msg[512];
+  if (im_api_decode(chat ? IM_API_CHAT : IM_API_COMPLETIONS, hr->body, hr->body_len, &r, msg,
+                    sizeof msg)) {
+    im__srv_respond_error(c, 400, msg, NULL);
+    return;
+  }
+  uint32_t *ids = NULL, n = 0;
+  bool code;
+  struct im_buf b;
+  im_buf_init(&b, 0);
+  enum im_err err = prompt_ids(&r, &ids, &n, &code);
+  if (!err)
+    err = im_buf_printf(&b, "{\"count\":%u,\"max_model_len\":%u,\"tokens\":[", n,
+                        im_engine_max_model_len(c->srv->engine));
+  for (uint32_t i = 0; i < n && !err; i++)
+    err = im_buf_printf(&b, i ? ",%u" : "%u", ids[i]);
+  if (!err)
+    err = im_buf_puts(&b, "]}");
+  if (err)
+    im__srv_respond_error(c, 500, "out of memory", NULL);
+  else
+    im__srv_respond(c, 200, "application/json", b.data, b.len, NULL);
+  im_buf_cleanup(&b);
+  free(ids);
+  im_api_req_cleanup(&r);
+}
+
+static bool path_is(const struct im_http_request *r, const char *p) {
+  size_t n = strlen(p);
+  return r->path_len == n && memcmp(r->path, p, n) == 0;
+}
+
+void im__srv_handle_request(struct conn *c) {
+  struct im_http_request *r = &c->parser.req;
+  bool get = r->method == IM_HTTP_GET || r->method == IM_HTTP_HEAD;
+  bool post = r->method == IM_HTTP_POST;
+  static const struct {
+    const char *path;
+    bool post;
+  } routes[] = {{"/health", false},          {"/version", false},  {"/v1/models", false},
+                {"/metrics", false},         {"/tokenize", true},  {"/v1/completions", true},
+                {"/v1/chat/completions", true}};
+  for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
+    if (!path_is(r, routes[i].path))
+      continue;
+    if (routes[i].post ? !post : !get) {
+      im__srv_respond_error(c, 405, "Method Not Allowed", routes[i].post ? "Allow: POST\r\n"
+                                                                 : "Allow: GET, HEAD\r\n");
+      return;
+    }
+    switch (i) {
+    case 0: im__srv_respond(c, 200, "text/plain", "", 0, NULL); return;
+    case 1: handle_version(c); return;
+    case 2: handle_models(c); return;
+    case 3: handle_metrics(c); return;
+    case 4: handle_tokenize(c); return;
+    case 5: handle_generate(c, IM_API_COMPLETIONS); return;
+    default: handle_generate(c, IM_API_CHAT); return;
+    }
+  }
+  im__srv_respond_error(c, 404, "Not Found", NULL);
+}
+

@@ -1,0 +1,114 @@
+/* Internals of the built-in server shared by its two files: server.c (the
+ * loop, connections, input and output, lifecycle) and server_api.c (the
+ * endpoints and the streams they feed from the engine). Not a public API:
+ * names carry the im__srv_ prefix. */
+#ifndef IM_SERVE_SERVER_INT_H
+#define IM_SERVE_SERVER_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "infermeter/buf.h"
+#include "infermeter/rng.h"
+#include "serve/api.h"
+#include "serve/engine.h"
+#include "serve/fault.h"
+#include "serve/http.h"
+#include "serve/oai_encode.h"
+#include "serve/server.h"
+#include "serve/sim_metrics.h"
+
+struct stream;
+
+struct conn {
+  uv_tcp_t tcp;                 /* first member: handle pointers cast back */
+  struct im_server *srv;
+  struct conn *prev, *next;     /* all connections */
+  struct conn *ready_next;      /* pending-input list */
+  struct conn *fail_next;       /* failed, to be closed after this loop turn */
+  bool on_ready;
+  bool failing;
+  uint64_t id;
+  struct im_http_parser parser;
+  enum im_err pstate;           /* last parser result */
+  bool head_checked;
+  struct stream *stream;        /* request being answered, or NULL */
+  struct im_buf pending, inflight;
+  uv_write_t wreq;
+  uv_shutdown_t sreq;
+  bool writing, closing, draining, close_after_write, shut;
+  int64_t last_activity, drain_since;
+};
+
+struct stream {
+  struct stream *prev, *next;   /* active streams */
+  struct conn *c;
+  struct im_seq *seq;
+  struct im_oai_ctx oai;
+  char id[48];
+  char req_id[96];
+  bool streaming, include_usage, continuous, chunked, role_sent;
+  struct im_sim_usage usage;
+  int64_t last_keepalive, t_prev_token;
+  struct im_buf text, rtext;    /* non-streaming answer */
+  struct im_fault_plan plan;
+};
+
+struct im_server {
+  struct im_server_config cfg;
+  char model[128];
+  uv_loop_t loop;
+  bool loop_init;
+  uv_tcp_t listener;
+  uv_async_t stop_async;
+  uv_poll_t engine_poll;
+  uv_timer_t sweep_timer, hiccup_timer, shrink_timer;
+  int tfd;
+  int64_t armed_at;
+  struct im_engine *engine;
+  struct im_sim_metrics metrics;
+  struct im_fault *faults;
+  size_t n_faults;
+  bool conn_close_fault;
+  double conn_close_prob;
+  struct im_rng rng;
+  double bucket;                /* rate-limit tokens */
+  int64_t bucket_t;
+  int64_t t0;
+  struct conn *conns;
+  struct conn *ready;
+  struct conn *failing;         /* see conn_fail */
+  uv_check_t reaper;
+  struct stream *streams;
+  uint64_t next_conn, next_req;
+  int port;
+  bool stopping;
+  struct im_buf scratch, frame;
+  char readbuf[65536];
+  int64_t sweep_period_ns;
+};
+
+/* server.c */
+int64_t im__srv_sim_now(const struct im_server *s, int64_t now);
+void im__srv_arm_engine(struct im_server *s);
+void im__srv_conn_write(struct conn *c, const char *data, size_t len);
+void im__srv_response_done(struct conn *c);
+bool im__srv_decide_keep_alive(struct conn *c);
+void im__srv_respond(struct conn *c, int status, const char *ctype, const char *body, size_t len,
+                     const char *extra);
+void im__srv_respond_error(struct conn *c, int status, const char *msg, const char *extra);
+void im__srv_respond_error_close(struct conn *c, int status, const char *msg);
+void im__srv_conn_fail(struct conn *c);
+void im__srv_conn_close(struct conn *c);
+void im__srv_on_conn_closed(uv_handle_t *h); /* frees the connection */
+
+/* server_api.c */
+void im__srv_handle_request(struct conn *c);
+void im__srv_stream_free(struct stream *st);
+void im__srv_stream_send(struct stream *st, const char *data, size_t len);
+void im__srv_on_request_end(void *ctx, const struct im_seq *seq, enum im_finish why);
+void im__srv_on_step(void *ctx, const struct im_step_cost *cost, double wall_s,
+                     const struct im_moe_step_stats *moe, uint32_t n_seqs, uint32_t n_tokens);
+
+#endif
