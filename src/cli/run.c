@@ -21,6 +21,7 @@
 
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "cli/run_int.h"
 #include "im_version.h"
 #include "infermeter/clock.h"
 #include "infermeter/log.h"
@@ -34,145 +35,6 @@
 #include "report/results.h"
 #include "serve/server.h"
 
-#define MAX_TAGS 64
-#define MAX_HEADERS 32
-
-enum { EXIT_OK = 0, EXIT_USAGE = 1, EXIT_UNREACHABLE = 2, EXIT_INVALID = 3, EXIT_SLO = 99,
-       EXIT_INTERRUPTED = 130 };
-
-struct run_opts {
-  const char *url;
-  enum im_backend backend;
-  const char *model;
-  double rate, burstiness, rate_end;
-  enum im_sched_kind sched_kind;
-  uint32_t concurrency, max_concurrency, max_connections;
-  int64_t duration_ns;
-  uint64_t requests;
-  int64_t warmup_ns;
-  uint64_t warmup_requests;
-  int64_t grace_ns;
-  uint64_t seed;
-  bool seed_given;
-  const char *out_dir;
-  uint32_t input_len, output_len;
-  double range_ratio;
-  bool ignore_eos, ignore_eos_given;
-  double temperature, top_p;
-  struct im_summary_config scfg;
-  double slo_target;
-  const char *tags[MAX_TAGS];
-  size_t n_tags;
-  const char *headers[MAX_HEADERS + 1];
-  size_t n_headers;
-  uint32_t retries;
-  int64_t t_connect, t_ttft, t_idle, t_total;
-  uint64_t max_total_tokens;
-  bool yes, insecure, keepalive, http2, cache_salt, shared_cache, quiet, no_progress;
-  const char *api_key_file;
-  uint32_t threads;
-  const char *scrape[8];
-  size_t n_scrape;
-  bool no_scrape, no_sockstat, no_gpu;
-  const char *dcgm;
-  int64_t scrape_interval_ns;
-  double kv_residency_ref, bw_util_ref;
-  uint32_t prefix_groups, prefix_len;
-  double prefix_share;
-  double kv_bytes_per_token, gpu_memory;
-};
-
-static void usage(FILE *o) {
-  fprintf(o,
-"usage: infermeter run [OPTIONS]\n"
-"\n"
-"Drives an open-loop (or closed-loop) load at an OpenAI-compatible server and\n"
-"records every request with microsecond token timing. Without --url it starts\n"
-"the built-in simulated server (infermeter serve, default profile) in-process\n"
-"on a free loopback port and tests that, with --ignore-eos.\n"
-"\n"
-"Target:\n"
-"  --url URL                 base URL of the server, e.g. http://10.0.0.5:8000\n"
-"  --backend NAME            openai-chat (default) or openai-completions\n"
-"  --model NAME              model to request (default: first id of /v1/models)\n"
-"  --api-key-file FILE       API key (else $INFERMETER_API_KEY, else $OPENAI_API_KEY);\n"
-"                            sent as Bearer, never written anywhere\n"
-"  --header 'K: V'           extra request header (repeatable)\n"
-"  --insecure                do not verify TLS certificates\n"
-"  --http2                   use HTTP/2 over TLS when the server offers it\n"
-"  --keepalive on|off        reuse connections (default on); off: a new\n"
-"                            connection per request, closed by the client\n"
-"  --max-connections N       cap on open connections (default: no cap)\n"
-"\n"
-"Schedule:\n"
-"  --rate R                  open loop, R requests/s (default 2)\n"
-"  --burstiness B            gamma-distributed gaps of shape B (1 = Poisson, the\n"
-"                            default; larger = smoother), as vLLM's --burstiness\n"
-"  --schedule KIND           poisson (default), gamma, constant, or ramp (with --rate-end)\n"
-"  --rate-end R              ramp: the rate at the end of --duration\n"
-"  --concurrency C           closed loop instead: C requests always in flight\n"
-"  --max-concurrency N       at most N in flight; the rest wait on the client (the\n"
-"                            wait is measured as queue_wait, never hidden)\n"
-"  --duration DUR            length of the schedule (default 30s)\n"
-"  --requests N              send N requests instead of a duration\n"
-"  --warmup DUR|N            warm-up inside the schedule: requests scheduled in the\n"
-"                            first DUR (default 5s), or the first N, are recorded as\n"
-"                            warmup and excluded from the figures\n"
-"  --grace DUR               after the last arrival, wait this long for requests in\n"
-"                            flight (default 10s); then they are recorded aborted\n"
-"  --seed N                  seed of the schedule and the prompts (default: random,\n"
-"                            recorded in results.json)\n"
-"  --threads N               event-loop threads (default 1)\n");
-  fprintf(o,
-"\n"
-"Workload (built-in synthetic prompts):\n"
-"  --input-len N             prompt tokens (default 1024)\n"
-"  --output-len N            max_tokens (default 128)\n"
-"  --range-ratio R           lengths uniform in [L(1-R), L(1+R)] (default 0)\n"
-"  --ignore-eos              send ignore_eos so every request generates exactly\n"
-"                            --output-len tokens (vLLM extension)\n"
-"  --temperature T, --top-p P  sampling parameters to send (default: not sent)\n"
-"  --prefix-groups N --prefix-len L --prefix-share F\n"
-"                            a share F of the prompts starts with one of N shared\n"
-"                            system prompts of L tokens (default: none shared)\n"
-"  --cache-salt              send vLLM's cache_salt with a per-run salt\n"
-"  --shared-cache            let this run hit a previous run's prefix cache (by\n"
-"                            default every prompt starts with a per-run salt)\n"
-"\n"
-"Limits and verdicts:\n"
-"  --slo ttft=500ms,tpot=50ms,e2el=10s   SLOs for goodput and the exit code\n"
-"  --slo-target P            an SLO passes when at least P of requests meet it\n"
-"                            (default 0.99)\n"
-"  --percentiles LIST        percentiles to report (default 50,90,95,99,99.9)\n"
-"  --retries N               retry failed attempts (429, 5xx, connect, reset before\n"
-"                            any token) with backoff and Retry-After (default 0)\n"
-"  --timeout connect=5s,ttft=60s,idle=30s,total=10m\n"
-"  --max-total-tokens N      refuse a plan above N tokens (prompt + output)\n"
-"  --yes                     start against a non-loopback target without asking\n"
-"\n"
-"Observers (METRICS.md §5; sampled on the run's clock, never fail the run):\n"
-"  --scrape URL              a /metrics page to sample (repeatable; default: the\n"
-"                            target's /metrics); --no-scrape: none\n"
-"  --scrape-interval DUR     sampling period (default 1s, at least 100ms)\n"
-"  --scrape-dcgm URL         a DCGM exporter's /metrics (GPU counters)\n"
-"  --no-sockstat             do not sample TCP states toward the target\n"
-"  --no-gpu                  do not read GPU counters through NVML\n"
-"  --kv-residency-ref F, --bw-util-ref F   reference lines (0.68, 0.78)\n"
-"  --kv-bytes-per-token N    KV bytes one GPU holds per token (DeepSeek-V3 MLA:\n"
-"                            70272), for KV residency\n"
-"  --gpu-memory SIZE         memory of one GPU (default: from NVML), e.g. 141G\n"
-"\n"
-"Output:\n"
-"  --out DIR                 results directory (default results/run-YYYYmmdd-HHMMSS):\n"
-"                            requests.jsonl (one line per attempt, written as each\n"
-"                            ends) and results.json\n"
-"  --tag key=value           declared server setting, e.g. torch_compile=on, tp=8\n"
-"                            (repeatable; recorded in the manifest)\n"
-"  --quiet                   no summary table;  --no-progress: no progress line\n"
-"\n"
-"Exit status: 130 interrupted, 2 target unreachable, 1 usage or configuration\n"
-"error, 3 client self-check INVALID, 99 an SLO failed, 0 otherwise.\n");
-}
 
 /* ---- signals ------------------------------------------------------------ */
 
@@ -187,409 +49,6 @@ static void on_signal(int sig) {
     ssize_t r = write(wake_fd, &one, sizeof one);
     (void)r;
   }
-}
-
-/* ---- option parsing ----------------------------------------------------- */
-
-/* Parses "name=DURATION,..." where every name is one of names[0..n). Sets
- * out_ns[i] and seen[i] for each name given. Returns 0, or -1 after saying
- * what is wrong with which part. */
-static int parse_durations(const char *flag, const char *arg, const char *const *names, size_t n,
-                           int64_t *out_ns, bool *seen) {
-  char buf[256];
-  snprintf(buf, sizeof buf, "%s", arg);
-  for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-    char *eq = strchr(tok, '=');
-    int64_t ns;
-    if (!eq || im_parse_duration(eq + 1, &ns)) {
-      fprintf(stderr, "infermeter: %s: expected NAME=DURATION (e.g. %s=500ms), got '%s'\n", flag,
-              names[0], tok);
-      return -1;
-    }
-    *eq = '\0';
-    size_t i = 0;
-    while (i < n && strcmp(tok, names[i]))
-      i++;
-    if (i == n) {
-      fprintf(stderr, "infermeter: %s: unknown name '%s' (one of:", flag, tok);
-      for (size_t j = 0; j < n; j++)
-        fprintf(stderr, " %s", names[j]);
-      fprintf(stderr, ")\n");
-      return -1;
-    }
-    out_ns[i] = ns;
-    seen[i] = true;
-  }
-  return 0;
-}
-
-static int parse_slo(const char *arg, struct im_summary_config *c) {
-  static const char *const names[] = {"ttft", "tpot", "e2el"};
-  int64_t ns[3] = {0};
-  bool seen[3] = {false};
-  if (parse_durations("--slo", arg, names, 3, ns, seen))
-    return -1;
-  c->has_slo_ttft |= seen[0];
-  c->has_slo_tpot |= seen[1];
-  c->has_slo_e2el |= seen[2];
-  if (seen[0])
-    c->slo_ttft_ms = (double)ns[0] / 1e6;
-  if (seen[1])
-    c->slo_tpot_ms = (double)ns[1] / 1e6;
-  if (seen[2])
-    c->slo_e2el_ms = (double)ns[2] / 1e6;
-  return 0;
-}
-
-static int parse_timeouts(const char *arg, struct run_opts *o) {
-  static const char *const names[] = {"connect", "ttft", "idle", "total"};
-  int64_t ns[4] = {o->t_connect, o->t_ttft, o->t_idle, o->t_total};
-  bool seen[4] = {false};
-  if (parse_durations("--timeout", arg, names, 4, ns, seen))
-    return -1;
-  o->t_connect = ns[0];
-  o->t_ttft = ns[1];
-  o->t_idle = ns[2];
-  o->t_total = ns[3];
-  return 0;
-}
-
-static int parse_percentiles(const char *arg, struct im_summary_config *c) {
-  char buf[256];
-  snprintf(buf, sizeof buf, "%s", arg);
-  c->n_percentiles = 0;
-  for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-    double p;
-    if (c->n_percentiles == IM_MAX_PERCENTILES) {
-      fprintf(stderr, "infermeter: --percentiles: at most %d\n", IM_MAX_PERCENTILES);
-      return -1;
-    }
-    if (im_arg_double("--percentiles", tok, 1e-9, 100, &p))
-      return -1;
-    c->percentiles[c->n_percentiles++] = p;
-  }
-  return c->n_percentiles ? 0 : -1;
-}
-
-enum {
-  O_URL = 256, O_BACKEND, O_MODEL, O_RATE, O_BURST, O_SCHED, O_RATE_END, O_CONC, O_MAXCONC,
-  O_MAXCONN, O_DURATION, O_REQUESTS, O_WARMUP, O_GRACE, O_SEED, O_OUT, O_INLEN, O_OUTLEN, O_RANGE,
-  O_IGNORE_EOS, O_TEMP, O_TOPP, O_SLO, O_SLO_TARGET, O_PCT, O_TAG, O_HEADER, O_RETRIES, O_TIMEOUT,
-  O_MAXTOK, O_YES, O_KEYFILE, O_INSECURE, O_KEEPALIVE, O_HTTP2, O_CACHE_SALT, O_SHARED, O_QUIET,
-  O_NOPROG, O_THREADS, O_SCRAPE, O_NOSCRAPE, O_SCRAPE_INT, O_DCGM, O_NOSOCK, O_NOGPU, O_KVREF,
-  O_BWREF, O_PGROUPS, O_PLEN, O_PSHARE, O_KVBPT, O_GPUMEM
-};
-
-static const struct option options[] = {
-    {"url", required_argument, 0, O_URL}, {"backend", required_argument, 0, O_BACKEND},
-    {"model", required_argument, 0, O_MODEL}, {"rate", required_argument, 0, O_RATE},
-    {"burstiness", required_argument, 0, O_BURST}, {"schedule", required_argument, 0, O_SCHED},
-    {"rate-end", required_argument, 0, O_RATE_END}, {"concurrency", required_argument, 0, O_CONC},
-    {"max-concurrency", required_argument, 0, O_MAXCONC},
-    {"max-connections", required_argument, 0, O_MAXCONN},
-    {"duration", required_argument, 0, O_DURATION}, {"requests", required_argument, 0, O_REQUESTS},
-    {"warmup", required_argument, 0, O_WARMUP}, {"grace", required_argument, 0, O_GRACE},
-    {"seed", required_argument, 0, O_SEED}, {"out", required_argument, 0, O_OUT},
-    {"input-len", required_argument, 0, O_INLEN}, {"output-len", required_argument, 0, O_OUTLEN},
-    {"range-ratio", required_argument, 0, O_RANGE}, {"ignore-eos", no_argument, 0, O_IGNORE_EOS},
-    {"temperature", required_argument, 0, O_TEMP}, {"top-p", required_argument, 0, O_TOPP},
-    {"slo", required_argument, 0, O_SLO}, {"slo-target", required_argument, 0, O_SLO_TARGET},
-    {"percentiles", required_argument, 0, O_PCT}, {"tag", required_argument, 0, O_TAG},
-    {"header", required_argument, 0, O_HEADER}, {"retries", required_argument, 0, O_RETRIES},
-    {"timeout", required_argument, 0, O_TIMEOUT},
-    {"max-total-tokens", required_argument, 0, O_MAXTOK}, {"yes", no_argument, 0, O_YES},
-    {"api-key-file", required_argument, 0, O_KEYFILE}, {"insecure", no_argument, 0, O_INSECURE},
-    {"keepalive", required_argument, 0, O_KEEPALIVE}, {"http2", no_argument, 0, O_HTTP2},
-    {"cache-salt", no_argument, 0, O_CACHE_SALT}, {"shared-cache", no_argument, 0, O_SHARED},
-    {"quiet", no_argument, 0, O_QUIET}, {"no-progress", no_argument, 0, O_NOPROG},
-    {"threads", required_argument, 0, O_THREADS}, {"scrape", required_argument, 0, O_SCRAPE},
-    {"no-scrape", no_argument, 0, O_NOSCRAPE},
-    {"scrape-interval", required_argument, 0, O_SCRAPE_INT},
-    {"scrape-dcgm", required_argument, 0, O_DCGM}, {"no-sockstat", no_argument, 0, O_NOSOCK},
-    {"no-gpu", no_argument, 0, O_NOGPU}, {"kv-residency-ref", required_argument, 0, O_KVREF},
-    {"bw-util-ref", required_argument, 0, O_BWREF},
-    {"prefix-groups", required_argument, 0, O_PGROUPS},
-    {"prefix-len", required_argument, 0, O_PLEN},
-    {"prefix-share", required_argument, 0, O_PSHARE},
-    {"kv-bytes-per-token", required_argument, 0, O_KVBPT},
-    {"gpu-memory", required_argument, 0, O_GPUMEM}, {"help", no_argument, 0, 'h'},
-    {0, 0, 0, 0}};
-
-static void opts_default(struct run_opts *o) {
-  memset(o, 0, sizeof *o);
-  o->rate = 2.0;
-  o->burstiness = 1.0;
-  o->sched_kind = IM_SCHED_POISSON;
-  o->duration_ns = 30 * 1000000000LL;
-  o->warmup_ns = 5 * 1000000000LL;
-  o->grace_ns = 10 * 1000000000LL;
-  o->input_len = 1024;
-  o->output_len = 128;
-  o->temperature = NAN;
-  o->top_p = NAN;
-  o->slo_target = 0.99;
-  o->keepalive = true;
-  o->threads = 1;
-  o->t_connect = 5 * 1000000000LL;
-  o->t_ttft = 60 * 1000000000LL;
-  o->t_idle = 30 * 1000000000LL;
-  o->t_total = 600 * 1000000000LL;
-  o->scrape_interval_ns = 1000000000;
-  o->kv_residency_ref = 0.68; /* METRICS.md §9 reference lines */
-  o->bw_util_ref = 0.78;
-  static const double pct[] = {50, 90, 95, 99, 99.9};
-  memcpy(o->scfg.percentiles, pct, sizeof pct);
-  o->scfg.n_percentiles = 5;
-}
-
-static int apply(struct run_opts *o, int opt, const char *arg, bool *rate_given) {
-  int64_t ns;
-  uint64_t u;
-  switch (opt) {
-  case O_URL: o->url = arg; return 0;
-  case O_BACKEND:
-    if (!strcmp(arg, "openai-chat"))
-      o->backend = IM_BACKEND_CHAT;
-    else if (!strcmp(arg, "openai-completions"))
-      o->backend = IM_BACKEND_COMPLETIONS;
-    else {
-      fprintf(stderr, "infermeter: --backend: expected openai-chat or openai-completions\n");
-      return -1;
-    }
-    return 0;
-  case O_MODEL: o->model = arg; return 0;
-  case O_RATE: *rate_given = true; return im_arg_double("--rate", arg, 1e-6, 1e7, &o->rate);
-  case O_BURST:
-    o->sched_kind = IM_SCHED_GAMMA;
-    return im_arg_double("--burstiness", arg, 1e-3, 1e6, &o->burstiness);
-  case O_SCHED:
-    if (!strcmp(arg, "poisson"))
-      o->sched_kind = IM_SCHED_POISSON;
-    else if (!strcmp(arg, "gamma"))
-      o->sched_kind = IM_SCHED_GAMMA;
-    else if (!strcmp(arg, "constant"))
-      o->sched_kind = IM_SCHED_CONSTANT;
-    else if (!strcmp(arg, "ramp"))
-      o->sched_kind = IM_SCHED_RAMP;
-    else {
-      fprintf(stderr, "infermeter: --schedule: expected poisson, gamma, constant or ramp\n");
-      return -1;
-    }
-    return 0;
-  case O_RATE_END: return im_arg_double("--rate-end", arg, 1e-6, 1e7, &o->rate_end);
-  case O_CONC: return im_arg_u32("--concurrency", arg, 1, 1000000, &o->concurrency);
-  case O_MAXCONC: return im_arg_u32("--max-concurrency", arg, 1, 1000000, &o->max_concurrency);
-  case O_MAXCONN: return im_arg_u32("--max-connections", arg, 1, 1000000, &o->max_connections);
-  case O_DURATION:
-    if (im_arg_duration("--duration", arg, &o->duration_ns) || o->duration_ns <= 0) {
-      if (o->duration_ns <= 0)
-        fprintf(stderr, "infermeter: --duration: must be positive\n");
-      return -1;
-    }
-    return 0;
-  case O_REQUESTS:
-    if (im_arg_u64("--requests", arg, &o->requests) || !o->requests) {
-      if (!o->requests)
-        fprintf(stderr, "infermeter: --requests: must be at least 1\n");
-      return -1;
-    }
-    return 0;
-  case O_WARMUP:
-    if (strspn(arg, "0123456789") == strlen(arg) && *arg) {
-      o->warmup_ns = 0;
-      return im_arg_u64("--warmup", arg, &o->warmup_requests);
-    }
-    o->warmup_requests = 0;
-    return im_arg_duration("--warmup", arg, &o->warmup_ns);
-  case O_GRACE: return im_arg_duration("--grace", arg, &o->grace_ns);
-  case O_SEED: o->seed_given = true; return im_arg_u64("--seed", arg, &o->seed);
-  case O_OUT: o->out_dir = arg; return 0;
-  case O_INLEN: return im_arg_u32("--input-len", arg, 1, 10000000, &o->input_len);
-  case O_OUTLEN: return im_arg_u32("--output-len", arg, 1, 10000000, &o->output_len);
-  case O_RANGE: return im_arg_double("--range-ratio", arg, 0, 0.999, &o->range_ratio);
-  case O_IGNORE_EOS: o->ignore_eos = o->ignore_eos_given = true; return 0;
-  case O_TEMP: return im_arg_double("--temperature", arg, 0, 2, &o->temperature);
-  case O_TOPP: return im_arg_double("--top-p", arg, 1e-9, 1, &o->top_p);
-  case O_SLO: return parse_slo(arg, &o->scfg);
-  case O_SLO_TARGET: return im_arg_double("--slo-target", arg, 0, 1, &o->slo_target);
-  case O_PCT: return parse_percentiles(arg, &o->scfg);
-  case O_TAG:
-    if (!strchr(arg, '=') || arg[0] == '=') {
-      fprintf(stderr, "infermeter: --tag: expected key=value, got '%s'\n", arg);
-      return -1;
-    }
-    if (o->n_tags == MAX_TAGS) {
-      fprintf(stderr, "infermeter: --tag: at most %d\n", MAX_TAGS);
-      return -1;
-    }
-    o->tags[o->n_tags++] = arg;
-    return 0;
-  case O_HEADER:
-    if (!strchr(arg, ':') || o->n_headers == MAX_HEADERS) {
-      fprintf(stderr, "infermeter: --header: expected 'Name: value' (at most %d)\n", MAX_HEADERS);
-      return -1;
-    }
-    o->headers[o->n_headers++] = arg;
-    return 0;
-  case O_RETRIES: return im_arg_u32("--retries", arg, 0, 100, &o->retries);
-  case O_TIMEOUT: return parse_timeouts(arg, o);
-  case O_MAXTOK: return im_arg_u64("--max-total-tokens", arg, &o->max_total_tokens);
-  case O_YES: o->yes = true; return 0;
-  case O_KEYFILE: o->api_key_file = arg; return 0;
-  case O_INSECURE: o->insecure = true; return 0;
-  case O_KEEPALIVE:
-    if (strcmp(arg, "on") && strcmp(arg, "off")) {
-      fprintf(stderr, "infermeter: --keepalive: expected on or off\n");
-      return -1;
-    }
-    o->keepalive = !strcmp(arg, "on");
-    return 0;
-  case O_HTTP2: o->http2 = true; return 0;
-  case O_CACHE_SALT: o->cache_salt = true; return 0;
-  case O_SHARED: o->shared_cache = true; return 0;
-  case O_QUIET: o->quiet = true; return 0;
-  case O_NOPROG: o->no_progress = true; return 0;
-  case O_THREADS: return im_arg_u32("--threads", arg, 1, 256, &o->threads);
-  case O_SCRAPE:
-    if (o->n_scrape == 8) {
-      fprintf(stderr, "infermeter: --scrape: at most 8 URLs\n");
-      return -1;
-    }
-    o->scrape[o->n_scrape++] = arg;
-    return 0;
-  case O_NOSCRAPE: o->no_scrape = true; return 0;
-  case O_SCRAPE_INT:
-    if (im_arg_duration("--scrape-interval", arg, &o->scrape_interval_ns) ||
-        o->scrape_interval_ns < 100000000) {
-      if (o->scrape_interval_ns < 100000000)
-        fprintf(stderr, "infermeter: --scrape-interval: at least 100ms\n");
-      return -1;
-    }
-    return 0;
-  case O_DCGM: o->dcgm = arg; return 0;
-  case O_NOSOCK: o->no_sockstat = true; return 0;
-  case O_NOGPU: o->no_gpu = true; return 0;
-  case O_KVREF: return im_arg_double("--kv-residency-ref", arg, 0, 1, &o->kv_residency_ref);
-  case O_BWREF: return im_arg_double("--bw-util-ref", arg, 0, 1, &o->bw_util_ref);
-  case O_PGROUPS: return im_arg_u32("--prefix-groups", arg, 0, 1000000, &o->prefix_groups);
-  case O_PLEN: return im_arg_u32("--prefix-len", arg, 0, 10000000, &o->prefix_len);
-  case O_PSHARE: return im_arg_double("--prefix-share", arg, 0, 1, &o->prefix_share);
-  case O_KVBPT: return im_arg_double("--kv-bytes-per-token", arg, 1, 1e9, &o->kv_bytes_per_token);
-  case O_GPUMEM:
-    if (im_arg_size("--gpu-memory", arg, &u))
-      return -1;
-    o->gpu_memory = (double)u;
-    return 0;
-  default: return -1;
-  }
-  (void)ns;
-  (void)u;
-}
-
-/* ---- target discovery ---------------------------------------------------- */
-
-struct fetch {
-  struct im_buf body;
-};
-
-static size_t fetch_write(char *d, size_t s, size_t n, void *ud) {
-  struct fetch *f = ud;
-  return im_buf_append(&f->body, d, s * n) == IM_OK ? s * n : 0;
-}
-
-/* GET base+path; returns the HTTP status (0 when unreachable) and the body
- * parsed as JSON in *out (NULL when not JSON). */
-static long http_get_json(const char *base, const char *path, const char *api_key, bool insecure,
-                          json_t **out, char *err, size_t err_len) {
-  *out = NULL;
-  struct fetch f;
-  im_buf_init(&f.body, 1u << 20);
-  char url[2048];
-  snprintf(url, sizeof url, "%s%s", base, path);
-  CURL *e = curl_easy_init();
-  if (!e)
-    return 0;
-  struct curl_slist *h = NULL;
-  char auth[4200];
-  if (api_key) {
-    snprintf(auth, sizeof auth, "Authorization: Bearer %s", api_key);
-    h = curl_slist_append(h, auth);
-  }
-  curl_easy_setopt(e, CURLOPT_URL, url);
-  curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
-  curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, fetch_write);
-  curl_easy_setopt(e, CURLOPT_WRITEDATA, &f);
-  curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 10000L);
-  curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-  if (insecure) {
-    curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
-    curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
-  }
-  long status = 0;
-  CURLcode rc = curl_easy_perform(e);
-  if (rc == CURLE_OK) {
-    curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
-    if (f.body.len)
-      *out = json_loadb(f.body.data, f.body.len, 0, NULL);
-  } else {
-    snprintf(err, err_len, "%s", curl_easy_strerror(rc));
-  }
-  curl_easy_cleanup(e);
-  curl_slist_free_all(h);
-  im_buf_cleanup(&f.body);
-  return status;
-}
-
-static bool is_loopback_url(const char *url) {
-  const char *p = strstr(url, "://");
-  p = p ? p + 3 : url;
-  const char *end = p + strcspn(p, "/?#");
-  const char *at = memchr(p, '@', (size_t)(end - p));
-  if (at)
-    p = at + 1;
-  return !strncmp(p, "127.", 4) || !strncmp(p, "localhost", 9) || !strncmp(p, "[::1]", 5);
-}
-
-/* The URL without credentials, for outputs. */
-static void redact_url(const char *url, char *out, size_t cap) {
-  const char *scheme = strstr(url, "://");
-  const char *host = scheme ? scheme + 3 : url;
-  const char *end = host + strcspn(host, "/?#");
-  const char *at = memchr(host, '@', (size_t)(end - host));
-  if (at)
-    snprintf(out, cap, "%.*sREDACTED@%s", (int)(host - url), url, at + 1);
-  else
-    snprintf(out, cap, "%s", url);
-}
-
-static bool secret_header(const char *h) {
-  static const char *const words[] = {"auth", "key", "token", "secret", "cookie", "password"};
-  size_t n = strcspn(h, ":");
-  for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
-    size_t w = strlen(words[i]);
-    for (size_t j = 0; j + w <= n; j++)
-      if (!strncasecmp(h + j, words[i], w))
-        return true;
-  }
-  return false;
-}
-
-static char *read_key_file(const char *path) {
-  FILE *f = fopen(path, "r");
-  if (!f) {
-    fprintf(stderr, "infermeter: --api-key-file: cannot read %s: %s\n", path, strerror(errno));
-    return NULL;
-  }
-  char buf[4096];
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  buf[strcspn(buf, "\r\n")] = '\0';
-  if (!buf[0]) {
-    fprintf(stderr, "infermeter: --api-key-file: %s is empty\n", path);
-    return NULL;
-  }
-  return strdup(buf);
 }
 
 /* ---- the built-in server on its own thread ------------------------------- */
@@ -664,174 +123,6 @@ static void on_drained(void *ctx) {
   pthread_mutex_unlock(&d->mu);
 }
 
-/* ---- manifest ------------------------------------------------------------ */
-
-static json_t *host_json(void) {
-  struct utsname u;
-  json_t *h = json_object();
-  if (uname(&u) == 0) {
-    json_object_set_new(h, "hostname", json_string(u.nodename));
-    json_object_set_new(h, "kernel", json_sprintf("%s %s", u.sysname, u.release));
-    json_object_set_new(h, "machine", json_string(u.machine));
-  }
-  FILE *f = fopen("/proc/cpuinfo", "r");
-  char line[512];
-  while (f && fgets(line, sizeof line, f)) {
-    if (!strncmp(line, "model name", 10)) {
-      char *v = strchr(line, ':');
-      if (v) {
-        v += 2;
-        v[strcspn(v, "\n")] = '\0';
-        json_object_set_new(h, "cpu", json_string(v));
-      }
-      break;
-    }
-  }
-  if (f)
-    fclose(f);
-  json_object_set_new(h, "cpus", json_integer(sysconf(_SC_NPROCESSORS_ONLN)));
-  return h;
-}
-
-static json_t *command_line_json(int argc, char **argv) {
-  json_t *a = json_array();
-  for (int i = 0; i < argc; i++) {
-    const char *arg = argv[i];
-    char buf[2048];
-    if (i > 0 && !strcmp(argv[i - 1], "--header") && secret_header(arg)) {
-      snprintf(buf, sizeof buf, "%.*s: REDACTED", (int)strcspn(arg, ":"), arg);
-      arg = buf;
-    } else if (!strncmp(arg, "--header=", 9) && secret_header(arg + 9)) {
-      snprintf(buf, sizeof buf, "--header=%.*s: REDACTED", (int)strcspn(arg + 9, ":"), arg + 9);
-      arg = buf;
-    } else if (i > 0 && !strcmp(argv[i - 1], "--url")) {
-      redact_url(arg, buf, sizeof buf);
-      arg = buf;
-    }
-    json_array_append_new(a, json_string(arg));
-  }
-  return a;
-}
-
-static const char *sched_name(enum im_sched_kind k) {
-  return k == IM_SCHED_GAMMA ? "gamma" : k == IM_SCHED_CONSTANT ? "constant"
-         : k == IM_SCHED_RAMP ? "ramp" : "poisson";
-}
-
-static json_t *manifest_json(const struct run_opts *o, int argc, char **argv, const char *url,
-                             bool builtin, const char *model, json_t *models, json_t *version,
-                             int64_t wall_start_ns, const char *salt) {
-  char ts[64], red[2048];
-  time_t secs = (time_t)(wall_start_ns / 1000000000);
-  struct tm tm;
-  gmtime_r(&secs, &tm);
-  strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  redact_url(url, red, sizeof red);
-  json_t *m = json_object();
-  json_object_set_new(m, "tool", json_string("infermeter"));
-  json_object_set_new(m, "version", json_string(IM_VERSION));
-  json_object_set_new(m, "git", json_string(IM_GIT_HASH));
-  json_object_set_new(m, "command_line", command_line_json(argc, argv));
-  json_object_set_new(m, "started_at", json_string(ts));
-  json_object_set_new(m, "seed", json_integer((json_int_t)o->seed));
-  json_object_set_new(m, "run_salt", json_string(salt));
-  json_object_set_new(m, "target", json_pack("{s:s, s:s, s:s, s:b}", "url", red, "backend",
-                                             o->backend == IM_BACKEND_CHAT ? "openai-chat"
-                                                                           : "openai-completions",
-                                             "model", model, "builtin_server", builtin));
-  json_object_set_new(m, "server", json_pack("{s:O?, s:O?}", "models", models, "version", version));
-  json_t *tags = json_object();
-  for (size_t i = 0; i < o->n_tags; i++) {
-    const char *eq = strchr(o->tags[i], '=');
-    char key[256];
-    snprintf(key, sizeof key, "%.*s", (int)(eq - o->tags[i]), o->tags[i]);
-    json_object_set_new(tags, key, json_string(eq + 1));
-  }
-  json_object_set_new(m, "tags", tags);
-  json_t *sched = json_object();
-  if (o->concurrency) {
-    json_object_set_new(sched, "kind", json_string("closed"));
-    json_object_set_new(sched, "concurrency", json_integer(o->concurrency));
-  } else {
-    json_object_set_new(sched, "kind", json_string(sched_name(o->sched_kind)));
-    json_object_set_new(sched, "rate", json_real(o->rate));
-    if (o->sched_kind == IM_SCHED_GAMMA)
-      json_object_set_new(sched, "burstiness", json_real(o->burstiness));
-    if (o->sched_kind == IM_SCHED_RAMP)
-      json_object_set_new(sched, "rate_end", json_real(o->rate_end));
-  }
-  json_object_set_new(sched, "duration_s", o->requests ? json_null() : json_real((double)o->duration_ns / 1e9));
-  json_object_set_new(sched, "requests", o->requests ? json_integer((json_int_t)o->requests) : json_null());
-  json_object_set_new(sched, "warmup_s", json_real((double)o->warmup_ns / 1e9));
-  json_object_set_new(sched, "warmup_requests", json_integer((json_int_t)o->warmup_requests));
-  json_object_set_new(sched, "grace_s", json_real((double)o->grace_ns / 1e9));
-  json_object_set_new(sched, "max_concurrency", o->max_concurrency ? json_integer(o->max_concurrency) : json_null());
-  json_object_set_new(sched, "threads", json_integer(o->threads));
-  json_object_set_new(m, "schedule", sched);
-  json_object_set_new(m, "workload",
-                      json_pack("{s:s, s:i, s:i, s:f, s:b, s:o, s:o, s:b}", "dataset", "synthetic",
-                                "input_len", (json_int_t)o->input_len, "output_len",
-                                (json_int_t)o->output_len, "range_ratio", o->range_ratio,
-                                "ignore_eos", o->ignore_eos,
-                                "temperature", isnan(o->temperature) ? json_null() : json_real(o->temperature),
-                                "top_p", isnan(o->top_p) ? json_null() : json_real(o->top_p),
-                                "shared_cache", o->shared_cache));
-  json_t *wl = json_object_get(m, "workload");
-  json_object_set_new(wl, "prefix_groups", json_integer(o->prefix_groups));
-  json_object_set_new(wl, "prefix_len", json_integer(o->prefix_len));
-  json_object_set_new(wl, "prefix_share", json_real(o->prefix_groups ? o->prefix_share : 0));
-  json_t *slo = json_object();
-  if (o->scfg.has_slo_ttft)
-    json_object_set_new(slo, "ttft_ms", json_real(o->scfg.slo_ttft_ms));
-  if (o->scfg.has_slo_tpot)
-    json_object_set_new(slo, "tpot_ms", json_real(o->scfg.slo_tpot_ms));
-  if (o->scfg.has_slo_e2el)
-    json_object_set_new(slo, "e2el_ms", json_real(o->scfg.slo_e2el_ms));
-  json_object_set_new(slo, "target", json_real(o->slo_target));
-  json_object_set_new(m, "slo", slo);
-  json_object_set_new(m, "host", host_json());
-  json_object_set_new(m, "client", json_pack("{s:s, s:i}", "libcurl", curl_version_info(CURLVERSION_NOW)->version,
-                                             "threads", (json_int_t)o->threads));
-  return m;
-}
-
-/* The target's address, for the TCP-state sampler: host and port of the URL,
- * resolved once. Returns 0 on success. */
-static int target_addr(const char *url, struct sockaddr_storage *out, socklen_t *len) {
-  const char *p = strstr(url, "://");
-  bool tls = !strncmp(url, "https", 5);
-  p = p ? p + 3 : url;
-  const char *end = p + strcspn(p, "/?#");
-  const char *at = memchr(p, '@', (size_t)(end - p));
-  if (at)
-    p = at + 1;
-  char host[256], port[16];
-  const char *colon;
-  if (*p == '[') {
-    const char *rb = memchr(p, ']', (size_t)(end - p));
-    if (!rb)
-      return -1;
-    snprintf(host, sizeof host, "%.*s", (int)(rb - p - 1), p + 1);
-    colon = rb + 1 < end && rb[1] == ':' ? rb + 1 : NULL;
-  } else {
-    colon = memchr(p, ':', (size_t)(end - p));
-    snprintf(host, sizeof host, "%.*s", (int)((colon ? colon : end) - p), p);
-  }
-  if (colon)
-    snprintf(port, sizeof port, "%.*s", (int)(end - colon - 1), colon + 1);
-  else
-    snprintf(port, sizeof port, "%s", tls ? "443" : "80");
-  struct addrinfo hints, *ai = NULL;
-  memset(&hints, 0, sizeof hints);
-  hints.ai_socktype = SOCK_STREAM;
-  if (getaddrinfo(host, port, &hints, &ai) != 0 || !ai)
-    return -1;
-  memcpy(out, ai->ai_addr, ai->ai_addrlen);
-  *len = ai->ai_addrlen;
-  freeaddrinfo(ai);
-  return 0;
-}
-
 /* ---- the run ------------------------------------------------------------- */
 
 static double lag_p99_ms(const struct im_record *r, size_t n) {
@@ -887,16 +178,16 @@ static int make_out_dir(struct run_opts *o, char *buf, size_t cap) {
 
 int im_cli_run(int argc, char **argv) {
   struct run_opts o;
-  opts_default(&o);
+  im__run_opts_default(&o);
   bool rate_given = false;
   int opt;
   optind = 1;
-  while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+  while ((opt = getopt_long(argc, argv, "h", im__run_options, NULL)) != -1) {
     if (opt == 'h') {
-      usage(stdout);
+      im__run_usage(stdout);
       return EXIT_OK;
     }
-    if (opt == '?' || apply(&o, opt, optarg, &rate_given)) {
+    if (opt == '?' || im__run_apply(&o, opt, optarg, &rate_given)) {
       fprintf(stderr, "see: infermeter run --help\n");
       return EXIT_USAGE;
     }
@@ -935,7 +226,7 @@ int im_cli_run(int argc, char **argv) {
   /* API key: never printed, never recorded. */
   char *api_key = NULL;
   if (o.api_key_file) {
-    if (!(api_key = read_key_file(o.api_key_file)))
+    if (!(api_key = im__run_read_key_file(o.api_key_file)))
       return EXIT_USAGE;
   } else if (getenv("INFERMETER_API_KEY") && *getenv("INFERMETER_API_KEY")) {
     api_key = strdup(getenv("INFERMETER_API_KEY"));
@@ -994,9 +285,9 @@ int im_cli_run(int argc, char **argv) {
   uint64_t planned = o.concurrency ? (o.requests ? o.requests : 0) : n_times;
   uint64_t planned_tokens = planned * ((uint64_t)o.input_len + o.output_len);
 
-  if (!is_loopback_url(url)) {
+  if (!im__run_is_loopback(url)) {
     char red[2048];
-    redact_url(url, red, sizeof red);
+    im__run_redact_url(url, red, sizeof red);
     if (planned)
       fprintf(stderr, "infermeter run: plan for %s: %" PRIu64 " requests, about %" PRIu64
                       " tokens (%u in + %u out each)\n", red, planned, planned_tokens,
@@ -1024,15 +315,15 @@ int im_cli_run(int argc, char **argv) {
   /* Discovery: the server's model list and version go into the manifest. */
   char err[256] = "";
   int64_t t_disc = im_now_ns();
-  long st = http_get_json(url, "/v1/models", api_key, o.insecure, &models, err, sizeof err);
+  long st = im__run_http_get_json(url, "/v1/models", api_key, o.insecure, &models, err, sizeof err);
   if (st == 0) {
     char red[2048];
-    redact_url(url, red, sizeof red);
+    im__run_redact_url(url, red, sizeof red);
     fprintf(stderr, "infermeter run: target %s unreachable: %s\n", red, err);
     rc = EXIT_UNREACHABLE;
     goto out;
   }
-  http_get_json(url, "/version", api_key, o.insecure, &version, err, sizeof err);
+  im__run_http_get_json(url, "/version", api_key, o.insecure, &version, err, sizeof err);
   double discovery_ms = (double)(im_now_ns() - t_disc) / 1e6;
   if (!model) {
     json_t *id = json_object_get(json_array_get(json_object_get(models, "data"), 0), "id");
@@ -1147,7 +438,7 @@ int im_cli_run(int argc, char **argv) {
   ocfg.interval_ns = o.scrape_interval_ns;
   ocfg.api_key = api_key;
   ocfg.insecure = o.insecure;
-  ocfg.sockstat = !o.no_sockstat && target_addr(url, &ocfg.target, &ocfg.target_len) == 0;
+  ocfg.sockstat = !o.no_sockstat && im__run_target_addr(url, &ocfg.target, &ocfg.target_len) == 0;
   ocfg.gpu = !o.no_gpu;
   char rpath[4200];
   snprintf(rpath, sizeof rpath, "%s/scrapes.prom", o.out_dir);
@@ -1241,7 +532,7 @@ int im_cli_run(int argc, char **argv) {
 
   root = json_object();
   json_object_set_new(root, "schema", json_string("infermeter/results/v1"));
-  json_t *manifest = manifest_json(&o, argc, argv, url, builtin, model, models, version,
+  json_t *manifest = im__run_manifest_json(&o, argc, argv, url, builtin, model, models, version,
                                    all.wall_start_ns, salt);
   json_object_set_new(manifest, "discovery_ms", json_real(discovery_ms));
   /* Record times are relative to this CLOCK_MONOTONIC instant; with it they

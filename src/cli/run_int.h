@@ -1,0 +1,91 @@
+/* Internals of `infermeter run`, shared by its files: run.c (the run),
+ * run_opts.c (options and help), run_target.c (talking to the target before
+ * the run, redaction, the manifest). Names carry the im__run_ prefix. */
+#ifndef IM_CLI_RUN_INT_H
+#define IM_CLI_RUN_INT_H
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/socket.h>
+
+#include "infermeter/sched.h"
+#include "infermeter/summary.h"
+#include "load/loader.h"
+
+#define MAX_TAGS 64
+#define MAX_HEADERS 32
+
+enum { EXIT_OK = 0, EXIT_USAGE = 1, EXIT_UNREACHABLE = 2, EXIT_INVALID = 3, EXIT_SLO = 99,
+       EXIT_INTERRUPTED = 130 };
+
+struct run_opts {
+  const char *url;
+  enum im_backend backend;
+  const char *model;
+  double rate, burstiness, rate_end;
+  enum im_sched_kind sched_kind;
+  uint32_t concurrency, max_concurrency, max_connections;
+  int64_t duration_ns;
+  uint64_t requests;
+  int64_t warmup_ns;
+  uint64_t warmup_requests;
+  int64_t grace_ns;
+  uint64_t seed;
+  bool seed_given;
+  const char *out_dir;
+  uint32_t input_len, output_len;
+  double range_ratio;
+  bool ignore_eos, ignore_eos_given;
+  double temperature, top_p;
+  struct im_summary_config scfg;
+  double slo_target;
+  const char *tags[MAX_TAGS];
+  size_t n_tags;
+  const char *headers[MAX_HEADERS + 1];
+  size_t n_headers;
+  uint32_t retries;
+  int64_t t_connect, t_ttft, t_idle, t_total;
+  uint64_t max_total_tokens;
+  bool yes, insecure, keepalive, http2, cache_salt, shared_cache, quiet, no_progress;
+  const char *api_key_file;
+  uint32_t threads;
+  const char *scrape[8];
+  size_t n_scrape;
+  bool no_scrape, no_sockstat, no_gpu;
+  const char *dcgm;
+  int64_t scrape_interval_ns;
+  double kv_residency_ref, bw_util_ref;
+  uint32_t prefix_groups, prefix_len;
+  double prefix_share;
+  double kv_bytes_per_token, gpu_memory;
+};
+
+struct json_t;
+
+/* run_opts.c */
+void im__run_usage(FILE *o);
+void im__run_opts_default(struct run_opts *o);
+extern const struct option im__run_options[];
+/* Applies one option; 0, or -1 after saying what is wrong. */
+int im__run_apply(struct run_opts *o, int opt, const char *arg, bool *rate_given);
+
+/* run_target.c */
+/* GET base+path: the HTTP status (0 when unreachable, err says why) and the
+ * body as JSON in *out (NULL when not JSON). */
+long im__run_http_get_json(const char *base, const char *path, const char *api_key, bool insecure,
+                           struct json_t **out, char *err, size_t err_len);
+bool im__run_is_loopback(const char *url);
+/* The URL without credentials, for outputs. */
+void im__run_redact_url(const char *url, char *out, size_t cap);
+/* The first line of the file, or NULL after saying why; caller frees. */
+char *im__run_read_key_file(const char *path);
+/* host:port of the URL, resolved once; 0 on success. */
+int im__run_target_addr(const char *url, struct sockaddr_storage *out, socklen_t *len);
+struct json_t *im__run_manifest_json(const struct run_opts *o, int argc, char **argv,
+                                     const char *url, bool builtin, const char *model,
+                                     struct json_t *models, struct json_t *version,
+                                     int64_t wall_start_ns, const char *salt);
+
+#endif

@@ -1,0 +1,409 @@
+/* Options and help of `infermeter run`. */
+#include <curl/curl.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <math.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/args.h"
+#include "cli/run_int.h"
+#include "im_version.h"
+#include "infermeter/buf.h"
+#include "infermeter/clock.h"
+
+void im__run_usage(FILE *o) {
+  fprintf(o,
+"usage: infermeter run [OPTIONS]\n"
+"\n"
+"Drives an open-loop (or closed-loop) load at an OpenAI-compatible server and\n"
+"records every request with microsecond token timing. Without --url it starts\n"
+"the built-in simulated server (infermeter serve, default profile) in-process\n"
+"on a free loopback port and tests that, with --ignore-eos.\n"
+"\n"
+"Target:\n"
+"  --url URL                 base URL of the server, e.g. http://10.0.0.5:8000\n"
+"  --backend NAME            openai-chat (default) or openai-completions\n"
+"  --model NAME              model to request (default: first id of /v1/models)\n"
+"  --api-key-file FILE       API key (else $INFERMETER_API_KEY, else $OPENAI_API_KEY);\n"
+"                            sent as Bearer, never written anywhere\n"
+"  --header 'K: V'           extra request header (repeatable)\n"
+"  --insecure                do not verify TLS certificates\n"
+"  --http2                   use HTTP/2 over TLS when the server offers it\n"
+"  --keepalive on|off        reuse connections (default on); off: a new\n"
+"                            connection per request, closed by the client\n"
+"  --max-connections N       cap on open connections (default: no cap)\n"
+"\n"
+"Schedule:\n"
+"  --rate R                  open loop, R requests/s (default 2)\n"
+"  --burstiness B            gamma-distributed gaps of shape B (1 = Poisson, the\n"
+"                            default; larger = smoother), as vLLM's --burstiness\n"
+"  --schedule KIND           poisson (default), gamma, constant, or ramp (with --rate-end)\n"
+"  --rate-end R              ramp: the rate at the end of --duration\n"
+"  --concurrency C           closed loop instead: C requests always in flight\n"
+"  --max-concurrency N       at most N in flight; the rest wait on the client (the\n"
+"                            wait is measured as queue_wait, never hidden)\n"
+"  --duration DUR            length of the schedule (default 30s)\n"
+"  --requests N              send N requests instead of a duration\n"
+"  --warmup DUR|N            warm-up inside the schedule: requests scheduled in the\n"
+"                            first DUR (default 5s), or the first N, are recorded as\n"
+"                            warmup and excluded from the figures\n"
+"  --grace DUR               after the last arrival, wait this long for requests in\n"
+"                            flight (default 10s); then they are recorded aborted\n"
+"  --seed N                  seed of the schedule and the prompts (default: random,\n"
+"                            recorded in results.json)\n"
+"  --threads N               event-loop threads (default 1)\n");
+  fprintf(o,
+"\n"
+"Workload (built-in synthetic prompts):\n"
+"  --input-len N             prompt tokens (default 1024)\n"
+"  --output-len N            max_tokens (default 128)\n"
+"  --range-ratio R           lengths uniform in [L(1-R), L(1+R)] (default 0)\n"
+"  --ignore-eos              send ignore_eos so every request generates exactly\n"
+"                            --output-len tokens (vLLM extension)\n"
+"  --temperature T, --top-p P  sampling parameters to send (default: not sent)\n"
+"  --prefix-groups N --prefix-len L --prefix-share F\n"
+"                            a share F of the prompts starts with one of N shared\n"
+"                            system prompts of L tokens (default: none shared)\n"
+"  --cache-salt              send vLLM's cache_salt with a per-run salt\n"
+"  --shared-cache            let this run hit a previous run's prefix cache (by\n"
+"                            default every prompt starts with a per-run salt)\n"
+"\n"
+"Limits and verdicts:\n"
+"  --slo ttft=500ms,tpot=50ms,e2el=10s   SLOs for goodput and the exit code\n"
+"  --slo-target P            an SLO passes when at least P of requests meet it\n"
+"                            (default 0.99)\n"
+"  --percentiles LIST        percentiles to report (default 50,90,95,99,99.9)\n"
+"  --retries N               retry failed attempts (429, 5xx, connect, reset before\n"
+"                            any token) with backoff and Retry-After (default 0)\n"
+"  --timeout connect=5s,ttft=60s,idle=30s,total=10m\n"
+"  --max-total-tokens N      refuse a plan above N tokens (prompt + output)\n"
+"  --yes                     start against a non-loopback target without asking\n"
+"\n"
+"Observers (METRICS.md §5; sampled on the run's clock, never fail the run):\n"
+"  --scrape URL              a /metrics page to sample (repeatable; default: the\n"
+"                            target's /metrics); --no-scrape: none\n"
+"  --scrape-interval DUR     sampling period (default 1s, at least 100ms)\n"
+"  --scrape-dcgm URL         a DCGM exporter's /metrics (GPU counters)\n"
+"  --no-sockstat             do not sample TCP states toward the target\n"
+"  --no-gpu                  do not read GPU counters through NVML\n"
+"  --kv-residency-ref F, --bw-util-ref F   reference lines (0.68, 0.78)\n"
+"  --kv-bytes-per-token N    KV bytes one GPU holds per token (DeepSeek-V3 MLA:\n"
+"                            70272), for KV residency\n"
+"  --gpu-memory SIZE         memory of one GPU (default: from NVML), e.g. 141G\n"
+"\n"
+"Output:\n"
+"  --out DIR                 results directory (default results/run-YYYYmmdd-HHMMSS):\n"
+"                            requests.jsonl (one line per attempt, written as each\n"
+"                            ends) and results.json\n"
+"  --tag key=value           declared server setting, e.g. torch_compile=on, tp=8\n"
+"                            (repeatable; recorded in the manifest)\n"
+"  --quiet                   no summary table;  --no-progress: no progress line\n"
+"\n"
+"Exit status: 130 interrupted, 2 target unreachable, 1 usage or configuration\n"
+"error, 3 client self-check INVALID, 99 an SLO failed, 0 otherwise.\n");
+}
+
+/* ---- option parsing ----------------------------------------------------- */
+
+/* Parses "name=DURATION,..." where every name is one of names[0..n). Sets
+ * out_ns[i] and seen[i] for each name given. Returns 0, or -1 after saying
+ * what is wrong with which part. */
+static int parse_durations(const char *flag, const char *arg, const char *const *names, size_t n,
+                           int64_t *out_ns, bool *seen) {
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", arg);
+  for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    char *eq = strchr(tok, '=');
+    int64_t ns;
+    if (!eq || im_parse_duration(eq + 1, &ns)) {
+      fprintf(stderr, "infermeter: %s: expected NAME=DURATION (e.g. %s=500ms), got '%s'\n", flag,
+              names[0], tok);
+      return -1;
+    }
+    *eq = '\0';
+    size_t i = 0;
+    while (i < n && strcmp(tok, names[i]))
+      i++;
+    if (i == n) {
+      fprintf(stderr, "infermeter: %s: unknown name '%s' (one of:", flag, tok);
+      for (size_t j = 0; j < n; j++)
+        fprintf(stderr, " %s", names[j]);
+      fprintf(stderr, ")\n");
+      return -1;
+    }
+    out_ns[i] = ns;
+    seen[i] = true;
+  }
+  return 0;
+}
+
+static int parse_slo(const char *arg, struct im_summary_config *c) {
+  static const char *const names[] = {"ttft", "tpot", "e2el"};
+  int64_t ns[3] = {0};
+  bool seen[3] = {false};
+  if (parse_durations("--slo", arg, names, 3, ns, seen))
+    return -1;
+  c->has_slo_ttft |= seen[0];
+  c->has_slo_tpot |= seen[1];
+  c->has_slo_e2el |= seen[2];
+  if (seen[0])
+    c->slo_ttft_ms = (double)ns[0] / 1e6;
+  if (seen[1])
+    c->slo_tpot_ms = (double)ns[1] / 1e6;
+  if (seen[2])
+    c->slo_e2el_ms = (double)ns[2] / 1e6;
+  return 0;
+}
+
+static int parse_timeouts(const char *arg, struct run_opts *o) {
+  static const char *const names[] = {"connect", "ttft", "idle", "total"};
+  int64_t ns[4] = {o->t_connect, o->t_ttft, o->t_idle, o->t_total};
+  bool seen[4] = {false};
+  if (parse_durations("--timeout", arg, names, 4, ns, seen))
+    return -1;
+  o->t_connect = ns[0];
+  o->t_ttft = ns[1];
+  o->t_idle = ns[2];
+  o->t_total = ns[3];
+  return 0;
+}
+
+static int parse_percentiles(const char *arg, struct im_summary_config *c) {
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", arg);
+  c->n_percentiles = 0;
+  for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    double p;
+    if (c->n_percentiles == IM_MAX_PERCENTILES) {
+      fprintf(stderr, "infermeter: --percentiles: at most %d\n", IM_MAX_PERCENTILES);
+      return -1;
+    }
+    if (im_arg_double("--percentiles", tok, 1e-9, 100, &p))
+      return -1;
+    c->percentiles[c->n_percentiles++] = p;
+  }
+  return c->n_percentiles ? 0 : -1;
+}
+
+enum {
+  O_URL = 256, O_BACKEND, O_MODEL, O_RATE, O_BURST, O_SCHED, O_RATE_END, O_CONC, O_MAXCONC,
+  O_MAXCONN, O_DURATION, O_REQUESTS, O_WARMUP, O_GRACE, O_SEED, O_OUT, O_INLEN, O_OUTLEN, O_RANGE,
+  O_IGNORE_EOS, O_TEMP, O_TOPP, O_SLO, O_SLO_TARGET, O_PCT, O_TAG, O_HEADER, O_RETRIES, O_TIMEOUT,
+  O_MAXTOK, O_YES, O_KEYFILE, O_INSECURE, O_KEEPALIVE, O_HTTP2, O_CACHE_SALT, O_SHARED, O_QUIET,
+  O_NOPROG, O_THREADS, O_SCRAPE, O_NOSCRAPE, O_SCRAPE_INT, O_DCGM, O_NOSOCK, O_NOGPU, O_KVREF,
+  O_BWREF, O_PGROUPS, O_PLEN, O_PSHARE, O_KVBPT, O_GPUMEM
+};
+
+const struct option im__run_options[] = {
+    {"url", required_argument, 0, O_URL}, {"backend", required_argument, 0, O_BACKEND},
+    {"model", required_argument, 0, O_MODEL}, {"rate", required_argument, 0, O_RATE},
+    {"burstiness", required_argument, 0, O_BURST}, {"schedule", required_argument, 0, O_SCHED},
+    {"rate-end", required_argument, 0, O_RATE_END}, {"concurrency", required_argument, 0, O_CONC},
+    {"max-concurrency", required_argument, 0, O_MAXCONC},
+    {"max-connections", required_argument, 0, O_MAXCONN},
+    {"duration", required_argument, 0, O_DURATION}, {"requests", required_argument, 0, O_REQUESTS},
+    {"warmup", required_argument, 0, O_WARMUP}, {"grace", required_argument, 0, O_GRACE},
+    {"seed", required_argument, 0, O_SEED}, {"out", required_argument, 0, O_OUT},
+    {"input-len", required_argument, 0, O_INLEN}, {"output-len", required_argument, 0, O_OUTLEN},
+    {"range-ratio", required_argument, 0, O_RANGE}, {"ignore-eos", no_argument, 0, O_IGNORE_EOS},
+    {"temperature", required_argument, 0, O_TEMP}, {"top-p", required_argument, 0, O_TOPP},
+    {"slo", required_argument, 0, O_SLO}, {"slo-target", required_argument, 0, O_SLO_TARGET},
+    {"percentiles", required_argument, 0, O_PCT}, {"tag", required_argument, 0, O_TAG},
+    {"header", required_argument, 0, O_HEADER}, {"retries", required_argument, 0, O_RETRIES},
+    {"timeout", required_argument, 0, O_TIMEOUT},
+    {"max-total-tokens", required_argument, 0, O_MAXTOK}, {"yes", no_argument, 0, O_YES},
+    {"api-key-file", required_argument, 0, O_KEYFILE}, {"insecure", no_argument, 0, O_INSECURE},
+    {"keepalive", required_argument, 0, O_KEEPALIVE}, {"http2", no_argument, 0, O_HTTP2},
+    {"cache-salt", no_argument, 0, O_CACHE_SALT}, {"shared-cache", no_argument, 0, O_SHARED},
+    {"quiet", no_argument, 0, O_QUIET}, {"no-progress", no_argument, 0, O_NOPROG},
+    {"threads", required_argument, 0, O_THREADS}, {"scrape", required_argument, 0, O_SCRAPE},
+    {"no-scrape", no_argument, 0, O_NOSCRAPE},
+    {"scrape-interval", required_argument, 0, O_SCRAPE_INT},
+    {"scrape-dcgm", required_argument, 0, O_DCGM}, {"no-sockstat", no_argument, 0, O_NOSOCK},
+    {"no-gpu", no_argument, 0, O_NOGPU}, {"kv-residency-ref", required_argument, 0, O_KVREF},
+    {"bw-util-ref", required_argument, 0, O_BWREF},
+    {"prefix-groups", required_argument, 0, O_PGROUPS},
+    {"prefix-len", required_argument, 0, O_PLEN},
+    {"prefix-share", required_argument, 0, O_PSHARE},
+    {"kv-bytes-per-token", required_argument, 0, O_KVBPT},
+    {"gpu-memory", required_argument, 0, O_GPUMEM}, {"help", no_argument, 0, 'h'},
+    {0, 0, 0, 0}};
+
+void im__run_opts_default(struct run_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->rate = 2.0;
+  o->burstiness = 1.0;
+  o->sched_kind = IM_SCHED_POISSON;
+  o->duration_ns = 30 * 1000000000LL;
+  o->warmup_ns = 5 * 1000000000LL;
+  o->grace_ns = 10 * 1000000000LL;
+  o->input_len = 1024;
+  o->output_len = 128;
+  o->temperature = NAN;
+  o->top_p = NAN;
+  o->slo_target = 0.99;
+  o->keepalive = true;
+  o->threads = 1;
+  o->t_connect = 5 * 1000000000LL;
+  o->t_ttft = 60 * 1000000000LL;
+  o->t_idle = 30 * 1000000000LL;
+  o->t_total = 600 * 1000000000LL;
+  o->scrape_interval_ns = 1000000000;
+  o->kv_residency_ref = 0.68; /* METRICS.md §9 reference lines */
+  o->bw_util_ref = 0.78;
+  static const double pct[] = {50, 90, 95, 99, 99.9};
+  memcpy(o->scfg.percentiles, pct, sizeof pct);
+  o->scfg.n_percentiles = 5;
+}
+
+int im__run_apply(struct run_opts *o, int opt, const char *arg, bool *rate_given) {
+  int64_t ns;
+  uint64_t u;
+  switch (opt) {
+  case O_URL: o->url = arg; return 0;
+  case O_BACKEND:
+    if (!strcmp(arg, "openai-chat"))
+      o->backend = IM_BACKEND_CHAT;
+    else if (!strcmp(arg, "openai-completions"))
+      o->backend = IM_BACKEND_COMPLETIONS;
+    else {
+      fprintf(stderr, "infermeter: --backend: expected openai-chat or openai-completions\n");
+      return -1;
+    }
+    return 0;
+  case O_MODEL: o->model = arg; return 0;
+  case O_RATE: *rate_given = true; return im_arg_double("--rate", arg, 1e-6, 1e7, &o->rate);
+  case O_BURST:
+    o->sched_kind = IM_SCHED_GAMMA;
+    return im_arg_double("--burstiness", arg, 1e-3, 1e6, &o->burstiness);
+  case O_SCHED:
+    if (!strcmp(arg, "poisson"))
+      o->sched_kind = IM_SCHED_POISSON;
+    else if (!strcmp(arg, "gamma"))
+      o->sched_kind = IM_SCHED_GAMMA;
+    else if (!strcmp(arg, "constant"))
+      o->sched_kind = IM_SCHED_CONSTANT;
+    else if (!strcmp(arg, "ramp"))
+      o->sched_kind = IM_SCHED_RAMP;
+    else {
+      fprintf(stderr, "infermeter: --schedule: expected poisson, gamma, constant or ramp\n");
+      return -1;
+    }
+    return 0;
+  case O_RATE_END: return im_arg_double("--rate-end", arg, 1e-6, 1e7, &o->rate_end);
+  case O_CONC: return im_arg_u32("--concurrency", arg, 1, 1000000, &o->concurrency);
+  case O_MAXCONC: return im_arg_u32("--max-concurrency", arg, 1, 1000000, &o->max_concurrency);
+  case O_MAXCONN: return im_arg_u32("--max-connections", arg, 1, 1000000, &o->max_connections);
+  case O_DURATION:
+    if (im_arg_duration("--duration", arg, &o->duration_ns) || o->duration_ns <= 0) {
+      if (o->duration_ns <= 0)
+        fprintf(stderr, "infermeter: --duration: must be positive\n");
+      return -1;
+    }
+    return 0;
+  case O_REQUESTS:
+    if (im_arg_u64("--requests", arg, &o->requests) || !o->requests) {
+      if (!o->requests)
+        fprintf(stderr, "infermeter: --requests: must be at least 1\n");
+      return -1;
+    }
+    return 0;
+  case O_WARMUP:
+    if (strspn(arg, "0123456789") == strlen(arg) && *arg) {
+      o->warmup_ns = 0;
+      return im_arg_u64("--warmup", arg, &o->warmup_requests);
+    }
+    o->warmup_requests = 0;
+    return im_arg_duration("--warmup", arg, &o->warmup_ns);
+  case O_GRACE: return im_arg_duration("--grace", arg, &o->grace_ns);
+  case O_SEED: o->seed_given = true; return im_arg_u64("--seed", arg, &o->seed);
+  case O_OUT: o->out_dir = arg; return 0;
+  case O_INLEN: return im_arg_u32("--input-len", arg, 1, 10000000, &o->input_len);
+  case O_OUTLEN: return im_arg_u32("--output-len", arg, 1, 10000000, &o->output_len);
+  case O_RANGE: return im_arg_double("--range-ratio", arg, 0, 0.999, &o->range_ratio);
+  case O_IGNORE_EOS: o->ignore_eos = o->ignore_eos_given = true; return 0;
+  case O_TEMP: return im_arg_double("--temperature", arg, 0, 2, &o->temperature);
+  case O_TOPP: return im_arg_double("--top-p", arg, 1e-9, 1, &o->top_p);
+  case O_SLO: return parse_slo(arg, &o->scfg);
+  case O_SLO_TARGET: return im_arg_double("--slo-target", arg, 0, 1, &o->slo_target);
+  case O_PCT: return parse_percentiles(arg, &o->scfg);
+  case O_TAG:
+    if (!strchr(arg, '=') || arg[0] == '=') {
+      fprintf(stderr, "infermeter: --tag: expected key=value, got '%s'\n", arg);
+      return -1;
+    }
+    if (o->n_tags == MAX_TAGS) {
+      fprintf(stderr, "infermeter: --tag: at most %d\n", MAX_TAGS);
+      return -1;
+    }
+    o->tags[o->n_tags++] = arg;
+    return 0;
+  case O_HEADER:
+    if (!strchr(arg, ':') || o->n_headers == MAX_HEADERS) {
+      fprintf(stderr, "infermeter: --header: expected 'Name: value' (at most %d)\n", MAX_HEADERS);
+      return -1;
+    }
+    o->headers[o->n_headers++] = arg;
+    return 0;
+  case O_RETRIES: return im_arg_u32("--retries", arg, 0, 100, &o->retries);
+  case O_TIMEOUT: return parse_timeouts(arg, o);
+  case O_MAXTOK: return im_arg_u64("--max-total-tokens", arg, &o->max_total_tokens);
+  case O_YES: o->yes = true; return 0;
+  case O_KEYFILE: o->api_key_file = arg; return 0;
+  case O_INSECURE: o->insecure = true; return 0;
+  case O_KEEPALIVE:
+    if (strcmp(arg, "on") && strcmp(arg, "off")) {
+      fprintf(stderr, "infermeter: --keepalive: expected on or off\n");
+      return -1;
+    }
+    o->keepalive = !strcmp(arg, "on");
+    return 0;
+  case O_HTTP2: o->http2 = true; return 0;
+  case O_CACHE_SALT: o->cache_salt = true; return 0;
+  case O_SHARED: o->shared_cache = true; return 0;
+  case O_QUIET: o->quiet = true; return 0;
+  case O_NOPROG: o->no_progress = true; return 0;
+  case O_THREADS: return im_arg_u32("--threads", arg, 1, 256, &o->threads);
+  case O_SCRAPE:
+    if (o->n_scrape == 8) {
+      fprintf(stderr, "infermeter: --scrape: at most 8 URLs\n");
+      return -1;
+    }
+    o->scrape[o->n_scrape++] = arg;
+    return 0;
+  case O_NOSCRAPE: o->no_scrape = true; return 0;
+  case O_SCRAPE_INT:
+    if (im_arg_duration("--scrape-interval", arg, &o->scrape_interval_ns) ||
+        o->scrape_interval_ns < 100000000) {
+      if (o->scrape_interval_ns < 100000000)
+        fprintf(stderr, "infermeter: --scrape-interval: at least 100ms\n");
+      return -1;
+    }
+    return 0;
+  case O_DCGM: o->dcgm = arg; return 0;
+  case O_NOSOCK: o->no_sockstat = true; return 0;
+  case O_NOGPU: o->no_gpu = true; return 0;
+  case O_KVREF: return im_arg_double("--kv-residency-ref", arg, 0, 1, &o->kv_residency_ref);
+  case O_BWREF: return im_arg_double("--bw-util-ref", arg, 0, 1, &o->bw_util_ref);
+  case O_PGROUPS: return im_arg_u32("--prefix-groups", arg, 0, 1000000, &o->prefix_groups);
+  case O_PLEN: return im_arg_u32("--prefix-len", arg, 0, 10000000, &o->prefix_len);
+  case O_PSHARE: return im_arg_double("--prefix-share", arg, 0, 1, &o->prefix_share);
+  case O_KVBPT: return im_arg_double("--kv-bytes-per-token", arg, 1, 1e9, &o->kv_bytes_per_token);
+  case O_GPUMEM:
+    if (im_arg_size("--gpu-memory", arg, &u))
+      return -1;
+    o->gpu_memory = (double)u;
+    return 0;
+  default: return -1;
+  }
+  (void)ns;
+  (void)u;
+}
+

@@ -1,0 +1,295 @@
+/* `infermeter run` and its target before the run: discovery, the API key,
+ * redaction of secrets, the manifest. */
+#include <curl/curl.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <math.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/args.h"
+#include "cli/run_int.h"
+#include "im_version.h"
+#include "infermeter/buf.h"
+#include "infermeter/clock.h"
+
+/* ---- target discovery ---------------------------------------------------- */
+
+struct fetch {
+  struct im_buf body;
+};
+
+static size_t fetch_write(char *d, size_t s, size_t n, void *ud) {
+  struct fetch *f = ud;
+  return im_buf_append(&f->body, d, s * n) == IM_OK ? s * n : 0;
+}
+
+/* GET base+path; returns the HTTP status (0 when unreachable) and the body
+ * parsed as JSON in *out (NULL when not JSON). */
+long im__run_http_get_json(const char *base, const char *path, const char *api_key, bool insecure,
+                          json_t **out, char *err, size_t err_len) {
+  *out = NULL;
+  struct fetch f;
+  im_buf_init(&f.body, 1u << 20);
+  char url[2048];
+  snprintf(url, sizeof url, "%s%s", base, path);
+  CURL *e = curl_easy_init();
+  if (!e)
+    return 0;
+  struct curl_slist *h = NULL;
+  char auth[4200];
+  if (api_key) {
+    snprintf(auth, sizeof auth, "Authorization: Bearer %s", api_key);
+    h = curl_slist_append(h, auth);
+  }
+  curl_easy_setopt(e, CURLOPT_URL, url);
+  curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
+  curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, fetch_write);
+  curl_easy_setopt(e, CURLOPT_WRITEDATA, &f);
+  curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 10000L);
+  curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+  if (insecure) {
+    curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
+    curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
+  }
+  long status = 0;
+  CURLcode rc = curl_easy_perform(e);
+  if (rc == CURLE_OK) {
+    curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+    if (f.body.len)
+      *out = json_loadb(f.body.data, f.body.len, 0, NULL);
+  } else {
+    snprintf(err, err_len, "%s", curl_easy_strerror(rc));
+  }
+  curl_easy_cleanup(e);
+  curl_slist_free_all(h);
+  im_buf_cleanup(&f.body);
+  return status;
+}
+
+bool im__run_is_loopback(const char *url) {
+  const char *p = strstr(url, "://");
+  p = p ? p + 3 : url;
+  const char *end = p + strcspn(p, "/?#");
+  const char *at = memchr(p, '@', (size_t)(end - p));
+  if (at)
+    p = at + 1;
+  return !strncmp(p, "127.", 4) || !strncmp(p, "localhost", 9) || !strncmp(p, "[::1]", 5);
+}
+
+/* The URL without credentials, for outputs. */
+void im__run_redact_url(const char *url, char *out, size_t cap) {
+  const char *scheme = strstr(url, "://");
+  const char *host = scheme ? scheme + 3 : url;
+  const char *end = host + strcspn(host, "/?#");
+  const char *at = memchr(host, '@', (size_t)(end - host));
+  if (at)
+    snprintf(out, cap, "%.*sREDACTED@%s", (int)(host - url), url, at + 1);
+  else
+    snprintf(out, cap, "%s", url);
+}
+
+static bool secret_header(const char *h) {
+  static const char *const words[] = {"auth", "key", "token", "secret", "cookie", "password"};
+  size_t n = strcspn(h, ":");
+  for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
+    size_t w = strlen(words[i]);
+    for (size_t j = 0; j + w <= n; j++)
+      if (!strncasecmp(h + j, words[i], w))
+        return true;
+  }
+  return false;
+}
+
+char *im__run_read_key_file(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    fprintf(stderr, "infermeter: --api-key-file: cannot read %s: %s\n", path, strerror(errno));
+    return NULL;
+  }
+  char buf[4096];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  buf[strcspn(buf, "\r\n")] = '\0';
+  if (!buf[0]) {
+    fprintf(stderr, "infermeter: --api-key-file: %s is empty\n", path);
+    return NULL;
+  }
+  return strdup(buf);
+}
+
+/* ---- manifest ------------------------------------------------------------ */
+
+static json_t *host_json(void) {
+  struct utsname u;
+  json_t *h = json_object();
+  if (uname(&u) == 0) {
+    json_object_set_new(h, "hostname", json_string(u.nodename));
+    json_object_set_new(h, "kernel", json_sprintf("%s %s", u.sysname, u.release));
+    json_object_set_new(h, "machine", json_string(u.machine));
+  }
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  char line[512];
+  while (f && fgets(line, sizeof line, f)) {
+    if (!strncmp(line, "model name", 10)) {
+      char *v = strchr(line, ':');
+      if (v) {
+        v += 2;
+        v[strcspn(v, "\n")] = '\0';
+        json_object_set_new(h, "cpu", json_string(v));
+      }
+      break;
+    }
+  }
+  if (f)
+    fclose(f);
+  json_object_set_new(h, "cpus", json_integer(sysconf(_SC_NPROCESSORS_ONLN)));
+  return h;
+}
+
+static json_t *command_line_json(int argc, char **argv) {
+  json_t *a = json_array();
+  for (int i = 0; i < argc; i++) {
+    const char *arg = argv[i];
+    char buf[2048];
+    if (i > 0 && !strcmp(argv[i - 1], "--header") && secret_header(arg)) {
+      snprintf(buf, sizeof buf, "%.*s: REDACTED", (int)strcspn(arg, ":"), arg);
+      arg = buf;
+    } else if (!strncmp(arg, "--header=", 9) && secret_header(arg + 9)) {
+      snprintf(buf, sizeof buf, "--header=%.*s: REDACTED", (int)strcspn(arg + 9, ":"), arg + 9);
+      arg = buf;
+    } else if (i > 0 && !strcmp(argv[i - 1], "--url")) {
+      im__run_redact_url(arg, buf, sizeof buf);
+      arg = buf;
+    }
+    json_array_append_new(a, json_string(arg));
+  }
+  return a;
+}
+
+static const char *sched_name(enum im_sched_kind k) {
+  return k == IM_SCHED_GAMMA ? "gamma" : k == IM_SCHED_CONSTANT ? "constant"
+         : k == IM_SCHED_RAMP ? "ramp" : "poisson";
+}
+
+json_t *im__run_manifest_json(const struct run_opts *o, int argc, char **argv, const char *url,
+                             bool builtin, const char *model, json_t *models, json_t *version,
+                             int64_t wall_start_ns, const char *salt) {
+  char ts[64], red[2048];
+  time_t secs = (time_t)(wall_start_ns / 1000000000);
+  struct tm tm;
+  gmtime_r(&secs, &tm);
+  strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  im__run_redact_url(url, red, sizeof red);
+  json_t *m = json_object();
+  json_object_set_new(m, "tool", json_string("infermeter"));
+  json_object_set_new(m, "version", json_string(IM_VERSION));
+  json_object_set_new(m, "git", json_string(IM_GIT_HASH));
+  json_object_set_new(m, "command_line", command_line_json(argc, argv));
+  json_object_set_new(m, "started_at", json_string(ts));
+  json_object_set_new(m, "seed", json_integer((json_int_t)o->seed));
+  json_object_set_new(m, "run_salt", json_string(salt));
+  json_object_set_new(m, "target", json_pack("{s:s, s:s, s:s, s:b}", "url", red, "backend",
+                                             o->backend == IM_BACKEND_CHAT ? "openai-chat"
+                                                                           : "openai-completions",
+                                             "model", model, "builtin_server", builtin));
+  json_object_set_new(m, "server", json_pack("{s:O?, s:O?}", "models", models, "version", version));
+  json_t *tags = json_object();
+  for (size_t i = 0; i < o->n_tags; i++) {
+    const char *eq = strchr(o->tags[i], '=');
+    char key[256];
+    snprintf(key, sizeof key, "%.*s", (int)(eq - o->tags[i]), o->tags[i]);
+    json_object_set_new(tags, key, json_string(eq + 1));
+  }
+  json_object_set_new(m, "tags", tags);
+  json_t *sched = json_object();
+  if (o->concurrency) {
+    json_object_set_new(sched, "kind", json_string("closed"));
+    json_object_set_new(sched, "concurrency", json_integer(o->concurrency));
+  } else {
+    json_object_set_new(sched, "kind", json_string(sched_name(o->sched_kind)));
+    json_object_set_new(sched, "rate", json_real(o->rate));
+    if (o->sched_kind == IM_SCHED_GAMMA)
+      json_object_set_new(sched, "burstiness", json_real(o->burstiness));
+    if (o->sched_kind == IM_SCHED_RAMP)
+      json_object_set_new(sched, "rate_end", json_real(o->rate_end));
+  }
+  json_object_set_new(sched, "duration_s", o->requests ? json_null() : json_real((double)o->duration_ns / 1e9));
+  json_object_set_new(sched, "requests", o->requests ? json_integer((json_int_t)o->requests) : json_null());
+  json_object_set_new(sched, "warmup_s", json_real((double)o->warmup_ns / 1e9));
+  json_object_set_new(sched, "warmup_requests", json_integer((json_int_t)o->warmup_requests));
+  json_object_set_new(sched, "grace_s", json_real((double)o->grace_ns / 1e9));
+  json_object_set_new(sched, "max_concurrency", o->max_concurrency ? json_integer(o->max_concurrency) : json_null());
+  json_object_set_new(sched, "threads", json_integer(o->threads));
+  json_object_set_new(m, "schedule", sched);
+  json_object_set_new(m, "workload",
+                      json_pack("{s:s, s:i, s:i, s:f, s:b, s:o, s:o, s:b}", "dataset", "synthetic",
+                                "input_len", (json_int_t)o->input_len, "output_len",
+                                (json_int_t)o->output_len, "range_ratio", o->range_ratio,
+                                "ignore_eos", o->ignore_eos,
+                                "temperature", isnan(o->temperature) ? json_null() : json_real(o->temperature),
+                                "top_p", isnan(o->top_p) ? json_null() : json_real(o->top_p),
+                                "shared_cache", o->shared_cache));
+  json_t *wl = json_object_get(m, "workload");
+  json_object_set_new(wl, "prefix_groups", json_integer(o->prefix_groups));
+  json_object_set_new(wl, "prefix_len", json_integer(o->prefix_len));
+  json_object_set_new(wl, "prefix_share", json_real(o->prefix_groups ? o->prefix_share : 0));
+  json_t *slo = json_object();
+  if (o->scfg.has_slo_ttft)
+    json_object_set_new(slo, "ttft_ms", json_real(o->scfg.slo_ttft_ms));
+  if (o->scfg.has_slo_tpot)
+    json_object_set_new(slo, "tpot_ms", json_real(o->scfg.slo_tpot_ms));
+  if (o->scfg.has_slo_e2el)
+    json_object_set_new(slo, "e2el_ms", json_real(o->scfg.slo_e2el_ms));
+  json_object_set_new(slo, "target", json_real(o->slo_target));
+  json_object_set_new(m, "slo", slo);
+  json_object_set_new(m, "host", host_json());
+  json_object_set_new(m, "client", json_pack("{s:s, s:i}", "libcurl", curl_version_info(CURLVERSION_NOW)->version,
+                                             "threads", (json_int_t)o->threads));
+  return m;
+}
+
+/* The target's address, for the TCP-state sampler: host and port of the URL,
+ * resolved once. Returns 0 on success. */
+int im__run_target_addr(const char *url, struct sockaddr_storage *out, socklen_t *len) {
+  const char *p = strstr(url, "://");
+  bool tls = !strncmp(url, "https", 5);
+  p = p ? p + 3 : url;
+  const char *end = p + strcspn(p, "/?#");
+  const char *at = memchr(p, '@', (size_t)(end - p));
+  if (at)
+    p = at + 1;
+  char host[256], port[16];
+  const char *colon;
+  if (*p == '[') {
+    const char *rb = memchr(p, ']', (size_t)(end - p));
+    if (!rb)
+      return -1;
+    snprintf(host, sizeof host, "%.*s", (int)(rb - p - 1), p + 1);
+    colon = rb + 1 < end && rb[1] == ':' ? rb + 1 : NULL;
+  } else {
+    colon = memchr(p, ':', (size_t)(end - p));
+    snprintf(host, sizeof host, "%.*s", (int)((colon ? colon : end) - p), p);
+  }
+  if (colon)
+    snprintf(port, sizeof port, "%.*s", (int)(end - colon - 1), colon + 1);
+  else
+    snprintf(port, sizeof port, "%s", tls ? "443" : "80");
+  struct addrinfo hints, *ai = NULL;
+  memset(&hints, 0, sizeof hints);
+  hints.ai_socktype = SOCK_STREAM;
+  if (getaddrinfo(host, port, &hints, &ai) != 0 || !ai)
+    return -1;
+  memcpy(out, ai->ai_addr, ai->ai_addrlen);
+  *len = ai->ai_addrlen;
+  freeaddrinfo(ai);
+  return 0;
+}
+
