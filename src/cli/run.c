@@ -24,6 +24,7 @@
 #include "cli/run_int.h"
 #include "im_version.h"
 #include "infermeter/clock.h"
+#include "infermeter/hist.h"
 #include "infermeter/log.h"
 #include "infermeter/rng.h"
 #include "infermeter/sched.h"
@@ -137,6 +138,40 @@ static double lag_p99_ms(const struct im_record *r, size_t n) {
   double p = k ? im_stats_pct_nearest(v, k, 0.99) : 0.0;
   free(v);
   return p;
+}
+
+/* HDR histograms (ns, 3 significant digits) of the latency metrics over
+ * successful measured attempts: they merge by adding counts, so threads,
+ * repeated runs and MPI ranks combine exactly (docs/results-schema.md). */
+static json_t *histograms_json(const struct im_record *recs, size_t n) {
+  enum { TTFT, TPOT, ITL, E2EL, N_H };
+  static const char *const names[N_H] = {"ttft_ns", "tpot_ns", "itl_ns", "e2el_ns"};
+  struct im_hist h[N_H];
+  json_t *out = json_object();
+  for (int i = 0; i < N_H; i++)
+    if (im_hist_init_default(&h[i]) != IM_OK) {
+      for (int j = 0; j < i; j++)
+        im_hist_cleanup(&h[j]);
+      return out;
+    }
+  for (size_t i = 0; i < n; i++) {
+    const struct im_record *r = &recs[i];
+    if (r->kind != IM_KIND_MEASURED || r->error != IM_EC_NONE || r->t_first < 0)
+      continue;
+    (void)im_hist_record(&h[TTFT], r->t_first - r->t_start);
+    (void)im_hist_record(&h[E2EL], r->t_last - r->t_start);
+    if (r->output_tokens >= 2)
+      (void)im_hist_record(&h[TPOT], (r->t_last - r->t_first) / (int64_t)(r->output_tokens - 1));
+    for (uint32_t k = 1; k < r->n_chunks; k++)
+      (void)im_hist_record(&h[ITL], ((int64_t)r->chunk_us[k] - (int64_t)r->chunk_us[k - 1]) * 1000);
+  }
+  for (int i = 0; i < N_H; i++) {
+    json_t *j = NULL;
+    if (im_hist_to_json(&h[i], &j) == IM_OK)
+      json_object_set_new(out, names[i], j);
+    im_hist_cleanup(&h[i]);
+  }
+  return out;
 }
 
 static int write_results(const char *dir, json_t *root) {
@@ -576,6 +611,7 @@ int im_cli_run(int argc, char **argv) {
     if (im_observer_json(obs, &octx, metrics, series) != IM_OK)
       im_warn("out of memory writing the observers' figures");
   }
+  json_object_set_new(metrics, "histograms", histograms_json(all.records, all.n_records));
   /* The generator's own samples, per thread. */
   json_t *self = json_array();
   for (uint32_t k = 0; k < o.threads; k++) {

@@ -38,6 +38,9 @@ check_eq "every chunk received after it was written, and within 50 ms" \
      '($t | map({key: .id, value: .t}) | from_entries) as $w
       | [$c[] | . as $r | [range(0; $r.t|length)] | map($r.t[.] - $w[$r.id][.])[]
          | . >= -1000 and . < 50000000] | all')" true
+check_eq "HDR histogram holds every success" "$(jq '.metrics.histograms.ttft_ns.count' "$R")" "$ok_measured"
+check_eq "its exact minimum is the records' minimum TTFT" "$(jq '.metrics.histograms.ttft_ns.min' "$R")" \
+  "$(jq -s '[.[] | select(.kind=="measured" and .error==null) | .t_first - .t_start] | min' "$J")"
 check "vLLM keys present" jq -e '.summary | has("mean_ttft_ms") and has("p99_itl_ms") and has("request_throughput") and has("output_throughput")' "$R"
 check "client check recorded" jq -e '.audit.client_check.verdict | test("VALID|INVALID")' "$R"
 # Every figure is recomputable from requests.jsonl: the self-check's p99.
