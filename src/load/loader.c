@@ -1,6 +1,6 @@
 /* The load engine (see loader.h). Reasons for the non-obvious choices are
  * given where they are made. */
-#include "load/loader.h"
+#include "load/loader_int.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -22,73 +22,6 @@
 #include "infermeter/rng.h"
 #include "infermeter/sse.h"
 
-#define ERRBODY_MAX 4096
-
-struct loader;
-
-struct attempt {
-  struct im_record rec;
-  struct loader *L;
-  struct attempt *prev, *next;   /* active list, or a queue */
-  CURL *easy;
-  struct curl_slist *hdrs;
-  struct im_req_spec spec;       /* owned; kept for retries */
-  uint64_t index;                /* workload index of the logical request */
-  struct im_sse sse;
-  struct im_buf body;
-  size_t body_off;
-  struct im_buf errbody;
-  int64_t last_chunk;            /* run-relative ns */
-  int64_t usage_completion;      /* last continuous usage count, -1 none */
-  int retry_after_s;
-  bool saw_done, error_event, malformed, usage_seen;
-  bool in_multi;
-  uint32_t slot;                 /* closed loop */
-};
-
-struct loader {
-  const struct im_load_config *cfg;
-  int ep, tfd_sched, tfd_curl;
-  CURLM *multi;
-  int64_t t0;
-  struct im_rng rng;
-  uint64_t next_id;
-  size_t next_arrival;           /* open loop */
-  uint64_t closed_started;
-  struct attempt *active;        /* in the multi handle */
-  uint32_t inflight;
-  struct attempt *queue_head, *queue_tail; /* waiting for --max-concurrency */
-  uint32_t queued;
-  struct attempt *retries;       /* pending retries, sorted by t_sched */
-  struct attempt *due_head, *due_tail; /* closed-loop arrivals to dispatch now */
-  bool stop_dispatch;
-  int64_t stop_t;                /* run-relative time dispatching stopped */
-  int64_t grace_deadline;        /* run-relative; INT64_MAX until known */
-  bool aborting;
-  struct im_oai_chunk chunk;
-  struct im_buf line;
-  uint64_t *port_conn;           /* local port -> connection id */
-  uint64_t next_conn;
-  struct im_load_result *res;
-  size_t cap_records;
-  uint64_t done, errors;
-  struct im_hist ttft_hist;
-  int64_t next_progress;
-  int64_t prev_progress_t;       /* for the current (not cumulative) rate */
-  int64_t next_sample_t;         /* self-monitoring, every second */
-  double sample_cpu_s;
-  double lag_max_ns;
-  size_t cap_samples;
-  uint64_t prev_progress_done;
-  enum im_err fatal;
-  /* Requests prepared ahead, for consecutive global indexes starting at
-   * pre_first: building a prompt costs tens of µs and must never sit
-   * between an arrival's due time and its send. */
-  struct attempt **pre;
-  size_t pre_cap, pre_head, pre_n;
-  uint64_t pre_first;            /* global index of the ring's head */
-  uint64_t pre_local_next;       /* local index of the next one to prepare */
-};
 
 void im_load_config_default(struct im_load_config *cfg) {
   memset(cfg, 0, sizeof *cfg);
@@ -110,7 +43,6 @@ void im_req_spec_cleanup(struct im_req_spec *s) {
   s->prompt = NULL;
 }
 
-static int64_t rel_now(const struct loader *L) { return im_now_ns() - L->t0; }
 
 /* ---- timers ------------------------------------------------------------- */
 
@@ -188,147 +120,6 @@ static int on_curl_timer(CURLM *m, long timeout_ms, void *userp) {
   return 0;
 }
 
-/* ---- request building --------------------------------------------------- */
-
-static enum im_err build_body(const struct loader *L, const struct im_req_spec *s,
-                              struct im_buf *b) {
-  const struct im_load_config *c = L->cfg;
-  enum im_err err = im_buf_puts(b, "{\"model\":\"");
-  if (!err)
-    err = im_buf_json_escape(b, c->model ? c->model : "", c->model ? strlen(c->model) : 0);
-  if (!err)
-    err = im_buf_puts(b, c->backend == IM_BACKEND_CHAT
-                             ? "\",\"messages\":[{\"role\":\"user\",\"content\":\""
-                             : "\",\"prompt\":\"");
-  if (!err)
-    err = im_buf_json_escape(b, s->prompt, s->prompt_len);
-  if (!err)
-    err = im_buf_puts(b, c->backend == IM_BACKEND_CHAT ? "\"}]" : "\"");
-  if (!err)
-    err = im_buf_printf(b,
-                        ",\"max_tokens\":%u,\"stream\":true,\"stream_options\":"
-                        "{\"include_usage\":true%s}",
-                        s->max_tokens, c->continuous_usage ? ",\"continuous_usage_stats\":true" : "");
-  if (!err && s->ignore_eos)
-    err = im_buf_puts(b, ",\"ignore_eos\":true");
-  if (!err && !isnan(s->temperature))
-    err = im_buf_printf(b, ",\"temperature\":%.17g", s->temperature);
-  if (!err && !isnan(s->top_p))
-    err = im_buf_printf(b, ",\"top_p\":%.17g", s->top_p);
-  if (!err && c->cache_salt) {
-    err = im_buf_puts(b, ",\"cache_salt\":\"");
-    if (!err)
-      err = im_buf_json_escape(b, c->cache_salt, strlen(c->cache_salt));
-    if (!err)
-      err = im_buf_puts(b, "\"");
-  }
-  if (!err)
-    err = im_buf_puts(b, "}");
-  return err;
-}
-
-/* ---- response handling -------------------------------------------------- */
-
-static enum im_err on_sse_event(void *ud, const struct im_sse_event *ev) {
-  struct attempt *a = ud;
-  struct loader *L = a->L;
-  struct im_record *r = &a->rec;
-  if (ev->kind == IM_SSE_COMMENT) {
-    r->keepalives++;
-    return IM_OK;
-  }
-  if (im_oai_chunk_decode(&L->chunk, ev->data, ev->data_len) != IM_OK) {
-    a->malformed = true;
-    return IM_OK;
-  }
-  const struct im_oai_chunk *c = &L->chunk;
-  if (c->kind == IM_OAI_DONE) {
-    a->saw_done = true;
-    return IM_OK;
-  }
-  if (c->kind == IM_OAI_ERROR) {
-    a->error_event = true;
-    return IM_OK;
-  }
-  if (c->has_usage) {
-    const struct im_oai_usage *u = &c->usage;
-    a->usage_seen = true;
-    if (u->prompt_tokens >= 0)
-      r->prompt_tokens = (uint32_t)u->prompt_tokens;
-    if (u->completion_tokens >= 0)
-      r->output_tokens = (uint32_t)u->completion_tokens;
-    if (u->cached_tokens >= 0)
-      r->cached_tokens = (uint32_t)u->cached_tokens;
-    else if (u->cache_hit_tokens >= 0)
-      r->cached_tokens = (uint32_t)u->cache_hit_tokens;
-    if (u->reasoning_tokens >= 0)
-      r->reasoning_tokens = (uint32_t)u->reasoning_tokens;
-  }
-  if (c->has_timings && c->timings.cache_n >= 0)
-    r->cached_tokens = (uint32_t)c->timings.cache_n;
-  if (c->finish_reason.ptr) {
-    size_t n = c->finish_reason.len < sizeof r->finish_reason - 1 ? c->finish_reason.len
-                                                                  : sizeof r->finish_reason - 1;
-    memcpy(r->finish_reason, c->finish_reason.ptr, n);
-    r->finish_reason[n] = '\0';
-  }
-  if (c->cls != IM_OAI_TOKENS)
-    return IM_OK;
-  /* Tokens in this chunk: the growth of continuous usage when the server
-   * sends it, else 1 (a count from the text needs the real tokenizer). */
-  uint32_t n = 1;
-  if (c->has_usage && c->usage.completion_tokens >= 0) {
-    int64_t delta = c->usage.completion_tokens - (a->usage_completion < 0 ? 0 : a->usage_completion);
-    n = delta > 0 ? (uint32_t)delta : 1;
-    a->usage_completion = c->usage.completion_tokens;
-  }
-  int64_t t = a->last_chunk; /* the arrival time of this read, set by on_write */
-  if (r->t_first < 0)
-    r->t_first = t;
-  if (r->t_answer < 0 && (c->content.len || c->text.len))
-    r->t_answer = t;
-  r->t_last = t;
-  return im_record_add_chunk(r, t, n);
-}
-
-static size_t on_write(char *data, size_t size, size_t n, void *ud) {
-  struct attempt *a = ud;
-  size_t len = size * n;
-  /* One clock read per received buffer: every event in it arrived then. */
-  int64_t now = rel_now(a->L);
-  if (a->rec.http_status != 200) {
-    size_t room = ERRBODY_MAX - a->errbody.len;
-    if (room && im_buf_append(&a->errbody, data, len < room ? len : room))
-      return 0;
-    return len;
-  }
-  a->last_chunk = now;
-  if (im_sse_feed(&a->sse, data, len) != IM_OK) {
-    a->malformed = true;
-    return 0; /* aborts the transfer: CURLE_WRITE_ERROR */
-  }
-  return len;
-}
-
-static size_t on_header(char *data, size_t size, size_t n, void *ud) {
-  struct attempt *a = ud;
-  size_t len = size * n;
-  if (len > 5 && memcmp(data, "HTTP/", 5) == 0) {
-    const char *sp = memchr(data, ' ', len);
-    if (sp && sp + 4 <= data + len) {
-      int code = (sp[1] - '0') * 100 + (sp[2] - '0') * 10 + (sp[3] - '0');
-      if (code >= 200 || a->rec.t_hdr < 0) {
-        a->rec.http_status = code;
-        if (a->rec.t_hdr < 0)
-          a->rec.t_hdr = rel_now(a->L);
-      }
-    }
-  } else if (len > 12 && strncasecmp(data, "retry-after:", 12) == 0) {
-    a->retry_after_s = atoi(data + 12);
-  }
-  return len;
-}
-
 /* ---- attempts ----------------------------------------------------------- */
 
 static void attempt_free(struct attempt *a) {
@@ -357,7 +148,7 @@ static struct attempt *attempt_new(struct loader *L) {
   a->usage_completion = -1;
   im_buf_init(&a->body, 64u << 20);
   im_buf_init(&a->errbody, ERRBODY_MAX);
-  im_sse_init(&a->sse, NULL, on_sse_event, a);
+  im_sse_init(&a->sse, NULL, im__load_on_sse_event, a);
   return a;
 }
 
@@ -402,106 +193,9 @@ static struct attempt *queue_pop(struct attempt **h, struct attempt **t) {
   return a;
 }
 
-static struct curl_slist *add_header(struct curl_slist *l, const char *h, bool *ok) {
-  struct curl_slist *n = curl_slist_append(l, h);
-  if (!n) {
-    *ok = false;
-    return l;
-  }
-  return n;
-}
-
-/* Builds an attempt's HTTP request (body, headers, easy handle) without
- * sending it: done ahead of time, off the dispatch path. */
-static enum im_err build_http(struct loader *L, struct attempt *a) {
-  const struct im_load_config *c = L->cfg;
-  struct im_record *r = &a->rec;
-  char line[256];
-  bool ok = true;
-  curl_slist_free_all(a->hdrs); /* a build that failed half-way may be retried */
-  a->hdrs = NULL;
-  if (a->spec.prompt) { /* a retry arrives with its body already built */
-    im_buf_reset(&a->body);
-    if (build_body(L, &a->spec, &a->body))
-      return IM_NOMEM;
-    /* The body holds the prompt now; the text itself would double the
-     * memory of every stream in flight. */
-    im_req_spec_cleanup(&a->spec);
-  }
-  r->content_hash = im_fnv1a64(a->body.data, a->body.len);
-  a->easy = curl_easy_init();
-  if (!a->easy)
-    return IM_NOMEM;
-  snprintf(r->request_id, sizeof r->request_id, "im-%s-%" PRIu64, c->run_salt ? c->run_salt : "0",
-           r->id);
-  a->hdrs = add_header(NULL, "Content-Type: application/json", &ok);
-  a->hdrs = add_header(a->hdrs, "Accept: text/event-stream", &ok);
-  /* No Expect: 100-continue round trip on large prompts. */
-  a->hdrs = add_header(a->hdrs, "Expect:", &ok);
-  snprintf(line, sizeof line, "X-Request-Id: %s", r->request_id);
-  a->hdrs = add_header(a->hdrs, line, &ok);
-  /* W3C trace context: version 00, a trace id per logical request, a span
-   * id per attempt, sampled. */
-  snprintf(line, sizeof line, "traceparent: 00-%016" PRIx64 "%016" PRIx64 "-%016" PRIx64 "-01",
-           im_mix64(L->t0 ^ 0x7472616365ULL), im_mix64(r->logical_id) | 1, im_mix64(r->id ^ L->t0) | 1);
-  a->hdrs = add_header(a->hdrs, line, &ok);
-  if (c->api_key) {
-    struct im_buf auth;
-    im_buf_init(&auth, 8192);
-    if (im_buf_printf(&auth, "Authorization: Bearer %s", c->api_key) == IM_OK)
-      a->hdrs = add_header(a->hdrs, auth.data, &ok);
-    else
-      ok = false;
-    im_buf_cleanup(&auth);
-  }
-  for (const char *const *h = c->headers; h && *h; h++)
-    a->hdrs = add_header(a->hdrs, *h, &ok);
-  if (!ok)
-    return IM_NOMEM;
-  const char *path = c->backend == IM_BACKEND_CHAT ? "/v1/chat/completions" : "/v1/completions";
-  struct im_buf url;
-  im_buf_init(&url, 8192);
-  if (im_buf_printf(&url, "%s%s", c->base_url, path)) {
-    im_buf_cleanup(&url);
-    return IM_NOMEM;
-  }
-  CURL *e = a->easy;
-  curl_easy_setopt(e, CURLOPT_URL, url.data);
-  im_buf_cleanup(&url);
-  curl_easy_setopt(e, CURLOPT_POST, 1L);
-  /* The body goes out from our buffer with the head (no read callback, so
-   * libcurl allocates no upload buffer per transfer). */
-  curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)a->body.len);
-  curl_easy_setopt(e, CURLOPT_POSTFIELDS, a->body.data);
-  curl_easy_setopt(e, CURLOPT_HTTPHEADER, a->hdrs);
-  curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
-  curl_easy_setopt(e, CURLOPT_WRITEDATA, a);
-  curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
-  curl_easy_setopt(e, CURLOPT_HEADERDATA, a);
-  curl_easy_setopt(e, CURLOPT_PRIVATE, a);
-  curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
-  /* SSE events are a few hundred bytes: a 4 KiB receive buffer (libcurl's
-   * default is 16 KiB) keeps 10,000 streams within memory. */
-  curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 4096L);
-  curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)(c->timeout_connect_ns / 1000000));
-  curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)(c->timeout_total_ns / 1000000));
-  curl_easy_setopt(e, CURLOPT_HTTP_VERSION,
-                   c->http2 ? (long)CURL_HTTP_VERSION_2TLS : (long)CURL_HTTP_VERSION_1_1);
-  if (c->insecure) {
-    curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
-    curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
-  }
-  if (!c->keepalive)
-    curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
-  return IM_OK;
-}
-
-/* Hands an attempt to libcurl, building it first if it was not prepared;
- * t_start is now. */
 static enum im_err start_http(struct loader *L, struct attempt *a) {
   struct im_record *r = &a->rec;
-  enum im_err err = a->easy ? IM_OK : build_http(L, a);
+  enum im_err err = a->easy ? IM_OK : im__load_build_http(L, a);
   if (err)
     return err;
   r->t_start = rel_now(L);
@@ -587,7 +281,7 @@ static bool prepare_one(struct loader *L) {
   struct attempt *a = new_request(L, index);
   if (!a)
     return false;
-  if (build_http(L, a) != IM_OK && a->easy) {
+  if (im__load_build_http(L, a) != IM_OK && a->easy) {
     curl_easy_cleanup(a->easy);
     a->easy = NULL;
   }
@@ -640,66 +334,6 @@ static void dispatch_new(struct loader *L, uint64_t index, int64_t t_sched, uint
 }
 
 /* ---- completion --------------------------------------------------------- */
-
-static enum im_errclass classify(struct attempt *a, CURLcode res) {
-  struct im_record *r = &a->rec;
-  if (r->error != IM_EC_NONE)
-    return r->error; /* set by our own timeouts or an abort */
-  switch (res) {
-  case CURLE_OK:
-    break;
-  case CURLE_COULDNT_CONNECT:
-  case CURLE_COULDNT_RESOLVE_HOST:
-  case CURLE_COULDNT_RESOLVE_PROXY:
-  case CURLE_SSL_CONNECT_ERROR:
-  case CURLE_PEER_FAILED_VERIFICATION:
-    return IM_EC_CONNECT;
-  case CURLE_OPERATION_TIMEDOUT:
-    return r->t_send < 0 ? IM_EC_TIMEOUT_CONNECT : IM_EC_TIMEOUT_TOTAL;
-  case CURLE_RECV_ERROR:
-  case CURLE_SEND_ERROR:
-    return r->t_hdr < 0 && r->t_send < 0 ? IM_EC_CONNECT : IM_EC_RESET;
-  case CURLE_PARTIAL_FILE:
-  case CURLE_GOT_NOTHING:
-    return IM_EC_TRUNCATED;
-  case CURLE_WRITE_ERROR:
-    return IM_EC_MALFORMED;
-  default:
-    return r->t_hdr < 0 ? IM_EC_CONNECT : IM_EC_TRUNCATED;
-  }
-  int st = r->http_status;
-  if (st == 429)
-    return IM_EC_HTTP_429;
-  if (st >= 500)
-    return IM_EC_HTTP_5XX;
-  if (st != 200)
-    return IM_EC_HTTP_4XX;
-  if (a->error_event)
-    return IM_EC_ERROR_EVENT;
-  if (a->malformed)
-    return IM_EC_MALFORMED;
-  if (!strcmp(r->finish_reason, "insufficient_system_resource"))
-    return IM_EC_INSUFFICIENT;
-  if (!a->saw_done)
-    return IM_EC_TRUNCATED;
-  return IM_EC_NONE;
-}
-
-static bool retryable(enum im_errclass e) {
-  switch (e) {
-  case IM_EC_CONNECT:
-  case IM_EC_TIMEOUT_CONNECT:
-  case IM_EC_HTTP_429:
-  case IM_EC_HTTP_5XX:
-  case IM_EC_RESET:
-  case IM_EC_TRUNCATED:
-  case IM_EC_ERROR_EVENT:
-  case IM_EC_INSUFFICIENT:
-    return true;
-  default:
-    return false;
-  }
-}
 
 static void store_record(struct loader *L, struct im_record *r) {
   struct im_load_result *res = L->res;
@@ -821,7 +455,7 @@ static void finish_attempt(struct loader *L, struct attempt *a, CURLcode res) {
     }
   }
   r->t_end = now;
-  r->error = classify(a, res);
+  r->error = im__load_classify(a, res);
   if (r->n_chunks && a->usage_seen && r->output_tokens) {
     r->output_source = IM_COUNT_USAGE;
   } else if (r->n_chunks) {
@@ -844,7 +478,7 @@ static void finish_attempt(struct loader *L, struct attempt *a, CURLcode res) {
       (void)im_hist_record(&L->ttft_hist, r->t_first - r->t_start);
   }
   /* A stream that already delivered tokens is never retried (METRICS.md §1). */
-  bool retry = retryable(r->error) && r->n_chunks == 0 && r->attempt <= L->cfg->retries &&
+  bool retry = im__load_retryable(r->error) && r->n_chunks == 0 && r->attempt <= L->cfg->retries &&
                !L->res->interrupted && !L->aborting;
   store_record(L, r);
   uint32_t slot = a->slot;

@@ -1,0 +1,99 @@
+/* Internals of the load engine shared by loader.c (the loop, the schedule,
+ * completions) and loader_http.c (building requests, reading responses).
+ * Names carry the im__load_ prefix. */
+#ifndef IM_LOAD_LOADER_INT_H
+#define IM_LOAD_LOADER_INT_H
+
+#include <curl/curl.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "infermeter/buf.h"
+#include "infermeter/clock.h"
+#include "infermeter/hist.h"
+#include "infermeter/oai_chunk.h"
+#include "infermeter/rng.h"
+#include "infermeter/sse.h"
+#include "load/loader.h"
+
+#define ERRBODY_MAX 4096
+
+struct loader;
+
+struct attempt {
+  struct im_record rec;
+  struct loader *L;
+  struct attempt *prev, *next;   /* active list, or a queue */
+  CURL *easy;
+  struct curl_slist *hdrs;
+  struct im_req_spec spec;       /* owned; kept for retries */
+  uint64_t index;                /* workload index of the logical request */
+  struct im_sse sse;
+  struct im_buf body;
+  size_t body_off;
+  struct im_buf errbody;
+  int64_t last_chunk;            /* run-relative ns */
+  int64_t usage_completion;      /* last continuous usage count, -1 none */
+  int retry_after_s;
+  bool saw_done, error_event, malformed, usage_seen;
+  bool in_multi;
+  uint32_t slot;                 /* closed loop */
+};
+
+struct loader {
+  const struct im_load_config *cfg;
+  int ep, tfd_sched, tfd_curl;
+  CURLM *multi;
+  int64_t t0;
+  struct im_rng rng;
+  uint64_t next_id;
+  size_t next_arrival;           /* open loop */
+  uint64_t closed_started;
+  struct attempt *active;        /* in the multi handle */
+  uint32_t inflight;
+  struct attempt *queue_head, *queue_tail; /* waiting for --max-concurrency */
+  uint32_t queued;
+  struct attempt *retries;       /* pending retries, sorted by t_sched */
+  struct attempt *due_head, *due_tail; /* closed-loop arrivals to dispatch now */
+  bool stop_dispatch;
+  int64_t stop_t;                /* run-relative time dispatching stopped */
+  int64_t grace_deadline;        /* run-relative; INT64_MAX until known */
+  bool aborting;
+  struct im_oai_chunk chunk;
+  struct im_buf line;
+  uint64_t *port_conn;           /* local port -> connection id */
+  uint64_t next_conn;
+  struct im_load_result *res;
+  size_t cap_records;
+  uint64_t done, errors;
+  struct im_hist ttft_hist;
+  int64_t next_progress;
+  int64_t prev_progress_t;       /* for the current (not cumulative) rate */
+  int64_t next_sample_t;         /* self-monitoring, every second */
+  double sample_cpu_s;
+  double lag_max_ns;
+  size_t cap_samples;
+  uint64_t prev_progress_done;
+  enum im_err fatal;
+  /* Requests prepared ahead, for consecutive global indexes starting at
+   * pre_first: building a prompt costs tens of µs and must never sit
+   * between an arrival's due time and its send. */
+  struct attempt **pre;
+  size_t pre_cap, pre_head, pre_n;
+  uint64_t pre_first;            /* global index of the ring's head */
+  uint64_t pre_local_next;       /* local index of the next one to prepare */
+};
+
+static inline int64_t rel_now(const struct loader *L) { return im_now_ns() - L->t0; }
+
+/* loader_http.c */
+/* Builds an attempt's request (body, headers, easy handle) without sending. */
+enum im_err im__load_build_http(struct loader *L, struct attempt *a);
+/* The error class of an ended attempt (IM_EC_NONE: success). */
+enum im_errclass im__load_classify(struct attempt *a, CURLcode res);
+/* The SSE parser's callback: one event of an attempt's stream (ud). */
+enum im_err im__load_on_sse_event(void *ud, const struct im_sse_event *ev);
+/* Whether a failure of this class may be retried (before any token). */
+bool im__load_retryable(enum im_errclass e);
+
+#endif
