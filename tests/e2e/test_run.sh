@@ -130,6 +130,19 @@ check_eq "interrupted run exits 130" $? 130
 check_ge "finished records kept" "$(wc -l <"$TMP/c/requests.jsonl")" 3
 check "results.json written and marked interrupted" jq -e '.manifest.interrupted == true' "$TMP/c/results.json"
 check "every kept line parses" jq -e . "$TMP/c/requests.jsonl"
+# A second signal aborts what is still in flight (recorded as aborted).
+"$BIN" run --url "$BASE" --concurrency 2 --duration 60s --warmup 0 --grace 60s --input-len 16 \
+  --output-len 100000 --ignore-eos --no-progress --quiet --out "$TMP/c2" &
+pid=$!
+for _ in $(seq 1 400); do # round trips through the server, not sleeps
+  [ "$(metric vllm:num_requests_running)" = 2 ] && break
+done
+kill -INT $pid
+kill -INT $pid
+wait $pid
+check_eq "second Ctrl-C: exit 130" $? 130
+check_eq "second Ctrl-C: in-flight requests recorded aborted" \
+  "$(jq -s '[.[] | select(.kind=="aborted" and .error=="aborted")] | length' "$TMP/c2/requests.jsonl")" 2
 stop_server
 
 # --- a server that freezes mid-run: the closed loop still ends at
