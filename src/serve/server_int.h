@@ -86,7 +86,6 @@ struct im_server {
   bool stopping;
   struct im_buf scratch, frame;
   char readbuf[65536];
-  int64_t sweep_period_ns;
 };
 
 /* server.c */

@@ -72,10 +72,6 @@ void im_sim_metrics_request(struct im_sim_metrics *m, const struct im_seq *s, en
   im_prom_hist_observe(&m->hist[IM_H_DECODE], (double)(s->t_end - s->t_first_token) * 1e-9);
 }
 
-struct family {
-  const char *name, *type, *help;
-};
-
 static enum im_err gauge(struct im_buf *b, const char *name, const char *help, const char *labels,
                          double v) {
   enum im_err err = im_prom_family(b, name, "gauge", help);
