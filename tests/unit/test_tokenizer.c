@@ -91,7 +91,7 @@ static void test_fixture(void) {
   /* Round trips over many mixed strings. */
   static const char *const frag[] = {"hello", " world", "12", "345", " ", "  ", "\r\n", "\n",
                                      "<|bos|>", "<|eot|>", "\xE4\xB8\xAD", "\xF0\x9F\x98\x80",
-                                     "'s", "!?", "\t", "Ünïcode", "x9", "<|"};
+                                     "'s", "!?", "\t", "Ünïcode", "x9", "<|", "\xC3", "\xFF"};
   uint64_t r = 42;
   for (int iter = 0; iter < 500; iter++) {
     char text[256];
@@ -207,6 +207,68 @@ static void test_split_behaviors(void) {
   check_split("Isolated", true, "a-b", IDS(0, 2, 1));
 }
 
+/* A byte-level vocab (no merges) with a DeepSeek-V3-like pre-tokenizer: a
+ * Sequence of Splits (digits, CJK ranges, a word/punctuation regex with a
+ * lookahead) then ByteLevel without its regex. With no merges every byte is
+ * one token, so the checks are that PCRE2 takes these patterns, counts, and
+ * round trips, including invalid UTF-8 and add_prefix_space. */
+static void test_deepseek_style(bool prefix_space) {
+  static char json[16384];
+  size_t o = 0;
+  int n_map = 0;
+  o += (size_t)snprintf(json + o, sizeof json - o, "{\"model\":{\"type\":\"BPE\",\"vocab\":{");
+  for (int b = 0; b < 256; b++) {
+    bool printable = (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || b >= 0xae;
+    int cp = printable ? b : 256 + n_map++;
+    char ch[4];
+    if (cp < 0x80 && (cp == '"' || cp == '\\'))
+      snprintf(ch, sizeof ch, "\\%c", cp);
+    else if (cp < 0x80)
+      snprintf(ch, sizeof ch, "%c", cp);
+    else
+      snprintf(ch, sizeof ch, "%c%c", 0xc0 | (cp >> 6), 0x80 | (cp & 0x3f));
+    o += (size_t)snprintf(json + o, sizeof json - o, "%s\"%s\":%d", b ? "," : "", ch, b);
+  }
+  o += (size_t)snprintf(
+      json + o, sizeof json - o,
+      "},\"merges\":[]},\"decoder\":{\"type\":\"ByteLevel\"},\"pre_tokenizer\":{\"type\":\"Sequence\","
+      "\"pretokenizers\":[{\"type\":\"Split\",\"pattern\":{\"Regex\":\"\\\\p{N}{1,3}\"},"
+      "\"behavior\":\"Isolated\",\"invert\":false},{\"type\":\"Split\",\"pattern\":{\"Regex\":"
+      "\"[\xE4\xB8\x80-\xE9\xBE\xA5\xE3\x81\x80-\xE3\x82\x9F]+\"},\"behavior\":\"Isolated\"},"
+      "{\"type\":\"Split\",\"pattern\":{\"Regex\":\"[^\\\\r\\\\n\\\\p{L}\\\\p{P}\\\\p{S}]?[\\\\p{L}"
+      "\\\\p{M}]+| ?[\\\\p{P}\\\\p{S}]+[\\\\r\\\\n]*|\\\\s*[\\\\r\\\\n]+|\\\\s+(?!\\\\S)|\\\\s+\"},"
+      "\"behavior\":\"Isolated\",\"invert\":false},{\"type\":\"ByteLevel\",\"add_prefix_space\":%s,"
+      "\"trim_offsets\":true,\"use_regex\":false}]}}",
+      prefix_space ? "true" : "false");
+  struct im_tok *tok = NULL;
+  char msg[256];
+  CHECK_OK(load_str(json, &tok, msg, sizeof msg));
+  if (!tok) {
+    fprintf(stderr, "  %s\n", msg);
+    return;
+  }
+  static const char *const texts[] = {
+      "Hello, world! 12345 \xE4\xB8\xAD\xE6\x96\x87\xE3\x81\x82 caf\xC3\xA9\r\n\r\n  x",
+      "\xF0\x9F\x98\x80\xF0\x9F\x98\x80 ok", "bad \xFF\xFE utf8 \xC3", "  lead", "\t\n"};
+  for (size_t i = 0; i < sizeof texts / sizeof *texts; i++) {
+    size_t len = strlen(texts[i]), n = 0;
+    uint32_t ids[128];
+    CHECK_OK(im_tok_encode(tok, texts[i], len, ids, 128, &n));
+    struct im_buf b;
+    im_buf_init(&b, 0);
+    CHECK_OK(im_tok_decode(tok, ids, n, &b));
+    if (!prefix_space) {
+      CHECK_EQ(n, len);
+      CHECK(b.len == len && memcmp(b.data, texts[i], len) == 0);
+    } else {
+      CHECK(n >= len); /* a space before every piece that lacks one */
+      CHECK_EQ(ids[0], ' ');
+    }
+    im_buf_cleanup(&b);
+  }
+  im_tok_free(tok);
+}
+
 static void test_model_options(void) {
   struct im_tok *tok = NULL;
   char msg[256];
@@ -318,6 +380,8 @@ static void test_malformed(void) {
 int main(void) {
   test_fixture();
   test_split_behaviors();
+  test_deepseek_style(false);
+  test_deepseek_style(true);
   test_model_options();
   test_malformed();
   return CHECK_DONE();
