@@ -20,11 +20,31 @@
 #define TEXT_BYTES (4u << 20)
 #define PASSES 5
 
-static const char *const words[] = {
-    "the", "hello", "world", "load", "tester", "measures", "latency", "of", "an",
-    "inference", "server", "under", "1234", "requests,", "while", "tokens", "stream",
-    "back.", "\xE4\xB8\xAD\xE6\x96\x87", "\xF0\x9F\x98\x80", "\n\n", "x86_64", "GPU",
-    "throughput", "p99"};
+static const char *const words[] = {"the",
+                                    "hello",
+                                    "world",
+                                    "load",
+                                    "tester",
+                                    "measures",
+                                    "latency",
+                                    "of",
+                                    "an",
+                                    "inference",
+                                    "server",
+                                    "under",
+                                    "1234",
+                                    "requests,",
+                                    "while",
+                                    "tokens",
+                                    "stream",
+                                    "back.",
+                                    "\xE4\xB8\xAD\xE6\x96\x87",
+                                    "\xF0\x9F\x98\x80",
+                                    "\n\n",
+                                    "x86_64",
+                                    "GPU",
+                                    "throughput",
+                                    "p99"};
 
 int main(int argc, char **argv) {
   const char *path = argc > 1 ? argv[1] : "tests/fixtures/tokenizer/tiny_bytelevel.json";

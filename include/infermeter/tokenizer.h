@@ -37,8 +37,7 @@ struct im_tok;
  * 'BertNormalizer' is not supported". Returns IM_IO (cannot read), IM_LIMIT
  * (file over 256 MiB), IM_PARSE (malformed JSON or tokenizer), IM_UNSUPPORTED
  * (a valid component this module does not implement) or IM_NOMEM. */
-enum im_err im_tok_load(const char *path, struct im_tok **out, char *msg,
-                        size_t msg_len) IM_WUR;
+enum im_err im_tok_load(const char *path, struct im_tok **out, char *msg, size_t msg_len) IM_WUR;
 
 /* Frees a tokenizer; NULL is a no-op. */
 void im_tok_free(struct im_tok *tok);
@@ -47,12 +46,11 @@ void im_tok_free(struct im_tok *tok);
  * ids into ids (ids may be NULL: count only) and sets *n_out to the total
  * number of tokens, so *n_out > max_ids means the ids were cut. Returns
  * IM_OK, IM_LIMIT (len over 1 GiB), IM_NOMEM or IM_INVAL (NULL tok). */
-enum im_err im_tok_encode(struct im_tok *tok, const char *text, size_t len,
-                          uint32_t *ids, size_t max_ids, size_t *n_out) IM_WUR;
+enum im_err im_tok_encode(struct im_tok *tok, const char *text, size_t len, uint32_t *ids,
+                          size_t max_ids, size_t *n_out) IM_WUR;
 
 /* Number of tokens of text[0..len) (im_tok_encode with ids NULL). */
-enum im_err im_tok_count(struct im_tok *tok, const char *text, size_t len,
-                         size_t *n_out) IM_WUR;
+enum im_err im_tok_count(struct im_tok *tok, const char *text, size_t len, size_t *n_out) IM_WUR;
 
 /* Appends the bytes of ids[0..n) to out. Added tokens are written as their
  * content; byte-fallback tokens <0xNN> as their byte. The output is raw bytes

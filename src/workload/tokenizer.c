@@ -39,14 +39,19 @@ struct step {
   bool prefix_space; /* ByteLevel */
 };
 
-struct str { uint32_t off, len; }; /* into tok->arena; len NO_ID: none */
+struct str {
+  uint32_t off, len;
+}; /* into tok->arena; len NO_ID: none */
 
 struct added {
   uint32_t off, len, id;
   bool lstrip, rstrip;
 };
 
-struct merge_slot { uint64_t key; uint32_t rank, id; }; /* rank NO_ID: empty */
+struct merge_slot {
+  uint64_t key;
+  uint32_t rank, id;
+}; /* rank NO_ID: empty */
 
 struct cache_slot {
   uint64_t hash;
@@ -55,10 +60,22 @@ struct cache_slot {
   uint32_t *ids;
 };
 
-struct piece { size_t off, len; };
-struct seg { size_t off, len; bool match; };
-struct sym { uint32_t id; int32_t prev, next; bool alive; };
-struct cand { uint32_t rank; int32_t pos, right; };
+struct piece {
+  size_t off, len;
+};
+struct seg {
+  size_t off, len;
+  bool match;
+};
+struct sym {
+  uint32_t id;
+  int32_t prev, next;
+  bool alive;
+};
+struct cand {
+  uint32_t rank;
+  int32_t pos, right;
+};
 
 struct im_tok {
   char *arena;
@@ -211,8 +228,8 @@ static enum im_err load_vocab(struct im_tok *t, json_t *vocab, json_t *added, co
     if (!json_is_integer(id) || json_integer_value(id) < 0 ||
         json_integer_value(id) >= (json_int_t)TOK_MAX_ID ||
         !json_is_string(json_object_get(v, "content")))
-      return fail(msg, ml, IM_PARSE, "%s: added_tokens[%zu]: needs an integer id and a content string",
-                  path, i);
+      return fail(msg, ml, IM_PARSE,
+                  "%s: added_tokens[%zu]: needs an integer id and a content string", path, i);
     if ((uint32_t)json_integer_value(id) + 1 > max_id)
       max_id = (uint32_t)json_integer_value(id) + 1;
   }
@@ -265,8 +282,9 @@ static enum im_err load_merges(struct im_tok *t, json_t *merges, const char *pat
       a = json_string_value(m);
       const char *sp = strchr(a, ' ');
       if (!sp || strchr(sp + 1, ' ')) {
-        err = fail(msg, ml, IM_PARSE, "%s: model.merges[%zu]: '%s' is not two tokens separated by one space",
-                   path, i, a);
+        err = fail(msg, ml, IM_PARSE,
+                   "%s: model.merges[%zu]: '%s' is not two tokens separated by one space", path, i,
+                   a);
         goto out;
       }
       al = (size_t)(sp - a);
@@ -279,7 +297,8 @@ static enum im_err load_merges(struct im_tok *t, json_t *merges, const char *pat
       al = strlen(a);
       bl = strlen(b);
     } else {
-      err = fail(msg, ml, IM_PARSE, "%s: model.merges[%zu]: expected \"a b\" or [\"a\", \"b\"]", path, i);
+      err = fail(msg, ml, IM_PARSE, "%s: model.merges[%zu]: expected \"a b\" or [\"a\", \"b\"]",
+                 path, i);
       goto out;
     }
     uint32_t ia = vocab_get(t, a, al), ib = vocab_get(t, b, bl);
@@ -289,9 +308,12 @@ static enum im_err load_merges(struct im_tok *t, json_t *merges, const char *pat
     memcpy(cat + al, b, bl);
     uint32_t ic = vocab_get(t, cat, al + bl);
     if (ia == NO_ID || ib == NO_ID || ic == NO_ID) {
-      err = fail(msg, ml, IM_PARSE, "%s: model.merges[%zu]: '%.*s' + '%.*s': %s is not in the vocab",
-                 path, i, (int)al, a, (int)bl, b,
-                 ia == NO_ID ? "the first token" : ib == NO_ID ? "the second token" : "the merged token");
+      err =
+          fail(msg, ml, IM_PARSE, "%s: model.merges[%zu]: '%.*s' + '%.*s': %s is not in the vocab",
+               path, i, (int)al, a, (int)bl, b,
+               ia == NO_ID   ? "the first token"
+               : ib == NO_ID ? "the second token"
+                             : "the merged token");
       goto out;
     }
     uint64_t key = ((uint64_t)ia << 32) | ib;
@@ -328,15 +350,15 @@ static enum im_err load_added(struct im_tok *t, json_t *added, const char *path,
     size_t n = json_string_length(json_object_get(v, "content"));
     uint32_t id = (uint32_t)json_integer_value(json_object_get(v, "id")), off;
     if (json_is_true(json_object_get(v, "single_word")))
-      return fail(msg, ml, IM_UNSUPPORTED, "%s: added_tokens[%zu] ('%s'): single_word is not supported",
-                  path, i, c);
+      return fail(msg, ml, IM_UNSUPPORTED,
+                  "%s: added_tokens[%zu] ('%s'): single_word is not supported", path, i, c);
     if (n == 0)
       return fail(msg, ml, IM_PARSE, "%s: added_tokens[%zu]: empty content", path, i);
     if (!arena_add(t, c, n, &off))
       return IM_NOMEM;
-    t->added[t->n_added++] = (struct added){off, (uint32_t)n, id,
-                                            json_is_true(json_object_get(v, "lstrip")),
-                                            json_is_true(json_object_get(v, "rstrip"))};
+    t->added[t->n_added++] =
+        (struct added){off, (uint32_t)n, id, json_is_true(json_object_get(v, "lstrip")),
+                       json_is_true(json_object_get(v, "rstrip"))};
     t->dec[id] = (struct str){off, (uint32_t)n};
     t->dec_kind[id] = 2;
   }
@@ -362,8 +384,8 @@ static enum im_err compile_re(struct step *st, const char *pat, size_t n, const 
   if (!st->re) {
     PCRE2_UCHAR eb[160];
     pcre2_get_error_message(ec, eb, sizeof eb);
-    return fail(msg, ml, IM_PARSE, "%s: %s: regex error at offset %zu: %s", path, where,
-                (size_t)eo, (char *)eb);
+    return fail(msg, ml, IM_PARSE, "%s: %s: regex error at offset %zu: %s", path, where, (size_t)eo,
+                (char *)eb);
   }
   (void)pcre2_jit_compile(st->re, PCRE2_JIT_COMPLETE); /* falls back to the interpreter */
   st->md = pcre2_match_data_create_from_pattern(st->re, NULL);
@@ -384,7 +406,8 @@ static enum im_err add_pretok(struct im_tok *t, json_t *p, const char *path, cha
     json_t *arr = json_object_get(p, "pretokenizers"), *e;
     size_t i;
     if (!json_is_array(arr))
-      return fail(msg, ml, IM_PARSE, "%s: pre_tokenizer Sequence without a pretokenizers array", path);
+      return fail(msg, ml, IM_PARSE, "%s: pre_tokenizer Sequence without a pretokenizers array",
+                  path);
     json_array_foreach(arr, i, e) {
       enum im_err err = add_pretok(t, e, path, msg, ml, cap);
       if (err)
@@ -411,12 +434,13 @@ static enum im_err add_pretok(struct im_tok *t, json_t *p, const char *path, cha
     return IM_OK;
   }
   if (strcmp(type, "Split") != 0)
-    return fail(msg, ml, IM_UNSUPPORTED, "%s: pre_tokenizer type '%s' is not supported", path, type);
+    return fail(msg, ml, IM_UNSUPPORTED, "%s: pre_tokenizer type '%s' is not supported", path,
+                type);
   st->kind = STEP_SPLIT;
   json_t *pat = json_object_get(p, "pattern");
   const char *beh = json_string_value(json_object_get(p, "behavior"));
-  static const char *const names[] = {"Removed", "Isolated", "MergedWithPrevious",
-                                      "MergedWithNext", "Contiguous"};
+  static const char *const names[] = {"Removed", "Isolated", "MergedWithPrevious", "MergedWithNext",
+                                      "Contiguous"};
   size_t b = 0;
   while (beh && b < 5 && strcmp(beh, names[b]) != 0)
     b++;
@@ -430,7 +454,8 @@ static enum im_err add_pretok(struct im_tok *t, json_t *p, const char *path, cha
     return compile_re(st, json_string_value(re), json_string_length(re), path,
                       "pre_tokenizer Split pattern", msg, ml);
   if (!json_is_string(lit))
-    return fail(msg, ml, IM_PARSE, "%s: pre_tokenizer Split: pattern must be {\"Regex\": ...} or {\"String\": ...}",
+    return fail(msg, ml, IM_PARSE,
+                "%s: pre_tokenizer Split: pattern must be {\"Regex\": ...} or {\"String\": ...}",
                 path);
   st->lit_len = json_string_length(lit);
   st->lit = malloc(st->lit_len + 1);
@@ -447,11 +472,13 @@ static enum im_err load_model(struct im_tok *t, json_t *root, const char *path, 
     return fail(msg, ml, IM_PARSE, "%s: no \"model\" object", path);
   const char *type = json_string_value(json_object_get(model, "type"));
   if (type && strcmp(type, "BPE") != 0)
-    return fail(msg, ml, IM_UNSUPPORTED, "%s: model type '%s' is not supported (only BPE)", path, type);
+    return fail(msg, ml, IM_UNSUPPORTED, "%s: model type '%s' is not supported (only BPE)", path,
+                type);
   json_t *vocab = json_object_get(model, "vocab"), *merges = json_object_get(model, "merges");
   json_t *added = json_object_get(root, "added_tokens");
   if (!json_is_object(vocab) || !json_is_array(merges))
-    return fail(msg, ml, IM_PARSE, "%s: model BPE needs a \"vocab\" object and a \"merges\" array", path);
+    return fail(msg, ml, IM_PARSE, "%s: model BPE needs a \"vocab\" object and a \"merges\" array",
+                path);
   if (added && !json_is_null(added) && !json_is_array(added))
     return fail(msg, ml, IM_PARSE, "%s: \"added_tokens\" is not an array", path);
   static const char *const unsup[] = {"continuing_subword_prefix", "end_of_word_suffix"};
@@ -598,7 +625,9 @@ void im_tok_free(struct im_tok *t) {
   free(t);
 }
 
-size_t im_tok_vocab_size(const struct im_tok *t) { return t ? t->n_ids : 0; }
+size_t im_tok_vocab_size(const struct im_tok *t) {
+  return t ? t->n_ids : 0;
+}
 
 enum im_err im_tok_token_id(const struct im_tok *t, const char *s, size_t len, uint32_t *id) {
   if (!t || !s || !id)
@@ -957,7 +986,9 @@ static enum im_err encode_plain(struct im_tok *t, const char *s, size_t n, struc
   return IM_OK;
 }
 
-static bool is_ws(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+static bool is_ws(char c) {
+  return c == ' ' || (c >= '\t' && c <= '\r');
+}
 
 enum im_err im_tok_encode(struct im_tok *t, const char *text, size_t len, uint32_t *ids,
                           size_t max_ids, size_t *n_out) {
@@ -1004,7 +1035,10 @@ enum im_err im_tok_count(struct im_tok *t, const char *text, size_t len, size_t 
 /* ---- decoding --------------------------------------------------------- */
 
 static int hexval(char c) {
-  return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+  return c >= '0' && c <= '9'   ? c - '0'
+         : c >= 'A' && c <= 'F' ? c - 'A' + 10
+         : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                : -1;
 }
 
 /* Byte-level token string back to bytes; false if a character is outside
@@ -1053,7 +1087,8 @@ enum im_err im_tok_decode(const struct im_tok *t, const uint32_t *ids, size_t n,
     if (t->dec_kind[id] == 3) {
       char byte = (char)(hexval(s[3]) * 16 + hexval(s[4]));
       err = im_buf_append(out, &byte, 1);
-    } else if (t->dec_kind[id] == 1 && t->dec_bytelevel && unmap_bytes(t, s, len, out, false, &err)) {
+    } else if (t->dec_kind[id] == 1 && t->dec_bytelevel &&
+               unmap_bytes(t, s, len, out, false, &err)) {
       unmap_bytes(t, s, len, out, true, &err);
     } else {
       err = im_buf_append(out, s, len);

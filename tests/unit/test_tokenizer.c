@@ -89,9 +89,11 @@ static void test_fixture(void) {
   im_buf_cleanup(&b);
 
   /* Round trips over many mixed strings. */
-  static const char *const frag[] = {"hello", " world", "12", "345", " ", "  ", "\r\n", "\n",
+  static const char *const frag[] = {"hello",   " world",  "12",           "345",
+                                     " ",       "  ",      "\r\n",         "\n",
                                      "<|bos|>", "<|eot|>", "\xE4\xB8\xAD", "\xF0\x9F\x98\x80",
-                                     "'s", "!?", "\t", "Ünïcode", "x9", "<|", "\xC3", "\xFF"};
+                                     "'s",      "!?",      "\t",           "Ünïcode",
+                                     "x9",      "<|",      "\xC3",         "\xFF"};
   uint64_t r = 42;
   for (int iter = 0; iter < 500; iter++) {
     char text[256];
@@ -231,7 +233,8 @@ static void test_deepseek_style(bool prefix_space) {
   }
   o += (size_t)snprintf(
       json + o, sizeof json - o,
-      "},\"merges\":[]},\"decoder\":{\"type\":\"ByteLevel\"},\"pre_tokenizer\":{\"type\":\"Sequence\","
+      "},\"merges\":[]},\"decoder\":{\"type\":\"ByteLevel\"},\"pre_tokenizer\":{\"type\":"
+      "\"Sequence\","
       "\"pretokenizers\":[{\"type\":\"Split\",\"pattern\":{\"Regex\":\"\\\\p{N}{1,3}\"},"
       "\"behavior\":\"Isolated\",\"invert\":false},{\"type\":\"Split\",\"pattern\":{\"Regex\":"
       "\"[\xE4\xB8\x80-\xE9\xBE\xA5\xE3\x81\x80-\xE3\x82\x9F]+\"},\"behavior\":\"Isolated\"},"
@@ -291,7 +294,10 @@ static void test_model_options(void) {
     CHECK_OK(im_tok_decode(tok, ids, n, &b));
     CHECK_STR(b.data, "ab\xC3\xA9");
     im_buf_cleanup(&b);
-    CHECK_OK(im_tok_encode(tok, T("ab\xE2\x82\xAC\xE2\x82\xAC" "a"), ids, 16, &n));
+    CHECK_OK(im_tok_encode(tok,
+                           T("ab\xE2\x82\xAC\xE2\x82\xAC"
+                             "a"),
+                           ids, 16, &n));
     CHECK_EQ(n, 3);
     CHECK_EQ(ids[1], 5);
     CHECK_EQ(ids[2], 0);
@@ -336,23 +342,27 @@ static void test_model_options(void) {
 }
 
 static void test_malformed(void) {
-  const char *m = "\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":1,\"ab\":2},\"merges\":[\"a b\"]}";
+  const char *m =
+      "\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":1,\"ab\":2},\"merges\":[\"a b\"]}";
   char json[1024];
   check_load_fails("{\"normalizer\":null}", IM_PARSE, "model");
   check_load_fails("{\"model\":{\"type\":\"BPE\",\"vocab\":{}}}", IM_PARSE, "merges");
-  check_load_fails("{\"model\":{\"type\":\"WordPiece\",\"vocab\":{}}}", IM_UNSUPPORTED, "WordPiece");
+  check_load_fails("{\"model\":{\"type\":\"WordPiece\",\"vocab\":{}}}", IM_UNSUPPORTED,
+                   "WordPiece");
   check_load_fails("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[\"a c\"]}}",
                    IM_PARSE, "merges[0]");
   check_load_fails("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[\"aa\"]}}",
                    IM_PARSE, "merges[0]");
   check_load_fails("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[[\"a\"]]}}",
                    IM_PARSE, "merges[0]");
-  check_load_fails("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":-1},\"merges\":[]}}",
-                   IM_PARSE, "vocab");
+  check_load_fails("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":-1},\"merges\":[]}}", IM_PARSE,
+                   "vocab");
   snprintf(json, sizeof json, "{%s,\"pre_tokenizer\":{\"type\":\"Whitespace\"}}", m);
   check_load_fails(json, IM_UNSUPPORTED, "pre_tokenizer type 'Whitespace'");
-  snprintf(json, sizeof json,
-           "{%s,\"pre_tokenizer\":{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"Digits\"}]}}", m);
+  snprintf(
+      json, sizeof json,
+      "{%s,\"pre_tokenizer\":{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"Digits\"}]}}",
+      m);
   check_load_fails(json, IM_UNSUPPORTED, "Digits");
   snprintf(json, sizeof json, "{%s,\"normalizer\":{\"type\":\"BertNormalizer\"}}", m);
   check_load_fails(json, IM_UNSUPPORTED, "normalizer type 'BertNormalizer' is not supported");
@@ -363,16 +373,19 @@ static void test_malformed(void) {
   check_load_fails(json, IM_UNSUPPORTED, "decoder type 'Metaspace'");
   snprintf(json, sizeof json,
            "{%s,\"pre_tokenizer\":{\"type\":\"Split\",\"pattern\":{\"Regex\":\"(\"},"
-           "\"behavior\":\"Isolated\"}}", m);
+           "\"behavior\":\"Isolated\"}}",
+           m);
   check_load_fails(json, IM_PARSE, "regex");
   snprintf(json, sizeof json,
            "{%s,\"pre_tokenizer\":{\"type\":\"Split\",\"pattern\":{\"String\":\"x\"},"
-           "\"behavior\":\"Sideways\"}}", m);
+           "\"behavior\":\"Sideways\"}}",
+           m);
   check_load_fails(json, IM_UNSUPPORTED, "Sideways");
   check_load_fails("{\"model\": [1, 2", IM_PARSE, ":1");
   struct im_tok *tok = NULL;
   char msg[256];
-  CHECK_EQ(im_tok_load("tests/fixtures/tokenizer/does_not_exist.json", &tok, msg, sizeof msg), IM_IO);
+  CHECK_EQ(im_tok_load("tests/fixtures/tokenizer/does_not_exist.json", &tok, msg, sizeof msg),
+           IM_IO);
   CHECK(strstr(msg, "does_not_exist.json") != NULL);
   im_tok_free(NULL);
 }
