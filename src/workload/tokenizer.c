@@ -835,17 +835,26 @@ static bool push_piece(struct piece **v, size_t *n, size_t *cap, size_t off, siz
   return true;
 }
 
-/* Cuts piece p into match / non-match segments covering it. */
-static size_t find_segs(struct im_tok *t, const struct step *st, struct piece p, bool *ok) {
+/* Cuts piece p into match / non-match segments covering it. Sets *err
+ * (IM_NOMEM, or IM_LIMIT when PCRE2 hits a match or JIT stack limit: a
+ * silently different cut would give wrong counts) and returns 0 on failure. */
+static size_t find_segs(struct im_tok *t, const struct step *st, struct piece p, enum im_err *err) {
   const char *s = t->work + p.off;
   size_t ns = 0, prev = 0, pos = 0;
-  *ok = false;
+  *err = IM_NOMEM;
   while (pos < p.len) {
     size_t ms, me;
     if (st->re) {
       int rc = pcre2_match(st->re, (PCRE2_SPTR)s, p.len, pos, 0, st->md, NULL);
-      if (rc < 0)
+      /* Without PCRE2_MATCH_INVALID_UTF (PCRE2 < 10.34) invalid UTF-8
+       * reports an error: the rest of the piece is then left unmatched. */
+      if (rc == PCRE2_ERROR_NOMATCH || rc == PCRE2_ERROR_BADUTFOFFSET ||
+          (rc <= PCRE2_ERROR_UTF8_ERR1 && rc >= PCRE2_ERROR_UTF8_ERR21))
         break;
+      if (rc < 0) {
+        *err = IM_LIMIT;
+        return 0;
+      }
       PCRE2_SIZE *ov = pcre2_get_ovector_pointer(st->md);
       ms = ov[0];
       me = ov[1];
@@ -873,7 +882,7 @@ static size_t find_segs(struct im_tok *t, const struct step *st, struct piece p,
     return 0;
   if (prev < p.len)
     t->segs[ns++] = (struct seg){p.off + prev, p.len - prev, st->invert};
-  *ok = true;
+  *err = IM_OK;
   return ns;
 }
 
@@ -943,10 +952,10 @@ static enum im_err run_step(struct im_tok *t, const struct step *st) {
         return IM_NOMEM;
       continue;
     }
-    bool ok;
-    size_t ns = find_segs(t, st, p, &ok);
-    if (!ok)
-      return IM_NOMEM;
+    enum im_err err;
+    size_t ns = find_segs(t, st, p, &err);
+    if (err)
+      return err;
     ns = apply_behavior(t->segs, ns, st->behavior);
     for (size_t k = 0; k < ns; k++)
       if (!push_piece(&t->pb, &t->pb_n, &t->pb_cap, t->segs[k].off, t->segs[k].len))
