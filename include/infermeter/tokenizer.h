@@ -45,8 +45,8 @@ void im_tok_free(struct im_tok *tok);
 /* Encodes text[0..len) without adding special tokens. Writes at most max_ids
  * ids into ids (ids may be NULL: count only) and sets *n_out to the total
  * number of tokens, so *n_out > max_ids means the ids were cut. Returns
- * IM_OK, IM_LIMIT (len over 1 GiB, or a
- * pre-tokenizer regex hit a PCRE2 match limit), IM_NOMEM or IM_INVAL (NULL tok). */
+ * IM_OK, IM_LIMIT (len over 1 GiB, or a pre-tokenizer regex hit a PCRE2
+ * match limit), IM_NOMEM or IM_INVAL (NULL tok). */
 enum im_err im_tok_encode(struct im_tok *tok, const char *text, size_t len, uint32_t *ids,
                           size_t max_ids, size_t *n_out) IM_WUR;
 
