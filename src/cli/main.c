@@ -15,6 +15,7 @@ static void usage(FILE *out) {
           "commands:\n"
           "  run        drive load at a server (default: the built-in one) and record it\n"
           "  serve      run the built-in simulated LLM server (OpenAI-compatible)\n"
+          "  tokenize   count or encode text with a tokenizer.json\n"
           "\n"
           "options:\n"
           "  -h, --help       this help; `infermeter COMMAND --help` for a command\n"
@@ -38,6 +39,8 @@ int main(int argc, char **argv) {
   }
   if (!strcmp(cmd, "run"))
     return im_cli_run(argc - 1, argv + 1);
+  if (!strcmp(cmd, "tokenize"))
+    return im_cli_tokenize(argc - 1, argv + 1);
   if (!strcmp(cmd, "serve"))
     return im_cli_serve(argc - 1, argv + 1);
   fprintf(stderr, "infermeter: unknown command '%s' (see infermeter --help)\n", cmd);
