@@ -31,6 +31,7 @@
 #include "infermeter/stats.h"
 #include "infermeter/summary.h"
 #include "load/loader.h"
+#include "load/dsworkload.h"
 #include "load/synth.h"
 #include "observe/observer.h"
 #include "report/results.h"
@@ -271,6 +272,11 @@ int im_cli_run(int argc, char **argv) {
 
   curl_global_init(CURL_GLOBAL_DEFAULT);
   int rc = EXIT_USAGE;
+  struct im_dataset ds;
+  memset(&ds, 0, sizeof ds);
+  size_t *order = NULL;
+  bool use_ds = o.dataset && strcmp(o.dataset, "synthetic") && strcmp(o.dataset, "random");
+  bool replay = false;
   struct builtin srv = {0};
   char url_buf[2048], outbuf[4096], salt[40];
   json_t *models = NULL, *version = NULL, *root = NULL;
@@ -283,6 +289,43 @@ int im_cli_run(int argc, char **argv) {
   const char *url = o.url;
   char model_buf[512];
   const char *model = o.model;
+  /* A dataset or trace file (docs/datasets.md), loaded before anything else
+   * so that a bad file costs nothing. */
+  if (use_ds) {
+    enum im_ds_format fmt;
+    struct im_ds_opts dopt;
+    char dmsg[512];
+    im_ds_opts_init(&dopt);
+    if (!o.dataset_path) {
+      fprintf(stderr, "infermeter run: --dataset %s needs --dataset-path FILE\n", o.dataset);
+      goto out;
+    }
+    if (im_ds_format_parse(o.dataset, &fmt) != IM_OK ||
+        im_dataset_load(&ds, o.dataset_path, fmt, &dopt, dmsg, sizeof dmsg) != IM_OK) {
+      fprintf(stderr, "infermeter run: %s\n", dmsg);
+      goto out;
+    }
+    if (!ds.n) {
+      fprintf(stderr, "infermeter run: %s holds no usable request\n", o.dataset_path);
+      goto out;
+    }
+    /* Timestamps replay unless the user chose a schedule; order = by time. */
+    replay = ds.items[0].timestamp_ns >= 0 && !rate_given && !o.concurrency;
+    order = malloc(ds.n * sizeof *order);
+    if (!order)
+      goto out;
+    for (size_t i = 0; i < ds.n; i++)
+      order[i] = i;
+    if (replay && !ds.ts_sorted) {
+      /* Insertion sort by timestamp (traces come nearly sorted). */
+      for (size_t i = 1; i < ds.n; i++)
+        for (size_t j = i; j > 0 && ds.items[order[j]].timestamp_ns < ds.items[order[j - 1]].timestamp_ns; j--) {
+          size_t t = order[j];
+          order[j] = order[j - 1];
+          order[j - 1] = t;
+        }
+    }
+  }
 
   if (builtin) {
     int port = builtin_start(&srv, o.seed);
@@ -302,8 +345,15 @@ int im_cli_run(int argc, char **argv) {
     url = url_buf;
   }
 
-  /* The schedule, computed ahead. */
-  if (!o.concurrency) {
+  /* The schedule, computed ahead: a trace's own timestamps, or a process. */
+  if (replay) {
+    n_times = o.requests && o.requests < ds.n ? o.requests : ds.n;
+    times = malloc(n_times * sizeof *times);
+    if (!times)
+      goto out;
+    for (size_t i = 0; i < n_times; i++)
+      times[i] = (int64_t)((double)ds.items[order[i]].timestamp_ns / o.trace_speed);
+  } else if (!o.concurrency) {
     struct im_sched_spec spec = {.kind = o.sched_kind, .rate = o.rate, .rate_end = o.rate_end,
                                  .burstiness = o.burstiness, .duration_ns = o.duration_ns,
                                  .max_requests = o.requests, .seed = o.seed};
@@ -391,6 +441,7 @@ int im_cli_run(int argc, char **argv) {
                            .prefix_share = o.prefix_groups && o.prefix_len && o.prefix_share == 0
                                                ? 1.0 : o.prefix_share};
   snprintf(synth.salt, sizeof synth.salt, "%.12s", o.shared_cache ? "shared" : salt);
+  struct im_dsw dsw = {.ds = &ds, .order = order, .synth = &synth};
 
   /* Signals: stop dispatching on the first, abort in-flight on the second;
    * installed whatever the inherited disposition (a background job starts
@@ -449,8 +500,8 @@ int im_cli_run(int argc, char **argv) {
     c->timeout_ttft_ns = o.t_ttft;
     c->timeout_idle_ns = o.t_idle;
     c->timeout_total_ns = o.t_total;
-    c->workload = im_synth_request;
-    c->workload_ctx = &synth;
+    c->workload = use_ds ? im_dsw_request : im_synth_request;
+    c->workload_ctx = use_ds ? (void *)&dsw : (void *)&synth;
     c->jsonl_fd = jsonl_fd;
     c->interrupt = &interrupted;
     c->wake_fd = k == 0 ? wake_fd : -1;
@@ -689,6 +740,8 @@ out:
   json_decref(version);
   json_decref(root);
   free(times);
+  free(order);
+  im_dataset_cleanup(&ds);
   if (api_key) {
     memset(api_key, 0, strlen(api_key));
     free(api_key);

@@ -60,6 +60,8 @@ struct run_opts {
   uint32_t prefix_groups, prefix_len;
   double prefix_share;
   double kv_bytes_per_token, gpu_memory;
+  const char *dataset, *dataset_path;
+  double trace_speed;
 };
 
 struct json_t;

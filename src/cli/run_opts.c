@@ -68,6 +68,11 @@ void im__run_usage(FILE *o) {
 "  --ignore-eos              send ignore_eos so every request generates exactly\n"
 "                            --output-len tokens (vLLM extension)\n"
 "  --temperature T, --top-p P  sampling parameters to send (default: not sent)\n"
+"  --dataset NAME            synthetic (default), sharegpt, jsonl, mooncake (trace),\n"
+"                            azure (trace CSV); with --dataset-path FILE. A file with\n"
+"                            timestamps is replayed at them unless --rate or\n"
+"                            --concurrency is given (docs/datasets.md)\n"
+"  --trace-speed X           replay timestamps X times faster (default 1)\n"
 "  --prefix-groups N --prefix-len L --prefix-share F\n"
 "                            a share F of the prompts starts with one of N shared\n"
 "                            system prompts of L tokens (default: none shared)\n"
@@ -198,7 +203,7 @@ enum {
   O_IGNORE_EOS, O_TEMP, O_TOPP, O_SLO, O_SLO_TARGET, O_PCT, O_TAG, O_HEADER, O_RETRIES, O_TIMEOUT,
   O_MAXTOK, O_YES, O_KEYFILE, O_INSECURE, O_KEEPALIVE, O_HTTP2, O_CACHE_SALT, O_SHARED, O_QUIET,
   O_NOPROG, O_THREADS, O_SCRAPE, O_NOSCRAPE, O_SCRAPE_INT, O_DCGM, O_NOSOCK, O_NOGPU, O_KVREF,
-  O_BWREF, O_PGROUPS, O_PLEN, O_PSHARE, O_KVBPT, O_GPUMEM
+  O_BWREF, O_PGROUPS, O_PLEN, O_PSHARE, O_KVBPT, O_GPUMEM, O_DATASET, O_DSPATH, O_TSPEED
 };
 
 const struct option im__run_options[] = {
@@ -233,7 +238,10 @@ const struct option im__run_options[] = {
     {"prefix-len", required_argument, 0, O_PLEN},
     {"prefix-share", required_argument, 0, O_PSHARE},
     {"kv-bytes-per-token", required_argument, 0, O_KVBPT},
-    {"gpu-memory", required_argument, 0, O_GPUMEM}, {"help", no_argument, 0, 'h'},
+    {"gpu-memory", required_argument, 0, O_GPUMEM},
+    {"dataset", required_argument, 0, O_DATASET},
+    {"dataset-path", required_argument, 0, O_DSPATH},
+    {"trace-speed", required_argument, 0, O_TSPEED}, {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0}};
 
 void im__run_opts_default(struct run_opts *o) {
@@ -256,6 +264,7 @@ void im__run_opts_default(struct run_opts *o) {
   o->t_idle = 30 * 1000000000LL;
   o->t_total = 600 * 1000000000LL;
   o->scrape_interval_ns = 1000000000;
+  o->trace_speed = 1.0;
   o->kv_residency_ref = 0.68; /* METRICS.md §9 reference lines */
   o->bw_util_ref = 0.78;
   static const double pct[] = {50, 90, 95, 99, 99.9};
@@ -395,6 +404,17 @@ int im__run_apply(struct run_opts *o, int opt, const char *arg, bool *rate_given
   case O_PGROUPS: return im_arg_u32("--prefix-groups", arg, 0, 1000000, &o->prefix_groups);
   case O_PLEN: return im_arg_u32("--prefix-len", arg, 0, 10000000, &o->prefix_len);
   case O_PSHARE: return im_arg_double("--prefix-share", arg, 0, 1, &o->prefix_share);
+  case O_DATASET:
+    if (strcmp(arg, "synthetic") && strcmp(arg, "random") && strcmp(arg, "sharegpt") &&
+        strcmp(arg, "jsonl") && strcmp(arg, "mooncake") && strcmp(arg, "azure")) {
+      fprintf(stderr, "infermeter: --dataset: expected synthetic, sharegpt, jsonl, mooncake or "
+                      "azure, got '%s'\n", arg);
+      return -1;
+    }
+    o->dataset = arg;
+    return 0;
+  case O_DSPATH: o->dataset_path = arg; return 0;
+  case O_TSPEED: return im_arg_double("--trace-speed", arg, 1e-6, 1e6, &o->trace_speed);
   case O_KVBPT: return im_arg_double("--kv-bytes-per-token", arg, 1, 1e9, &o->kv_bytes_per_token);
   case O_GPUMEM:
     if (im_arg_size("--gpu-memory", arg, &u))

@@ -238,6 +238,11 @@ json_t *im__run_manifest_json(const struct run_opts *o, int argc, char **argv, c
                                 "top_p", isnan(o->top_p) ? json_null() : json_real(o->top_p),
                                 "shared_cache", o->shared_cache));
   json_t *wl = json_object_get(m, "workload");
+  if (o->dataset && strcmp(o->dataset, "synthetic") && strcmp(o->dataset, "random")) {
+    json_object_set_new(wl, "dataset", json_string(o->dataset));
+    json_object_set_new(wl, "dataset_path", json_string(o->dataset_path));
+    json_object_set_new(wl, "trace_speed", json_real(o->trace_speed));
+  }
   json_object_set_new(wl, "prefix_groups", json_integer(o->prefix_groups));
   json_object_set_new(wl, "prefix_len", json_integer(o->prefix_len));
   json_object_set_new(wl, "prefix_share", json_real(o->prefix_groups ? o->prefix_share : 0));

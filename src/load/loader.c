@@ -40,7 +40,9 @@ void im_load_config_default(struct im_load_config *cfg) {
 
 void im_req_spec_cleanup(struct im_req_spec *s) {
   free(s->prompt);
-  s->prompt = NULL;
+  free(s->messages_json);
+  free(s->extra_json);
+  s->prompt = s->messages_json = s->extra_json = NULL;
 }
 
 

@@ -27,6 +27,9 @@ enum im_backend { IM_BACKEND_CHAT, IM_BACKEND_COMPLETIONS };
 struct im_req_spec {
   char *prompt;            /* text (owned by the spec) */
   size_t prompt_len;
+  char *messages_json;     /* chat: a JSON array of messages sent instead of one user
+                              message with `prompt` (owned; NULL: none) */
+  char *extra_json;        /* fields of a JSON object appended to the body (owned; NULL) */
   uint32_t prompt_tokens;  /* the client's estimate, for records without usage */
   uint32_t max_tokens;
   bool ignore_eos;

@@ -18,14 +18,20 @@ static enum im_err build_body(const struct loader *L, const struct im_req_spec *
   enum im_err err = im_buf_puts(b, "{\"model\":\"");
   if (!err)
     err = im_buf_json_escape(b, c->model ? c->model : "", c->model ? strlen(c->model) : 0);
-  if (!err)
-    err = im_buf_puts(b, c->backend == IM_BACKEND_CHAT
-                             ? "\",\"messages\":[{\"role\":\"user\",\"content\":\""
-                             : "\",\"prompt\":\"");
-  if (!err)
-    err = im_buf_json_escape(b, s->prompt, s->prompt_len);
-  if (!err)
-    err = im_buf_puts(b, c->backend == IM_BACKEND_CHAT ? "\"}]" : "\"");
+  if (!err && c->backend == IM_BACKEND_CHAT && s->messages_json) {
+    err = im_buf_puts(b, "\",\"messages\":");
+    if (!err)
+      err = im_buf_puts(b, s->messages_json);
+  } else {
+    if (!err)
+      err = im_buf_puts(b, c->backend == IM_BACKEND_CHAT
+                               ? "\",\"messages\":[{\"role\":\"user\",\"content\":\""
+                               : "\",\"prompt\":\"");
+    if (!err)
+      err = im_buf_json_escape(b, s->prompt ? s->prompt : "", s->prompt ? s->prompt_len : 0);
+    if (!err)
+      err = im_buf_puts(b, c->backend == IM_BACKEND_CHAT ? "\"}]" : "\"");
+  }
   if (!err)
     err = im_buf_printf(b,
                         ",\"max_tokens\":%u,\"stream\":true,\"stream_options\":"
@@ -43,6 +49,16 @@ static enum im_err build_body(const struct loader *L, const struct im_req_spec *
       err = im_buf_json_escape(b, c->cache_salt, strlen(c->cache_salt));
     if (!err)
       err = im_buf_puts(b, "\"");
+  }
+  /* A dataset's `extra` object: its fields go last (servers that keep the
+   * last of duplicate keys let them override ours). */
+  if (!err && s->extra_json) {
+    const char *open = strchr(s->extra_json, '{'), *close = strrchr(s->extra_json, '}');
+    if (open && close && close > open + 1) {
+      err = im_buf_puts(b, ",");
+      if (!err)
+        err = im_buf_append(b, open + 1, (size_t)(close - open - 1));
+    }
   }
   if (!err)
     err = im_buf_puts(b, "}");
@@ -169,7 +185,7 @@ enum im_err im__load_build_http(struct loader *L, struct attempt *a) {
   bool ok = true;
   curl_slist_free_all(a->hdrs); /* a build that failed half-way may be retried */
   a->hdrs = NULL;
-  if (a->spec.prompt) { /* a retry arrives with its body already built */
+  if (a->spec.prompt || a->spec.messages_json) { /* a retry arrives with its body built */
     im_buf_reset(&a->body);
     if (build_body(L, &a->spec, &a->body))
       return IM_NOMEM;
