@@ -272,6 +272,8 @@ int im_cli_run(int argc, char **argv) {
 
   curl_global_init(CURL_GLOBAL_DEFAULT);
   int rc = EXIT_USAGE;
+  struct im_sched_spec sched_spec;
+  memset(&sched_spec, 0, sizeof sched_spec);
   struct im_dataset ds;
   memset(&ds, 0, sizeof ds);
   size_t *order = NULL;
@@ -354,13 +356,13 @@ int im_cli_run(int argc, char **argv) {
     for (size_t i = 0; i < n_times; i++)
       times[i] = (int64_t)((double)ds.items[order[i]].timestamp_ns / o.trace_speed);
   } else if (!o.concurrency) {
-    struct im_sched_spec spec = {.kind = o.sched_kind, .rate = o.rate, .rate_end = o.rate_end,
-                                 .burstiness = o.burstiness, .duration_ns = o.duration_ns,
-                                 .max_requests = o.requests, .seed = o.seed};
+    sched_spec = (struct im_sched_spec){.kind = o.sched_kind, .rate = o.rate, .rate_end = o.rate_end,
+                                        .burstiness = o.burstiness, .duration_ns = o.duration_ns,
+                                        .max_requests = o.requests, .seed = o.seed};
     if (o.sched_kind == IM_SCHED_POISSON && o.burstiness != 1.0)
-      spec.kind = IM_SCHED_GAMMA;
-    const char *why = im_sched_check(&spec);
-    if (why || im_sched_generate(&spec, &times, &n_times) != IM_OK) {
+      sched_spec.kind = IM_SCHED_GAMMA;
+    const char *why = im_sched_check(&sched_spec);
+    if (why || im_sched_generate(&sched_spec, &times, &n_times) != IM_OK) {
       fprintf(stderr, "infermeter run: bad schedule: %s\n", why ? why : "out of memory");
       goto out;
     }
@@ -442,6 +444,10 @@ int im_cli_run(int argc, char **argv) {
                                                ? 1.0 : o.prefix_share};
   snprintf(synth.salt, sizeof synth.salt, "%.12s", o.shared_cache ? "shared" : salt);
   struct im_dsw dsw = {.ds = &ds, .order = order, .synth = &synth};
+  synth.perturb = o.perturb;
+  synth.times = times;
+  synth.n_times = n_times;
+  synth.sched = replay || o.concurrency ? NULL : &sched_spec;
 
   /* Signals: stop dispatching on the first, abort in-flight on the second;
    * installed whatever the inherited disposition (a background job starts

@@ -62,6 +62,7 @@ struct run_opts {
   double kv_bytes_per_token, gpu_memory;
   const char *dataset, *dataset_path;
   double trace_speed;
+  bool perturb;
 };
 
 struct json_t;

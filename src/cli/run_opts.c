@@ -68,6 +68,9 @@ void im__run_usage(FILE *o) {
 "  --ignore-eos              send ignore_eos so every request generates exactly\n"
 "                            --output-len tokens (vLLM extension)\n"
 "  --temperature T, --top-p P  sampling parameters to send (default: not sent)\n"
+"  --perturb                 entropy injection (METRICS.md 6): per request, temperature\n"
+"                            and top_p vary around T and P (default 1, 1) with a hash of\n"
+"                            the request and the schedule's load; recorded per request\n"
 "  --dataset NAME            synthetic (default), sharegpt, jsonl, mooncake (trace),\n"
 "                            azure (trace CSV); with --dataset-path FILE. A file with\n"
 "                            timestamps is replayed at them unless --rate or\n"
@@ -203,7 +206,7 @@ enum {
   O_IGNORE_EOS, O_TEMP, O_TOPP, O_SLO, O_SLO_TARGET, O_PCT, O_TAG, O_HEADER, O_RETRIES, O_TIMEOUT,
   O_MAXTOK, O_YES, O_KEYFILE, O_INSECURE, O_KEEPALIVE, O_HTTP2, O_CACHE_SALT, O_SHARED, O_QUIET,
   O_NOPROG, O_THREADS, O_SCRAPE, O_NOSCRAPE, O_SCRAPE_INT, O_DCGM, O_NOSOCK, O_NOGPU, O_KVREF,
-  O_BWREF, O_PGROUPS, O_PLEN, O_PSHARE, O_KVBPT, O_GPUMEM, O_DATASET, O_DSPATH, O_TSPEED
+  O_BWREF, O_PGROUPS, O_PLEN, O_PSHARE, O_KVBPT, O_GPUMEM, O_DATASET, O_DSPATH, O_TSPEED, O_PERTURB
 };
 
 const struct option im__run_options[] = {
@@ -241,7 +244,8 @@ const struct option im__run_options[] = {
     {"gpu-memory", required_argument, 0, O_GPUMEM},
     {"dataset", required_argument, 0, O_DATASET},
     {"dataset-path", required_argument, 0, O_DSPATH},
-    {"trace-speed", required_argument, 0, O_TSPEED}, {"help", no_argument, 0, 'h'},
+    {"trace-speed", required_argument, 0, O_TSPEED}, {"perturb", no_argument, 0, O_PERTURB},
+    {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0}};
 
 void im__run_opts_default(struct run_opts *o) {
@@ -414,6 +418,7 @@ int im__run_apply(struct run_opts *o, int opt, const char *arg, bool *rate_given
     o->dataset = arg;
     return 0;
   case O_DSPATH: o->dataset_path = arg; return 0;
+  case O_PERTURB: o->perturb = true; return 0;
   case O_TSPEED: return im_arg_double("--trace-speed", arg, 1e-6, 1e6, &o->trace_speed);
   case O_KVBPT: return im_arg_double("--kv-bytes-per-token", arg, 1, 1e9, &o->kv_bytes_per_token);
   case O_GPUMEM:

@@ -238,6 +238,7 @@ json_t *im__run_manifest_json(const struct run_opts *o, int argc, char **argv, c
                                 "top_p", isnan(o->top_p) ? json_null() : json_real(o->top_p),
                                 "shared_cache", o->shared_cache));
   json_t *wl = json_object_get(m, "workload");
+  json_object_set_new(wl, "perturb", json_boolean(o->perturb));
   if (o->dataset && strcmp(o->dataset, "synthetic") && strcmp(o->dataset, "random")) {
     json_object_set_new(wl, "dataset", json_string(o->dataset));
     json_object_set_new(wl, "dataset_path", json_string(o->dataset_path));

@@ -112,5 +112,6 @@ enum im_err im_dsw_request(void *ctx, uint64_t index, struct im_req_spec *spec) 
   spec->ignore_eos = sy->ignore_eos;
   spec->temperature = sy->temperature;
   spec->top_p = sy->top_p;
+  im_synth_perturb(sy, index, spec);
   return IM_OK;
 }

@@ -1,11 +1,14 @@
 #include "load/synth.h"
 
 #include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "infermeter/buf.h"
 #include "infermeter/rng.h"
+#include "infermeter/stages.h"
 #include "infermeter/sched.h"
 #include "serve/textgen.h"
 #include "workload/simpletok.h"
@@ -64,5 +67,22 @@ enum im_err im_synth_request(void *ctx, uint64_t index, struct im_req_spec *spec
   spec->ignore_eos = s->ignore_eos;
   spec->temperature = s->temperature;
   spec->top_p = s->top_p;
+  im_synth_perturb(s, index, spec);
   return IM_OK;
+}
+
+void im_synth_perturb(const struct im_synth *s, uint64_t index, struct im_req_spec *spec) {
+  if (!s->perturb)
+    return;
+  char id[64];
+  snprintf(id, sizeof id, "%" PRIu64 "-%" PRIu64, s->seed, index);
+  double rate = 1.0, max_rate = 1.0;
+  if (s->sched && s->times && index < s->n_times) {
+    rate = im_sched_rate_at(s->sched, s->times[index]);
+    max_rate = s->sched->kind == IM_SCHED_RAMP && s->sched->rate_end > s->sched->rate
+                   ? s->sched->rate_end
+                   : s->sched->rate;
+  }
+  im_perturb(id, isnan(s->temperature) ? 1.0 : s->temperature, isnan(s->top_p) ? 1.0 : s->top_p,
+             rate, max_rate, &spec->temperature, &spec->top_p);
 }

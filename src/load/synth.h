@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "infermeter/err.h"
+#include "infermeter/sched.h"
 #include "load/loader.h"
 
 struct im_synth {
@@ -24,7 +25,18 @@ struct im_synth {
    * runs stay isolated), the rest with nothing shared. */
   uint32_t prefix_groups, prefix_len;
   double prefix_share;
+  /* Entropy injection (METRICS.md §6, --perturb): temperature and top_p per
+   * request from its id "<seed>-<index>" and the schedule's load at its
+   * arrival (times[index] under spec; closed loop: load 1), around the base
+   * values temperature / top_p above. */
+  bool perturb;
+  const int64_t *times;
+  size_t n_times;
+  const struct im_sched_spec *sched;
 };
+
+/* Applies --perturb to spec for request index (no-op when off). */
+void im_synth_perturb(const struct im_synth *s, uint64_t index, struct im_req_spec *spec);
 
 /* An im_workload_fn: ctx is a struct im_synth. */
 enum im_err im_synth_request(void *ctx, uint64_t index, struct im_req_spec *spec) IM_WUR;

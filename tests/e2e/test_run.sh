@@ -111,6 +111,20 @@ check_eq "the union is the schedule of one thread with the same seed" \
   "$(RUN --url "$BASE" --requests 40 --rate 200 --warmup 0 --grace 5s --input-len 16 --output-len 2 \
       --seed 5 --out "$TMP/t1" --quiet; jq -s -c 'map(.t_sched) | sort' "$TMP/t1/requests.jsonl")"
 
+# --- entropy injection (METRICS.md §6): per-request parameters, in bounds,
+# reproducible from the seed
+for k in 1 2; do
+  RUN --url "$BASE" --schedule ramp --rate 20 --rate-end 80 --duration 1s --warmup 0 --grace 5s \
+    --input-len 16 --output-len 2 --perturb --temperature 0.7 --top-p 0.9 --seed 11 --out "$TMP/pt$k" --quiet
+done
+P="$TMP/pt1/requests.jsonl"
+check "temperature varies across requests" jq -s -e '[.[].temperature] | unique | length > 5' "$P"
+check "bounds: temperature in [0.1, 1.0], top_p in [0.1, 0.9]" \
+  jq -s -e 'map(.temperature >= 0.1 and .temperature <= 1.0 + 1e-9 and .top_p >= 0.1 and .top_p <= 0.9 + 1e-9) | all' "$P"
+check_eq "same seed, same parameters per request" \
+  "$(jq -s -c 'sort_by(.id) | map([.temperature, .top_p])' "$P")" \
+  "$(jq -s -c 'sort_by(.id) | map([.temperature, .top_p])' "$TMP/pt2/requests.jsonl")"
+
 # --- SLO verdict in the exit status (as k6): 99 when an SLO fails
 # (closed loop: its dispatch lag is ~0, so the verdict cannot be INVALID)
 RUN --url "$BASE" --requests 5 --concurrency 1 --warmup 0 --input-len 16 --output-len 4 \
