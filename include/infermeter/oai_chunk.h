@@ -136,6 +136,12 @@ int im_oai_chunk_has_answer(const struct im_oai_chunk *c);
  * gives the same fields as im_oai_chunk_decode on every input both accept,
  * except tool_calls_json (left empty) and strings, which point into c's
  * scratch. Returns IM_PARSE for whatever jansson rejects. */
+/* Internal, shared by the decoder and its jansson reference: the data is the
+ * "[DONE]" sentinel (JSON whitespace around it allowed); and the class of a
+ * decoded chunk (METRICS.md §1: token-bearing, role-only, usage-only, empty).
+ * They define what is measured, so both decoders use the same ones. */
+int im__oai_is_done(const char *s, size_t len);
+void im__oai_classify(struct im_oai_chunk *c);
 enum im_err im__oai_chunk_decode_jansson(struct im_oai_chunk *c, const char *data,
                                          size_t len) IM_WUR;
 

@@ -941,7 +941,7 @@ static int is_ws(char ch) {
   return ch == ' ' || ch == '\n' || ch == '\r' || ch == '\t';
 }
 
-static int is_done(const char *s, size_t len) {
+int im__oai_is_done(const char *s, size_t len) {
   while (len && is_ws(*s)) {
     s++;
     len--;
@@ -951,7 +951,7 @@ static int is_done(const char *s, size_t len) {
   return len == 6 && memcmp(s, "[DONE]", 6) == 0;
 }
 
-static void classify(struct im_oai_chunk *c) {
+void im__oai_classify(struct im_oai_chunk *c) {
   if (c->content.len || c->text.len || c->reasoning.len || c->n_tool_calls)
     c->cls = IM_OAI_TOKENS;
   else if (c->role.ptr)
@@ -966,7 +966,7 @@ enum im_err im_oai_chunk_decode(struct im_oai_chunk *c, const char *data, size_t
   reset_all(c);
   if (len > c->max_len)
     return IM_LIMIT;
-  if (len && data[0] == '[' && is_done(data, len)) {
+  if (len && data[0] == '[' && im__oai_is_done(data, len)) {
     c->kind = IM_OAI_DONE;
     return IM_OK;
   }
@@ -982,7 +982,7 @@ enum im_err im_oai_chunk_decode(struct im_oai_chunk *c, const char *data, size_t
   st.top_code_num = -1;
   skip_ws(&cur);
   if (!at(&cur, '{'))
-    return is_done(data, len) ? (c->kind = IM_OAI_DONE, IM_OK) : IM_PARSE;
+    return im__oai_is_done(data, len) ? (c->kind = IM_OAI_DONE, IM_OK) : IM_PARSE;
   if ((err = scan_object(&cur, top_key, &st)))
     return err;
   skip_ws(&cur);
@@ -997,7 +997,7 @@ enum im_err im_oai_chunk_decode(struct im_oai_chunk *c, const char *data, size_t
     c->err_code = st.top_code;
     c->err_code_num = st.top_code_num;
   }
-  classify(c);
+  im__oai_classify(c);
   return IM_OK;
 }
 

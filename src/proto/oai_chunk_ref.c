@@ -32,31 +32,6 @@ static void ref_reset(struct im_oai_chunk *c) {
   c->err_code_num = -1;
 }
 
-static int ref_ws(char ch) {
-  return ch == ' ' || ch == '\n' || ch == '\r' || ch == '\t';
-}
-
-static int ref_is_done(const char *s, size_t len) {
-  while (len && ref_ws(*s)) {
-    s++;
-    len--;
-  }
-  while (len && ref_ws(s[len - 1]))
-    len--;
-  return len == 6 && memcmp(s, "[DONE]", 6) == 0;
-}
-
-static void ref_classify(struct im_oai_chunk *c) {
-  if (c->content.len || c->text.len || c->reasoning.len || c->n_tool_calls)
-    c->cls = IM_OAI_TOKENS;
-  else if (c->role.ptr)
-    c->cls = IM_OAI_ROLE;
-  else if (c->has_usage)
-    c->cls = IM_OAI_USAGE;
-  else
-    c->cls = IM_OAI_EMPTY;
-}
-
 struct jref {
   char *scr;
   size_t scr_len;
@@ -130,7 +105,7 @@ enum im_err im__oai_chunk_decode_jansson(struct im_oai_chunk *c, const char *dat
   ref_reset(c);
   if (len > c->max_len)
     return IM_LIMIT;
-  if (ref_is_done(data, len)) {
+  if (im__oai_is_done(data, len)) {
     c->kind = IM_OAI_DONE;
     return IM_OK;
   }
@@ -190,7 +165,7 @@ enum im_err im__oai_chunk_decode_jansson(struct im_oai_chunk *c, const char *dat
              memcmp(json_string_value(ob), "error", 5) == 0) {
     j_error(c, &r, root);
   }
-  ref_classify(c);
+  im__oai_classify(c);
   json_decref(root);
   return IM_OK;
 }
