@@ -43,6 +43,11 @@ struct pg {
   size_t *ends;       /* ends[i]: end of piece i relative to plen; ends[0] = 0 */
   size_t n_ends, cap_ends;
   struct im_content_gen gen;
+  /* Local counting (see search): cuts past a checkpoint are counted as the
+   * checkpoint's count plus the count of the text after it. */
+  bool local;
+  size_t ck_off;
+  long long ck_count;
 };
 
 static enum im_err count_text(struct pg *p, const char *s, size_t len, size_t *c) {
@@ -57,7 +62,13 @@ static enum im_err count_text(struct pg *p, const char *s, size_t len, size_t *c
  * negative in principle when the cut merges into the prefix). */
 static enum im_err count_cut(struct pg *p, size_t cut, long long *c) {
   size_t total;
-  enum im_err err = count_text(p, p->work.data, p->plen + cut, &total);
+  enum im_err err;
+  if (p->local && cut >= p->ck_off) {
+    err = count_text(p, p->work.data + p->plen + p->ck_off, cut - p->ck_off, &total);
+    *c = p->ck_count + (long long)total;
+    return err;
+  }
+  err = count_text(p, p->work.data, p->plen + cut, &total);
   *c = (long long)total - (long long)p->base;
   return err;
 }
@@ -155,33 +166,13 @@ static enum im_err fill(struct pg *p, size_t lo, long long clo, size_t n, bool *
   return err;
 }
 
-/* Steps 1-3: sets *cut to a cut counting exactly n, or *found false with
- * the bracket's low end in *lo_out, *clo_out. */
-static enum im_err search(struct pg *p, size_t n, bool *found, size_t *cut, size_t *lo_out,
-                          long long *clo_out) {
+/* Steps 2-3 on the boundaries lo..hi, whose counts clo < n < chi: sets
+ * *found and *cut, or leaves *found false with the final lo in *lo_out. */
+static enum im_err bracket(struct pg *p, size_t n, size_t lo, long long clo, size_t hi,
+                           long long chi, bool *found, size_t *cut, size_t *lo_out,
+                           long long *clo_out) {
   enum im_err err;
-  long long c = 0;
-  size_t want = n + 16;
   *found = false;
-  for (int round = 0;; round++) {
-    if (round == MAX_ROUNDS || p->work.len - p->plen > (size_t)BYTES_PER_TOKEN_MAX * (n + 16))
-      return IM_NOTFOUND;
-    if ((err = generate(p, want)) || (err = count_cut(p, p->ends[p->n_ends - 1], &c)))
-      return err;
-    if (c == (long long)n) {
-      *found = true;
-      *cut = p->ends[p->n_ends - 1];
-      return IM_OK;
-    }
-    if (c > (long long)n)
-      break;
-    /* More pieces in proportion to the tokens missing, with margin. */
-    size_t have = p->n_ends - 1;
-    long long per = c > 0 ? c : 1;
-    want = (size_t)(((long long)n + 1 - c) * (long long)have / per) + have / 8 + 16;
-  }
-  size_t lo = 0, hi = p->n_ends - 1;
-  long long clo = 0, chi = c;
   for (int step = 0; step < MAX_SEARCH && hi - lo > 1; step++) {
     size_t k;
     size_t width = hi - lo;
@@ -227,6 +218,65 @@ static enum im_err search(struct pg *p, size_t n, bool *found, size_t *cut, size
     }
   }
   return IM_OK;
+}
+
+/* Steps 1-3: sets *cut to a cut counting exactly n, or *found false with
+ * the longest cut found under n in *lo_out, *clo_out.
+ *
+ * Counting every candidate from the start would scan the whole text a
+ * handful of times; instead a checkpoint is put a few hundred pieces before
+ * the expected cut, its count taken as the total minus the count of the
+ * text after it, and candidates past it are counted from there. That is
+ * exact when no token straddles the checkpoint, which is the usual case
+ * but not a guarantee, so the cut found is then counted in full, and on a
+ * mismatch the search is redone with full counts. */
+static enum im_err search(struct pg *p, size_t n, bool *found, size_t *cut, size_t *lo_out,
+                          long long *clo_out) {
+  enum im_err err;
+  long long c = 0;
+  size_t want = n + 16;
+  *found = false;
+  for (int round = 0;; round++) {
+    if (round == MAX_ROUNDS || p->work.len - p->plen > (size_t)BYTES_PER_TOKEN_MAX * (n + 16))
+      return IM_NOTFOUND;
+    if ((err = generate(p, want)) || (err = count_cut(p, p->ends[p->n_ends - 1], &c)))
+      return err;
+    if (c == (long long)n) {
+      *found = true;
+      *cut = p->ends[p->n_ends - 1];
+      return IM_OK;
+    }
+    if (c > (long long)n)
+      break;
+    /* More pieces in proportion to the tokens missing, with margin. */
+    size_t have = p->n_ends - 1;
+    long long per = c > 0 ? c : 1;
+    want = (size_t)(((long long)n + 1 - c) * (long long)have / per) + have / 8 + 16;
+  }
+  size_t last = p->n_ends - 1, end = p->ends[last];
+  size_t guess = (size_t)((double)n / (double)c * (double)last);
+  for (size_t back = 256; guess > back && back < last; back *= 4) {
+    size_t ck = guess - back, tail;
+    if ((err = count_text(p, p->work.data + p->plen + p->ends[ck], end - p->ends[ck], &tail)))
+      return err;
+    long long cc = c - (long long)tail;
+    if (cc < 0 || cc >= (long long)n)
+      continue;
+    p->local = true;
+    p->ck_off = p->ends[ck];
+    p->ck_count = cc;
+    err = bracket(p, n, ck, cc, last, c, found, cut, lo_out, clo_out);
+    p->local = false;
+    if (err || !*found)
+      break;
+    long long full;
+    if ((err = count_cut(p, *cut, &full)))
+      return err;
+    if (full == (long long)n)
+      return IM_OK;
+    break;
+  }
+  return bracket(p, n, 0, 0, last, c, found, cut, lo_out, clo_out);
 }
 
 static enum im_err exact(struct im_tok *tok, enum im_content cls, uint64_t seed, uint32_t n,

@@ -74,6 +74,26 @@ static void test_exact(struct im_tok *tok, const char *label) {
   im_buf_cleanup(&y);
 }
 
+/* Every n up to 200: boundaries that jump over n (byte search) and the
+ * filler completion are reached on the way (seen in a manual trace for both
+ * tokenizers; the test checks the outcome, not the path). */
+static void test_sweep(struct im_tok *tok, const char *label) {
+  int bad = 0;
+  for (int c = 0; c < IM_CONTENT_COUNT_; c++)
+    for (uint32_t n = 1; n <= 200; n++)
+      for (uint64_t s = 0; s < 3; s++) {
+        struct im_buf b;
+        im_buf_init(&b, 0);
+        CHECK_OK(im_promptgen_exact(tok, (enum im_content)c, s, n, &b));
+        size_t got = count(tok, b.data ? b.data : "", b.len);
+        CHECK_EQ(got, n);
+        if (got != n && bad++ < 5)
+          fprintf(stderr, "  %s class %d n %u seed %llu: %zu tokens\n", label, c, n,
+                  (unsigned long long)s, got);
+        im_buf_cleanup(&b);
+      }
+}
+
 /* Joining: the header's promise for the built-in tokenizer, and the total
  * promised by _after for any prefix. */
 static void test_prefix(struct im_tok *tok) {
@@ -145,6 +165,7 @@ static void report_speed(void) {
 int main(void) {
   test_exact(NULL, "built-in");
   test_prefix(NULL);
+  test_sweep(NULL, "built-in");
   test_errors();
   char msg[256];
   struct im_tok *tok = NULL;
@@ -152,6 +173,7 @@ int main(void) {
   if (tok) {
     test_exact(tok, "tiny_bytelevel");
     test_prefix(tok);
+    test_sweep(tok, "tiny_bytelevel");
   }
   im_tok_free(tok);
   report_speed();
