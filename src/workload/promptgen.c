@@ -236,9 +236,14 @@ static enum im_err search(struct pg *p, size_t n, bool *found, size_t *cut, size
   long long c = 0;
   size_t want = n + 16;
   *found = false;
+  const size_t budget = (size_t)BYTES_PER_TOKEN_MAX * (n + 16);
   for (int round = 0;; round++) {
-    if (round == MAX_ROUNDS || p->work.len - p->plen > (size_t)BYTES_PER_TOKEN_MAX * (n + 16))
+    size_t used = p->work.len - p->plen;
+    if (round == MAX_ROUNDS || used >= budget)
       return IM_NOTFOUND;
+    /* Every piece is at least a byte: never ask for more than the budget. */
+    if (want > budget - used)
+      want = budget - used;
     if ((err = generate(p, want)) || (err = count_cut(p, p->ends[p->n_ends - 1], &c)))
       return err;
     if (c == (long long)n) {
@@ -251,7 +256,8 @@ static enum im_err search(struct pg *p, size_t n, bool *found, size_t *cut, size
     /* More pieces in proportion to the tokens missing, with margin. */
     size_t have = p->n_ends - 1;
     long long per = c > 0 ? c : 1;
-    want = (size_t)(((long long)n + 1 - c) * (long long)have / per) + have / 8 + 16;
+    double more = (double)((long long)n + 1 - c) * (double)have / (double)per;
+    want = more < (double)budget ? (size_t)more + have / 8 + 16 : budget;
   }
   size_t last = p->n_ends - 1, end = p->ends[last];
   size_t guess = (size_t)((double)n / (double)c * (double)last);
