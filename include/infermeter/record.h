@@ -48,6 +48,9 @@ enum im_errclass {
 };
 
 /* Where output_tokens comes from (METRICS.md §1). */
+/* Content class of a prompt (--mix code=..,text=..), for per-class latency. */
+enum im_req_class { IM_CLASS_NONE, IM_CLASS_TEXT, IM_CLASS_CODE, IM_CLASS_COUNT_ };
+
 enum im_count_source {
   IM_COUNT_NONE,
   IM_COUNT_USAGE,       /* usage.completion_tokens */
@@ -99,12 +102,18 @@ struct im_record {
   double temperature, top_p; /* sampling parameters sent (NaN: not sent) */
   uint64_t content_hash;     /* FNV-1a of what was asked (prompt, max_tokens,
                                 sampling): equal for identical requests; 0 unknown */
+  uint64_t session;          /* multi-turn session id (from 1); 0: not in a session */
+  uint32_t turn;             /* turn within the session (from 1); 0: none */
+  uint32_t context_tokens;   /* the client's count of the prompt it sent (template
+                                included), whatever usage later says */
+  enum im_req_class content_class;
 };
 
 /* Name used in JSON for a kind / error class / count source. */
 const char *im_kind_name(enum im_req_kind k);
 const char *im_errclass_name(enum im_errclass e); /* "" for IM_EC_NONE */
 const char *im_count_source_name(enum im_count_source s);
+const char *im_req_class_name(enum im_req_class c); /* "" for IM_CLASS_NONE */
 
 /* Resets r to an empty attempt (all times -1, temperature and top_p NaN,
  * kind measured, counts 0); r must be zero-filled or previously reset. Keeps

@@ -63,6 +63,25 @@ struct run_opts {
   const char *dataset, *dataset_path;
   double trace_speed;
   bool perturb;
+  /* Sessions (docs/workloads.md) */
+  uint32_t sessions;            /* concurrent sessions (closed) */
+  double session_rate;          /* sessions started per second (open) */
+  uint32_t turns;
+  uint32_t ctx_start, ctx_end;  /* --context-growth */
+  int64_t think_ns;
+  /* Stages (docs/scenarios.md) */
+  const char *grid[4];
+  size_t n_grid;
+  bool grid_from_scenario;
+  const char *sweep;
+  uint32_t sweep_steps;
+  bool stop_on_saturation;
+  bool applying_scenario;
+  const char *scenario;
+  /* Tokens */
+  const char *tokenizer;
+  const char *chat_template;
+  const char *mix;
 };
 
 struct json_t;
@@ -73,6 +92,16 @@ void im__run_opts_default(struct run_opts *o);
 extern const struct option im__run_options[];
 /* Applies one option; 0, or -1 after saying what is wrong. */
 int im__run_apply(struct run_opts *o, int opt, const char *arg, bool *rate_given);
+
+/* run_scenario.c */
+/* The value of --scenario in argv (either "--scenario F" or "--scenario=F"),
+ * or NULL. */
+const char *im__run_scenario_arg(int argc, char **argv);
+/* Applies a scenario file's settings to o (keys are run's long option
+ * names). *keep receives what must outlive o (free with json_decref).
+ * 0, or -1 after saying what is wrong (file, key, why). */
+int im__run_scenario_load(struct run_opts *o, const char *path, struct json_t **keep,
+                          bool *rate_given);
 
 /* run_target.c */
 /* GET base+path: the HTTP status (0 when unreachable, err says why) and the

@@ -17,6 +17,7 @@
 #include "im_version.h"
 #include "infermeter/buf.h"
 #include "infermeter/clock.h"
+#include "load/session.h"
 
 void im__run_usage(FILE *o) {
   fprintf(o,
@@ -79,9 +80,34 @@ void im__run_usage(FILE *o) {
 "  --prefix-groups N --prefix-len L --prefix-share F\n"
 "                            a share F of the prompts starts with one of N shared\n"
 "                            system prompts of L tokens (default: none shared)\n"
+"  --tokenizer FILE          count prompt tokens with this tokenizer.json (default:\n"
+"                            the built-in tokenizer the built-in server uses)\n"
+"  --chat-template NAME      deepseek-v3, deepseek-r1, chatml, llama-3 or none: the\n"
+"                            template the server applies, counted in prompt tokens\n"
+"  --mix code=0.3,text=0.7   content classes of the prompts, labelled per request\n"
 "  --cache-salt              send vLLM's cache_salt with a per-run salt\n"
 "  --shared-cache            let this run hit a previous run's prefix cache (by\n"
 "                            default every prompt starts with a per-run salt)\n"
+"\n");
+  fprintf(o,
+"Sessions (multi-turn chat with growing contexts, docs/sessions.md):\n"
+"  --sessions N              N sessions at once, an ended one replaced at once\n"
+"  --session-rate R          or: sessions start as a Poisson process of R per second\n"
+"  --turns N                 turns per session (default 8)\n"
+"  --context-growth A:B      context tokens of the first and last turn, e.g. 5k:32k\n"
+"                            (k = 1024; default: --input-len at every turn)\n"
+"  --think-time DUR          between an answer and the next turn (default 0)\n"
+"\n"
+"Stages (docs/scenarios.md); each stage is a full run with its own figures:\n"
+"  --grid NAME=V1,V2,...     temperature, top_p, output_len or input_len (repeatable):\n"
+"                            every combination is a stage\n"
+"  --sweep rate=1,2,4 | concurrency=1,8,32 | rate=auto\n"
+"                            one stage per value; auto: a throughput stage, then\n"
+"                            --sweep-steps (default 5) rates evenly below it, stopping\n"
+"                            at over-saturation or a failed SLO (--sweep-all: go on);\n"
+"                            reports the saturation point\n"
+"  --scenario FILE           settings from a JSON scenario file (keys are these long\n"
+"                            option names); flags on the command line override it\n"
 "\n"
 "Limits and verdicts:\n"
 "  --slo ttft=500ms,tpot=50ms,e2el=10s   SLOs for goodput and the exit code\n"
@@ -206,7 +232,9 @@ enum {
   O_IGNORE_EOS, O_TEMP, O_TOPP, O_SLO, O_SLO_TARGET, O_PCT, O_TAG, O_HEADER, O_RETRIES, O_TIMEOUT,
   O_MAXTOK, O_YES, O_KEYFILE, O_INSECURE, O_KEEPALIVE, O_HTTP2, O_CACHE_SALT, O_SHARED, O_QUIET,
   O_NOPROG, O_THREADS, O_SCRAPE, O_NOSCRAPE, O_SCRAPE_INT, O_DCGM, O_NOSOCK, O_NOGPU, O_KVREF,
-  O_BWREF, O_PGROUPS, O_PLEN, O_PSHARE, O_KVBPT, O_GPUMEM, O_DATASET, O_DSPATH, O_TSPEED, O_PERTURB
+  O_BWREF, O_PGROUPS, O_PLEN, O_PSHARE, O_KVBPT, O_GPUMEM, O_DATASET, O_DSPATH, O_TSPEED, O_PERTURB,
+  O_SESSIONS, O_SRATE, O_TURNS, O_GROWTH, O_THINK, O_GRID, O_SWEEP, O_SWEEP_STEPS, O_SWEEP_ALL,
+  O_SCENARIO, O_TOKENIZER, O_CHAT_TMPL, O_MIX
 };
 
 const struct option im__run_options[] = {
@@ -245,6 +273,17 @@ const struct option im__run_options[] = {
     {"dataset", required_argument, 0, O_DATASET},
     {"dataset-path", required_argument, 0, O_DSPATH},
     {"trace-speed", required_argument, 0, O_TSPEED}, {"perturb", no_argument, 0, O_PERTURB},
+    {"sessions", required_argument, 0, O_SESSIONS},
+    {"session-rate", required_argument, 0, O_SRATE},
+    {"turns", required_argument, 0, O_TURNS},
+    {"context-growth", required_argument, 0, O_GROWTH},
+    {"think-time", required_argument, 0, O_THINK},
+    {"grid", required_argument, 0, O_GRID}, {"sweep", required_argument, 0, O_SWEEP},
+    {"sweep-steps", required_argument, 0, O_SWEEP_STEPS},
+    {"sweep-all", no_argument, 0, O_SWEEP_ALL},
+    {"scenario", required_argument, 0, O_SCENARIO},
+    {"tokenizer", required_argument, 0, O_TOKENIZER},
+    {"chat-template", required_argument, 0, O_CHAT_TMPL}, {"mix", required_argument, 0, O_MIX},
     {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0}};
 
@@ -269,6 +308,9 @@ void im__run_opts_default(struct run_opts *o) {
   o->t_total = 600 * 1000000000LL;
   o->scrape_interval_ns = 1000000000;
   o->trace_speed = 1.0;
+  o->turns = 8;
+  o->sweep_steps = 5;
+  o->stop_on_saturation = true;
   o->kv_residency_ref = 0.68; /* METRICS.md §9 reference lines */
   o->bw_util_ref = 0.78;
   static const double pct[] = {50, 90, 95, 99, 99.9};
@@ -419,6 +461,37 @@ int im__run_apply(struct run_opts *o, int opt, const char *arg, bool *rate_given
     return 0;
   case O_DSPATH: o->dataset_path = arg; return 0;
   case O_PERTURB: o->perturb = true; return 0;
+  case O_SESSIONS: return im_arg_u32("--sessions", arg, 1, 1000000, &o->sessions);
+  case O_SRATE: return im_arg_double("--session-rate", arg, 1e-6, 1e6, &o->session_rate);
+  case O_TURNS: return im_arg_u32("--turns", arg, 1, 1000, &o->turns);
+  case O_GROWTH: {
+    char msg[256];
+    if (im_sessions_parse_growth(arg, &o->ctx_start, &o->ctx_end, msg, sizeof msg)) {
+      fprintf(stderr, "infermeter: %s\n", msg);
+      return -1;
+    }
+    return 0;
+  }
+  case O_THINK: return im_arg_duration("--think-time", arg, &o->think_ns);
+  case O_GRID:
+    if (o->grid_from_scenario && !o->applying_scenario) {
+      o->n_grid = 0; /* the command line replaces the scenario's grid */
+      o->grid_from_scenario = false;
+    }
+    if (o->n_grid == 4) {
+      fprintf(stderr, "infermeter: --grid: at most 4 (one per parameter)\n");
+      return -1;
+    }
+    o->grid[o->n_grid++] = arg;
+    o->grid_from_scenario = o->applying_scenario;
+    return 0;
+  case O_SWEEP: o->sweep = arg; return 0;
+  case O_SWEEP_STEPS: return im_arg_u32("--sweep-steps", arg, 1, 64, &o->sweep_steps);
+  case O_SWEEP_ALL: o->stop_on_saturation = false; return 0;
+  case O_SCENARIO: o->scenario = arg; return 0; /* loaded before the other flags */
+  case O_TOKENIZER: o->tokenizer = arg; return 0;
+  case O_CHAT_TMPL: o->chat_template = arg; return 0;
+  case O_MIX: o->mix = arg; return 0;
   case O_TSPEED: return im_arg_double("--trace-speed", arg, 1e-6, 1e6, &o->trace_speed);
   case O_KVBPT: return im_arg_double("--kv-bytes-per-token", arg, 1, 1e9, &o->kv_bytes_per_token);
   case O_GPUMEM:

@@ -127,6 +127,9 @@ static int on_curl_timer(CURLM *m, long timeout_ms, void *userp) {
 static void attempt_free(struct attempt *a) {
   if (!a)
     return;
+  if (a->sstate && a->L->cfg->session)
+    a->L->cfg->session->end(a->L->cfg->workload_ctx, a->sstate);
+  im_buf_cleanup(&a->answer);
   if (a->easy)
     curl_easy_cleanup(a->easy);
   curl_slist_free_all(a->hdrs);
@@ -147,10 +150,13 @@ static struct attempt *attempt_new(struct loader *L) {
   a->rec.id = 1 + L->cfg->shard + L->cfg->n_shards * L->next_id++;
   a->rec.attempt = 1;
   a->rec.logical_id = a->rec.id;
+  a->rec.stage = L->cfg->stage;
   a->usage_completion = -1;
   im_buf_init(&a->body, 64u << 20);
   im_buf_init(&a->errbody, ERRBODY_MAX);
   im_sse_init(&a->sse, NULL, im__load_on_sse_event, a);
+  im_buf_init(&a->answer, 4u << 20);
+  a->capture = L->cfg->session != NULL;
   return a;
 }
 
@@ -249,6 +255,8 @@ static uint64_t local_total(const struct loader *L) {
   return L->cfg->max_requests ? L->cfg->max_requests : UINT64_MAX;
 }
 
+static void fill_record(struct attempt *a);
+
 /* A new attempt for request `index` with its workload filled in; NULL (and
  * L->fatal set) on failure. */
 static struct attempt *new_request(struct loader *L, uint64_t index) {
@@ -257,19 +265,32 @@ static struct attempt *new_request(struct loader *L, uint64_t index) {
     L->fatal = IM_NOMEM;
     return NULL;
   }
-  if (L->cfg->workload(L->cfg->workload_ctx, index, &a->spec) != IM_OK) {
+  const struct im_session_ops *so = L->cfg->session;
+  enum im_err err = so ? so->turn(L->cfg->workload_ctx, index, 0, &a->sstate, NULL, 0, &a->spec)
+                       : L->cfg->workload(L->cfg->workload_ctx, index, &a->spec);
+  if (err != IM_OK) {
     L->fatal = IM_INVAL;
     attempt_free(a);
     return NULL;
   }
-  struct im_record *r = &a->rec;
+  a->sid = index;
   a->index = index;
+  fill_record(a);
+  return a;
+}
+
+/* The record's copy of what the workload asked for. */
+static void fill_record(struct attempt *a) {
+  struct im_record *r = &a->rec;
   r->prompt_tokens = a->spec.prompt_tokens;
   r->requested_tokens = a->spec.max_tokens;
   r->ignore_eos = a->spec.ignore_eos;
   r->temperature = a->spec.temperature;
   r->top_p = a->spec.top_p;
-  return a;
+  r->context_tokens = a->spec.prompt_tokens;
+  r->session = a->spec.session;
+  r->turn = a->spec.turn;
+  r->content_class = a->spec.content_class;
 }
 
 /* Prepares one more request into the ring (workload, body, handle);
@@ -389,6 +410,10 @@ static void schedule_retry(struct loader *L, struct attempt *old, int64_t now) {
   old->body = body;
   a->index = old->index;
   a->slot = old->slot;
+  a->sstate = old->sstate;
+  old->sstate = NULL;
+  a->sid = old->sid;
+  a->turn = old->turn;
   struct im_record *r = &a->rec, *o = &old->rec;
   r->logical_id = o->logical_id;
   r->attempt = o->attempt + 1;
@@ -399,6 +424,10 @@ static void schedule_retry(struct loader *L, struct attempt *old, int64_t now) {
   r->ignore_eos = o->ignore_eos;
   r->temperature = o->temperature;
   r->top_p = o->top_p;
+  r->context_tokens = o->context_tokens;
+  r->session = o->session;
+  r->turn = o->turn;
+  r->content_class = o->content_class;
   /* Exponential backoff with jitter (0.25 s x 2^(n-1) x U[0.5, 1.5)),
    * or the server's Retry-After when it sent one. */
   double backoff = 0.25 * pow(2.0, (double)(o->attempt - 1)) * (0.5 + im_rng_uniform(&L->rng));
@@ -414,6 +443,73 @@ static void schedule_retry(struct loader *L, struct attempt *old, int64_t now) {
 }
 
 static void closed_loop_next(struct loader *L, uint32_t slot, int64_t t);
+
+static void insert_pending(struct loader *L, struct attempt *a) {
+  struct attempt **pp = &L->retries;
+  while (*pp && (*pp)->rec.t_sched <= a->rec.t_sched)
+    pp = &(*pp)->next;
+  a->next = *pp;
+  *pp = a;
+}
+
+/* After a session's turn ended (not to be retried): its next turn, built now
+ * and due after the think time. False when the session is over (last turn,
+ * a failure, dispatching stopped, or the request cap reached). */
+static bool session_next(struct loader *L, struct attempt *a, int64_t now) {
+  const struct im_load_config *c = L->cfg;
+  const struct im_session_ops *so = c->session;
+  if (a->rec.error != IM_EC_NONE || a->turn + 1 >= so->turns || L->stop_dispatch || L->aborting ||
+      (c->max_requests && L->turns_started >= c->max_requests))
+    return false;
+  int64_t due = now + so->think_ns;
+  if (c->duration_ns && due >= c->duration_ns)
+    return false;
+  struct attempt *n = attempt_new(L);
+  if (!n) {
+    L->fatal = IM_NOMEM;
+    return false;
+  }
+  n->sstate = a->sstate;
+  a->sstate = NULL;
+  n->sid = a->sid;
+  n->index = a->index;
+  n->slot = a->slot;
+  n->turn = a->turn + 1;
+  if (so->turn(c->workload_ctx, n->sid, n->turn, &n->sstate, a->answer.data, a->answer.len,
+               &n->spec) != IM_OK) {
+    L->fatal = IM_INVAL;
+    attempt_free(n);
+    return false;
+  }
+  fill_record(n);
+  L->turns_started++;
+  struct im_record *r = &n->rec;
+  r->t_sched = r->t_sched_first = due;
+  r->kind = c->warmup_ns > 0 ? (due < c->warmup_ns ? IM_KIND_WARMUP : IM_KIND_MEASURED)
+                             : (L->turns_started <= c->warmup_requests ? IM_KIND_WARMUP
+                                                                        : IM_KIND_MEASURED);
+  n->pending_turn = true;
+  /* Built now, in the think time: at its due time it is stamp-and-send. */
+  if (im__load_build_http(L, n) != IM_OK && n->easy) {
+    curl_easy_cleanup(n->easy);
+    n->easy = NULL;
+  }
+  insert_pending(L, n);
+  return true;
+}
+
+/* Dispatching stopped: sessions' next turns are never sent. */
+static void drop_pending_turns(struct loader *L) {
+  for (struct attempt **pp = &L->retries; *pp;) {
+    struct attempt *a = *pp;
+    if (a->pending_turn) {
+      *pp = a->next;
+      attempt_free(a);
+    } else {
+      pp = &a->next;
+    }
+  }
+}
 
 static void start_queued(struct loader *L) {
   while (L->queue_head && (!L->cfg->max_concurrency || L->inflight < L->cfg->max_concurrency)) {
@@ -485,11 +581,14 @@ static void finish_attempt(struct loader *L, struct attempt *a, CURLcode res) {
   store_record(L, r);
   uint32_t slot = a->slot;
   bool closed = !L->cfg->times;
+  bool session_over = false;
   if (retry)
     schedule_retry(L, a, now);
+  else if (L->cfg->session)
+    session_over = !session_next(L, a, now);
   attempt_free(a);
   start_queued(L);
-  if (closed && !retry && !L->aborting)
+  if (closed && !retry && !L->aborting && (!L->cfg->session || session_over))
     closed_loop_next(L, slot, now);
 }
 
@@ -497,8 +596,9 @@ static void finish_attempt(struct loader *L, struct attempt *a, CURLcode res) {
 
 static void closed_loop_next(struct loader *L, uint32_t slot, int64_t t) {
   const struct im_load_config *c = L->cfg;
+  uint64_t started = c->session ? L->turns_started : L->closed_started;
   if (L->stop_dispatch || (c->duration_ns && t >= c->duration_ns) ||
-      (c->max_requests && L->closed_started >= c->max_requests)) {
+      (c->max_requests && started >= c->max_requests)) {
     if (!L->stop_dispatch) {
       L->stop_dispatch = true;
       L->stop_t = t;
@@ -508,6 +608,8 @@ static void closed_loop_next(struct loader *L, uint32_t slot, int64_t t) {
   }
   uint64_t index = global_index(L, L->closed_started++);
   L->res->scheduled++;
+  if (c->session)
+    L->turns_started++;
   dispatch_new(L, index, t, slot);
 }
 
@@ -518,16 +620,29 @@ static void dispatch_due(struct loader *L) {
          c->times[L->next_arrival] <= now) {
     size_t i = L->next_arrival++;
     L->res->scheduled++;
+    if (c->session)
+      L->turns_started++;
     dispatch_new(L, global_index(L, i), c->times[i], 0);
   }
   while (L->retries && L->retries->rec.t_sched <= now) {
     struct attempt *a = L->retries;
     L->retries = a->next;
     a->next = NULL;
-    a->rec.t_dispatch = rel_now(L);
+    int64_t td = rel_now(L);
+    a->rec.t_dispatch = td;
+    if (a->pending_turn) {
+      a->pending_turn = false;
+      L->res->scheduled++;
+      L->res->dispatched++;
+      if ((double)(td - a->rec.t_sched) > L->lag_max_ns)
+        L->lag_max_ns = (double)(td - a->rec.t_sched);
+    }
     launch(L, a);
   }
-  if (c->times && L->next_arrival >= c->n_times && !L->stop_dispatch) {
+  if (c->session && c->times && L->next_arrival >= c->n_times) {
+    /* Session starts are over; started sessions go on with their turns. */
+    L->arrivals_done = true;
+  } else if (c->times && L->next_arrival >= c->n_times && !L->stop_dispatch) {
     L->stop_dispatch = true;
     L->stop_t = c->n_times ? c->times[c->n_times - 1] : 0;
     L->grace_deadline = (L->stop_t > now ? L->stop_t : now) + c->grace_ns;
@@ -596,7 +711,7 @@ static void progress(struct loader *L, int64_t now, bool final) {
     return;
   L->next_progress = now + (c->progress_tty ? 200000000LL : 5000000000LL);
   double el = (double)now * 1e-9;
-  uint64_t total = c->times ? c->n_times : c->max_requests;
+  uint64_t total = c->session ? c->max_requests : c->times ? c->n_times : c->max_requests;
   double p50 = im_hist_count(&L->ttft_hist) ? (double)im_hist_percentile(&L->ttft_hist, 0.5) / 1e6 : 0;
   /* The completion rate over the last interval, not since the start. */
   double dt = (double)(now - L->prev_progress_t) * 1e-9;
@@ -656,7 +771,7 @@ static void self_sample(struct loader *L, int64_t now) {
 }
 
 static bool finished(const struct loader *L) {
-  return L->stop_dispatch && !L->active && !L->queue_head && !L->retries;
+  return (L->stop_dispatch || L->arrivals_done) && !L->active && !L->queue_head && !L->retries;
 }
 
 static enum im_err loop(struct loader *L) {
@@ -678,7 +793,9 @@ static enum im_err loop(struct loader *L) {
       abort_all(L);
     if (finished(L))
       break;
-    if (!L->cfg->times && !L->stop_dispatch && L->cfg->duration_ns &&
+    if (L->stop_dispatch && L->cfg->session)
+      drop_pending_turns(L);
+    if ((!L->cfg->times || L->cfg->session) && !L->stop_dispatch && L->cfg->duration_ns &&
         now >= L->cfg->duration_ns) {
       /* Closed loop: the duration ends dispatching even when nothing
        * completes (a frozen server). */

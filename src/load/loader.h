@@ -34,11 +34,37 @@ struct im_req_spec {
   uint32_t max_tokens;
   bool ignore_eos;
   double temperature, top_p; /* NaN: not sent */
+  uint64_t session;        /* recorded as is (0: not in a session) */
+  uint32_t turn;
+  enum im_req_class content_class;
 };
 
 /* The workload: called on the loop thread shortly before a request is due,
  * never while a timestamp is being taken. Returns IM_OK and fills spec. */
 typedef enum im_err (*im_workload_fn)(void *ctx, uint64_t index, struct im_req_spec *spec);
+
+/* Multi-turn sessions: a session sends `turns` turns, each `think_ns` after
+ * the previous one ended (closed loop within the session, what chat users
+ * do), each turn's prompt built by the workload from the session's history
+ * and the previous answer. A turn that fails ends its session. Sessions
+ * start as the schedule says: with times != NULL each arrival starts one
+ * (--session-rate, open loop); else `concurrency` sessions run at once, an
+ * ended one replaced at once by a new one (--sessions). max_requests then
+ * caps turns, and duration_ns ends both (no turn is sent after it). */
+struct im_session_ops {
+  /* Fills spec for turn `turn` (from 0) of session `sid` (global, from 0;
+   * a session runs on one loader thread). *state is NULL at turn 0: the
+   * workload keeps its per-session history there. answer: the previous
+   * turn's answer text as received (content or text; reasoning excluded).
+   * Called on the loop thread when the previous turn ends, so its cost
+   * falls in the think time, not between due time and send. */
+  enum im_err (*turn)(void *ctx, uint64_t sid, uint32_t turn, void **state, const char *answer,
+                      size_t answer_len, struct im_req_spec *spec);
+  /* Frees a session's state (NULL ok); called once per session. */
+  void (*end)(void *ctx, void *state);
+  uint32_t turns;
+  int64_t think_ns;
+};
 
 struct im_load_config {
   const char *base_url;          /* "http://127.0.0.1:8000" (no trailing slash) */
@@ -69,12 +95,14 @@ struct im_load_config {
   int64_t timeout_connect_ns, timeout_ttft_ns, timeout_idle_ns, timeout_total_ns;
 
   im_workload_fn workload;
-  void *workload_ctx;
+  void *workload_ctx;            /* also the session ops' ctx */
+  const struct im_session_ops *session; /* NULL: single requests (workload) */
 
   /* Several loaders (threads) share one run: this one is shard `shard` of
    * `n_shards`; its k-th arrival is global request shard + k * n_shards, and
    * its attempt ids are unique the same way. */
   uint32_t shard, n_shards;
+  uint32_t stage;                /* recorded in every attempt */
 
   int jsonl_fd;                  /* requests.jsonl (O_APPEND), -1 = none */
   volatile int *interrupt;       /* >0: stop dispatching; >1: abort in flight */

@@ -120,6 +120,11 @@ enum im_err im__load_on_sse_event(void *ud, const struct im_sse_event *ev) {
     n = delta > 0 ? (uint32_t)delta : 1;
     a->usage_completion = c->usage.completion_tokens;
   }
+  if (a->capture) { /* a session's next turn sends the answer back */
+    const struct im_oai_str *txt = c->content.len ? &c->content : &c->text;
+    if (txt->len && im_buf_append(&a->answer, txt->ptr, txt->len) != IM_OK)
+      a->capture = false; /* over the bound: the history keeps what fitted */
+  }
   int64_t t = a->last_chunk; /* the arrival time of this read, set by on_write */
   if (r->t_first < 0)
     r->t_first = t;

@@ -38,6 +38,14 @@ struct attempt {
   bool saw_done, error_event, malformed, usage_seen;
   bool in_multi;
   uint32_t slot;                 /* closed loop */
+  /* Sessions: the workload's state (owned while non-NULL), the turn, and
+   * the answer text kept for the next turn. */
+  void *sstate;
+  uint64_t sid;
+  uint32_t turn;
+  bool pending_turn;             /* a next turn waiting for its think time */
+  bool capture;
+  struct im_buf answer;
 };
 
 struct loader {
@@ -56,6 +64,8 @@ struct loader {
   struct attempt *retries;       /* pending retries, sorted by t_sched */
   struct attempt *due_head, *due_tail; /* closed-loop arrivals to dispatch now */
   bool stop_dispatch;
+  bool arrivals_done;            /* sessions: every session start dispatched */
+  uint64_t turns_started;        /* sessions: requests created */
   int64_t stop_t;                /* run-relative time dispatching stopped */
   int64_t grace_deadline;        /* run-relative; INT64_MAX until known */
   bool aborting;

@@ -44,6 +44,12 @@ static const char *const source_names[IM_COUNT_SOURCE_COUNT_] = {
     "chunks",
 };
 
+static const char *const class_names[IM_CLASS_COUNT_] = {"", "text", "code"};
+
+const char *im_req_class_name(enum im_req_class c) {
+  return (unsigned)c < IM_CLASS_COUNT_ ? class_names[c] : "unknown";
+}
+
 const char *im_kind_name(enum im_req_kind k) {
   return (unsigned)k < IM_KIND_COUNT_ ? kind_names[k] : "unknown";
 }
@@ -301,6 +307,13 @@ static enum im_err write_record(const struct im_record *r, struct im_buf *b) {
   TRY(im_buf_printf(b, "\"%016" PRIx64 "\"", r->content_hash));
   TRY(put_double_or_null(b, "temperature", r->temperature));
   TRY(put_double_or_null(b, "top_p", r->top_p));
+  U64("session", r->session);
+  U64("turn", r->turn);
+  U64("context_tokens", r->context_tokens);
+  TRY(put_key(b, "class"));
+  TRY(r->content_class != IM_CLASS_NONE
+          ? put_str(b, im_req_class_name(r->content_class), strlen(im_req_class_name(r->content_class)))
+          : im_buf_puts(b, "null"));
 
   U64("n_chunks", r->n_chunks);
   TRY(put_key(b, "chunks_us"));
@@ -592,6 +605,17 @@ static enum im_err read_fields(struct rd *d, struct im_record *r) {
   }
   TRY(get_double(d, "temperature", &r->temperature));
   TRY(get_double(d, "top_p", &r->top_p));
+  /* Optional: absent in files of older versions. */
+  if (json_object_get(d->obj, "session"))
+    TRY(get_u64(d, "session", &r->session));
+  if (json_object_get(d->obj, "turn"))
+    TRY(get_u32(d, "turn", &r->turn));
+  if (json_object_get(d->obj, "context_tokens"))
+    TRY(get_u32(d, "context_tokens", &r->context_tokens));
+  if (json_object_get(d->obj, "class")) {
+    TRY(get_enum(d, "class", class_names, IM_CLASS_COUNT_, true, &e));
+    r->content_class = (enum im_req_class)e;
+  }
   TRY(get_chunks(d, r));
   return IM_OK;
 #undef TRY

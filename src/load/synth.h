@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "infermeter/buf.h"
 #include "infermeter/err.h"
 #include "infermeter/sched.h"
 #include "load/loader.h"
@@ -34,6 +35,13 @@ struct im_synth {
   size_t n_times;
   const struct im_sched_spec *sched;
 };
+
+/* Appends to b a prompt of about `want` tokens for tag (a request index or
+ * a session's turn): the run salt, when `prefix` one of the shared prefix
+ * groups (as the group draw for tag says), then text of its own. *n_out:
+ * its token count (built-in tokenizer). */
+enum im_err im_synth_text(const struct im_synth *s, uint64_t tag, uint32_t want, bool prefix,
+                          struct im_buf *b, uint32_t *n_out) IM_WUR;
 
 /* Applies --perturb to spec for request index (no-op when off). */
 void im_synth_perturb(const struct im_synth *s, uint64_t index, struct im_req_spec *spec);
