@@ -1,8 +1,13 @@
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "infermeter/buf.h"
+#include "infermeter/chattmpl.h"
 #include "infermeter/promptgen.h"
 #include "infermeter/tokenizer.h"
 #include "workload/simpletok.h"
@@ -52,9 +57,13 @@ static void test_exact(struct im_tok *tok, const char *label) {
           static uint32_t ids[4096];
           size_t k = 0;
           CHECK_OK(im_tok_encode(tok, a.data, a.len, ids, 4096, &k));
+          /* The tiny fixture's added tokens (the DeepSeek-style one has
+           * its own check in test_deepseek_style). */
           uint32_t bos = 0, eot = 0;
-          CHECK_OK(im_tok_token_id(tok, "<|bos|>", 7, &bos));
-          CHECK_OK(im_tok_token_id(tok, "<|eot|>", 7, &eot));
+          if (im_tok_token_id(tok, "<|bos|>", 7, &bos) != IM_OK)
+            bos = UINT32_MAX;
+          if (im_tok_token_id(tok, "<|eot|>", 7, &eot) != IM_OK)
+            eot = UINT32_MAX;
           size_t special = 0;
           for (size_t j = 0; j < k && j < 4096; j++)
             special += ids[j] == bos || ids[j] == eot;
@@ -144,6 +153,153 @@ static void test_errors(void) {
   im_buf_cleanup(&b);
 }
 
+/* ---- A DeepSeek-V3-style tokenizer, built here ---------------------------
+ * The pre-tokenizer of deepseek-ai/DeepSeek-V3's tokenizer.json (three
+ * Splits, then ByteLevel without its regex), a byte-level vocabulary with
+ * merges for a few words of our own choosing (so tokens span several bytes
+ * and counts jump across piece boundaries), and DeepSeek's added tokens. */
+
+#define BAR "\xef\xbd\x9c"
+#define BLK "\xe2\x96\x81"
+static const char *const ds_added[] = {
+    "<" BAR "begin" BLK "of" BLK "sentence" BAR ">", "<" BAR "end" BLK "of" BLK "sentence" BAR ">",
+    "<" BAR "User" BAR ">", "<" BAR "Assistant" BAR ">", "<think>", "</think>"};
+
+/* GPT-2's byte-to-character map: printable bytes stand for themselves, the
+ * others take code points from 256 up in byte order. */
+static void byte_char(int b, char out[3]) {
+  bool printable = (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || b >= 0xae;
+  int cp = b;
+  if (!printable) {
+    cp = 256;
+    for (int k = 0; k < b; k++)
+      cp += !((k >= 0x21 && k <= 0x7e) || (k >= 0xa1 && k <= 0xac) || k >= 0xae);
+  }
+  if (cp < 0x80) {
+    out[0] = (char)cp;
+    out[1] = '\0';
+  } else {
+    out[0] = (char)(0xc0 | (cp >> 6));
+    out[1] = (char)(0x80 | (cp & 0x3f));
+    out[2] = '\0';
+  }
+}
+
+static struct im_tok *load_deepseek_style(void) {
+  static const char *const words[] = {
+      " the", " a",    " of",  " and", " to",   " in",   " is",     " that", " for",  " it",
+      " with", " data", " model", " system", " return", " int", " if", " value", " count", " i",
+      " n",   " x",    "er",   "in",   "ing",   "re",    "on",      "th",    "an",    "at",
+      " =",   " (",    ");",   "    ", "        ", "\n", ",",   ".",     " {",    "()",
+      "_",    " +=",   "self", "def",  "static", "size", "buffer", "  ",   "\n\n", " the"};
+  json_t *root = json_object(), *model = json_object(), *vocab = json_object();
+  json_t *merges = json_array(), *added = json_array();
+  int next = 0;
+  for (int b = 0; b < 256; b++) {
+    char ch[3];
+    byte_char(b, ch);
+    json_object_set_new(vocab, ch, json_integer(next++));
+  }
+  for (size_t w = 0; w < sizeof words / sizeof words[0]; w++) {
+    char acc[128] = "";
+    const unsigned char *p = (const unsigned char *)words[w];
+    for (size_t i = 0; p[i]; i++) {
+      char ch[3], joined[128];
+      byte_char(p[i], ch);
+      snprintf(joined, sizeof joined, "%s%s", acc, ch);
+      if (i > 0 && !json_object_get(vocab, joined)) {
+        char m[160];
+        snprintf(m, sizeof m, "%s %s", acc, ch);
+        json_array_append_new(merges, json_string(m));
+        json_object_set_new(vocab, joined, json_integer(next++));
+      }
+      snprintf(acc, sizeof acc, "%s", joined);
+    }
+  }
+  for (size_t a = 0; a < sizeof ds_added / sizeof ds_added[0]; a++)
+    json_array_append_new(added, json_pack("{s:i,s:s,s:b,s:b,s:b,s:b,s:b}", "id", next++,
+                                           "content", ds_added[a], "single_word", 0, "lstrip", 0,
+                                           "rstrip", 0, "normalized", 0, "special", 1));
+  json_object_set_new(model, "type", json_string("BPE"));
+  json_object_set_new(model, "vocab", vocab);
+  json_object_set_new(model, "merges", merges);
+  json_object_set_new(root, "model", model);
+  json_object_set_new(root, "added_tokens", added);
+  json_object_set_new(root, "decoder", json_pack("{s:s}", "type", "ByteLevel"));
+  /* The three patterns as in DeepSeek-V3's tokenizer.json. */
+  json_t *pre = json_pack(
+      "{s:s,s:[{s:s,s:{s:s},s:s,s:b},{s:s,s:{s:s},s:s,s:b},{s:s,s:{s:s},s:s,s:b},"
+      "{s:s,s:b,s:b,s:b}]}",
+      "type", "Sequence", "pretokenizers", "type", "Split", "pattern", "Regex", "\\p{N}{1,3}",
+      "behavior", "Isolated", "invert", 0, "type", "Split", "pattern", "Regex",
+      "[\xe4\xb8\x80-\xe9\xbe\xa5\xe3\x81\x80-\xe3\x82\x9f\xe3\x82\xa0-\xe3\x83\xbf]+",
+      "behavior", "Isolated", "invert", 0, "type", "Split", "pattern", "Regex",
+      "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?"
+      "[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+",
+      "behavior", "Isolated", "invert", 0, "type", "ByteLevel", "add_prefix_space", 0,
+      "trim_offsets", 1, "use_regex", 0);
+  CHECK(pre != NULL);
+  json_object_set_new(root, "pre_tokenizer", pre);
+  char path[] = "/tmp/im_test_promptgen_XXXXXX";
+  int fd = mkstemp(path);
+  struct im_tok *tok = NULL;
+  CHECK(fd >= 0);
+  if (fd >= 0) {
+    close(fd);
+    CHECK_OK(json_dump_file(root, path, 0));
+    char msg[256] = "";
+    CHECK_OK(im_tok_load(path, &tok, msg, sizeof msg));
+    if (!tok)
+      fprintf(stderr, "  deepseek-style fixture: %s\n", msg);
+    unlink(path);
+  }
+  json_decref(root);
+  return tok;
+}
+
+/* Under the DeepSeek-style tokenizer: merges really happen (fewer tokens
+ * than bytes), no added-token id in any prompt, and a prompt placed in a
+ * DeepSeek-V3 chat turn adds exactly n tokens to the rendered template. */
+static void test_deepseek_style(struct im_tok *tok) {
+  size_t n_bytes = 0;
+  CHECK_OK(im_tok_count(tok, " the data", 9, &n_bytes));
+  CHECK_EQ(n_bytes, 2);
+  uint32_t added_ids[sizeof ds_added / sizeof ds_added[0]];
+  for (size_t a = 0; a < sizeof ds_added / sizeof ds_added[0]; a++)
+    CHECK_OK(im_tok_token_id(tok, ds_added[a], strlen(ds_added[a]), &added_ids[a]));
+  static uint32_t ids[5000];
+  for (int c = 0; c < IM_CONTENT_COUNT_; c++)
+    for (uint32_t n = 1; n <= 4096; n = n < 64 ? n + 1 : n * 2) {
+      struct im_buf p, empty, full;
+      im_buf_init(&p, 0);
+      im_buf_init(&empty, 0);
+      im_buf_init(&full, 0);
+      CHECK_OK(im_promptgen_exact(tok, (enum im_content)c, n * 7 + 1, n, &p));
+      size_t k = 0;
+      CHECK_OK(im_tok_encode(tok, p.data, p.len, ids, 5000, &k));
+      CHECK_EQ(k, n);
+      if (n >= 32)
+        CHECK(p.len > k); /* some tokens are merged bytes */
+      size_t special = 0;
+      for (size_t j = 0; j < k && j < 5000; j++)
+        for (size_t a = 0; a < sizeof added_ids / sizeof added_ids[0]; a++)
+          special += ids[j] == added_ids[a];
+      CHECK_EQ(special, 0);
+      struct im_chat_msg m[2] = {{"system", 6, "Be brief.", 9}, {"user", 4, "", 0}};
+      CHECK_OK(im_chat_render(IM_CHAT_DEEPSEEK_V3, m, 2, &empty));
+      m[1].content = p.data;
+      m[1].content_len = p.len;
+      CHECK_OK(im_chat_render(IM_CHAT_DEEPSEEK_V3, m, 2, &full));
+      size_t ce = 0, cf = 0;
+      CHECK_OK(im_tok_count(tok, empty.data, empty.len, &ce));
+      CHECK_OK(im_tok_count(tok, full.data, full.len, &cf));
+      CHECK_EQ(cf, ce + n);
+      im_buf_cleanup(&p);
+      im_buf_cleanup(&empty);
+      im_buf_cleanup(&full);
+    }
+}
+
 /* Not an assertion: prints the time of a 32K-token prompt for the record. */
 static void report_speed(void) {
   for (int c = 0; c < IM_CONTENT_COUNT_; c++) {
@@ -174,6 +330,14 @@ int main(void) {
     test_exact(tok, "tiny_bytelevel");
     test_prefix(tok);
     test_sweep(tok, "tiny_bytelevel");
+  }
+  im_tok_free(tok);
+  tok = load_deepseek_style();
+  if (tok) {
+    test_exact(tok, "deepseek-style");
+    test_prefix(tok);
+    test_sweep(tok, "deepseek-style");
+    test_deepseek_style(tok);
   }
   im_tok_free(tok);
   report_speed();
