@@ -29,7 +29,6 @@
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdbool.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,9 +46,12 @@ static const struct {
   const char *name;
   enum im_chat_tmpl t;
 } names[] = {
-    {"none", IM_CHAT_NONE},     {"deepseek-v3", IM_CHAT_DEEPSEEK_V3},
-    {"deepseek-r1", IM_CHAT_DEEPSEEK_R1}, {"chatml", IM_CHAT_CHATML},
-    {"llama-3", IM_CHAT_LLAMA3}, {"llama3", IM_CHAT_LLAMA3},
+    {"none", IM_CHAT_NONE},
+    {"deepseek-v3", IM_CHAT_DEEPSEEK_V3},
+    {"deepseek-r1", IM_CHAT_DEEPSEEK_R1},
+    {"chatml", IM_CHAT_CHATML},
+    {"llama-3", IM_CHAT_LLAMA3},
+    {"llama3", IM_CHAT_LLAMA3},
 };
 
 enum im_err im_chat_tmpl_parse(const char *name, enum im_chat_tmpl *out) {
@@ -211,9 +213,11 @@ static enum im_err fail(char *err, size_t errlen, enum im_err e, const char *fmt
 }
 
 /* The text of a content value: a string, null (empty), or an array of parts
- * whose "text" parts are joined with "\n" into scratch. */
+ * whose "text" parts are joined with "\n" into scratch. For parts, *s is
+ * left NULL and *off is where the text starts in scratch (scratch may move
+ * while later messages grow it, so pointers are taken at the end). */
 static enum im_err content_of(json_t *c, size_t idx, struct im_buf *scratch, const char **s,
-                              size_t *n, char *err, size_t errlen) {
+                              size_t *n, size_t *off, char *err, size_t errlen) {
   if (!c || json_is_null(c)) {
     *s = "";
     *n = 0;
@@ -248,8 +252,8 @@ static enum im_err content_of(json_t *c, size_t idx, struct im_buf *scratch, con
       return e;
     any = true;
   }
-  /* Offsets, not pointers: scratch may move while later messages grow it. */
-  *s = (const char *)(uintptr_t)start;
+  *s = NULL;
+  *off = start;
   *n = scratch->len - start;
   return IM_OK;
 }
@@ -270,17 +274,18 @@ enum im_err im_chat_render_json(enum im_chat_tmpl t, const char *messages_json, 
                 je.column, je.text);
   enum im_err e = IM_OK;
   struct im_chat_msg *msgs = NULL;
-  bool *from_scratch = NULL;
+  size_t *offs = NULL;
   struct im_buf scratch;
   im_buf_init(&scratch, IM_CHAT_JSON_MAX);
   if (!json_is_array(root)) {
-    e = fail(err, errlen, IM_PARSE, "messages: not a JSON array of {\"role\", \"content\"} objects");
+    e = fail(err, errlen, IM_PARSE,
+             "messages: not a JSON array of {\"role\", \"content\"} objects");
     goto out;
   }
   size_t n = json_array_size(root);
   msgs = calloc(n ? n : 1, sizeof *msgs);
-  from_scratch = calloc(n ? n : 1, sizeof *from_scratch);
-  if (!msgs || !from_scratch) {
+  offs = calloc(n ? n : 1, sizeof *offs);
+  if (!msgs || !offs) {
     e = IM_NOMEM;
     goto out;
   }
@@ -299,20 +304,19 @@ enum im_err im_chat_render_json(enum im_chat_tmpl t, const char *messages_json, 
     msgs[i].role = json_string_value(role);
     msgs[i].role_len = json_string_length(role);
     json_t *c = json_object_get(m, "content");
-    from_scratch[i] = json_is_array(c);
-    e = content_of(c, i, &scratch, &msgs[i].content, &msgs[i].content_len, err, errlen);
+    e = content_of(c, i, &scratch, &msgs[i].content, &msgs[i].content_len, &offs[i], err, errlen);
     if (e)
       goto out;
   }
   for (size_t i = 0; i < n; i++)
-    if (from_scratch[i])
-      msgs[i].content = scratch.data ? scratch.data + (uintptr_t)msgs[i].content : "";
+    if (!msgs[i].content)
+      msgs[i].content = msgs[i].content_len ? scratch.data + offs[i] : "";
   e = im_chat_render(t, msgs, n, out);
   if (e == IM_INVAL)
     (void)fail(err, errlen, e, "messages: unknown chat template %d", (int)t);
 out:
   im_buf_cleanup(&scratch);
-  free(from_scratch);
+  free(offs);
   free(msgs);
   json_decref(root);
   return e;

@@ -81,8 +81,10 @@ enum im_err im_mix_parse(const char *spec, struct im_mix *out, char *err, size_t
     size_t n = plen;
     trim(&part, &n);
     if (n == 0)
-      return fail(err, errlen, IM_PARSE, "--mix: '%s': empty part (expected class=weight, e.g. "
-                  "code=0.3,text=0.7)", spec);
+      return fail(err, errlen, IM_PARSE,
+                  "--mix: '%s': empty part (expected class=weight, e.g. "
+                  "code=0.3,text=0.7)",
+                  spec);
     const char *eq = memchr(part, '=', n);
     if (!eq)
       return fail(err, errlen, IM_PARSE, "--mix: '%.*s': expected class=weight", (int)n, part);
@@ -119,8 +121,10 @@ enum im_err im_mix_parse(const char *spec, struct im_mix *out, char *err, size_t
     p = comma + 1;
   }
   if (!(sum > 0.0) || !isfinite(sum))
-    return fail(err, errlen, IM_INVAL, "--mix: '%s': at least one weight must be > 0 (and their "
-                "sum finite)", spec);
+    return fail(err, errlen, IM_INVAL,
+                "--mix: '%s': at least one weight must be > 0 (and their "
+                "sum finite)",
+                spec);
   for (int c = 0; c < IM_CONTENT_COUNT_; c++)
     m.weight[c] /= sum;
   *out = m;
@@ -148,30 +152,30 @@ enum im_content im_mix_pick(const struct im_mix *m, double u) {
 /* ---- Code generator ----------------------------------------------------- */
 
 static const char *const verbs[] = {
-    "read",  "write", "parse", "load",  "find",   "count", "merge",  "split",  "scan",
-    "build", "check", "update", "reset", "flush", "fetch", "send",   "store",  "clear",
-    "format", "apply", "resize", "sort", "hash",  "encode", "decode", "open",  "close",
-    "copy",  "fill",  "push",  "pop",   "emit",   "track", "match",  "grow",   "trim",
+    "read",   "write", "parse",  "load",  "find",  "count",  "merge",  "split", "scan",
+    "build",  "check", "update", "reset", "flush", "fetch",  "send",   "store", "clear",
+    "format", "apply", "resize", "sort",  "hash",  "encode", "decode", "open",  "close",
+    "copy",   "fill",  "push",   "pop",   "emit",  "track",  "match",  "grow",  "trim",
 };
 static const char *const nouns[] = {
-    "buffer", "header", "index", "entry", "table",  "node",   "list",  "item",   "token",
-    "record", "block",  "frame", "state", "config", "cache",  "value", "key",    "count",
-    "offset", "length", "size",  "queue", "stream", "path",   "name",  "limit",  "total",
-    "result", "line",   "field", "chunk", "slot",   "page",   "range", "score",  "weight",
-    "batch",  "bucket", "cursor", "depth", "delta", "flags",  "mask",  "prefix", "window",
+    "buffer", "header", "index",  "entry", "table",  "node",  "list",  "item",   "token",
+    "record", "block",  "frame",  "state", "config", "cache", "value", "key",    "count",
+    "offset", "length", "size",   "queue", "stream", "path",  "name",  "limit",  "total",
+    "result", "line",   "field",  "chunk", "slot",   "page",  "range", "score",  "weight",
+    "batch",  "bucket", "cursor", "depth", "delta",  "flags", "mask",  "prefix", "window",
 };
 static const char *const shorts[] = {
     "i",   "j",   "k",   "n",   "x",   "y",   "p",   "pos", "len", "idx", "cur", "prev",
     "tmp", "acc", "res", "err", "val", "buf", "out", "src", "dst", "lo",  "hi",  "mid",
 };
-static const char *const c_types[] = {"int", "size_t", "uint32_t", "uint64_t", "double",
-                                      "long", "unsigned", "float", "char", "bool"};
-static const char *const py_calls[] = {"len", "range", "sum", "min", "max", "sorted", "abs",
-                                       "list", "dict", "str", "int", "any", "all"};
-static const char *const glue[] = {"the", "a",    "of",    "to",   "and",  "if",  "before",
-                                   "after", "each", "not", "is",   "when", "first", "last",
-                                   "empty", "every", "only", "here", "so",   "we",   "keep",
-                                   "then", "once", "all",  "from", "into", "until", "no"};
+static const char *const c_types[] = {"int",  "size_t",   "uint32_t", "uint64_t", "double",
+                                      "long", "unsigned", "float",    "char",     "bool"};
+static const char *const py_calls[] = {"len",  "range", "sum", "min", "max", "sorted", "abs",
+                                       "list", "dict",  "str", "int", "any", "all"};
+static const char *const glue[] = {"the",   "a",     "of",   "to",   "and",  "if",    "before",
+                                   "after", "each",  "not",  "is",   "when", "first", "last",
+                                   "empty", "every", "only", "here", "so",   "we",    "keep",
+                                   "then",  "once",  "all",  "from", "into", "until", "no"};
 static const char *const arith[] = {" +", " -", " *", " /", " %", " &", " |", " ^", " >>", " <<"};
 static const char *const cmp[] = {" <", " >", " ==", " !=", " <=", " >="};
 static const char *const c_assign[] = {" =", " +=", " -=", " |=", " ^=", " *="};
@@ -245,8 +249,8 @@ static void ident(struct im_content_gen *g, bool sp) {
 }
 
 static void number(struct im_content_gen *g, bool sp) {
-  static const char *const common[] = {"0", "1", "2", "4", "8", "16", "32", "64", "10", "100",
-                                       "255", "1024", "3", "0x7f", "0xff"};
+  static const char *const common[] = {"0",  "1",   "2",   "4",    "8", "16",   "32",  "64",
+                                       "10", "100", "255", "1024", "3", "0x7f", "0xff"};
   char tmp[16];
   const char *s;
   if (chance(g, 70)) {

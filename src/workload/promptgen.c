@@ -97,8 +97,8 @@ static enum im_err generate(struct pg *p, size_t pieces) {
 /* Fillers: each is one token in the tokenizers we know of, and they are
  * tried in order; the check is the count, not this belief. Same alphabet
  * rules as the generators. */
-static const char *const fillers[] = {" a", " I", " the", ".", ",", " x", " 1", "\n", " and",
-                                      " of", " is", "a", "x", "-", ";", "!", "?"};
+static const char *const fillers[] = {" a",  " I",  " the", ".", ",", " x", " 1", "\n", " and",
+                                      " of", " is", "a",    "x", "-", ";",  "!",  "?"};
 
 static bool safe_filler(const char *s, size_t n) {
   if (n == 0 || n > 16)

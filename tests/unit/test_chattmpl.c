@@ -4,7 +4,8 @@
 #include "infermeter/buf.h"
 #include "infermeter/chattmpl.h"
 
-#define M(r, c) {r, sizeof r - 1, c, sizeof c - 1}
+#define M(r, c)                                                                                    \
+  { r, sizeof r - 1, c, sizeof c - 1 }
 
 /* DeepSeek's markers spelled with their code points' UTF-8 bytes, so the
  * test does not share the implementation's macros. */
@@ -76,7 +77,10 @@ static void test_details(void) {
   /* DeepSeek: system prompts anywhere go first, joined by a blank line; an
    * unknown role renders nothing. */
   static const struct im_chat_msg m[] = {
-      M("user", "q1"), M("system", "A"), M("tool", "out"), M("system", "B"),
+      M("user", "q1"),
+      M("system", "A"),
+      M("tool", "out"),
+      M("system", "B"),
   };
   check_render(IM_CHAT_DEEPSEEK_V3, m, 4,
                "<" BAR "begin" BLK "of" BLK "sentence" BAR ">A\n\nB<" BAR "User" BAR ">q1<" BAR
@@ -161,8 +165,7 @@ static void test_json(void) {
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     im_buf_reset(&a);
     err[0] = '\0';
-    CHECK_EQ(im_chat_render_json(IM_CHAT_CHATML, bad[i].js, strlen(bad[i].js), &a, err,
-                                 sizeof err),
+    CHECK_EQ(im_chat_render_json(IM_CHAT_CHATML, bad[i].js, strlen(bad[i].js), &a, err, sizeof err),
              IM_PARSE);
     if (!strstr(err, bad[i].msg))
       fprintf(stderr, "  case %zu: \"%s\" lacks \"%s\"\n", i, err, bad[i].msg);

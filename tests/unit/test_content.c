@@ -123,8 +123,8 @@ static void test_generators(void) {
       unsigned char ch = (unsigned char)a.data[i];
       if (!(ch == '\n' || (ch >= 0x20 && ch < 0x7f)))
         bad++;
-      if (ch == '<' && !(i + 1 < a.len && (a.data[i + 1] == ' ' || a.data[i + 1] == '=' ||
-                                           a.data[i + 1] == '<')))
+      if (ch == '<' && !(i + 1 < a.len &&
+                         (a.data[i + 1] == ' ' || a.data[i + 1] == '=' || a.data[i + 1] == '<')))
         lt_bad++;
     }
     CHECK_EQ(bad, 0);

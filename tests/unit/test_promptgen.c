@@ -46,8 +46,8 @@ static void test_exact(struct im_tok *tok, const char *label) {
         if (ns[i] == 0) {
           CHECK_EQ(a.len, 0);
         } else {
-          CHECK(a.len > 0 && ((a.data[0] >= 'a' && a.data[0] <= 'z') ||
-                              (a.data[0] >= 'A' && a.data[0] <= 'Z')));
+          CHECK(a.len > 0 &&
+                ((a.data[0] >= 'a' && a.data[0] <= 'z') || (a.data[0] >= 'A' && a.data[0] <= 'Z')));
           CHECK(strstr(a.data, "<|") == NULL);
           CHECK(strstr(a.data, "\xef\xbd\x9c") == NULL); /* U+FF5C */
           CHECK(strstr(a.data, "<think>") == NULL && strstr(a.data, "</think>") == NULL);
@@ -106,8 +106,8 @@ static void test_sweep(struct im_tok *tok, const char *label) {
 /* Joining: the header's promise for the built-in tokenizer, and the total
  * promised by _after for any prefix. */
 static void test_prefix(struct im_tok *tok) {
-  static const char *const good[] = {"", "[run-7] [42]\n", "Question:", "x.", "12", "a\n\n",
-                                     "(", "caf\xc3\xa9"};
+  static const char *const good[] = {"",   "[run-7] [42]\n", "Question:", "x.",
+                                     "12", "a\n\n",          "(",         "caf\xc3\xa9"};
   static const char *const any[] = {"word", "ends with space ", "tab\t", "x.", "\n", "a b c 1"};
   for (int c = 0; c < IM_CONTENT_COUNT_; c++)
     for (uint32_t n = 1; n < 200; n += 37) {
@@ -138,8 +138,7 @@ static void test_prefix(struct im_tok *tok) {
 static void test_errors(void) {
   struct im_buf b;
   im_buf_init(&b, 0);
-  CHECK_EQ(im_promptgen_exact(NULL, IM_CONTENT_TEXT, 1, IM_PROMPTGEN_MAX_TOKENS + 1, &b),
-           IM_LIMIT);
+  CHECK_EQ(im_promptgen_exact(NULL, IM_CONTENT_TEXT, 1, IM_PROMPTGEN_MAX_TOKENS + 1, &b), IM_LIMIT);
   CHECK_EQ(im_promptgen_exact(NULL, IM_CONTENT_TEXT, 1, 5, NULL), IM_INVAL);
   im_buf_cleanup(&b);
   /* out's cap: IM_LIMIT and out unchanged. */
@@ -161,9 +160,12 @@ static void test_errors(void) {
 
 #define BAR "\xef\xbd\x9c"
 #define BLK "\xe2\x96\x81"
-static const char *const ds_added[] = {
-    "<" BAR "begin" BLK "of" BLK "sentence" BAR ">", "<" BAR "end" BLK "of" BLK "sentence" BAR ">",
-    "<" BAR "User" BAR ">", "<" BAR "Assistant" BAR ">", "<think>", "</think>"};
+static const char *const ds_added[] = {"<" BAR "begin" BLK "of" BLK "sentence" BAR ">",
+                                       "<" BAR "end" BLK "of" BLK "sentence" BAR ">",
+                                       "<" BAR "User" BAR ">",
+                                       "<" BAR "Assistant" BAR ">",
+                                       "<think>",
+                                       "</think>"};
 
 /* GPT-2's byte-to-character map: printable bytes stand for themselves, the
  * others take code points from 256 up in byte order. */
@@ -187,11 +189,12 @@ static void byte_char(int b, char out[3]) {
 
 static struct im_tok *load_deepseek_style(void) {
   static const char *const words[] = {
-      " the", " a",    " of",  " and", " to",   " in",   " is",     " that", " for",  " it",
-      " with", " data", " model", " system", " return", " int", " if", " value", " count", " i",
-      " n",   " x",    "er",   "in",   "ing",   "re",    "on",      "th",    "an",    "at",
-      " =",   " (",    ");",   "    ", "        ", "\n", ",",   ".",     " {",    "()",
-      "_",    " +=",   "self", "def",  "static", "size", "buffer", "  ",   "\n\n", " the"};
+      " the",   " a",     " of",   " and",   " to",     " in",     " is",  " that",    " for",
+      " it",    " with",  " data", " model", " system", " return", " int", " if",      " value",
+      " count", " i",     " n",    " x",     "er",      "in",      "ing",  "re",       "on",
+      "th",     "an",     "at",    " =",     " (",      ");",      "    ", "        ", "\n",
+      ",",      ".",      " {",    "()",     "_",       " +=",     "self", "def",      "static",
+      "size",   "buffer", "  ",    "\n\n",   " the"};
   json_t *root = json_object(), *model = json_object(), *vocab = json_object();
   json_t *merges = json_array(), *added = json_array();
   int next = 0;
@@ -217,9 +220,9 @@ static struct im_tok *load_deepseek_style(void) {
     }
   }
   for (size_t a = 0; a < sizeof ds_added / sizeof ds_added[0]; a++)
-    json_array_append_new(added, json_pack("{s:i,s:s,s:b,s:b,s:b,s:b,s:b}", "id", next++,
-                                           "content", ds_added[a], "single_word", 0, "lstrip", 0,
-                                           "rstrip", 0, "normalized", 0, "special", 1));
+    json_array_append_new(added, json_pack("{s:i,s:s,s:b,s:b,s:b,s:b,s:b}", "id", next++, "content",
+                                           ds_added[a], "single_word", 0, "lstrip", 0, "rstrip", 0,
+                                           "normalized", 0, "special", 1));
   json_object_set_new(model, "type", json_string("BPE"));
   json_object_set_new(model, "vocab", vocab);
   json_object_set_new(model, "merges", merges);
@@ -232,8 +235,8 @@ static struct im_tok *load_deepseek_style(void) {
       "{s:s,s:b,s:b,s:b}]}",
       "type", "Sequence", "pretokenizers", "type", "Split", "pattern", "Regex", "\\p{N}{1,3}",
       "behavior", "Isolated", "invert", 0, "type", "Split", "pattern", "Regex",
-      "[\xe4\xb8\x80-\xe9\xbe\xa5\xe3\x81\x80-\xe3\x82\x9f\xe3\x82\xa0-\xe3\x83\xbf]+",
-      "behavior", "Isolated", "invert", 0, "type", "Split", "pattern", "Regex",
+      "[\xe4\xb8\x80-\xe9\xbe\xa5\xe3\x81\x80-\xe3\x82\x9f\xe3\x82\xa0-\xe3\x83\xbf]+", "behavior",
+      "Isolated", "invert", 0, "type", "Split", "pattern", "Regex",
       "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?"
       "[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+",
       "behavior", "Isolated", "invert", 0, "type", "ByteLevel", "add_prefix_space", 0,
