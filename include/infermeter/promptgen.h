@@ -41,7 +41,9 @@
 /* Appends to out text that, encoded alone by tok (or by the built-in
  * tokenizer, workload/simpletok.h, when tok is NULL), has exactly n tokens.
  * The text comes from im_content_gen seeded with seed (the same arguments
- * and tokenizer give the same text) and starts with an ASCII letter.
+ * and tokenizer give the same text) and starts with an ASCII letter, except
+ * in the last-resort cases where it is all filler taken from the tokenizer's
+ * vocabulary or a filler without the leading "I" (never seen in tests).
  *
  * Joining: with the built-in tokenizer, count(prefix + text) ==
  * count(prefix) + n for every prefix (out's existing content) that is empty

@@ -111,13 +111,15 @@ static bool safe_filler(const char *s, size_t n) {
   return true;
 }
 
-/* Builds prefix + gen[0..cut) + m copies of f in cand and checks that the
- * text after the prefix counts n. */
-static enum im_err try_filler(struct pg *p, size_t cut, const char *f, size_t fl, size_t m,
-                              size_t n, bool *ok) {
+/* Builds prefix + gen[0..cut) + lead (may be NULL) + m copies of f in cand
+ * and checks that the text after the prefix counts n. */
+static enum im_err try_filler(struct pg *p, size_t cut, const char *lead, const char *f, size_t fl,
+                              size_t m, size_t n, bool *ok) {
   *ok = false;
   im_buf_reset(&p->cand);
   enum im_err err = im_buf_append(&p->cand, p->work.data, p->plen + cut);
+  if (!err && lead)
+    err = im_buf_puts(&p->cand, lead);
   if (!err)
     err = im_buf_reserve(&p->cand, fl * m);
   for (size_t k = 0; !err && k < m; k++)
@@ -139,10 +141,13 @@ static enum im_err fill(struct pg *p, size_t lo, long long clo, size_t n, bool *
   /* After the longest short cut, when few tokens are missing. */
   if (clo >= 0 && m <= 64)
     for (size_t f = 0; !err && !*ok && f < sizeof fillers / sizeof fillers[0]; f++, full++)
-      err = try_filler(p, p->ends[lo], fillers[f], strlen(fillers[f]), m, n, ok);
-  /* Fillers alone. */
+      err = try_filler(p, p->ends[lo], NULL, fillers[f], strlen(fillers[f]), m, n, ok);
+  /* Fillers alone: after a leading "I" first, to keep the promise that the
+   * text starts with a letter, then without it. */
   for (size_t f = 0; !err && !*ok && f < sizeof fillers / sizeof fillers[0]; f++, full++)
-    err = try_filler(p, 0, fillers[f], strlen(fillers[f]), n, n, ok);
+    err = try_filler(p, 0, "I", fillers[f], strlen(fillers[f]), n - 1, n, ok);
+  for (size_t f = 0; !err && !*ok && f < sizeof fillers / sizeof fillers[0]; f++, full++)
+    err = try_filler(p, 0, NULL, fillers[f], strlen(fillers[f]), n, n, ok);
   if (!p->tok || err || *ok)
     return err;
   /* Single-token strings from the vocabulary: decode id, keep it if it is
@@ -159,7 +164,7 @@ static enum im_err fill(struct pg *p, size_t lo, long long clo, size_t n, bool *
     err = im_tok_count(p->tok, s.data, s.len, &one);
     if (err || one != 1)
       continue;
-    err = try_filler(p, 0, s.data, s.len, n, n, ok);
+    err = try_filler(p, 0, NULL, s.data, s.len, n, n, ok);
     full++;
   }
   im_buf_cleanup(&s);
