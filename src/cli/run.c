@@ -35,6 +35,9 @@
 #include "load/session.h"
 #include "load/synth.h"
 #include "infermeter/stages.h"
+#include "infermeter/chattmpl.h"
+#include "infermeter/content.h"
+#include "infermeter/tokenizer.h"
 #include "analyze/breakdown.h"
 #include "observe/observer.h"
 #include "report/results.h"
@@ -232,6 +235,11 @@ struct run_env {
   bool tty;
   size_t n_stages;
   struct im_tok *tok;             /* --tokenizer, or NULL */
+  pthread_mutex_t tok_mu;
+  bool exact;                     /* prompts of exact token lengths */
+  enum im_chat_tmpl tmpl;
+  bool has_mix;
+  struct im_mix mix;
 };
 
 /* One stage's outcome, for the verdicts and the sweep. */
@@ -374,6 +382,13 @@ static int run_stage(struct run_env *env, const struct run_opts *so, uint32_t st
                            .prefix_share = so->prefix_groups && so->prefix_len && so->prefix_share == 0
                                                ? 1.0 : so->prefix_share};
   snprintf(synth.salt, sizeof synth.salt, "%.12s", o->shared_cache ? "shared" : env->salt);
+  synth.exact = env->exact;
+  synth.tok = env->tok;
+  synth.tok_mu = &env->tok_mu;
+  synth.chat = so->backend == IM_BACKEND_CHAT;
+  synth.tmpl = env->tmpl;
+  synth.has_mix = env->has_mix;
+  synth.mix = env->mix;
   struct im_dsw dsw = {.ds = env->ds, .order = env->order, .synth = &synth};
   synth.perturb = so->perturb;
   synth.times = sessions ? NULL : times;
@@ -754,7 +769,7 @@ int im_cli_run(int argc, char **argv) {
   struct stage_res *res = NULL;
   struct im_stage *stages = NULL;
   struct plan plan;
-  struct run_env env = {.o = &o, .jsonl_fd = -1};
+  struct run_env env = {.o = &o, .jsonl_fd = -1, .tok_mu = PTHREAD_MUTEX_INITIALIZER};
   bool curl_inited = false;
 
   if (optind < argc) {
@@ -786,6 +801,29 @@ int im_cli_run(int argc, char **argv) {
   }
   if (plan_parse(&o, &plan))
     goto out;
+  /* Tokens: the tokenizer, the chat template and the content mix. */
+  char msg[512];
+  if (o.mix) {
+    if (im_mix_parse(o.mix, &env.mix, msg, sizeof msg) != IM_OK) {
+      fprintf(stderr, "infermeter run: %s\n", msg);
+      goto out;
+    }
+    env.has_mix = true;
+  }
+  /* The built-in server applies DeepSeek-V3's template; elsewhere only what
+   * is declared is counted. */
+  env.tmpl = o.url == NULL ? IM_CHAT_DEEPSEEK_V3 : IM_CHAT_NONE;
+  if (o.chat_template && im_chat_tmpl_parse(o.chat_template, &env.tmpl) != IM_OK) {
+    fprintf(stderr, "infermeter run: --chat-template: expected deepseek-v3, deepseek-r1, chatml, "
+                    "llama-3 or none, got '%s'\n", o.chat_template);
+    goto out;
+  }
+  if (o.tokenizer && im_tok_load(o.tokenizer, &env.tok, msg, sizeof msg) != IM_OK) {
+    fprintf(stderr, "infermeter run: --tokenizer: %s\n", msg);
+    goto out;
+  }
+  env.exact = !o.dataset || !strcmp(o.dataset, "random") || o.tokenizer || o.mix ||
+              o.chat_template;
   if (!o.seed_given)
     o.seed = im_mix64((uint64_t)im_wall_ns() ^ ((uint64_t)getpid() << 32));
   env.builtin = o.url == NULL;
@@ -1184,5 +1222,6 @@ out:
   wake_fd = -1;
   if (curl_inited)
     curl_global_cleanup();
+  im_tok_free(env.tok);
   return rc;
 }

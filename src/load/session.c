@@ -100,7 +100,17 @@ static enum im_err sess_turn(void *ctx, uint64_t sid, uint32_t turn, void **stat
     spec->prompt[st->text.len] = '\0';
     spec->prompt_len = st->text.len;
   }
+  if (sy->exact) {
+    /* As the server counts it: the whole conversation, template included. */
+    uint32_t exact = 0;
+    err = im_synth_count(sy, spec->prompt, spec->prompt_len, spec->messages_json, &exact);
+    if (err)
+      return err;
+    st->tokens = exact;
+  }
   spec->prompt_tokens = st->tokens;
+  if (sy->has_mix)
+    spec->content_class = im_synth_class(sy, tag) == IM_CONTENT_CODE ? IM_CLASS_CODE : IM_CLASS_TEXT;
   spec->max_tokens = im_sched_length(sy->output_len, sy->range_ratio, sy->seed ^ 0x2bULL, tag);
   spec->ignore_eos = sy->ignore_eos;
   spec->temperature = sy->temperature;

@@ -9,8 +9,13 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <pthread.h>
+
 #include "infermeter/buf.h"
+#include "infermeter/chattmpl.h"
+#include "infermeter/content.h"
 #include "infermeter/err.h"
+#include "infermeter/tokenizer.h"
 #include "infermeter/sched.h"
 #include "load/loader.h"
 
@@ -34,6 +39,18 @@ struct im_synth {
   const int64_t *times;
   size_t n_times;
   const struct im_sched_spec *sched;
+  /* Exact lengths (--dataset random, --tokenizer, --mix, --chat-template):
+   * prompts cut to the token (workload/promptgen.h) and counted as the
+   * server will see them: with tok (NULL: the built-in tokenizer the
+   * built-in server counts with) and, on the chat backend, the chat
+   * template tmpl rendered around the messages. */
+  bool exact;
+  struct im_tok *tok;
+  pthread_mutex_t *tok_mu;     /* serialises tok between loader threads */
+  bool chat;                   /* chat backend: tmpl applies */
+  enum im_chat_tmpl tmpl;
+  bool has_mix;                /* --mix: a class per request */
+  struct im_mix mix;
 };
 
 /* Appends to b a prompt of about `want` tokens for tag (a request index or
@@ -42,6 +59,14 @@ struct im_synth {
  * its token count (built-in tokenizer). */
 enum im_err im_synth_text(const struct im_synth *s, uint64_t tag, uint32_t want, bool prefix,
                           struct im_buf *b, uint32_t *n_out) IM_WUR;
+
+/* Tokens of a prompt as the server counts them: the chat template around
+ * messages_json (chat backend) or the text itself. IM_OK or an error. */
+enum im_err im_synth_count(const struct im_synth *s, const char *text, size_t len,
+                           const char *messages_json, uint32_t *n) IM_WUR;
+
+/* The content class of request `tag` under --mix (text without a mix). */
+enum im_content im_synth_class(const struct im_synth *s, uint64_t tag);
 
 /* Applies --perturb to spec for request index (no-op when off). */
 void im_synth_perturb(const struct im_synth *s, uint64_t index, struct im_req_spec *spec);

@@ -232,7 +232,7 @@ static enum im_err decode_messages(struct ctx *c, json_t *root, struct im_api_re
     json_t *role = json_object_get(m, "role");
     if (!json_is_string(role))
       return err_msg(c, IM_INVAL, "'messages[%zu].role' must be a string", i);
-    struct im_chat_msg *cm = &r->messages[i];
+    struct im_api_msg *cm = &r->messages[i];
     r->n_messages = i + 1; /* so cleanup frees what this one gets */
     if (!(cm->role = dup_str(role)))
       return err_msg(c, IM_NOMEM, "out of memory");

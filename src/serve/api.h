@@ -14,7 +14,7 @@
 
 enum im_api_kind { IM_API_COMPLETIONS, IM_API_CHAT };
 
-struct im_chat_msg {
+struct im_api_msg {
   char *role;     /* "system", "user", "assistant", "tool", ... */
   char *content;  /* text; content-part arrays are joined; "" for null */
 };
@@ -25,7 +25,7 @@ struct im_api_req {
   char *prompt;               /* completions: the prompt text (NULL when token ids) */
   uint32_t *prompt_ids;       /* completions: a prompt given as token ids */
   size_t n_prompt_ids;
-  struct im_chat_msg *messages; /* chat */
+  struct im_api_msg *messages; /* chat */
   size_t n_messages;
   bool stream;
   bool include_usage;         /* stream_options.include_usage */

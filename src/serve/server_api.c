@@ -9,6 +9,7 @@
 #include "infermeter/clock.h"
 #include "infermeter/log.h"
 #include "serve/server_int.h"
+#include "infermeter/chattmpl.h"
 #include "workload/simpletok.h"
 
 /* ---- streams ------------------------------------------------------------ */
@@ -246,24 +247,20 @@ static void copy_request_id(struct conn *c, char *out, size_t cap) {
 }
 
 /* Renders the prompt text the model sees: DeepSeek-V3's chat format for
- * messages (tokenizer_config.json chat_template, simplified: no tools). */
+ * messages (workload/chattmpl.h, the template clients count with too). */
 static enum im_err prompt_text(const struct im_api_req *r, struct im_buf *out) {
   if (r->kind == IM_API_COMPLETIONS)
     return im_buf_puts(out, r->prompt ? r->prompt : "");
-  enum im_err err = im_buf_puts(out, "<\xef\xbd\x9c" "begin\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>");
-  for (size_t i = 0; i < r->n_messages && !err; i++) {
-    const struct im_chat_msg *m = &r->messages[i];
-    if (!strcmp(m->role, "user"))
-      err = im_buf_puts(out, "<\xef\xbd\x9cUser\xef\xbd\x9c>");
-    else if (!strcmp(m->role, "assistant"))
-      err = im_buf_puts(out, "<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>");
-    if (!err)
-      err = im_buf_puts(out, m->content ? m->content : "");
-    if (!err && !strcmp(m->role, "assistant"))
-      err = im_buf_puts(out, "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>");
+  struct im_chat_msg *m = calloc(r->n_messages ? r->n_messages : 1, sizeof *m);
+  if (!m)
+    return IM_NOMEM;
+  for (size_t i = 0; i < r->n_messages; i++) {
+    const struct im_api_msg *a = &r->messages[i];
+    m[i] = (struct im_chat_msg){a->role, strlen(a->role), a->content ? a->content : "",
+                                a->content ? strlen(a->content) : 0};
   }
-  if (!err)
-    err = im_buf_puts(out, "<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>");
+  enum im_err err = im_chat_render(IM_CHAT_DEEPSEEK_V3, m, r->n_messages, out);
+  free(m);
   return err;
 }
 
