@@ -379,8 +379,8 @@ static int run_stage(struct run_env *env, const struct run_opts *so, uint32_t st
                            .range_ratio = so->range_ratio, .ignore_eos = so->ignore_eos,
                            .temperature = so->temperature, .top_p = so->top_p, .seed = o->seed,
                            .prefix_groups = so->prefix_groups, .prefix_len = so->prefix_len,
-                           .prefix_share = so->prefix_groups && so->prefix_len && so->prefix_share == 0
-                                               ? 1.0 : so->prefix_share};
+                           /* Prefix groups without --prefix-share: every request. */
+                           .prefix_share = isnan(so->prefix_share) ? 1.0 : so->prefix_share};
   snprintf(synth.salt, sizeof synth.salt, "%.12s", o->shared_cache ? "shared" : env->salt);
   synth.exact = env->exact;
   synth.tok = env->tok;
@@ -1010,6 +1010,11 @@ int im_cli_run(int argc, char **argv) {
     env.model = model_buf;
   }
 
+  /* An infermeter serve found at --url applies DeepSeek-V3's template too. */
+  json_t *owner = json_object_get(json_array_get(json_object_get(models, "data"), 0), "owned_by");
+  if (!o.chat_template && json_is_string(owner) && !strcmp(json_string_value(owner), "infermeter"))
+    env.tmpl = IM_CHAT_DEEPSEEK_V3;
+
   if (make_out_dir(&o, outbuf, sizeof outbuf))
     goto out;
   char jpath[4200];
@@ -1177,6 +1182,20 @@ int im_cli_run(int argc, char **argv) {
     any_int |= res[i].interrupted;
   json_object_set_new(manifest, "interrupted", json_boolean(any_int));
   json_object_set_new(manifest, "stages", json_integer((json_int_t)ran));
+  json_t *wl = json_object_get(manifest, "workload");
+  json_object_set_new(wl, "exact_lengths", json_boolean(env.exact));
+  json_object_set_new(wl, "tokenizer", o.tokenizer ? json_string(o.tokenizer) : json_string("built-in"));
+  json_object_set_new(wl, "chat_template", json_string(im_chat_tmpl_name(env.tmpl)));
+  if (env.has_mix)
+    json_object_set_new(wl, "mix", json_pack("{s:f, s:f}", "text", env.mix.weight[IM_CONTENT_TEXT],
+                                             "code", env.mix.weight[IM_CONTENT_CODE]));
+  if (o.sessions || o.session_rate)
+    json_object_set_new(wl, "sessions",
+                        json_pack("{s:I, s:f, s:I, s:I, s:I, s:f}", "concurrent", (json_int_t)o.sessions,
+                                  "rate", o.session_rate, "turns", (json_int_t)o.turns,
+                                  "context_start", (json_int_t)(o.ctx_start ? o.ctx_start : o.input_len),
+                                  "context_end", (json_int_t)(o.ctx_start ? o.ctx_end : o.input_len),
+                                  "think_time_s", (double)o.think_ns / 1e9));
   if (scn)
     json_object_set_new(manifest, "scenario", json_string(scn));
   json_object_set_new(root, "manifest", manifest);

@@ -309,6 +309,7 @@ void im__run_opts_default(struct run_opts *o) {
   o->scrape_interval_ns = 1000000000;
   o->trace_speed = 1.0;
   o->turns = 8;
+  o->prefix_share = NAN;
   o->sweep_steps = 5;
   o->stop_on_saturation = true;
   o->kv_residency_ref = 0.68; /* METRICS.md §9 reference lines */

@@ -27,10 +27,15 @@ static const struct option *find_option(const char *name) {
   return NULL;
 }
 
+static bool path_setting(const char *name) {
+  return !strcmp(name, "dataset-path") || !strcmp(name, "tokenizer") ||
+         !strcmp(name, "api-key-file");
+}
+
 /* Applies one value (not an array) of key. */
 static int apply_value(struct run_opts *o, const char *path, const struct option *op,
                        json_t *v, json_t *keep, bool *rate_given) {
-  char text[64];
+  char text[4096];
   const char *arg = NULL;
   if (op->has_arg == no_argument) {
     if (!json_is_boolean(v)) {
@@ -53,6 +58,17 @@ static int apply_value(struct run_opts *o, const char *path, const struct option
     fprintf(stderr, "infermeter run: %s: \"%s\" needs a string, a number or a list of them\n",
             path, op->name);
     return -1;
+  }
+  /* A file named in a scenario is relative to the scenario's folder. */
+  if (path_setting(op->name) && arg[0] != '/' && strrchr(path, '/')) {
+    size_t dir = (size_t)(strrchr(path, '/') - path);
+    if (dir + 1 + strlen(arg) >= sizeof text) {
+      fprintf(stderr, "infermeter run: %s: \"%s\": path too long\n", path, op->name);
+      return -1;
+    }
+    memcpy(text, path, dir + 1);
+    memcpy(text + dir + 1, arg, strlen(arg) + 1);
+    arg = text;
   }
   if (arg == text) { /* options keep the pointer: the text must live on */
     json_t *str = json_string(text);

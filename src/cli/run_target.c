@@ -246,7 +246,7 @@ json_t *im__run_manifest_json(const struct run_opts *o, int argc, char **argv, c
   }
   json_object_set_new(wl, "prefix_groups", json_integer(o->prefix_groups));
   json_object_set_new(wl, "prefix_len", json_integer(o->prefix_len));
-  json_object_set_new(wl, "prefix_share", json_real(o->prefix_groups ? o->prefix_share : 0));
+  json_object_set_new(wl, "prefix_share", json_real(!o->prefix_groups ? 0 : isnan(o->prefix_share) ? 1 : o->prefix_share));
   json_t *slo = json_object();
   if (o->scfg.has_slo_ttft)
     json_object_set_new(slo, "ttft_ms", json_real(o->scfg.slo_ttft_ms));
