@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
@@ -730,6 +731,28 @@ static void stage_line(FILE *f, size_t i, const char *label, const struct stage_
           sr->check.valid ? "" : "  INVALID");
 }
 
+/* ShareGPT lengths counted with --tokenizer (before any loader thread). */
+static size_t count_with_tok(const char *text, size_t len, void *ud) {
+  size_t n = 0;
+  return im_tok_count(ud, text, len, &n) == IM_OK ? n : 0;
+}
+
+/* --trace FILE: the format from the file (.csv: Azure; a first line with
+ * "hash_ids": Mooncake; else the jsonl request format). */
+static const char *trace_format(const char *path) {
+  size_t n = strlen(path);
+  if (n > 4 && !strcasecmp(path + n - 4, ".csv"))
+    return "azure";
+  FILE *f = fopen(path, "r");
+  char line[4096] = "";
+  if (f) {
+    if (!fgets(line, sizeof line, f))
+      line[0] = '\0';
+    fclose(f);
+  }
+  return strstr(line, "\"hash_ids\"") ? "mooncake" : "jsonl";
+}
+
 /* ---- the run --------------------------------------------------------------- */
 
 int im_cli_run(int argc, char **argv) {
@@ -856,6 +879,14 @@ int im_cli_run(int argc, char **argv) {
 
   curl_global_init(CURL_GLOBAL_DEFAULT);
   curl_inited = true;
+  if (o.trace) {
+    if (o.dataset && strcmp(o.dataset, "synthetic") && strcmp(o.dataset, "random")) {
+      fprintf(stderr, "infermeter run: --trace and --dataset %s exclude each other\n", o.dataset);
+      goto out;
+    }
+    o.dataset = trace_format(o.trace);
+    o.dataset_path = o.trace;
+  }
   env.use_ds = o.dataset && strcmp(o.dataset, "synthetic") && strcmp(o.dataset, "random");
   if (env.use_ds && sessions) {
     fprintf(stderr, "infermeter run: sessions build their own prompts; drop --dataset\n");
@@ -868,6 +899,10 @@ int im_cli_run(int argc, char **argv) {
     struct im_ds_opts dopt;
     char dmsg[512];
     im_ds_opts_init(&dopt);
+    if (env.tok) {
+      dopt.count = count_with_tok;
+      dopt.count_ud = env.tok;
+    }
     if (!o.dataset_path) {
       fprintf(stderr, "infermeter run: --dataset %s needs --dataset-path FILE\n", o.dataset);
       goto out;

@@ -60,7 +60,7 @@ struct run_opts {
   uint32_t prefix_groups, prefix_len;
   double prefix_share;
   double kv_bytes_per_token, gpu_memory;
-  const char *dataset, *dataset_path;
+  const char *dataset, *dataset_path, *trace;
   double trace_speed;
   bool perturb;
   /* Sessions (docs/workloads.md) */

@@ -72,10 +72,13 @@ void im__run_usage(FILE *o) {
 "  --perturb                 entropy injection (METRICS.md 6): per request, temperature\n"
 "                            and top_p vary around T and P (default 1, 1) with a hash of\n"
 "                            the request and the schedule's load; recorded per request\n"
-"  --dataset NAME            synthetic (default), sharegpt, jsonl, mooncake (trace),\n"
+"  --dataset NAME            random (default: exact lengths), synthetic (approximate,\n"
+"                            cheaper), sharegpt, jsonl, mooncake (trace),\n"
 "                            azure (trace CSV); with --dataset-path FILE. A file with\n"
 "                            timestamps is replayed at them unless --rate or\n"
 "                            --concurrency is given (docs/datasets.md)\n"
+"  --trace FILE              replay a trace at its timestamps: Mooncake jsonl, Azure\n"
+"                            CSV or the jsonl request format (told from the file)\n"
 "  --trace-speed X           replay timestamps X times faster (default 1)\n"
 "  --prefix-groups N --prefix-len L --prefix-share F\n"
 "                            a share F of the prompts starts with one of N shared\n"
@@ -234,7 +237,7 @@ enum {
   O_NOPROG, O_THREADS, O_SCRAPE, O_NOSCRAPE, O_SCRAPE_INT, O_DCGM, O_NOSOCK, O_NOGPU, O_KVREF,
   O_BWREF, O_PGROUPS, O_PLEN, O_PSHARE, O_KVBPT, O_GPUMEM, O_DATASET, O_DSPATH, O_TSPEED, O_PERTURB,
   O_SESSIONS, O_SRATE, O_TURNS, O_GROWTH, O_THINK, O_GRID, O_SWEEP, O_SWEEP_STEPS, O_SWEEP_ALL,
-  O_SCENARIO, O_TOKENIZER, O_CHAT_TMPL, O_MIX
+  O_SCENARIO, O_TOKENIZER, O_CHAT_TMPL, O_MIX, O_TRACE
 };
 
 const struct option im__run_options[] = {
@@ -284,6 +287,7 @@ const struct option im__run_options[] = {
     {"scenario", required_argument, 0, O_SCENARIO},
     {"tokenizer", required_argument, 0, O_TOKENIZER},
     {"chat-template", required_argument, 0, O_CHAT_TMPL}, {"mix", required_argument, 0, O_MIX},
+    {"trace", required_argument, 0, O_TRACE},
     {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0}};
 
@@ -493,6 +497,7 @@ int im__run_apply(struct run_opts *o, int opt, const char *arg, bool *rate_given
   case O_TOKENIZER: o->tokenizer = arg; return 0;
   case O_CHAT_TMPL: o->chat_template = arg; return 0;
   case O_MIX: o->mix = arg; return 0;
+  case O_TRACE: o->trace = arg; return 0;
   case O_TSPEED: return im_arg_double("--trace-speed", arg, 1e-6, 1e6, &o->trace_speed);
   case O_KVBPT: return im_arg_double("--kv-bytes-per-token", arg, 1, 1e9, &o->kv_bytes_per_token);
   case O_GPUMEM:

@@ -107,6 +107,10 @@ enum im_err im_dsw_request(void *ctx, uint64_t index, struct im_req_spec *spec) 
     im_req_spec_cleanup(spec);
     return err;
   }
+  /* With a tokenizer or a chat template declared: the count the server makes. */
+  if (sy->exact &&
+      im_synth_count(sy, spec->prompt, spec->prompt_len, sy->chat ? spec->messages_json : NULL, &n) != IM_OK)
+    n = 0;
   spec->prompt_tokens = n;
   spec->max_tokens = it->output_len > 0 ? (uint32_t)it->output_len : sy->output_len;
   spec->ignore_eos = sy->ignore_eos;

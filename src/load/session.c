@@ -75,8 +75,12 @@ static enum im_err sess_turn(void *ctx, uint64_t sid, uint32_t turn, void **stat
   uint32_t n = 0;
   /* Tag: unique per (session, turn); only the first turn may draw a prefix. */
   uint64_t tag = sid * 1024 + turn;
+  /* The first turn is exactly its target, template included; a later
+   * message counts its own tokens (the whole is counted below). */
+  struct im_synth plain = *sy;
+  plain.chat = false;
   if (!err)
-    err = im_synth_text(sy, tag, want, turn == 0, &user, &n);
+    err = im_synth_text(turn == 0 ? sy : &plain, tag, want, turn == 0, &user, &n);
   if (!err)
     err = add_message(st, s->backend, "user", user.data, user.len);
   im_buf_cleanup(&user);
