@@ -40,6 +40,10 @@ static void fill(struct im_record *r) {
   r->conn_new = true;
   r->temperature = 0.1 + 0.2; /* needs 17 digits */
   r->top_p = 0.95;
+  r->session = 123456789012ULL;
+  r->turn = 7;
+  r->context_tokens = 32768;
+  r->content_class = IM_CLASS_CODE;
 }
 
 static void check_same(const struct im_record *a, const struct im_record *b) {
@@ -48,6 +52,10 @@ static void check_same(const struct im_record *a, const struct im_record *b) {
   CHECK(a->logical_id == b->logical_id);
   CHECK_EQ(a->attempt, b->attempt);
   CHECK_EQ(a->stage, b->stage);
+  CHECK(a->session == b->session);
+  CHECK_EQ(a->turn, b->turn);
+  CHECK_EQ(a->context_tokens, b->context_tokens);
+  CHECK_EQ(a->content_class, b->content_class);
   CHECK_EQ(a->kind, b->kind);
   CHECK_STR(a->request_id, b->request_id);
   CHECK_EQ(a->t_sched, b->t_sched);
@@ -206,6 +214,7 @@ static void test_round_trip(void) {
   CHECK(strstr(line, "\"output_tokens_source\":\"tokenizer\"") != NULL);
   CHECK(strstr(line, "\"temperature\":0.30000000000000004") != NULL);
   CHECK(strstr(line, "\"top_p\":0.95,") != NULL);
+  CHECK(strstr(line, "\"session\":123456789012,\"turn\":7,\"context_tokens\":32768,\"class\":\"code\"") != NULL);
   CHECK(strncmp(line, "{\"id\":9223372036854775807,", 26) == 0);
   free(line);
 
@@ -227,6 +236,7 @@ static void test_round_trip(void) {
   CHECK(strstr(line, "\"error\":null") != NULL);
   CHECK(strstr(line, "\"finish_reason\":null") != NULL);
   CHECK(strstr(line, "\"temperature\":null") != NULL);
+  CHECK(strstr(line, "\"class\":null") != NULL);
   CHECK(strstr(line, "\"output_shortfall\":null") != NULL);
   CHECK(strstr(line, "\"chunks_us\":[]") != NULL);
   CHECK(strstr(line, "\"status\":0") != NULL);
