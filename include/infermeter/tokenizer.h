@@ -14,8 +14,11 @@
  *     special tokens).
  * Anything else fails to load with IM_UNSUPPORTED and a message naming the
  * component. Regexes are compiled with PCRE2 (UTF, UCP, JIT when available)
- * where Hugging Face uses Oniguruma; the patterns used in practice mean the
- * same in both.
+ * where Hugging Face uses Oniguruma. To classify characters as the
+ * tokenizers crate does (Oniguruma's Unicode 16.0 tables), \p{L} \p{M}
+ * \p{N} \p{P} \p{S} are widened with the code points added since Unicode
+ * 14.0 and \s means the White_Space property; ids then equal the crate's on
+ * DeepSeek-V3's tokenizer.json for every code point (docs/tokenizer.md).
  *
  * Thread safety: an im_tok holds scratch space and a word cache that encode
  * mutates, so one im_tok must not be used by two threads at once (load one

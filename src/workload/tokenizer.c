@@ -15,6 +15,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "workload/tokenizer_int.h"
+
 #define TOK_MAX_FILE ((off_t)256 << 20)
 #define TOK_MAX_ID (1u << 24)
 #define TOK_MAX_TEXT ((size_t)1 << 30)
@@ -380,7 +382,14 @@ static enum im_err compile_re(struct step *st, const char *pat, size_t n, const 
 #ifdef PCRE2_MATCH_INVALID_UTF
   opts |= PCRE2_MATCH_INVALID_UTF; /* invalid bytes never match, no error */
 #endif
-  st->re = pcre2_compile((PCRE2_SPTR)pat, n, opts, &ec, &eo, NULL);
+  size_t wn = 0;
+  char *wide = im__tok_re_widen(pat, n, &wn);
+  if (!wide)
+    return IM_NOMEM;
+  st->re = pcre2_compile((PCRE2_SPTR)wide, wn, opts, &ec, &eo, NULL);
+  free(wide);
+  if (!st->re) /* the pattern as written: its error offset is the user's */
+    st->re = pcre2_compile((PCRE2_SPTR)pat, n, opts, &ec, &eo, NULL);
   if (!st->re) {
     PCRE2_UCHAR eb[160];
     pcre2_get_error_message(ec, eb, sizeof eb);

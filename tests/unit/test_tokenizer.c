@@ -7,11 +7,14 @@
  * runs of up to 3 digits, then applies GPT-2's regex. */
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "check.h"
 #include "infermeter/tokenizer.h"
+#include "workload/tokenizer_int.h"
 
 #define FIXTURE "tests/fixtures/tokenizer/tiny_bytelevel.json"
 
@@ -272,6 +275,70 @@ static void test_deepseek_style(bool prefix_space) {
   im_tok_free(tok);
 }
 
+/* One Split regex over a character-level vocab; returns the ids of text. */
+static size_t split_ids(const char *vocab, const char *merges, const char *regex, const char *text,
+                        uint32_t *ids, size_t max) {
+  char json[1024];
+  snprintf(json, sizeof json,
+           "{\"model\":{\"type\":\"BPE\",\"vocab\":%s,\"merges\":%s},"
+           "\"pre_tokenizer\":{\"type\":\"Split\",\"pattern\":{\"Regex\":\"%s\"},"
+           "\"behavior\":\"Isolated\",\"invert\":false}}",
+           vocab, merges, regex);
+  struct im_tok *tok = NULL;
+  char msg[256];
+  size_t n = 0;
+  CHECK_OK(load_str(json, &tok, msg, sizeof msg));
+  if (!tok) {
+    fprintf(stderr, "  %s\n", msg);
+    return 0;
+  }
+  CHECK_OK(im_tok_encode(tok, text, strlen(text), ids, max, &n));
+  im_tok_free(tok);
+  return n;
+}
+
+/* Character classes as the tokenizers crate's Oniguruma (Unicode 16.0) sees
+ * them: U+31350 (CJK Extension H, Unicode 15.0) is a letter, U+180E is not
+ * white space. PCRE2 10.42 alone (Unicode 14.0) gets both wrong, which the
+ * merges make visible: one piece merges to id 2, two pieces stay 0 1. */
+static void test_unicode_classes(void) {
+  uint32_t ids[8] = {0};
+  size_t n = split_ids("{\"a\":0,\"\xF0\xB1\x8D\x90\":1,\"a\xF0\xB1\x8D\x90\":2}",
+                       "[\"a \xF0\xB1\x8D\x90\"]", "\\\\p{L}+", "a\xF0\xB1\x8D\x90", ids, 8);
+  CHECK_EQ(n, 1);
+  CHECK_EQ(ids[0], 2);
+  n = split_ids("{\"a\":0,\"\xE1\xA0\x8E\":1,\"a\xE1\xA0\x8E\":2,\" \":3}",
+                "[\"a \xE1\xA0\x8E\"]", "\\\\S+", "a\xE1\xA0\x8E a", ids, 8);
+  CHECK_EQ(n, 3);
+  CHECK_EQ(ids[0], 2);
+  CHECK_EQ(ids[1], 3);
+  CHECK_EQ(ids[2], 0);
+  /* \P{L} outside a class excludes the new letters too. */
+  n = split_ids("{\"a\":0,\"\xF0\xB1\x8D\x90\":1,\"-\":2,\"-\xF0\xB1\x8D\x90\":3}",
+                "[\"- \xF0\xB1\x8D\x90\"]", "\\\\P{L}+", "-\xF0\xB1\x8D\x90", ids, 8);
+  CHECK_EQ(n, 2);
+  CHECK_EQ(ids[0], 2);
+
+  /* The rewrite itself: what it must leave alone. */
+  static const char *const same[] = {"\\Q\\s\\p{L}\\E", "[^\\P{L}]", "\\\\p{L}", "\\p{Han}",
+                                     "[[:alpha:]]", "\\p{Lu}"};
+  for (size_t i = 0; i < sizeof same / sizeof *same; i++) {
+    size_t wn = 0;
+    char *w = im__tok_re_widen(same[i], strlen(same[i]), &wn);
+    CHECK(w != NULL);
+    if (w && strcmp(w, same[i]) != 0)
+      IM__FAIL("widen(\"%s\") = \"%s\", want it unchanged", same[i], w);
+    free(w);
+  }
+  size_t wn = 0;
+  char *w = im__tok_re_widen("\\pL", 3, &wn);
+  CHECK(w && strncmp(w, "[\\p{L}\\x{", 9) == 0 && w[wn - 1] == ']');
+  free(w);
+  w = im__tok_re_widen("[]\\s]", 5, &wn);
+  CHECK(w && strncmp(w, "[]\\t\\n", 6) == 0 && w[wn - 1] == ']' && !strstr(w, "\\s"));
+  free(w);
+}
+
 static void test_model_options(void) {
   struct im_tok *tok = NULL;
   char msg[256];
@@ -395,6 +462,7 @@ int main(void) {
   test_split_behaviors();
   test_deepseek_style(false);
   test_deepseek_style(true);
+  test_unicode_classes();
   test_model_options();
   test_malformed();
   return CHECK_DONE();
