@@ -903,6 +903,10 @@ int im_cli_run(int argc, char **argv) {
       dopt.count = count_with_tok;
       dopt.count_ud = env.tok;
     }
+    dopt.min_prompt_len = o.min_in;
+    dopt.max_prompt_len = o.max_in;
+    dopt.min_output_len = o.min_out;
+    dopt.max_output_len = o.max_out;
     if (!o.dataset_path) {
       fprintf(stderr, "infermeter run: --dataset %s needs --dataset-path FILE\n", o.dataset);
       goto out;

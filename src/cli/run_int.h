@@ -61,6 +61,7 @@ struct run_opts {
   double prefix_share;
   double kv_bytes_per_token, gpu_memory;
   const char *dataset, *dataset_path, *trace;
+  uint32_t min_in, max_in, min_out, max_out;  /* sharegpt length filters (0: none) */
   double trace_speed;
   bool perturb;
   /* Sessions (docs/workloads.md) */

@@ -77,6 +77,10 @@ void im__run_usage(FILE *o) {
 "                            azure (trace CSV); with --dataset-path FILE. A file with\n"
 "                            timestamps is replayed at them unless --rate or\n"
 "                            --concurrency is given (docs/datasets.md)\n"
+"  --min-input-len N, --max-input-len N, --min-output-len N, --max-output-len N\n"
+"                            sharegpt: keep conversations whose prompt and answer\n"
+"                            lengths (tokens, with --tokenizer; else chars/4) are\n"
+"                            within these bounds (default: all)\n"
 "  --trace FILE              replay a trace at its timestamps: Mooncake jsonl, Azure\n"
 "                            CSV or the jsonl request format (told from the file)\n"
 "  --trace-speed X           replay timestamps X times faster (default 1)\n"
@@ -237,7 +241,7 @@ enum {
   O_NOPROG, O_THREADS, O_SCRAPE, O_NOSCRAPE, O_SCRAPE_INT, O_DCGM, O_NOSOCK, O_NOGPU, O_KVREF,
   O_BWREF, O_PGROUPS, O_PLEN, O_PSHARE, O_KVBPT, O_GPUMEM, O_DATASET, O_DSPATH, O_TSPEED, O_PERTURB,
   O_SESSIONS, O_SRATE, O_TURNS, O_GROWTH, O_THINK, O_GRID, O_SWEEP, O_SWEEP_STEPS, O_SWEEP_ALL,
-  O_SCENARIO, O_TOKENIZER, O_CHAT_TMPL, O_MIX, O_TRACE
+  O_SCENARIO, O_TOKENIZER, O_CHAT_TMPL, O_MIX, O_TRACE, O_MIN_IN, O_MAX_IN, O_MIN_OUT, O_MAX_OUT
 };
 
 const struct option im__run_options[] = {
@@ -288,6 +292,10 @@ const struct option im__run_options[] = {
     {"tokenizer", required_argument, 0, O_TOKENIZER},
     {"chat-template", required_argument, 0, O_CHAT_TMPL}, {"mix", required_argument, 0, O_MIX},
     {"trace", required_argument, 0, O_TRACE},
+    {"min-input-len", required_argument, 0, O_MIN_IN},
+    {"max-input-len", required_argument, 0, O_MAX_IN},
+    {"min-output-len", required_argument, 0, O_MIN_OUT},
+    {"max-output-len", required_argument, 0, O_MAX_OUT},
     {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0}};
 
@@ -498,6 +506,10 @@ int im__run_apply(struct run_opts *o, int opt, const char *arg, bool *rate_given
   case O_CHAT_TMPL: o->chat_template = arg; return 0;
   case O_MIX: o->mix = arg; return 0;
   case O_TRACE: o->trace = arg; return 0;
+  case O_MIN_IN: return im_arg_u32("--min-input-len", arg, 0, 10000000, &o->min_in);
+  case O_MAX_IN: return im_arg_u32("--max-input-len", arg, 0, 10000000, &o->max_in);
+  case O_MIN_OUT: return im_arg_u32("--min-output-len", arg, 0, 10000000, &o->min_out);
+  case O_MAX_OUT: return im_arg_u32("--max-output-len", arg, 0, 10000000, &o->max_out);
   case O_TSPEED: return im_arg_double("--trace-speed", arg, 1e-6, 1e6, &o->trace_speed);
   case O_KVBPT: return im_arg_double("--kv-bytes-per-token", arg, 1, 1e9, &o->kv_bytes_per_token);
   case O_GPUMEM:

@@ -16,6 +16,9 @@ rc=$?
 check "long-context scenario runs to the end (exit $rc)" test $rc -eq 0 -o $rc -eq 3
 R="$TMP/lc/results.json"
 J="$TMP/lc/requests.jsonl"
+check_eq "no failed turn" "$(jq .metrics.sessions.turns_failed "$R")" 0
+[ "$(jq .metrics.sessions.sessions "$R")" = 4 ] ||
+  jq -c '[.session, .turn, .kind, .error, .status, .t_first, .t_end]' "$J" >&2
 check_eq "4 sessions" "$(jq .metrics.sessions.sessions "$R")" 4
 check_eq "up to turn 8" "$(jq .metrics.sessions.max_turn "$R")" 8
 check_eq "every turn completed" "$(jq .metrics.sessions.turns_completed "$R")" 32
