@@ -48,6 +48,11 @@ const pools = [
   () => range(0x1f600, 0x1f64f) + pick(['', '\u{1f3fb}', '\u{1f3ff}', '\u200d\u{1f4bb}', '\ufe0f']),
   () => range(0x1f1e6, 0x1f1ff) + range(0x1f1e6, 0x1f1ff),
   () => range(0x20000, 0x2a6df),
+  // Characters newer than Unicode 14.0 (CJK Ext. H, Cyrillic Ext. D, Kawi
+  // digits, emoji) and U+180E: where PCRE2's own tables and the reference's
+  // differ (see src/workload/tokenizer_regex.c).
+  () => pick([range(0x31350, 0x323af), range(0x1e030, 0x1e06d), range(0x11f50, 0x11f59),
+    range(0x1fae8, 0x1fae9), '\u180e', range(0x1c89, 0x1c8a)]),
   () => pick(['<｜begin▁of▁sentence｜>', '<｜end▁of▁sentence｜>', '<｜User｜>', '<｜Assistant｜>',
     '<think>', '</think>', '<｜tool▁sep｜>', '<｜fim▁hole｜>', '<｜', '｜>', '▁', '<｜User', 'User｜>',
     '<|User|>', '<th', 'ink>']),
