@@ -92,6 +92,15 @@ RUN --session-rate 5 --turns 3 --context-growth 1k:3k --duration 3s --warmup 0 -
   --out "$TMP/sr" >/dev/null
 check "sessions started" jq -e '.metrics.sessions.sessions >= 3 and .metrics.sessions.max_turn <= 3' "$TMP/sr/results.json"
 
+# --- ShareGPT length filters; --trace tells the format from the file
+RUN --dataset sharegpt --dataset-path tests/fixtures/datasets/sharegpt-small.json --min-output-len 10 --max-output-len 24 \
+  --rate 50 --requests 4 --warmup 0 --out "$TMP/sg" >/dev/null
+check_eq "--min/--max-output-len keep the one answer of 10..24 tokens" \
+  "$(jq -r .requested_tokens "$TMP/sg/requests.jsonl" | sort -u)" 23
+RUN --trace scenarios/traces/example-azure.csv --trace-speed 50 --requests 5 --warmup 0 --out "$TMP/az" >/dev/null
+check_eq "--trace FILE.csv replays the Azure trace" "$(jq -r .manifest.workload.dataset "$TMP/az/results.json")" azure
+check_eq "... every row sent" "$(wc -l <"$TMP/az/requests.jsonl")" 5
+
 # --- scenario files: flags override, errors name the file and the key
 RUN --scenario scenarios/smoke.json --requests 5 --out "$TMP/sc" >/dev/null
 check_eq "the command line overrides the scenario" "$(jq .summary.completed "$TMP/sc/results.json")" 5
