@@ -6,6 +6,8 @@
 #ifndef INFERMETER_ERR_H
 #define INFERMETER_ERR_H
 
+#include <stddef.h>
+
 #define IM_WUR __attribute__((warn_unused_result))
 
 /* X-macro: name, description. */
@@ -33,5 +35,11 @@ enum im_err {
 /* Static description of an error code; never NULL ("unknown error" for
  * values outside the enum). */
 const char *im_strerror(enum im_err err);
+
+/* Writes a printf-style message into msg (when msg is not NULL and msg_len
+ * > 0, truncated to fit) and returns e: the one way modules fill a
+ * caller's error buffer, `return im_errf(err, errlen, IM_PARSE, "...", ...)`. */
+enum im_err im_errf(char *msg, size_t msg_len, enum im_err e, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 #endif

@@ -200,18 +200,6 @@ enum im_err im_chat_render(enum im_chat_tmpl t, const struct im_chat_msg *msgs, 
   return IM_INVAL;
 }
 
-static enum im_err fail(char *err, size_t errlen, enum im_err e, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static enum im_err fail(char *err, size_t errlen, enum im_err e, const char *fmt, ...) {
-  if (err && errlen) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-  }
-  return e;
-}
-
 /* The text of a content value: a string, null (empty), or an array of parts
  * whose "text" parts are joined with "\n" into scratch. For parts, *s is
  * left NULL and *off is where the text starts in scratch (scratch may move
@@ -229,7 +217,7 @@ static enum im_err content_of(json_t *c, size_t idx, struct im_buf *scratch, con
     return IM_OK;
   }
   if (!json_is_array(c))
-    return fail(err, errlen, IM_PARSE,
+    return im_errf(err, errlen, IM_PARSE,
                 "messages[%zu]: \"content\" is neither a string, null nor an array of parts", idx);
   size_t start = scratch->len, k;
   bool any = false;
@@ -238,12 +226,12 @@ static enum im_err content_of(json_t *c, size_t idx, struct im_buf *scratch, con
     json_t *type = json_object_get(part, "type");
     json_t *text = json_object_get(part, "text");
     if (!json_is_object(part) || !json_is_string(type))
-      return fail(err, errlen, IM_PARSE, "messages[%zu].content[%zu]: not a {\"type\": ...} part",
+      return im_errf(err, errlen, IM_PARSE, "messages[%zu].content[%zu]: not a {\"type\": ...} part",
                   idx, k);
     if (strcmp(json_string_value(type), "text") != 0)
       continue;
     if (!json_is_string(text))
-      return fail(err, errlen, IM_PARSE, "messages[%zu].content[%zu]: \"text\" is not a string",
+      return im_errf(err, errlen, IM_PARSE, "messages[%zu].content[%zu]: \"text\" is not a string",
                   idx, k);
     enum im_err e = any ? im_buf_puts(scratch, "\n") : IM_OK;
     if (!e)
@@ -263,14 +251,14 @@ enum im_err im_chat_render_json(enum im_chat_tmpl t, const char *messages_json, 
   if (err && errlen)
     err[0] = '\0';
   if (!messages_json || !out)
-    return fail(err, errlen, IM_INVAL, "messages: NULL argument");
+    return im_errf(err, errlen, IM_INVAL, "messages: NULL argument");
   if (len > IM_CHAT_JSON_MAX)
-    return fail(err, errlen, IM_LIMIT, "messages: %zu bytes, over the %zu-byte limit", len,
+    return im_errf(err, errlen, IM_LIMIT, "messages: %zu bytes, over the %zu-byte limit", len,
                 IM_CHAT_JSON_MAX);
   json_error_t je;
   json_t *root = json_loadb(messages_json, len, JSON_REJECT_DUPLICATES, &je);
   if (!root)
-    return fail(err, errlen, IM_PARSE, "messages: invalid JSON at line %d column %d: %s", je.line,
+    return im_errf(err, errlen, IM_PARSE, "messages: invalid JSON at line %d column %d: %s", je.line,
                 je.column, je.text);
   enum im_err e = IM_OK;
   struct im_chat_msg *msgs = NULL;
@@ -278,7 +266,7 @@ enum im_err im_chat_render_json(enum im_chat_tmpl t, const char *messages_json, 
   struct im_buf scratch;
   im_buf_init(&scratch, IM_CHAT_JSON_MAX);
   if (!json_is_array(root)) {
-    e = fail(err, errlen, IM_PARSE,
+    e = im_errf(err, errlen, IM_PARSE,
              "messages: not a JSON array of {\"role\", \"content\"} objects");
     goto out;
   }
@@ -292,12 +280,12 @@ enum im_err im_chat_render_json(enum im_chat_tmpl t, const char *messages_json, 
   for (size_t i = 0; i < n; i++) {
     json_t *m = json_array_get(root, i);
     if (!json_is_object(m)) {
-      e = fail(err, errlen, IM_PARSE, "messages[%zu]: not an object", i);
+      e = im_errf(err, errlen, IM_PARSE, "messages[%zu]: not an object", i);
       goto out;
     }
     json_t *role = json_object_get(m, "role");
     if (!json_is_string(role)) {
-      e = fail(err, errlen, IM_PARSE, "messages[%zu]: \"role\" is %s", i,
+      e = im_errf(err, errlen, IM_PARSE, "messages[%zu]: \"role\" is %s", i,
                role ? "not a string" : "missing");
       goto out;
     }
@@ -313,7 +301,7 @@ enum im_err im_chat_render_json(enum im_chat_tmpl t, const char *messages_json, 
       msgs[i].content = msgs[i].content_len ? scratch.data + offs[i] : "";
   e = im_chat_render(t, msgs, n, out);
   if (e == IM_INVAL)
-    (void)fail(err, errlen, e, "messages: unknown chat template %d", (int)t);
+    (void)im_errf(err, errlen, e, "messages: unknown chat template %d", (int)t);
 out:
   im_buf_cleanup(&scratch);
   free(offs);

@@ -46,18 +46,6 @@ enum im_err im_content_parse(const char *name, size_t len, enum im_content *out)
 
 /* ---- Mix ---------------------------------------------------------------- */
 
-static enum im_err fail(char *err, size_t errlen, enum im_err e, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static enum im_err fail(char *err, size_t errlen, enum im_err e, const char *fmt, ...) {
-  if (err && errlen) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-  }
-  return e;
-}
-
 static void trim(const char **s, size_t *n) {
   while (*n && isspace((unsigned char)**s))
     (*s)++, (*n)--;
@@ -69,7 +57,7 @@ enum im_err im_mix_parse(const char *spec, struct im_mix *out, char *err, size_t
   if (err && errlen)
     err[0] = '\0';
   if (!spec || !out)
-    return fail(err, errlen, IM_INVAL, "--mix: NULL argument");
+    return im_errf(err, errlen, IM_INVAL, "--mix: NULL argument");
   struct im_mix m = {{0}};
   bool seen[IM_CONTENT_COUNT_] = {false};
   double sum = 0.0;
@@ -81,38 +69,38 @@ enum im_err im_mix_parse(const char *spec, struct im_mix *out, char *err, size_t
     size_t n = plen;
     trim(&part, &n);
     if (n == 0)
-      return fail(err, errlen, IM_PARSE,
+      return im_errf(err, errlen, IM_PARSE,
                   "--mix: '%s': empty part (expected class=weight, e.g. "
                   "code=0.3,text=0.7)",
                   spec);
     const char *eq = memchr(part, '=', n);
     if (!eq)
-      return fail(err, errlen, IM_PARSE, "--mix: '%.*s': expected class=weight", (int)n, part);
+      return im_errf(err, errlen, IM_PARSE, "--mix: '%.*s': expected class=weight", (int)n, part);
     const char *name = part, *num = eq + 1;
     size_t name_n = (size_t)(eq - part), num_n = n - name_n - 1;
     trim(&name, &name_n);
     trim(&num, &num_n);
     enum im_content c;
     if (im_content_parse(name, name_n, &c) != IM_OK)
-      return fail(err, errlen, IM_PARSE, "--mix: '%.*s': unknown class '%.*s' (known: text, code)",
+      return im_errf(err, errlen, IM_PARSE, "--mix: '%.*s': unknown class '%.*s' (known: text, code)",
                   (int)n, part, (int)name_n, name);
     if (seen[c])
-      return fail(err, errlen, IM_PARSE, "--mix: '%.*s': class '%s' given twice", (int)n, part,
+      return im_errf(err, errlen, IM_PARSE, "--mix: '%.*s': class '%s' given twice", (int)n, part,
                   class_names[c]);
     char tmp[64];
     if (num_n == 0 || num_n >= sizeof tmp)
-      return fail(err, errlen, IM_PARSE, "--mix: '%.*s': weight is not a number", (int)n, part);
+      return im_errf(err, errlen, IM_PARSE, "--mix: '%.*s': weight is not a number", (int)n, part);
     memcpy(tmp, num, num_n);
     tmp[num_n] = '\0';
     char *end;
     errno = 0;
     double w = strtod(tmp, &end);
     if (*end != '\0')
-      return fail(err, errlen, IM_PARSE, "--mix: '%.*s': weight is not a number", (int)n, part);
+      return im_errf(err, errlen, IM_PARSE, "--mix: '%.*s': weight is not a number", (int)n, part);
     if (!isfinite(w) || errno == ERANGE)
-      return fail(err, errlen, IM_INVAL, "--mix: '%.*s': weight is not finite", (int)n, part);
+      return im_errf(err, errlen, IM_INVAL, "--mix: '%.*s': weight is not finite", (int)n, part);
     if (w < 0.0)
-      return fail(err, errlen, IM_INVAL, "--mix: '%.*s': weight is negative", (int)n, part);
+      return im_errf(err, errlen, IM_INVAL, "--mix: '%.*s': weight is negative", (int)n, part);
     seen[c] = true;
     m.weight[c] = w;
     sum += w;
@@ -121,7 +109,7 @@ enum im_err im_mix_parse(const char *spec, struct im_mix *out, char *err, size_t
     p = comma + 1;
   }
   if (!(sum > 0.0) || !isfinite(sum))
-    return fail(err, errlen, IM_INVAL,
+    return im_errf(err, errlen, IM_INVAL,
                 "--mix: '%s': at least one weight must be > 0 (and their "
                 "sum finite)",
                 spec);
