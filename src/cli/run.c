@@ -34,6 +34,7 @@
 #include "load/loader.h"
 #include "load/dsworkload.h"
 #include "load/session.h"
+#include "workload/simpletok.h"
 #include "load/synth.h"
 #include "infermeter/stages.h"
 #include "infermeter/chattmpl.h"
@@ -236,6 +237,7 @@ struct run_env {
   bool tty;
   size_t n_stages;
   struct im_tok *tok;             /* --tokenizer, or NULL */
+  bool builtin_tok;               /* --tokenizer built-in: counts outputs too */
   pthread_mutex_t tok_mu;
   bool exact;                     /* prompts of exact token lengths */
   enum im_chat_tmpl tmpl;
@@ -290,6 +292,22 @@ static void apply_stage(struct run_opts *so, const struct im_stage *st) {
       so->concurrency = (uint32_t)st->values[IM_PARAM_CONCURRENCY];
     }
   }
+}
+
+/* Output tokens of a stream without usage, with --tokenizer (loader threads
+ * share it: serialised). */
+static uint32_t count_output(void *ctx, const char *text, size_t len) {
+  struct run_env *env = ctx;
+  size_t n = 0;
+  if (!len)
+    return 0;
+  if (!env->tok)
+    return (uint32_t)im_simpletok_encode(text, len, NULL, 0);
+  pthread_mutex_lock(&env->tok_mu);
+  if (im_tok_count(env->tok, text, len, &n) != IM_OK)
+    n = 0;
+  pthread_mutex_unlock(&env->tok_mu);
+  return (uint32_t)n;
 }
 
 /* Over-saturation of a stage (stages.h): the client's in-flight count per
@@ -454,6 +472,10 @@ static int run_stage(struct run_env *env, const struct run_opts *so, uint32_t st
     c->workload = env->use_ds ? im_dsw_request : im_synth_request;
     c->workload_ctx = env->use_ds ? (void *)&dsw : sessions ? (void *)&sess : (void *)&synth;
     c->session = sessions ? &sops : NULL;
+    if (env->tok || env->builtin_tok) {
+      c->count_output = count_output;
+      c->count_ctx = env;
+    }
     c->jsonl_fd = env->jsonl_fd;
     c->interrupt = &interrupted;
     c->wake_fd = k == 0 ? wake_fd : -1;
@@ -841,7 +863,8 @@ int im_cli_run(int argc, char **argv) {
                     "llama-3 or none, got '%s'\n", o.chat_template);
     goto out;
   }
-  if (o.tokenizer && im_tok_load(o.tokenizer, &env.tok, msg, sizeof msg) != IM_OK) {
+  env.builtin_tok = o.tokenizer && !strcmp(o.tokenizer, "built-in");
+  if (o.tokenizer && !env.builtin_tok && im_tok_load(o.tokenizer, &env.tok, msg, sizeof msg) != IM_OK) {
     fprintf(stderr, "infermeter run: --tokenizer: %s\n", msg);
     goto out;
   }

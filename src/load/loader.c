@@ -130,6 +130,7 @@ static void attempt_free(struct attempt *a) {
   if (a->sstate && a->L->cfg->session)
     a->L->cfg->session->end(a->L->cfg->workload_ctx, a->sstate);
   im_buf_cleanup(&a->answer);
+  im_buf_cleanup(&a->reasoning);
   if (a->easy)
     curl_easy_cleanup(a->easy);
   curl_slist_free_all(a->hdrs);
@@ -156,7 +157,9 @@ static struct attempt *attempt_new(struct loader *L) {
   im_buf_init(&a->errbody, ERRBODY_MAX);
   im_sse_init(&a->sse, NULL, im__load_on_sse_event, a);
   im_buf_init(&a->answer, 4u << 20);
-  a->capture = L->cfg->session != NULL;
+  im_buf_init(&a->reasoning, 4u << 20);
+  a->capture = L->cfg->session != NULL || L->cfg->count_output != NULL;
+  a->capture_reasoning = L->cfg->count_output != NULL;
   return a;
 }
 
@@ -556,6 +559,10 @@ static void finish_attempt(struct loader *L, struct attempt *a, CURLcode res) {
   r->error = im__load_classify(a, res);
   if (r->n_chunks && a->usage_seen && r->output_tokens) {
     r->output_source = IM_COUNT_USAGE;
+  } else if (r->n_chunks && L->cfg->count_output && a->capture && a->capture_reasoning) {
+    r->output_tokens = L->cfg->count_output(L->cfg->count_ctx, a->answer.data, a->answer.len) +
+                       L->cfg->count_output(L->cfg->count_ctx, a->reasoning.data, a->reasoning.len);
+    r->output_source = IM_COUNT_TOKENIZER;
   } else if (r->n_chunks) {
     uint32_t sum = 0;
     for (uint32_t i = 0; i < r->n_chunks; i++)

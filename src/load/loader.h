@@ -96,6 +96,11 @@ struct im_load_config {
 
   im_workload_fn workload;
   void *workload_ctx;            /* also the session ops' ctx */
+  /* Output tokens of a stream without usage (METRICS.md §1: usage, else a
+   * tokenizer count of the text, else one per chunk): when set, answers are
+   * kept and counted with it at the end (NULL: chunk counts). */
+  uint32_t (*count_output)(void *ctx, const char *text, size_t len);
+  void *count_ctx;
   const struct im_session_ops *session; /* NULL: single requests (workload) */
 
   /* Several loaders (threads) share one run: this one is shard `shard` of

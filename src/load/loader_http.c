@@ -125,6 +125,9 @@ enum im_err im__load_on_sse_event(void *ud, const struct im_sse_event *ev) {
     if (txt->len && im_buf_append(&a->answer, txt->ptr, txt->len) != IM_OK)
       a->capture = false; /* over the bound: the history keeps what fitted */
   }
+  if (a->capture_reasoning && c->reasoning.len &&
+      im_buf_append(&a->reasoning, c->reasoning.ptr, c->reasoning.len) != IM_OK)
+    a->capture_reasoning = false;
   int64_t t = a->last_chunk; /* the arrival time of this read, set by on_write */
   if (r->t_first < 0)
     r->t_first = t;

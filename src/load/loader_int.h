@@ -44,8 +44,10 @@ struct attempt {
   uint64_t sid;
   uint32_t turn;
   bool pending_turn;             /* a next turn waiting for its think time */
-  bool capture;
+  bool capture;                  /* keep content/text in answer */
+  bool capture_reasoning;        /* keep reasoning too (for counting) */
   struct im_buf answer;
+  struct im_buf reasoning;
 };
 
 struct loader {

@@ -101,6 +101,16 @@ RUN --trace scenarios/traces/example-azure.csv --trace-speed 50 --requests 5 --w
 check_eq "--trace FILE.csv replays the Azure trace" "$(jq -r .manifest.workload.dataset "$TMP/az/results.json")" azure
 check_eq "... every row sent" "$(wc -l <"$TMP/az/requests.jsonl")" 5
 
+# --- a stream without usage: --tokenizer counts its output text
+printf '%s\n' '{"prompt":"hello there","output_len":12,"extra":{"stream_options":{"include_usage":false}}}' \
+  >"$TMP/nousage.jsonl"
+RUN --dataset jsonl --dataset-path "$TMP/nousage.jsonl" --requests 3 --rate 10 --warmup 0 \
+  --tokenizer built-in --out "$TMP/nu" >/dev/null
+check_eq "no usage: output counted by the tokenizer" \
+  "$(jq -r .output_tokens_source "$TMP/nu/requests.jsonl" | sort -u)" tokenizer
+check "... close to the 12 tokens generated" jq -s -e 'all(.[]; .output_tokens >= 11 and .output_tokens <= 13)' \
+  "$TMP/nu/requests.jsonl"
+
 # --- scenario files: flags override, errors name the file and the key
 RUN --scenario scenarios/smoke.json --requests 5 --out "$TMP/sc" >/dev/null
 check_eq "the command line overrides the scenario" "$(jq .summary.completed "$TMP/sc/results.json")" 5
