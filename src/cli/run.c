@@ -65,6 +65,7 @@ static void on_signal(int sig) {
 
 struct builtin {
   struct im_server *srv;
+  struct im_tok *tok;
   pthread_t thread;
   bool running;
 };
@@ -76,12 +77,18 @@ static void *server_main(void *arg) {
   return NULL;
 }
 
-static int builtin_start(struct builtin *b, uint64_t seed) {
+static int builtin_start(struct builtin *b, uint64_t seed, const char *tokenizer) {
   struct im_server_config cfg;
   im_server_config_default(&cfg);
   cfg.port = 0;
   cfg.quiet = true;
   cfg.engine.seed = seed;
+  /* The server counts prompts with the run's tokenizer too (its own copy:
+   * a tokenizer serves one thread). */
+  char msg[256];
+  if (tokenizer && im_tok_load(tokenizer, &b->tok, msg, sizeof msg) != IM_OK)
+    return -1;
+  cfg.tokenizer = b->tok;
   if (im_server_new(&b->srv, &cfg) != IM_OK)
     return -1;
   if (pthread_create(&b->thread, NULL, server_main, b) != 0) {
@@ -93,12 +100,14 @@ static int builtin_start(struct builtin *b, uint64_t seed) {
 }
 
 static void builtin_stop(struct builtin *b) {
-  if (!b->running)
-    return;
-  im_server_stop(b->srv);
-  pthread_join(b->thread, NULL);
-  im_server_free(b->srv);
-  b->running = false;
+  if (b->running) {
+    im_server_stop(b->srv);
+    pthread_join(b->thread, NULL);
+    im_server_free(b->srv);
+    b->running = false;
+  }
+  im_tok_free(b->tok);
+  b->tok = NULL;
 }
 
 /* ---- loader threads ------------------------------------------------------ */
@@ -995,7 +1004,7 @@ int im_cli_run(int argc, char **argv) {
   env.n_stages = autosweep ? cap_stages : n_stages;
 
   if (env.builtin) {
-    int port = builtin_start(&srv, o.seed);
+    int port = builtin_start(&srv, o.seed, env.tok ? o.tokenizer : NULL);
     if (port < 0) {
       fprintf(stderr, "infermeter run: cannot start the built-in server\n");
       goto out;

@@ -54,6 +54,8 @@ static void usage(FILE *out) {
 "  --time-scale K               run K times faster than real time (default 1)\n"
 "\n"
 "Logs:\n"
+"  --tokenizer FILE             count prompts with this Hugging Face tokenizer.json\n"
+"                               (default: the built-in tokenizer)\n"
 "  --truth-log FILE             ground truth, JSONL: one record per chunk written to the\n"
 "                               socket (CLOCK_MONOTONIC ns) and one per request\n"
 "  --routing-log FILE           MoE routing, JSONL: per-layer expert counts of every step\n"
@@ -103,7 +105,7 @@ enum {
   O_HOST = 256, O_PORT, O_PROFILE, O_MODEL, O_SEED, O_SCALE, O_TRUTH, O_FAULT, O_SEQS, O_BATCHED,
   O_BLOCK, O_KVBLOCKS, O_GPUMEM, O_MAXLEN, O_PREFIX, O_NOPREFIX, O_MTP, O_MTPACC, O_NOMOE,
   O_RLOG, O_RDETAIL, O_REASONING, O_MAXBODY, O_MAXHDR, O_IDLE, O_KA, O_MAXCONN, O_RATE,
-  O_LIST, O_QUIET, O_LOGLEVEL
+  O_LIST, O_QUIET, O_LOGLEVEL, O_TOKENIZER
 };
 
 static const struct option options[] = {
@@ -137,6 +139,7 @@ static const struct option options[] = {
     {"rate-limit", required_argument, 0, O_RATE},
     {"list-profiles", no_argument, 0, O_LIST},
     {"quiet", no_argument, 0, O_QUIET},
+    {"tokenizer", required_argument, 0, O_TOKENIZER},
     {"log-level", required_argument, 0, O_LOGLEVEL},
     {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0},
@@ -145,7 +148,7 @@ static const struct option options[] = {
 /* Applies one option to cfg; returns 0, or -1 after printing why. */
 static int apply_option(int opt, const char *arg, struct im_server_config *cfg,
                         struct im_fault *faults, const char **truth_path,
-                        const char **routing_path) {
+                        const char **routing_path, const char **tok_path) {
   struct im_engine_config *e = &cfg->engine;
   uint32_t u;
   uint64_t u64;
@@ -171,6 +174,7 @@ static int apply_option(int opt, const char *arg, struct im_server_config *cfg,
   case O_SEED: return im_arg_u64("--seed", arg, &e->seed);
   case O_SCALE: return im_arg_double("--time-scale", arg, 1e-3, 1e6, &e->time_scale);
   case O_TRUTH: *truth_path = arg; return 0;
+  case O_TOKENIZER: *tok_path = arg; return 0;
   case O_FAULT:
     if (cfg->n_faults >= MAX_FAULTS) {
       fprintf(stderr, "infermeter: --fault: at most %d faults\n", MAX_FAULTS);
@@ -263,7 +267,7 @@ int im_cli_serve(int argc, char **argv) {
   struct im_server_config cfg;
   im_server_config_default(&cfg);
   struct im_fault faults[MAX_FAULTS];
-  const char *truth_path = NULL, *routing_path = NULL;
+  const char *truth_path = NULL, *routing_path = NULL, *tok_path = NULL;
   int opt;
   optind = 1;
   while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
@@ -279,7 +283,7 @@ int im_cli_serve(int argc, char **argv) {
       fprintf(stderr, "see: infermeter serve --help\n");
       return 1;
     }
-    if (apply_option(opt, optarg, &cfg, faults, &truth_path, &routing_path))
+    if (apply_option(opt, optarg, &cfg, faults, &truth_path, &routing_path, &tok_path))
       return 1;
   }
   if (optind < argc) {
@@ -289,10 +293,16 @@ int im_cli_serve(int argc, char **argv) {
   cfg.faults = faults;
   int rc = 1;
   FILE *truth = NULL, *routing = NULL;
-  if (truth_path && !(truth = open_log("--truth-log", truth_path)))
+  char msg[512];
+  if (tok_path && im_tok_load(tok_path, &cfg.tokenizer, msg, sizeof msg) != IM_OK) {
+    fprintf(stderr, "infermeter serve: --tokenizer: %s\n", msg);
     return 1;
-  if (routing_path && !(routing = open_log("--routing-log", routing_path))) {
-    fclose(truth);
+  }
+  if ((truth_path && !(truth = open_log("--truth-log", truth_path))) ||
+      (routing_path && !(routing = open_log("--routing-log", routing_path)))) {
+    if (truth)
+      fclose(truth);
+    im_tok_free(cfg.tokenizer);
     return 1;
   }
   cfg.truth_log = truth;
@@ -316,5 +326,6 @@ int im_cli_serve(int argc, char **argv) {
     fclose(truth);
   if (routing)
     fclose(routing);
+  im_tok_free(cfg.tokenizer);
   return rc;
 }

@@ -14,6 +14,7 @@
 #include <stdio.h>
 
 #include "infermeter/err.h"
+#include "infermeter/tokenizer.h"
 #include "serve/engine.h"
 #include "serve/fault.h"
 
@@ -35,6 +36,8 @@ struct im_server_config {
   uint32_t max_connections;      /* 10000 */
   size_t max_output_backlog;     /* bytes queued for a slow client before it is dropped: 8 MiB */
   bool quiet;                    /* no "listening on" line */
+  struct im_tok *tokenizer;      /* counts prompts (borrowed, used on the loop
+                                    thread only); NULL: the built-in tokenizer */
 };
 
 void im_server_config_default(struct im_server_config *cfg);

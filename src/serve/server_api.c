@@ -265,7 +265,8 @@ static enum im_err prompt_text(const struct im_api_req *r, struct im_buf *out) {
 }
 
 /* Token ids of the request's prompt; *ids is malloc'ed. */
-static enum im_err prompt_ids(const struct im_api_req *r, uint32_t **ids, uint32_t *n, bool *code) {
+static enum im_err prompt_ids(struct im_tok *tok, const struct im_api_req *r, uint32_t **ids,
+                              uint32_t *n, bool *code) {
   *code = false;
   if (r->prompt_ids) {
     *ids = malloc((r->n_prompt_ids ? r->n_prompt_ids : 1) * sizeof **ids);
@@ -279,13 +280,26 @@ static enum im_err prompt_ids(const struct im_api_req *r, uint32_t **ids, uint32
   im_buf_init(&t, 0);
   enum im_err err = prompt_text(r, &t);
   if (!err) {
-    size_t count = im_simpletok_encode(t.data, t.len, NULL, 0);
-    *ids = malloc((count ? count : 1) * sizeof **ids);
-    if (!*ids) {
+    size_t count = 0;
+    if (tok)
+      err = im_tok_count(tok, t.data, t.len, &count);
+    else
+      count = im_simpletok_encode(t.data, t.len, NULL, 0);
+    *ids = err ? NULL : malloc((count ? count : 1) * sizeof **ids);
+    if (!err && !*ids) {
       err = IM_NOMEM;
-    } else {
-      *n = (uint32_t)im_simpletok_encode(t.data, t.len, *ids, count);
+    } else if (!err) {
+      size_t got = count;
+      if (tok)
+        err = im_tok_encode(tok, t.data, t.len, *ids, count, &got);
+      else
+        got = im_simpletok_encode(t.data, t.len, *ids, count);
+      *n = (uint32_t)got;
       *code = im_text_looks_like_code(t.data, t.len);
+      if (err) {
+        free(*ids);
+        *ids = NULL;
+      }
     }
   }
   im_buf_cleanup(&t);
@@ -352,7 +366,7 @@ static void handle_generate(struct conn *c, enum im_api_kind kind) {
     im__srv_respond_error(c, plan.status, msg, extra);
     goto out;
   }
-  if (prompt_ids(&r, &ids, &n_ids, &code)) {
+  if (prompt_ids(s->cfg.tokenizer, &r, &ids, &n_ids, &code)) {
     im__srv_respond_error_close(c, 500, "out of memory");
     goto out;
   }
@@ -527,7 +541,7 @@ static void handle_tokenize(struct conn *c) {
   bool code;
   struct im_buf b;
   im_buf_init(&b, 0);
-  enum im_err err = prompt_ids(&r, &ids, &n, &code);
+  enum im_err err = prompt_ids(c->srv->cfg.tokenizer, &r, &ids, &n, &code);
   if (!err)
     err = im_buf_printf(&b, "{\"count\":%u,\"max_model_len\":%u,\"tokens\":[", n,
                         im_engine_max_model_len(c->srv->engine));

@@ -101,6 +101,21 @@ RUN --trace scenarios/traces/example-azure.csv --trace-speed 50 --requests 5 --w
 check_eq "--trace FILE.csv replays the Azure trace" "$(jq -r .manifest.workload.dataset "$TMP/az/results.json")" azure
 check_eq "... every row sent" "$(wc -l <"$TMP/az/requests.jsonl")" 5
 
+# --- a tokenizer.json: the built-in server counts with it too, so counts agree
+T=tests/fixtures/tokenizer/tiny_bytelevel.json
+for be in openai-chat openai-completions; do
+  "$BIN" run --no-progress --quiet --backend $be --tokenizer $T --requests 10 --rate 20 --warmup 0 \
+    --input-len 300 --range-ratio 0.3 --output-len 4 --out "$TMP/tk-$be" >/dev/null
+  check "$be: exact prompt lengths under --tokenizer (server's count = client's = requested)" \
+    jq -s -e 'all(.[]; .prompt_tokens == .context_tokens and .prompt_tokens >= 210 and .prompt_tokens <= 390)' \
+    "$TMP/tk-$be/requests.jsonl"
+done
+start_server --time-scale 20 --tokenizer $T
+n=$(printf 'Hello world, 12345 tokens!' | "$BIN" tokenize --tokenizer $T --count)
+check_eq "serve --tokenizer counts /tokenize prompts with it" \
+  "$(post /tokenize '{"prompt":"Hello world, 12345 tokens!"}' | jq .count)" "$n"
+start_server --time-scale 20
+
 # --- a stream without usage: --tokenizer counts its output text
 printf '%s\n' '{"prompt":"hello there","output_len":12,"extra":{"stream_options":{"include_usage":false}}}' \
   >"$TMP/nousage.jsonl"
