@@ -106,16 +106,23 @@ static enum im_err exact_text(const struct im_synth *s, uint64_t tag, uint32_t w
   uint32_t fixed = 0, total = 0;
   if (!err)
     err = count_locked(s, b->data + start, head - start, NULL, &fixed);
-  int64_t body = (int64_t)want - (int64_t)fixed;
-  for (int attempt = 0; !err && attempt < 4; attempt++) {
+  /* A miss comes from a join: the end of the text with what follows (a
+   * template marker), or the start with the header. Other texts end
+   * differently: retry with new seeds, at the planned length and at the
+   * length corrected by the first miss, in turn. */
+  int64_t body0 = (int64_t)want - (int64_t)fixed, body = body0, diff = 0;
+  for (uint64_t attempt = 0; !err && attempt < 12; attempt++) {
     b->len = head;
+    uint64_t seed = im_mix64(s->seed ^ tag ^ 0xb0d1ULL ^ (attempt << 40));
     if (body > 0)
-      err = im_promptgen_exact(s->tok, cls, im_mix64(s->seed ^ tag ^ 0xb0d1ULL), (uint32_t)body, b);
+      err = im_promptgen_exact(s->tok, cls, seed, (uint32_t)body, b);
     if (!err)
       err = count_locked(s, b->data + start, b->len - start, NULL, &total);
     if (err || total == want || body <= 0)
       break;
-    body += (int64_t)want - (int64_t)total;
+    if (attempt == 0)
+      diff = (int64_t)want - (int64_t)total;
+    body = attempt % 2 ? body0 : body0 + diff;
   }
   if (s->tok && s->tok_mu)
     pthread_mutex_unlock(s->tok_mu);
