@@ -246,8 +246,8 @@ struct run_env {
   bool tty;
   size_t n_stages;
   struct im_tok *tok;             /* --tokenizer, or NULL */
+  struct im_tok **toks;           /* one per loader thread (toks[0] = tok), or NULL */
   bool builtin_tok;               /* --tokenizer built-in: counts outputs too */
-  pthread_mutex_t tok_mu;
   bool exact;                     /* prompts of exact token lengths */
   enum im_chat_tmpl tmpl;
   bool has_mix;
@@ -303,21 +303,28 @@ static void apply_stage(struct run_opts *so, const struct im_stage *st) {
   }
 }
 
-/* Output tokens of a stream without usage, with --tokenizer (loader threads
- * share it: serialised). */
+/* Output tokens of a stream without usage, with --tokenizer: ctx is the
+ * loader thread's own workload (its own tokenizer). */
 static uint32_t count_output(void *ctx, const char *text, size_t len) {
-  struct run_env *env = ctx;
+  const struct im_synth *sy = ctx;
   size_t n = 0;
   if (!len)
     return 0;
-  if (!env->tok)
+  if (!sy->tok)
     return (uint32_t)im_simpletok_encode(text, len, NULL, 0);
-  pthread_mutex_lock(&env->tok_mu);
-  if (im_tok_count(env->tok, text, len, &n) != IM_OK)
+  if (im_tok_count(sy->tok, text, len, &n) != IM_OK)
     n = 0;
-  pthread_mutex_unlock(&env->tok_mu);
   return (uint32_t)n;
 }
+
+/* What one loader thread's workload needs: prompts are built on the
+ * thread, and a tokenizer serves one thread, so each has its own. */
+struct workload {
+  struct im_synth synth;
+  struct im_dsw dsw;
+  struct im_sessions sess;
+  struct im_session_ops sops;
+};
 
 /* Over-saturation of a stage (stages.h): the client's in-flight count per
  * second and the TTFT of measured requests by arrival, warm-up dropped. */
@@ -371,6 +378,7 @@ static int run_stage(struct run_env *env, const struct run_opts *so, uint32_t st
   int64_t *times = NULL;
   size_t n_times = 0;
   struct shard *shards = NULL;
+  struct workload *wl = NULL;
   struct im_load_result all = {0};
   struct im_sched_spec sched_spec;
   memset(&sched_spec, 0, sizeof sched_spec);
@@ -411,27 +419,29 @@ static int run_stage(struct run_env *env, const struct run_opts *so, uint32_t st
                            .prefix_share = isnan(so->prefix_share) ? 1.0 : so->prefix_share};
   snprintf(synth.salt, sizeof synth.salt, "%.12s", o->shared_cache ? "shared" : env->salt);
   synth.exact = env->exact;
-  synth.tok = env->tok;
-  synth.tok_mu = &env->tok_mu;
   synth.chat = so->backend == IM_BACKEND_CHAT;
   synth.tmpl = env->tmpl;
   synth.has_mix = env->has_mix;
   synth.mix = env->mix;
-  struct im_dsw dsw = {.ds = env->ds, .order = env->order, .synth = &synth};
   synth.perturb = so->perturb;
   synth.times = sessions ? NULL : times;
   synth.n_times = sessions ? 0 : n_times;
   synth.sched = env->replay || closed ? NULL : &sched_spec;
-  struct im_sessions sess = {.synth = &synth, .backend = so->backend, .turns = so->turns,
-                             .ctx_start = so->ctx_start ? so->ctx_start : so->input_len,
-                             .ctx_end = so->ctx_start ? so->ctx_end : so->input_len,
-                             .min_user = 32, .think_ns = so->think_ns};
-  struct im_session_ops sops;
-  im_sessions_ops(&sess, &sops);
-
+  wl = calloc(o->threads, sizeof *wl);
   shards = calloc(o->threads, sizeof *shards);
-  if (!shards)
+  if (!shards || !wl)
     goto out;
+  for (uint32_t k = 0; k < o->threads; k++) {
+    struct workload *w = &wl[k];
+    w->synth = synth;
+    w->synth.tok = env->toks ? env->toks[k] : NULL;
+    w->dsw = (struct im_dsw){.ds = env->ds, .order = env->order, .synth = &w->synth};
+    w->sess = (struct im_sessions){.synth = &w->synth, .backend = so->backend, .turns = so->turns,
+                                   .ctx_start = so->ctx_start ? so->ctx_start : so->input_len,
+                                   .ctx_end = so->ctx_start ? so->ctx_end : so->input_len,
+                                   .min_user = 32, .think_ns = so->think_ns};
+    im_sessions_ops(&w->sess, &w->sops);
+  }
   for (uint32_t k = 0; k < o->threads; k++) {
     struct shard *s = &shards[k];
     struct im_load_config *c = &s->cfg;
@@ -479,11 +489,12 @@ static int run_stage(struct run_env *env, const struct run_opts *so, uint32_t st
     c->timeout_idle_ns = o->t_idle;
     c->timeout_total_ns = o->t_total;
     c->workload = env->use_ds ? im_dsw_request : im_synth_request;
-    c->workload_ctx = env->use_ds ? (void *)&dsw : sessions ? (void *)&sess : (void *)&synth;
-    c->session = sessions ? &sops : NULL;
-    if (env->tok || env->builtin_tok) {
+    struct workload *w = &wl[k];
+    c->workload_ctx = env->use_ds ? (void *)&w->dsw : sessions ? (void *)&w->sess : (void *)&w->synth;
+    c->session = sessions ? &w->sops : NULL;
+    if (env->toks || env->builtin_tok) {
       c->count_output = count_output;
-      c->count_ctx = env;
+      c->count_ctx = &w->synth;
     }
     c->jsonl_fd = env->jsonl_fd;
     c->interrupt = &interrupted;
@@ -675,6 +686,7 @@ out:
     }
     free(shards);
   }
+  free(wl);
   free(times);
   return rc;
 }
@@ -823,7 +835,7 @@ int im_cli_run(int argc, char **argv) {
   struct stage_res *res = NULL;
   struct im_stage *stages = NULL;
   struct plan plan;
-  struct run_env env = {.o = &o, .jsonl_fd = -1, .tok_mu = PTHREAD_MUTEX_INITIALIZER};
+  struct run_env env = {.o = &o, .jsonl_fd = -1};
   bool curl_inited = false;
 
   if (optind < argc) {
@@ -876,6 +888,17 @@ int im_cli_run(int argc, char **argv) {
   if (o.tokenizer && !env.builtin_tok && im_tok_load(o.tokenizer, &env.tok, msg, sizeof msg) != IM_OK) {
     fprintf(stderr, "infermeter run: --tokenizer: %s\n", msg);
     goto out;
+  }
+  if (env.tok) {
+    /* A copy per loader thread (a tokenizer's caches serve one thread). */
+    if (!(env.toks = calloc(o.threads, sizeof *env.toks)))
+      goto out;
+    env.toks[0] = env.tok;
+    for (uint32_t k = 1; k < o.threads; k++)
+      if (im_tok_load(o.tokenizer, &env.toks[k], msg, sizeof msg) != IM_OK) {
+        fprintf(stderr, "infermeter run: --tokenizer: %s\n", msg);
+        goto out;
+      }
   }
   env.exact = !o.dataset || !strcmp(o.dataset, "random") || o.tokenizer || o.mix ||
               o.chat_template;
@@ -1312,6 +1335,11 @@ out:
   wake_fd = -1;
   if (curl_inited)
     curl_global_cleanup();
+  if (env.toks) {
+    for (uint32_t k = 1; k < o.threads; k++)
+      im_tok_free(env.toks[k]);
+    free(env.toks);
+  }
   im_tok_free(env.tok);
   return rc;
 }

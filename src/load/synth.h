@@ -46,7 +46,8 @@ struct im_synth {
    * template tmpl rendered around the messages. */
   bool exact;
   struct im_tok *tok;
-  pthread_mutex_t *tok_mu;     /* serialises tok between loader threads */
+  pthread_mutex_t *tok_mu;     /* optional: serialises tok when threads share it (run
+                                  gives each loader thread its own copy instead) */
   bool chat;                   /* chat backend: tmpl applies */
   enum im_chat_tmpl tmpl;
   bool has_mix;                /* --mix: a class per request */

@@ -110,6 +110,11 @@ for be in openai-chat openai-completions; do
     jq -s -e 'all(.[]; .prompt_tokens == .context_tokens and .prompt_tokens >= 210 and .prompt_tokens <= 390)' \
     "$TMP/tk-$be/requests.jsonl"
 done
+"$BIN" run --no-progress --quiet --threads 2 --tokenizer $T --sessions 4 --turns 3 --context-growth 1k:3k \
+  --requests 12 --warmup 0 --output-len 8 --out "$TMP/tk-threads" >/dev/null
+check "two loader threads, each with its own tokenizer: sessions exact" jq -s -e \
+  'length == 12 and all(.[]; .prompt_tokens == .context_tokens) and ([.[].session] | unique | length) == 4' \
+  "$TMP/tk-threads/requests.jsonl"
 start_server --time-scale 20 --tokenizer $T
 n=$(printf 'Hello world, 12345 tokens!' | "$BIN" tokenize --tokenizer $T --count)
 check_eq "serve --tokenizer counts /tokenize prompts with it" \
