@@ -3,6 +3,12 @@
  * of one long word at 10,000 and 100,000 characters (BPE with a heap should
  * grow about 10x, not 100x).
  *
+ * With --file TEXT (tokenizer path first): encodes the file in chunks cut as
+ * bench/tokenizer_rust.js cuts it, for PASSES passes (default 3), and prints
+ * MB/s, tokens/s, the token count and an FNV-1a checksum of the ids, the
+ * figures bench/tokenizer_vs_rust.sh compares with the Rust library:
+ *   /tmp/tokenizer_speed TOKENIZER.json --file TEXT [PASSES]
+ *
  * Build and run from the repository root (optionally pass a tokenizer.json):
  *   cc -O2 -std=c17 -D_GNU_SOURCE -Iinclude bench/tokenizer_speed.c \
  *      src/workload/tokenizer.c src/core/buf.c src/core/clock.c src/core/err.c \
@@ -46,6 +52,64 @@ static const char *const words[] = {"the",
                                     "throughput",
                                     "p99"};
 
+#define CHUNK 65536
+
+/* End of the chunk that starts at start: at most CHUNK bytes, after the last
+ * \n in that window, else at a UTF-8 character boundary. */
+static size_t chunk_end(const char *s, size_t len, size_t start) {
+  size_t end = start + CHUNK < len ? start + CHUNK : len;
+  if (end == len)
+    return end;
+  for (size_t i = end; i > start; i--)
+    if (s[i - 1] == '\n')
+      return i;
+  while (end > start && ((unsigned char)s[end] & 0xc0) == 0x80)
+    end--;
+  return end;
+}
+
+static int file_mode(struct im_tok *tok, const char *file, int passes) {
+  FILE *f = fopen(file, "rb");
+  if (!f) {
+    perror(file);
+    return 1;
+  }
+  fseek(f, 0, SEEK_END);
+  long sz = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *text = malloc((size_t)sz + 1);
+  uint32_t *ids = malloc((CHUNK + 1) * sizeof *ids); /* at most one id per byte */
+  if (!text || !ids || fread(text, 1, (size_t)sz, f) != (size_t)sz) {
+    fprintf(stderr, "%s: cannot read\n", file);
+    return 1;
+  }
+  fclose(f);
+  size_t len = (size_t)sz;
+  for (int pass = 0; pass < passes; pass++) {
+    size_t total = 0;
+    uint32_t h = 2166136261u;
+    int64_t t0 = im_now_ns();
+    for (size_t start = 0, end; start < len; start = end) {
+      end = chunk_end(text, len, start);
+      size_t n = 0;
+      if (im_tok_encode(tok, text + start, end - start, ids, CHUNK + 1, &n) != IM_OK ||
+          n > CHUNK + 1) {
+        fprintf(stderr, "encode failed at byte %zu\n", start);
+        return 1;
+      }
+      total += n;
+      for (size_t i = 0; i < n; i++)
+        h = (h ^ ids[i]) * 16777619u;
+    }
+    double s = (double)(im_now_ns() - t0) / 1e9;
+    printf("ours pass %d: %zu bytes, %zu tokens, %.2f MB/s, %.3f Mtok/s, checksum %08x\n", pass,
+           len, total, (double)len / s / 1e6, (double)total / s / 1e6, h);
+  }
+  free(ids);
+  free(text);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   const char *path = argc > 1 ? argv[1] : "tests/fixtures/tokenizer/tiny_bytelevel.json";
   struct im_tok *tok = NULL;
@@ -53,6 +117,11 @@ int main(int argc, char **argv) {
   if (im_tok_load(path, &tok, msg, sizeof msg) != IM_OK) {
     fprintf(stderr, "%s\n", msg);
     return 1;
+  }
+  if (argc > 3 && strcmp(argv[2], "--file") == 0) {
+    int rc = file_mode(tok, argv[3], argc > 4 ? atoi(argv[4]) : 3);
+    im_tok_free(tok);
+    return rc;
   }
   char *text = malloc(TEXT_BYTES + 64);
   uint64_t r = 1;

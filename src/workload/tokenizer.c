@@ -75,7 +75,7 @@ struct sym {
   bool alive;
 };
 struct cand {
-  uint32_t rank;
+  uint32_t rank, lid, rid, mid; /* the pair's ids and the merged id */
   int32_t pos, right;
 };
 
@@ -90,15 +90,19 @@ struct im_tok {
   size_t vmap_mask;
   struct merge_slot *mmap;
   size_t mmap_mask;
-  struct added *added; /* sorted by first byte, then length descending */
+  struct added *added; /* in file order */
   size_t n_added;
-  uint32_t added_first[257];
+  struct im__tok_trie trie; /* added-token contents -> index in added */
   struct step *steps;
   size_t n_steps;
   bool byte_level, byte_fallback, ignore_merges, fuse_unk, dec_bytelevel;
   uint32_t unk_id;
   uint32_t bytefb[256];
   uint16_t byte_cp[256];
+  /* byte-level: vocab id of each byte's character, when all 256 exist (and
+   * ignore_merges is off): words then start from these ids directly */
+  uint32_t byte_id[256];
+  bool byte_ids;
   int16_t cp_byte[512];
   struct cache_slot *cache;
   /* scratch, reused across calls */
@@ -117,12 +121,29 @@ struct im_tok {
   size_t wids_cap;
 };
 
+/* MurmurHash3's 64-bit finalizer (constants from Austin Appleby's
+ * MurmurHash3, public domain): every input bit affects every output bit. */
+static uint64_t mix64(uint64_t h) {
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ull;
+  return h ^ (h >> 33);
+}
+
+/* Hash of a byte string, 8 bytes per step (the word cache and the vocab map
+ * hash every word, so this is on the hot path). */
 static uint64_t hash_bytes(const void *p, size_t n) {
   const unsigned char *s = p;
-  uint64_t h = 1469598103934665603ull; /* FNV-1a 64 */
-  for (size_t i = 0; i < n; i++)
-    h = (h ^ s[i]) * 1099511628211ull;
-  return h ^ (h >> 29);
+  uint64_t h = 0x9e3779b97f4a7c15ull ^ n, w;
+  for (; n >= 8; s += 8, n -= 8) {
+    memcpy(&w, s, 8);
+    h = (h ^ w) * 0xff51afd7ed558ccdull;
+    h ^= h >> 29;
+  }
+  w = 0;
+  memcpy(&w, s, n);
+  return mix64(h ^ w);
 }
 
 static enum im_err fail(char *msg, size_t msg_len, enum im_err e, const char *fmt, ...)
@@ -179,7 +200,7 @@ static uint32_t vocab_get(const struct im_tok *t, const char *s, size_t n) {
 
 static const struct merge_slot *merge_get(const struct im_tok *t, uint32_t a, uint32_t b) {
   uint64_t key = ((uint64_t)a << 32) | b;
-  for (size_t i = hash_bytes(&key, 8) & t->mmap_mask;; i = (i + 1) & t->mmap_mask) {
+  for (size_t i = mix64(key) & t->mmap_mask;; i = (i + 1) & t->mmap_mask) {
     const struct merge_slot *m = &t->mmap[i];
     if (m->rank == NO_ID)
       return NULL;
@@ -319,7 +340,7 @@ static enum im_err load_merges(struct im_tok *t, json_t *merges, const char *pat
       goto out;
     }
     uint64_t key = ((uint64_t)ia << 32) | ib;
-    size_t s = hash_bytes(&key, 8) & t->mmap_mask;
+    size_t s = mix64(key) & t->mmap_mask;
     while (t->mmap[s].rank != NO_ID && t->mmap[s].key != key)
       s = (s + 1) & t->mmap_mask;
     if (t->mmap[s].rank == NO_ID) /* a repeated pair keeps its first rank */
@@ -329,15 +350,6 @@ static enum im_err load_merges(struct im_tok *t, json_t *merges, const char *pat
 out:
   free(cat);
   return err;
-}
-
-static int cmp_added(const void *x, const void *y, void *arena) {
-  const struct added *a = x, *b = y;
-  unsigned char fa = (unsigned char)((char *)arena)[a->off];
-  unsigned char fb = (unsigned char)((char *)arena)[b->off];
-  if (fa != fb)
-    return fa < fb ? -1 : 1;
-  return a->len > b->len ? -1 : a->len < b->len ? 1 : 0;
 }
 
 static enum im_err load_added(struct im_tok *t, json_t *added, const char *path, char *msg,
@@ -363,13 +375,8 @@ static enum im_err load_added(struct im_tok *t, json_t *added, const char *path,
                        json_is_true(json_object_get(v, "rstrip"))};
     t->dec[id] = (struct str){off, (uint32_t)n};
     t->dec_kind[id] = 2;
-  }
-  qsort_r(t->added, t->n_added, sizeof *t->added, cmp_added, t->arena);
-  size_t j = 0;
-  for (int b = 0; b <= 256; b++) {
-    while (j < t->n_added && (unsigned char)t->arena[t->added[j].off] < b)
-      j++;
-    t->added_first[b] = (uint32_t)j;
+    if (im__tok_trie_add(&t->trie, c, n, (int32_t)(t->n_added - 1)) != IM_OK)
+      return IM_NOMEM;
   }
   return IM_OK;
 }
@@ -547,6 +554,17 @@ static enum im_err load_parts(struct im_tok *t, json_t *root, const char *path, 
   size_t cap = 0;
   if (pre && !json_is_null(pre) && (err = add_pretok(t, pre, path, msg, ml, &cap)))
     return err;
+  t->byte_ids = t->byte_level && !t->ignore_merges;
+  for (int b = 0; b < 256 && t->byte_ids; b++) {
+    uint16_t cp = t->byte_cp[b];
+    char ch[2] = {(char)cp, 0};
+    if (cp >= 0x80) {
+      ch[0] = (char)(0xc0 | (cp >> 6));
+      ch[1] = (char)(0x80 | (cp & 0x3f));
+    }
+    t->byte_id[b] = vocab_get(t, ch, cp < 0x80 ? 1 : 2);
+    t->byte_ids = t->byte_id[b] != NO_ID;
+  }
   json_t *dec = json_object_get(root, "decoder");
   if (dec && !json_is_null(dec)) {
     const char *dt = json_string_value(json_object_get(dec, "type"));
@@ -623,6 +641,7 @@ void im_tok_free(struct im_tok *t) {
   free(t->vmap);
   free(t->mmap);
   free(t->added);
+  im__tok_trie_cleanup(&t->trie);
   free(t->work);
   free(t->pa);
   free(t->pb);
@@ -705,7 +724,8 @@ static struct cand heap_pop(struct im_tok *t, size_t *n) {
 
 static bool push_pair(struct im_tok *t, size_t *hn, int32_t l, int32_t r) {
   const struct merge_slot *m = merge_get(t, t->syms[l].id, t->syms[r].id);
-  return !m || heap_push(t, hn, (struct cand){m->rank, l, r});
+  return !m || heap_push(t, hn,
+                         (struct cand){m->rank, t->syms[l].id, t->syms[r].id, m->id, l, r});
 }
 
 /* Initial symbols of the model string: one per character, byte-fallback
@@ -737,22 +757,12 @@ static size_t init_syms(struct im_tok *t, const char *m, size_t mn) {
   return ns;
 }
 
-/* BPE of one model string into t->wids; returns the count or SIZE_MAX on
- * allocation failure. Merges the lowest-ranked adjacent pair first (leftmost
- * on ties) with a heap of candidates, so a word of n symbols costs
- * O(n log n). */
-static size_t bpe(struct im_tok *t, const char *m, size_t mn) {
-  if (!grow((void **)&t->syms, &t->syms_cap, mn + 1, sizeof *t->syms) ||
-      !grow((void **)&t->wids, &t->wids_cap, mn + 1, sizeof *t->wids))
-    return SIZE_MAX;
-  if (t->ignore_merges) {
-    uint32_t id = vocab_get(t, m, mn);
-    if (id != NO_ID) {
-      t->wids[0] = id;
-      return 1;
-    }
-  }
-  size_t ns = init_syms(t, m, mn), hn = 0;
+/* BPE merges of t->syms[0..ns) (ids set) into t->wids; returns the count
+ * or SIZE_MAX on allocation failure. Merges the lowest-ranked adjacent pair
+ * first (leftmost on ties) with a heap of candidates, so a word of n symbols
+ * costs O(n log n). */
+static size_t bpe_merge(struct im_tok *t, size_t ns) {
+  size_t hn = 0;
   for (size_t i = 0; i < ns; i++) {
     t->syms[i].prev = (int32_t)i - 1;
     t->syms[i].next = i + 1 < ns ? (int32_t)i + 1 : -1;
@@ -764,12 +774,11 @@ static size_t bpe(struct im_tok *t, const char *m, size_t mn) {
   while (hn) {
     struct cand c = heap_pop(t, &hn);
     struct sym *l = &t->syms[c.pos], *r = &t->syms[c.right];
-    if (!l->alive || !r->alive || l->next != c.right)
+    /* stale: a symbol merged or changed since the push (the same two ids
+     * side by side would be the same merge, so that is no staleness) */
+    if (!l->alive || !r->alive || l->next != c.right || l->id != c.lid || r->id != c.rid)
       continue;
-    const struct merge_slot *mg = merge_get(t, l->id, r->id);
-    if (!mg || mg->rank != c.rank) /* stale: a symbol changed since the push */
-      continue;
-    l->id = mg->id;
+    l->id = c.mid;
     r->alive = false;
     l->next = r->next;
     if (r->next >= 0)
@@ -782,6 +791,22 @@ static size_t bpe(struct im_tok *t, const char *m, size_t mn) {
   for (int32_t i = ns ? 0 : -1; i >= 0; i = t->syms[i].next)
     t->wids[n++] = t->syms[i].id;
   return n;
+}
+
+/* BPE of one model string into t->wids; returns the count or SIZE_MAX on
+ * allocation failure. */
+static size_t bpe(struct im_tok *t, const char *m, size_t mn) {
+  if (!grow((void **)&t->syms, &t->syms_cap, mn + 1, sizeof *t->syms) ||
+      !grow((void **)&t->wids, &t->wids_cap, mn + 1, sizeof *t->wids))
+    return SIZE_MAX;
+  if (t->ignore_merges) {
+    uint32_t id = vocab_get(t, m, mn);
+    if (id != NO_ID) {
+      t->wids[0] = id;
+      return 1;
+    }
+  }
+  return bpe_merge(t, init_syms(t, m, mn));
 }
 
 static enum im_err encode_word(struct im_tok *t, const char *p, size_t n, struct emit *e) {
@@ -797,8 +822,15 @@ static enum im_err encode_word(struct im_tok *t, const char *p, size_t n, struct
     }
   }
   const char *m = p;
-  size_t mn = n;
-  if (t->byte_level) {
+  size_t mn = n, k;
+  if (t->byte_ids) { /* the same symbols init_syms would find, without lookups */
+    if (!grow((void **)&t->syms, &t->syms_cap, n + 1, sizeof *t->syms) ||
+        !grow((void **)&t->wids, &t->wids_cap, n + 1, sizeof *t->wids))
+      return IM_NOMEM;
+    for (size_t i = 0; i < n; i++)
+      t->syms[i].id = t->byte_id[(unsigned char)p[i]];
+    k = bpe_merge(t, n);
+  } else if (t->byte_level) {
     if (!grow((void **)&t->mstr, &t->mstr_cap, 2 * n + 1, 1))
       return IM_NOMEM;
     mn = 0;
@@ -812,8 +844,10 @@ static enum im_err encode_word(struct im_tok *t, const char *p, size_t n, struct
       }
     }
     m = t->mstr;
+    k = bpe(t, m, mn);
+  } else {
+    k = bpe(t, m, mn);
   }
-  size_t k = bpe(t, m, mn);
   if (k == SIZE_MAX)
     return IM_NOMEM;
   for (size_t i = 0; i < k; i++)
@@ -1020,17 +1054,16 @@ enum im_err im_tok_encode(struct im_tok *t, const char *text, size_t len, uint32
   if (len > TOK_MAX_TEXT)
     return IM_LIMIT;
   while (pos < len && !err) {
-    unsigned char b = (unsigned char)text[pos];
-    const struct added *hit = NULL;
-    for (uint32_t j = t->added_first[b]; j < t->added_first[b + 1] && !hit; j++) {
-      const struct added *a = &t->added[j];
-      if (a->len <= len - pos && memcmp(t->arena + a->off, text + pos, a->len) == 0)
-        hit = a; /* sorted longest first: the leftmost-longest match */
-    }
-    if (!hit) {
+    if (!t->trie.root[(unsigned char)text[pos]]) {
       pos++;
       continue;
     }
+    int32_t k = im__tok_trie_longest(&t->trie, text + pos, len - pos);
+    if (k < 0) {
+      pos++;
+      continue;
+    }
+    const struct added *hit = &t->added[k]; /* the leftmost-longest match */
     size_t s = pos, end = pos + hit->len;
     while (hit->lstrip && s > seg && is_ws(text[s - 1]))
       s--;
