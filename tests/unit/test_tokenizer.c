@@ -339,6 +339,29 @@ static void test_unicode_classes(void) {
   free(w);
 }
 
+/* The added-token trie: longest prefix wins, a shorter one is kept when the
+ * longer breaks off, a repeated string keeps its first value. */
+static void test_trie(void) {
+  struct im__tok_trie tr = {0};
+  CHECK_OK(im__tok_trie_add(&tr, "<a>", 3, 0));
+  CHECK_OK(im__tok_trie_add(&tr, "<a>bc", 5, 1));
+  CHECK_OK(im__tok_trie_add(&tr, "<b>", 3, 2));
+  CHECK_OK(im__tok_trie_add(&tr, "<a>", 3, 3));
+  CHECK_OK(im__tok_trie_add(&tr, "x", 1, 4));
+  CHECK_EQ(im__tok_trie_add(&tr, "", 0, 5), IM_INVAL);
+  CHECK_EQ(im__tok_trie_longest(&tr, "<a>bc!", 6), 1);
+  CHECK_EQ(im__tok_trie_longest(&tr, "<a>b!", 5), 0);
+  CHECK_EQ(im__tok_trie_longest(&tr, "<a>bc", 4), 0); /* bounded by n */
+  CHECK_EQ(im__tok_trie_longest(&tr, "<b>", 3), 2);
+  CHECK_EQ(im__tok_trie_longest(&tr, "<c>", 3), -1);
+  CHECK_EQ(im__tok_trie_longest(&tr, "<", 1), -1);
+  CHECK_EQ(im__tok_trie_longest(&tr, "xy", 2), 4);
+  CHECK_EQ(im__tok_trie_longest(&tr, "y", 1), -1);
+  CHECK_EQ(im__tok_trie_longest(&tr, "", 0), -1);
+  im__tok_trie_cleanup(&tr);
+  im__tok_trie_cleanup(NULL);
+}
+
 static void test_model_options(void) {
   struct im_tok *tok = NULL;
   char msg[256];
@@ -463,6 +486,7 @@ int main(void) {
   test_deepseek_style(false);
   test_deepseek_style(true);
   test_unicode_classes();
+  test_trie();
   test_model_options();
   test_malformed();
   return CHECK_DONE();
