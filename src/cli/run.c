@@ -6,8 +6,6 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <jansson.h>
-#include <netdb.h>
-#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -16,47 +14,31 @@
 #include <strings.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
-#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cli/args.h"
 #include "cli/cli.h"
 #include "cli/run_int.h"
-#include "im_version.h"
 #include "infermeter/clock.h"
-#include "infermeter/hist.h"
 #include "infermeter/log.h"
 #include "infermeter/rng.h"
-#include "infermeter/sched.h"
-#include "infermeter/stats.h"
-#include "infermeter/summary.h"
-#include "load/loader.h"
 #include "load/dsworkload.h"
-#include "load/session.h"
-#include "workload/simpletok.h"
-#include "load/synth.h"
-#include "infermeter/stages.h"
-#include "infermeter/chattmpl.h"
-#include "infermeter/content.h"
 #include "infermeter/tokenizer.h"
-#include "analyze/breakdown.h"
 #include "observe/observer.h"
-#include "report/results.h"
 #include "serve/server.h"
-
 
 /* ---- signals ------------------------------------------------------------ */
 
-static volatile int interrupted;
-static int wake_fd = -1;
+volatile int im__run_interrupted;
+int im__run_wake_fd = -1;
 
 static void on_signal(int sig) {
   (void)sig;
-  interrupted++;
-  if (wake_fd >= 0) {
+  im__run_interrupted++;
+  if (im__run_wake_fd >= 0) {
     uint64_t one = 1;
-    ssize_t r = write(wake_fd, &one, sizeof one);
+    ssize_t r = write(im__run_wake_fd, &one, sizeof one);
     (void)r;
   }
 }
@@ -110,88 +92,6 @@ static void builtin_stop(struct builtin *b) {
   b->tok = NULL;
 }
 
-/* ---- loader threads ------------------------------------------------------ */
-
-struct shard {
-  struct im_load_config cfg;
-  struct im_load_result res;
-  int64_t *times;
-  enum im_err err;
-  pthread_t thread;
-};
-
-static void *shard_main(void *arg) {
-  struct shard *s = arg;
-  s->err = im_load_run(&s->cfg, &s->res);
-  return NULL;
-}
-
-/* The observers' final sample comes when the last loader has drained, while
- * its connections are still open (the TCP states then show them). */
-struct drain {
-  pthread_mutex_t mu;
-  uint32_t left;
-  struct im_observer *obs;
-};
-
-static void on_drained(void *ctx) {
-  struct drain *d = ctx;
-  pthread_mutex_lock(&d->mu);
-  if (d->left && --d->left == 0)
-    im_observer_stop(d->obs);
-  pthread_mutex_unlock(&d->mu);
-}
-
-/* ---- the run ------------------------------------------------------------- */
-
-static double lag_p99_ms(const struct im_record *r, size_t n) {
-  double *v = malloc((n ? n : 1) * sizeof *v);
-  size_t k = 0;
-  if (!v)
-    return NAN;
-  for (size_t i = 0; i < n; i++)
-    if (r[i].t_dispatch >= 0 && r[i].t_sched >= 0)
-      v[k++] = (double)(r[i].t_dispatch - r[i].t_sched) / 1e6;
-  im_stats_sort(v, k);
-  double p = k ? im_stats_pct_nearest(v, k, 0.99) : 0.0;
-  free(v);
-  return p;
-}
-
-/* HDR histograms (ns, 3 significant digits) of the latency metrics over
- * successful measured attempts: they merge by adding counts, so threads,
- * repeated runs and MPI ranks combine exactly (docs/results-schema.md). */
-static json_t *histograms_json(const struct im_record *recs, size_t n) {
-  enum { TTFT, TPOT, ITL, E2EL, N_H };
-  static const char *const names[N_H] = {"ttft_ns", "tpot_ns", "itl_ns", "e2el_ns"};
-  struct im_hist h[N_H];
-  json_t *out = json_object();
-  for (int i = 0; i < N_H; i++)
-    if (im_hist_init_default(&h[i]) != IM_OK) {
-      for (int j = 0; j < i; j++)
-        im_hist_cleanup(&h[j]);
-      return out;
-    }
-  for (size_t i = 0; i < n; i++) {
-    const struct im_record *r = &recs[i];
-    if (r->kind != IM_KIND_MEASURED || r->error != IM_EC_NONE || r->t_first < 0)
-      continue;
-    (void)im_hist_record(&h[TTFT], r->t_first - r->t_start);
-    (void)im_hist_record(&h[E2EL], r->t_last - r->t_start);
-    if (r->output_tokens >= 2)
-      (void)im_hist_record(&h[TPOT], (r->t_last - r->t_first) / (int64_t)(r->output_tokens - 1));
-    for (uint32_t k = 1; k < r->n_chunks; k++)
-      (void)im_hist_record(&h[ITL], ((int64_t)r->chunk_us[k] - (int64_t)r->chunk_us[k - 1]) * 1000);
-  }
-  for (int i = 0; i < N_H; i++) {
-    json_t *j = NULL;
-    if (im_hist_to_json(&h[i], &j) == IM_OK)
-      json_object_set_new(out, names[i], j);
-    im_hist_cleanup(&h[i]);
-  }
-  return out;
-}
-
 static int write_results(const char *dir, json_t *root) {
   char path[4096], tmp[4200];
   snprintf(path, sizeof path, "%s/results.json", dir);
@@ -227,551 +127,6 @@ static int make_out_dir(struct run_opts *o, char *buf, size_t cap) {
   }
   o->out_dir = buf;
   return 0;
-}
-
-/* ---- what every stage of a run shares ------------------------------------- */
-
-struct run_env {
-  struct run_opts *o;
-  const char *url;
-  bool builtin;
-  const char *model;
-  char *api_key;
-  struct im_dataset *ds;
-  size_t *order;
-  bool use_ds, replay;
-  char salt[40];
-  int jsonl_fd;
-  struct im_observer *obs;
-  bool tty;
-  size_t n_stages;
-  struct im_tok *tok;             /* --tokenizer, or NULL */
-  struct im_tok **toks;           /* one per loader thread (toks[0] = tok), or NULL */
-  bool builtin_tok;               /* --tokenizer built-in: counts outputs too */
-  bool exact;                     /* prompts of exact token lengths */
-  enum im_chat_tmpl tmpl;
-  bool has_mix;
-  struct im_mix mix;
-};
-
-/* One stage's outcome, for the verdicts and the sweep. */
-struct stage_res {
-  struct im_summary sum;
-  struct im_summary_config sc;
-  struct im_client_check check;
-  bool interrupted, unreachable, slo_failed;
-  int64_t t0_mono, wall_start_ns;
-  struct im_saturation sat;
-  bool sat_judged;
-  double throughput;              /* completed requests per s of the window */
-  char first_error[256];
-};
-
-static bool slo_failed(const struct im_summary *sum, const struct im_summary_config *sc,
-                       double target) {
-  return (sc->has_slo_ttft && sum->slo_ttft_attain < target) ||
-         (sc->has_slo_tpot && sum->slo_tpot_attain < target) ||
-         (sc->has_slo_e2el && sum->slo_e2el_attain < target);
-}
-
-/* The stage's settings applied to a copy of the run's options. */
-static void apply_stage(struct run_opts *so, const struct im_stage *st) {
-  if (st->set & (1u << IM_PARAM_TEMPERATURE))
-    so->temperature = st->values[IM_PARAM_TEMPERATURE];
-  if (st->set & (1u << IM_PARAM_TOP_P))
-    so->top_p = st->values[IM_PARAM_TOP_P];
-  if (st->set & (1u << IM_PARAM_OUTPUT_LEN))
-    so->output_len = (uint32_t)st->values[IM_PARAM_OUTPUT_LEN];
-  if (st->set & (1u << IM_PARAM_INPUT_LEN))
-    so->input_len = (uint32_t)st->values[IM_PARAM_INPUT_LEN];
-  if (st->set & (1u << IM_PARAM_RATE)) {
-    if (so->sessions || so->session_rate) {
-      so->sessions = 0;
-      so->session_rate = st->values[IM_PARAM_RATE];
-    } else {
-      so->rate = st->values[IM_PARAM_RATE];
-      so->concurrency = 0;
-    }
-  }
-  if (st->set & (1u << IM_PARAM_CONCURRENCY)) {
-    if (so->sessions || so->session_rate) {
-      so->session_rate = 0;
-      so->sessions = (uint32_t)st->values[IM_PARAM_CONCURRENCY];
-    } else {
-      so->concurrency = (uint32_t)st->values[IM_PARAM_CONCURRENCY];
-    }
-  }
-}
-
-/* Output tokens of a stream without usage, with --tokenizer: ctx is the
- * loader thread's own workload (its own tokenizer). */
-static uint32_t count_output(void *ctx, const char *text, size_t len) {
-  const struct im_synth *sy = ctx;
-  size_t n = 0;
-  if (!len)
-    return 0;
-  if (!sy->tok)
-    return (uint32_t)im_simpletok_encode(text, len, NULL, 0);
-  if (im_tok_count(sy->tok, text, len, &n) != IM_OK)
-    n = 0;
-  return (uint32_t)n;
-}
-
-/* What one loader thread's workload needs: prompts are built on the
- * thread, and a tokenizer serves one thread, so each has its own. */
-struct workload {
-  struct im_synth synth;
-  struct im_dsw dsw;
-  struct im_sessions sess;
-  struct im_session_ops sops;
-};
-
-/* Over-saturation of a stage (stages.h): the client's in-flight count per
- * second and the TTFT of measured requests by arrival, warm-up dropped. */
-static void judge_saturation(const struct shard *shards, uint32_t threads,
-                             const struct im_load_result *all, const struct im_summary_config *sc,
-                             struct stage_res *out) {
-  const struct im_load_result *r0 = &shards[0].res;
-  size_t n = r0->n_samples, k = 0, m = 0;
-  struct im_tpoint *inf = calloc(n ? n : 1, sizeof *inf);
-  struct im_tpoint *tt = calloc(all->n_records ? all->n_records : 1, sizeof *tt);
-  if (!inf || !tt)
-    goto done;
-  for (size_t i = 0; i < n; i++) {
-    if (r0->samples[i].t < sc->window_start_ns)
-      continue;
-    double v = 0;
-    for (uint32_t t = 0; t < threads; t++)
-      if (i < shards[t].res.n_samples)
-        v += shards[t].res.samples[i].in_flight;
-    inf[k++] = (struct im_tpoint){(double)r0->samples[i].t / 1e9, v};
-  }
-  for (size_t i = 0; i < all->n_records; i++) {
-    const struct im_record *r = &all->records[i];
-    if (r->kind == IM_KIND_MEASURED && r->t_first >= 0)
-      tt[m++] = (struct im_tpoint){(double)r->t_sched / 1e9, (double)(r->t_first - r->t_sched) / 1e6};
-  }
-  out->sat_judged = im_stage_check_saturation(inf, k, tt, m, &out->sat) == IM_OK;
-done:
-  free(inf);
-  free(tt);
-}
-
-static json_t *saturation_json(const struct stage_res *sr) {
-  if (!sr->sat_judged)
-    return json_null();
-  const struct im_saturation *s = &sr->sat;
-  return json_pack("{s:b, s:f, s:f, s:f, s:f, s:s}", "oversaturated", s->growing,
-                   "inflight_slope_per_s", isfinite(s->slope) ? s->slope : 0.0, "t_stat",
-                   isfinite(s->t_stat) ? s->t_stat : 1e300, "inflight_first_third",
-                   s->first_mean, "inflight_last_third", s->last_mean, "reason",
-                   s->reason ? s->reason : "");
-}
-
-/* Runs one stage and writes its figures into dst (the results' root for a
- * single-stage run, else the stage's object). 0, or -1 when the stage could
- * not run (the reason said). */
-static int run_stage(struct run_env *env, const struct run_opts *so, uint32_t stage,
-                     bool last_stage, json_t *dst, struct stage_res *out) {
-  struct run_opts *o = env->o;
-  int rc = -1;
-  int64_t *times = NULL;
-  size_t n_times = 0;
-  struct shard *shards = NULL;
-  struct workload *wl = NULL;
-  struct im_load_result all = {0};
-  struct im_sched_spec sched_spec;
-  memset(&sched_spec, 0, sizeof sched_spec);
-  memset(out, 0, sizeof *out);
-  bool sessions = so->sessions || so->session_rate;
-  uint32_t closed = sessions ? so->sessions : so->concurrency;
-
-  /* The schedule, computed ahead: a trace's own timestamps, or a process
-   * (of requests, or of session starts). */
-  if (env->replay) {
-    n_times = o->requests && o->requests < env->ds->n ? o->requests : env->ds->n;
-    times = malloc(n_times * sizeof *times);
-    if (!times)
-      goto out;
-    for (size_t i = 0; i < n_times; i++)
-      times[i] = (int64_t)((double)env->ds->items[env->order[i]].timestamp_ns / o->trace_speed);
-  } else if (!closed) {
-    double rate = sessions ? so->session_rate : so->rate;
-    sched_spec = (struct im_sched_spec){.kind = so->sched_kind, .rate = rate, .rate_end = so->rate_end,
-                                        .burstiness = so->burstiness, .duration_ns = so->duration_ns,
-                                        .max_requests = so->requests, .seed = o->seed + stage};
-    if (so->sched_kind == IM_SCHED_POISSON && so->burstiness != 1.0)
-      sched_spec.kind = IM_SCHED_GAMMA;
-    if (sessions && so->duration_ns == 0) /* --requests caps turns, not starts */
-      sched_spec.duration_ns = (int64_t)((double)so->requests / rate * 1e9) + 1;
-    const char *why = im_sched_check(&sched_spec);
-    if (why || im_sched_generate(&sched_spec, &times, &n_times) != IM_OK) {
-      fprintf(stderr, "infermeter run: bad schedule: %s\n", why ? why : "out of memory");
-      goto out;
-    }
-  }
-
-  struct im_synth synth = {.input_len = so->input_len, .output_len = so->output_len,
-                           .range_ratio = so->range_ratio, .ignore_eos = so->ignore_eos,
-                           .temperature = so->temperature, .top_p = so->top_p, .seed = o->seed,
-                           .prefix_groups = so->prefix_groups, .prefix_len = so->prefix_len,
-                           /* Prefix groups without --prefix-share: every request. */
-                           .prefix_share = isnan(so->prefix_share) ? 1.0 : so->prefix_share};
-  snprintf(synth.salt, sizeof synth.salt, "%.12s", o->shared_cache ? "shared" : env->salt);
-  synth.exact = env->exact;
-  synth.chat = so->backend == IM_BACKEND_CHAT;
-  synth.tmpl = env->tmpl;
-  synth.has_mix = env->has_mix;
-  synth.mix = env->mix;
-  synth.perturb = so->perturb;
-  synth.times = sessions ? NULL : times;
-  synth.n_times = sessions ? 0 : n_times;
-  synth.sched = env->replay || closed ? NULL : &sched_spec;
-  wl = calloc(o->threads, sizeof *wl);
-  shards = calloc(o->threads, sizeof *shards);
-  if (!shards || !wl)
-    goto out;
-  for (uint32_t k = 0; k < o->threads; k++) {
-    struct workload *w = &wl[k];
-    w->synth = synth;
-    w->synth.tok = env->toks ? env->toks[k] : NULL;
-    w->dsw = (struct im_dsw){.ds = env->ds, .order = env->order, .synth = &w->synth};
-    w->sess = (struct im_sessions){.synth = &w->synth, .backend = so->backend, .turns = so->turns,
-                                   .ctx_start = so->ctx_start ? so->ctx_start : so->input_len,
-                                   .ctx_end = so->ctx_start ? so->ctx_end : so->input_len,
-                                   .min_user = 32, .think_ns = so->think_ns};
-    im_sessions_ops(&w->sess, &w->sops);
-  }
-  for (uint32_t k = 0; k < o->threads; k++) {
-    struct shard *s = &shards[k];
-    struct im_load_config *c = &s->cfg;
-    im_load_config_default(c);
-    c->base_url = env->url;
-    c->backend = so->backend;
-    c->model = env->model;
-    c->api_key = env->api_key;
-    c->headers = o->headers;
-    c->insecure = o->insecure;
-    c->keepalive = o->keepalive;
-    c->max_connections = o->max_connections ? (o->max_connections + o->threads - 1) / o->threads : 0;
-    c->http2 = o->http2;
-    c->continuous_usage = env->builtin;
-    c->cache_salt = o->cache_salt ? env->salt : NULL;
-    c->run_salt = env->salt;
-    c->shard = k;
-    c->n_shards = o->threads;
-    c->stage = stage;
-    if (!closed) {
-      /* Deal the global schedule round-robin: the union is exact. */
-      size_t mine = n_times / o->threads + (k < n_times % o->threads);
-      s->times = malloc((mine ? mine : 1) * sizeof *s->times);
-      if (!s->times)
-        goto out;
-      for (size_t i = k, j = 0; i < n_times; i += o->threads)
-        s->times[j++] = times[i];
-      c->times = s->times;
-      c->n_times = mine;
-      if (sessions)
-        c->duration_ns = so->duration_ns;
-    } else {
-      c->concurrency = closed / o->threads + (k < closed % o->threads);
-      c->duration_ns = so->duration_ns;
-    }
-    if (closed || sessions)
-      c->max_requests = so->requests ? so->requests / o->threads + (k < so->requests % o->threads) : 0;
-    c->max_concurrency = o->max_concurrency ? (o->max_concurrency + o->threads - 1) / o->threads : 0;
-    c->warmup_ns = so->warmup_ns;
-    c->warmup_requests = so->warmup_requests;
-    c->grace_ns = o->grace_ns;
-    c->retries = o->retries;
-    c->timeout_connect_ns = o->t_connect;
-    c->timeout_ttft_ns = o->t_ttft;
-    c->timeout_idle_ns = o->t_idle;
-    c->timeout_total_ns = o->t_total;
-    c->workload = env->use_ds ? im_dsw_request : im_synth_request;
-    struct workload *w = &wl[k];
-    c->workload_ctx = env->use_ds ? (void *)&w->dsw : sessions ? (void *)&w->sess : (void *)&w->synth;
-    c->session = sessions ? &w->sops : NULL;
-    if (env->toks || env->builtin_tok) {
-      c->count_output = count_output;
-      c->count_ctx = &w->synth;
-    }
-    c->jsonl_fd = env->jsonl_fd;
-    c->interrupt = &interrupted;
-    c->wake_fd = k == 0 ? wake_fd : -1;
-    c->progress_tty = k == 0 && env->tty && !o->no_progress;
-    c->progress_plain = k == 0 && !env->tty && !o->no_progress;
-  }
-  /* The observers' final sample comes when the last stage has drained. */
-  struct drain drain = {.mu = PTHREAD_MUTEX_INITIALIZER, .left = o->threads, .obs = env->obs};
-  for (uint32_t k = 0; k < o->threads && env->obs && last_stage; k++) {
-    shards[k].cfg.on_drained = on_drained;
-    shards[k].cfg.on_drained_ctx = &drain;
-  }
-  for (uint32_t k = 1; k < o->threads; k++)
-    pthread_create(&shards[k].thread, NULL, shard_main, &shards[k]);
-  shard_main(&shards[0]);
-  for (uint32_t k = 1; k < o->threads; k++)
-    pthread_join(shards[k].thread, NULL);
-  if (last_stage)
-    im_observer_stop(env->obs); /* no-op when on_drained did it (the usual case) */
-  for (uint32_t k = 0; k < o->threads; k++) {
-    if (shards[k].err) {
-      fprintf(stderr, "infermeter run: load engine failed: %s\n", im_strerror(shards[k].err));
-      goto out;
-    }
-  }
-
-  /* Merge the shards. */
-  double cpu_share = 0;
-  size_t total = 0;
-  for (uint32_t k = 0; k < o->threads; k++)
-    total += shards[k].res.n_records;
-  all.records = calloc(total ? total : 1, sizeof *all.records);
-  if (!all.records)
-    goto out;
-  for (uint32_t k = 0; k < o->threads; k++) {
-    struct im_load_result *r = &shards[k].res;
-    memcpy(all.records + all.n_records, r->records, r->n_records * sizeof *r->records);
-    all.n_records += r->n_records;
-    free(r->records);
-    r->records = NULL;
-    r->n_records = 0;
-    all.scheduled += r->scheduled;
-    all.dispatched += r->dispatched;
-    all.fd_exhausted += r->fd_exhausted;
-    all.port_exhausted += r->port_exhausted;
-    all.interrupted |= r->interrupted;
-    if (r->elapsed_ns > all.elapsed_ns)
-      all.elapsed_ns = r->elapsed_ns;
-    double share = r->elapsed_ns ? r->cpu_s / ((double)r->elapsed_ns / 1e9) : 0;
-    cpu_share = share > cpu_share ? share : cpu_share;
-    if (k == 0) {
-      all.wall_start_ns = r->wall_start_ns;
-      memcpy(all.first_error, r->first_error, sizeof all.first_error);
-    }
-  }
-  out->t0_mono = shards[0].res.t0_mono;
-  out->wall_start_ns = all.wall_start_ns;
-  out->interrupted = all.interrupted;
-  memcpy(out->first_error, all.first_error, sizeof out->first_error);
-
-  /* The measured window: end of warm-up to the last scheduled arrival. */
-  struct im_summary_config *sc = &out->sc;
-  *sc = o->scfg;
-  sc->window_start_ns = so->warmup_ns;
-  if (so->warmup_requests && times && so->warmup_requests < n_times && !sessions)
-    sc->window_start_ns = times[so->warmup_requests];
-  int64_t last_sched = 0;
-  for (size_t i = 0; i < all.n_records; i++)
-    if (all.records[i].t_sched > last_sched && all.records[i].kind != IM_KIND_RETRY)
-      last_sched = all.records[i].t_sched;
-  sc->window_end_ns = closed ? (so->duration_ns ? so->duration_ns : last_sched) : last_sched;
-  if (all.interrupted && sc->window_end_ns > all.elapsed_ns)
-    sc->window_end_ns = all.elapsed_ns;
-  if (sc->window_end_ns <= sc->window_start_ns)
-    sc->window_start_ns = 0;
-
-  struct im_summary *sum = &out->sum;
-  if (im_summary_compute(all.records, all.n_records, sc, sum) != IM_OK) {
-    fprintf(stderr, "infermeter run: out of memory computing the summary\n");
-    goto out;
-  }
-  sum->scheduled = all.scheduled;
-  sum->dispatched = all.dispatched;
-  im_client_check_compute(lag_p99_ms(all.records, all.n_records), all.scheduled, all.dispatched,
-                          sc->slo_ttft_ms, sc->has_slo_ttft, cpu_share, all.fd_exhausted,
-                          all.port_exhausted, &out->check);
-  /* vLLM's request_throughput: completed requests over the stage, first send
-   * to last completion (the window may hold no completion in a short
-   * closed-loop stage of long requests). */
-  out->throughput = sum->request_throughput;
-  out->slo_failed = slo_failed(sum, sc, o->slo_target);
-  out->unreachable = sum->completed == 0 && all.n_records && all.first_error[0] &&
-                     !strncmp(all.first_error, "connect", 7);
-  judge_saturation(shards, o->threads, &all, sc, out);
-
-  json_t *summary = json_object(), *metrics = json_object(), *audit = json_object();
-  json_object_set_new(dst, "summary", summary);
-  json_object_set_new(dst, "metrics", metrics);
-  json_object_set_new(dst, "audit", audit);
-  if (im_summary_vllm_json(sum, sc, summary) || im_summary_metrics_json(sum, sc, metrics) ||
-      im_client_check_json(&out->check, audit)) {
-    fprintf(stderr, "infermeter run: out of memory writing results\n");
-    goto out;
-  }
-  json_t *series = json_object();
-  json_object_set_new(dst, "series", series);
-  if (env->obs) {
-    struct im_observer_context octx = {
-        .t0_mono = out->t0_mono,
-        .window_start_ns = sc->window_start_ns,
-        .window_end_ns = sc->window_end_ns,
-        .client_ttft_p50_ms = NAN,
-        .client_ttft_p99_ms = NAN,
-        .output_tokens = sum->window_output_tok_rate * sum->window_s,
-        .attempts = all.n_records,
-        .kv_residency_ref = o->kv_residency_ref,
-        .kv_bytes_per_token = o->kv_bytes_per_token,
-        .gpu_memory_bytes = o->gpu_memory,
-        .bw_util_ref = o->bw_util_ref,
-    };
-    for (uint32_t k = 0; k < o->threads; k++)
-      octx.connections_opened += shards[k].res.connections_opened;
-    for (size_t i = 0; i < sc->n_percentiles && sum->ttft.n; i++) {
-      if (sc->percentiles[i] == 50)
-        octx.client_ttft_p50_ms = sum->ttft.pct[i];
-      if (sc->percentiles[i] == 99)
-        octx.client_ttft_p99_ms = sum->ttft.pct[i];
-    }
-    if (im_observer_json(env->obs, &octx, metrics, series) != IM_OK)
-      im_warn("out of memory writing the observers' figures");
-  }
-  json_object_set_new(metrics, "histograms", histograms_json(all.records, all.n_records));
-  json_object_set_new(metrics, "by_context", im_breakdown_context_json(all.records, all.n_records, sc));
-  if (so->mix)
-    json_object_set_new(metrics, "by_class", im_breakdown_class_json(all.records, all.n_records, sc));
-  if (sessions)
-    json_object_set_new(metrics, "sessions", im_breakdown_sessions_json(all.records, all.n_records));
-  /* The generator's own samples, per thread. */
-  json_t *self = json_array();
-  for (uint32_t k = 0; k < o->threads; k++) {
-    const struct im_load_result *r = &shards[k].res;
-    json_t *t = json_array(), *cpu = json_array(), *lag = json_array(), *inf = json_array();
-    for (size_t i = 0; i < r->n_samples; i++) {
-      json_array_append_new(t, json_real((double)r->samples[i].t / 1e9));
-      json_array_append_new(cpu, json_real(r->samples[i].cpu_share));
-      json_array_append_new(lag, json_real(r->samples[i].lag_max_ms));
-      json_array_append_new(inf, json_integer(r->samples[i].in_flight));
-    }
-    json_array_append_new(self, json_pack("{s:o, s:o, s:o, s:o}", "t_s", t, "cpu_share", cpu,
-                                          "dispatch_lag_max_ms", lag, "in_flight", inf));
-  }
-  json_object_set_new(series, "client", self);
-  /* What the responses say about the cache (usage.prompt_tokens_details,
-   * DeepSeek's prompt_cache_hit_tokens, llama.cpp's timings.cache_n). */
-  uint64_t ctok = 0, ptok = 0;
-  for (size_t i = 0; i < all.n_records; i++) {
-    const struct im_record *r = &all.records[i];
-    if (r->kind == IM_KIND_MEASURED && r->error == IM_EC_NONE) {
-      ctok += r->cached_tokens;
-      ptok += r->prompt_tokens;
-    }
-  }
-  json_object_set_new(metrics, "cache_client",
-                      json_pack("{s:I, s:I, s:o}", "prompt_tokens", (json_int_t)ptok,
-                                "cached_tokens", (json_int_t)ctok, "hit_rate",
-                                ptok ? json_real((double)ctok / (double)ptok) : json_null()));
-  json_t *client = json_pack("{s:f, s:I, s:I, s:I, s:f, s:I}", "elapsed_s",
-                             (double)all.elapsed_ns / 1e9, "scheduled", (json_int_t)all.scheduled,
-                             "dispatched", (json_int_t)all.dispatched, "attempts",
-                             (json_int_t)all.n_records, "cpu_share", cpu_share, "threads",
-                             (json_int_t)o->threads);
-  json_object_set_new(metrics, "client", client);
-  json_object_set_new(dst, "saturation", saturation_json(out));
-  json_object_set_new(dst, "t0_monotonic_ns", json_integer((json_int_t)out->t0_mono));
-  if (!o->quiet && env->n_stages == 1) {
-    im_report_text(stdout, sum, sc, &out->check);
-    im_breakdown_text(stdout, all.records, all.n_records, sc, so->mix != NULL);
-    if (all.first_error[0] && sum->failed)
-      fprintf(stdout, "First error: %s\n", all.first_error);
-  }
-  rc = 0;
-out:
-  im_load_result_cleanup(&all);
-  if (shards) {
-    for (uint32_t k = 0; k < o->threads; k++) {
-      im_load_result_cleanup(&shards[k].res);
-      free(shards[k].times);
-    }
-    free(shards);
-  }
-  free(wl);
-  free(times);
-  return rc;
-}
-
-/* ---- the stage plan -------------------------------------------------------- */
-
-#define MAX_STAGES IM_GRID_MAX_STAGES
-
-struct plan {
-  struct im_grid grid;
-  struct im_sweep sweep;
-  bool has_sweep;
-  size_t n_grid;   /* grid combinations (1 without a grid) */
-};
-
-static int plan_parse(const struct run_opts *o, struct plan *p) {
-  char err[256];
-  im_grid_init(&p->grid);
-  for (size_t i = 0; i < o->n_grid; i++)
-    if (im_grid_add(&p->grid, o->grid[i], err, sizeof err) != IM_OK) {
-      fprintf(stderr, "infermeter run: %s\n", err);
-      return -1;
-    }
-  p->n_grid = o->n_grid ? im_grid_count(&p->grid) : 1;
-  p->has_sweep = o->sweep != NULL;
-  if (p->has_sweep && im_sweep_parse(o->sweep, &p->sweep, err, sizeof err) != IM_OK) {
-    fprintf(stderr, "infermeter run: %s\n", err);
-    return -1;
-  }
-  return 0;
-}
-
-/* Stage `i` of the product grid x sweep (grid outer). */
-static int plan_stage(const struct plan *p, size_t i, struct im_stage *st) {
-  size_t ns = p->has_sweep ? p->sweep.nvalues : 1;
-  struct im_stage g, w;
-  memset(st, 0, sizeof *st);
-  memset(&g, 0, sizeof g);
-  memset(&w, 0, sizeof w);
-  if (p->grid.naxes && im_grid_stage(&p->grid, i / ns, &g) != IM_OK)
-    return -1;
-  if (p->has_sweep && im_sweep_stage(&p->sweep, i % ns, &w) != IM_OK)
-    return -1;
-  *st = g;
-  st->set |= w.set;
-  for (int k = 0; k < IM_PARAM_COUNT_; k++)
-    if (w.set & (1u << k))
-      st->values[k] = w.values[k];
-  size_t gl = strnlen(g.label, sizeof g.label);
-  memcpy(st->label, g.label, gl);
-  if (gl && w.label[0] && gl + 1 < sizeof st->label)
-    st->label[gl++] = ',';
-  size_t wl = strnlen(w.label, sizeof w.label);
-  if (wl > sizeof st->label - 1 - gl)
-    wl = sizeof st->label - 1 - gl;
-  memcpy(st->label + gl, w.label, wl);
-  st->label[gl + wl] = '\0';
-  return 0;
-}
-
-static json_t *stage_params_json(const struct im_stage *st) {
-  json_t *p = json_object();
-  for (int k = 0; k < IM_PARAM_COUNT_; k++)
-    if (st->set & (1u << k))
-      json_object_set_new(p, im_stage_param_name((enum im_stage_param)k), json_real(st->values[k]));
-  return p;
-}
-
-static void stage_line(FILE *f, size_t i, const char *label, const struct stage_res *sr,
-                       const struct im_summary_config *sc) {
-  double p50 = NAN, p99 = NAN;
-  for (size_t k = 0; k < sc->n_percentiles && sr->sum.ttft.n; k++) {
-    if (sc->percentiles[k] == 50)
-      p50 = sr->sum.ttft.pct[k];
-    if (sc->percentiles[k] == 99)
-      p99 = sr->sum.ttft.pct[k];
-  }
-  char slo[16] = "-";
-  if (sc->has_slo_ttft || sc->has_slo_tpot || sc->has_slo_e2el)
-    snprintf(slo, sizeof slo, "%.3f", sr->sum.slo_all_attain);
-  fprintf(f, "stage %zu %-36s %7.2f req/s  %8.1f out tok/s  TTFT p50/p99 %7.1f/%7.1f ms  "
-             "SLO %5s%s%s\n",
-          i, label[0] ? label : "-", sr->throughput, sr->sum.output_throughput, p50, p99,
-          slo, sr->sat_judged && sr->sat.growing ? "  OVERSATURATED" : "",
-          sr->check.valid ? "" : "  INVALID");
 }
 
 /* ShareGPT lengths counted with --tokenizer (before any loader thread). */
@@ -834,7 +189,7 @@ int im_cli_run(int argc, char **argv) {
   char *api_key = NULL;
   struct stage_res *res = NULL;
   struct im_stage *stages = NULL;
-  struct plan plan;
+  struct run_plan plan;
   struct run_env env = {.o = &o, .jsonl_fd = -1};
   bool curl_inited = false;
 
@@ -865,7 +220,7 @@ int im_cli_run(int argc, char **argv) {
     fprintf(stderr, "infermeter run: --schedule ramp needs --rate-end\n");
     goto out;
   }
-  if (plan_parse(&o, &plan))
+  if (im__run_plan_parse(&o, &plan))
     goto out;
   /* Tokens: the tokenizer, the chat template and the content mix. */
   char msg[512];
@@ -999,8 +354,8 @@ int im_cli_run(int argc, char **argv) {
   size_t n_stages = plan.n_grid * (plan.has_sweep ? (plan.sweep.is_auto ? 1 : plan.sweep.nvalues) : 1);
   bool autosweep = plan.has_sweep && plan.sweep.is_auto;
   size_t cap_stages = autosweep ? plan.n_grid * (1 + o.sweep_steps) : n_stages;
-  if (cap_stages > MAX_STAGES) {
-    fprintf(stderr, "infermeter run: %zu stages are too many (at most %d)\n", cap_stages, MAX_STAGES);
+  if (cap_stages > IM__RUN_MAX_STAGES) {
+    fprintf(stderr, "infermeter run: %zu stages are too many (at most %d)\n", cap_stages, IM__RUN_MAX_STAGES);
     goto out;
   }
   if (autosweep && plan.n_grid > 1) {
@@ -1019,7 +374,7 @@ int im_cli_run(int argc, char **argv) {
              stages[0].values[IM_PARAM_CONCURRENCY]);
   } else {
     for (size_t i = 0; i < n_stages; i++)
-      if (plan_stage(&plan, i, &stages[i])) {
+      if (im__run_plan_stage(&plan, i, &stages[i])) {
         fprintf(stderr, "infermeter run: cannot plan stage %zu\n", i);
         goto out;
       }
@@ -1127,7 +482,7 @@ int im_cli_run(int argc, char **argv) {
   /* Signals: stop dispatching on the first, abort in-flight on the second;
    * installed whatever the inherited disposition (a background job starts
    * with SIGINT ignored). */
-  wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  im__run_wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_signal;
@@ -1176,7 +531,7 @@ int im_cli_run(int argc, char **argv) {
     json_object_set_new(root, "stages", stages_json);
   size_t ran = 0;
   bool stopped_early = false;
-  for (size_t i = 0; i < env.n_stages && !interrupted; i++) {
+  for (size_t i = 0; i < env.n_stages && !im__run_interrupted; i++) {
     if (autosweep && i == 1) {
       /* Plan the rates from the throughput the first stage measured. */
       if (!(res[0].throughput > 0) ||
@@ -1196,20 +551,20 @@ int im_cli_run(int argc, char **argv) {
           goto out;
     }
     struct run_opts so = o;
-    apply_stage(&so, &stages[i]);
+    im__run_apply_stage(&so, &stages[i]);
     json_t *dst = root;
     if (stages_json) {
       dst = json_pack("{s:I, s:s, s:o}", "index", (json_int_t)i, "label", stages[i].label,
-                      "params", stage_params_json(&stages[i]));
+                      "params", im__run_stage_params_json(&stages[i]));
       json_array_append_new(stages_json, dst);
       if (!o.quiet)
         fprintf(stderr, "infermeter: stage %zu/%zu %s\n", i + 1, env.n_stages, stages[i].label);
     }
-    if (run_stage(&env, &so, (uint32_t)i, i + 1 == env.n_stages, dst, &res[i]))
+    if (im__run_stage(&env, &so, (uint32_t)i, i + 1 == env.n_stages, dst, &res[i]))
       goto out;
     ran = i + 1;
     if (stages_json && !o.quiet)
-      stage_line(stdout, i, stages[i].label, &res[i], &res[i].sc);
+      im__run_stage_line(stdout, i, stages[i].label, &res[i], &res[i].sc);
     /* A rate sweep stops at the first stage that over-saturates or fails
      * its SLOs (the higher rates can only fail too). */
     bool sweeping_rate = plan.has_sweep && plan.sweep.param == IM_PARAM_RATE && (!autosweep || i > 0);
@@ -1330,9 +685,9 @@ out:
     memset(api_key, 0, strlen(api_key));
     free(api_key);
   }
-  if (wake_fd >= 0)
-    close(wake_fd);
-  wake_fd = -1;
+  if (im__run_wake_fd >= 0)
+    close(im__run_wake_fd);
+  im__run_wake_fd = -1;
   if (curl_inited)
     curl_global_cleanup();
   if (env.toks) {

@@ -10,9 +10,13 @@
 #include <stdio.h>
 #include <sys/socket.h>
 
+#include "infermeter/chattmpl.h"
+#include "infermeter/content.h"
 #include "infermeter/sched.h"
+#include "infermeter/stages.h"
 #include "infermeter/summary.h"
 #include "load/loader.h"
+#include "report/results.h"
 
 #define MAX_TAGS 64
 #define MAX_HEADERS 32
@@ -86,6 +90,77 @@ struct run_opts {
 };
 
 struct json_t;
+struct im_dataset;
+struct im_observer;
+struct im_tok;
+
+/* What every stage of a run shares. */
+struct run_env {
+  struct run_opts *o;
+  const char *url;
+  bool builtin;
+  const char *model;
+  char *api_key;
+  struct im_dataset *ds;
+  size_t *order;
+  bool use_ds, replay;
+  char salt[40];
+  int jsonl_fd;
+  struct im_observer *obs;
+  bool tty;
+  size_t n_stages;
+  struct im_tok *tok;             /* --tokenizer, or NULL */
+  struct im_tok **toks;           /* one per loader thread (toks[0] = tok), or NULL */
+  bool builtin_tok;               /* --tokenizer built-in: counts outputs too */
+  bool exact;                     /* prompts of exact token lengths */
+  enum im_chat_tmpl tmpl;
+  bool has_mix;
+  struct im_mix mix;
+};
+
+
+/* One stage's outcome, for the verdicts and the sweep. */
+struct stage_res {
+  struct im_summary sum;
+  struct im_summary_config sc;
+  struct im_client_check check;
+  bool interrupted, unreachable, slo_failed;
+  int64_t t0_mono, wall_start_ns;
+  struct im_saturation sat;
+  bool sat_judged;
+  double throughput;              /* completed requests per s of the window */
+  char first_error[256];
+};
+
+/* run.c: the signal handler's state (the first signal stops dispatching,
+ * the second aborts requests in flight; wake_fd wakes loader 0). */
+extern volatile int im__run_interrupted;
+extern int im__run_wake_fd;
+
+/* run_stage.c */
+/* Runs one stage and writes its figures into dst (the results' root for a
+ * single-stage run, else the stage's object). 0, or -1 when the stage could
+ * not run (the reason said). */
+int im__run_stage(struct run_env *env, const struct run_opts *so, uint32_t stage, bool last_stage,
+                  struct json_t *dst, struct stage_res *out);
+
+/* run_plan.c: the stages of a run, grid x sweep (grid outer). */
+#define IM__RUN_MAX_STAGES IM_GRID_MAX_STAGES
+struct run_plan {
+  struct im_grid grid;
+  struct im_sweep sweep;
+  bool has_sweep;
+  size_t n_grid;   /* grid combinations (1 without a grid) */
+};
+int im__run_plan_parse(const struct run_opts *o, struct run_plan *p);
+/* Stage i of the product (sweep values fastest); 0 or -1. */
+int im__run_plan_stage(const struct run_plan *p, size_t i, struct im_stage *st);
+/* The stage's settings applied to a copy of the run's options. */
+void im__run_apply_stage(struct run_opts *so, const struct im_stage *st);
+struct json_t *im__run_stage_params_json(const struct im_stage *st);
+/* One line per stage for the terminal. */
+void im__run_stage_line(FILE *f, size_t i, const char *label, const struct stage_res *sr,
+                        const struct im_summary_config *sc);
 
 /* run_opts.c */
 void im__run_usage(FILE *o);
