@@ -174,47 +174,59 @@ static json_t *saturation_json(const struct stage_res *sr) {
                    s->reason ? s->reason : "");
 }
 
-/* See run_int.h. */
-int im__run_stage(struct run_env *env, const struct run_opts *so, uint32_t stage, bool last_stage,
-                  json_t *dst, struct stage_res *out) {
-  struct run_opts *o = env->o;
-  int rc = -1;
-  int64_t *times = NULL;
-  size_t n_times = 0;
-  struct shard *shards = NULL;
-  struct workload *wl = NULL;
-  struct im_load_result all = {0};
-  struct im_sched_spec sched_spec;
-  memset(&sched_spec, 0, sizeof sched_spec);
-  memset(out, 0, sizeof *out);
-  bool sessions = so->sessions || so->session_rate;
-  uint32_t closed = sessions ? so->sessions : so->concurrency;
+/* A stage being run: what its steps share. */
+struct stage {
+  struct run_env *env;
+  const struct run_opts *o;   /* the run's options */
+  const struct run_opts *so;  /* this stage's */
+  uint32_t index;
+  bool sessions;
+  uint32_t closed;            /* closed-loop slots or sessions (0: open loop) */
+  int64_t *times;             /* open loop: arrivals (of requests or sessions) */
+  size_t n_times;
+  struct im_sched_spec sched;
+  struct workload *wl;        /* one per loader thread */
+  struct shard *shards;
+  struct im_load_result all;  /* the shards' records merged */
+  double cpu_share;           /* the busiest loader thread's */
+  struct stage_res *out;
+};
 
-  /* The schedule, computed ahead: a trace's own timestamps, or a process
-   * (of requests, or of session starts). */
+/* The schedule, computed ahead: a trace's own timestamps, or a process (of
+ * requests, or of session starts). Closed loops have none. */
+static int stage_schedule(struct stage *st) {
+  const struct run_opts *o = st->o, *so = st->so;
+  struct run_env *env = st->env;
   if (env->replay) {
-    n_times = o->requests && o->requests < env->ds->n ? o->requests : env->ds->n;
-    times = malloc(n_times * sizeof *times);
-    if (!times)
-      goto out;
-    for (size_t i = 0; i < n_times; i++)
-      times[i] = (int64_t)((double)env->ds->items[env->order[i]].timestamp_ns / o->trace_speed);
-  } else if (!closed) {
-    double rate = sessions ? so->session_rate : so->rate;
-    sched_spec = (struct im_sched_spec){.kind = so->sched_kind, .rate = rate, .rate_end = so->rate_end,
-                                        .burstiness = so->burstiness, .duration_ns = so->duration_ns,
-                                        .max_requests = so->requests, .seed = o->seed + stage};
-    if (so->sched_kind == IM_SCHED_POISSON && so->burstiness != 1.0)
-      sched_spec.kind = IM_SCHED_GAMMA;
-    if (sessions && so->duration_ns == 0) /* --requests caps turns, not starts */
-      sched_spec.duration_ns = (int64_t)((double)so->requests / rate * 1e9) + 1;
-    const char *why = im_sched_check(&sched_spec);
-    if (why || im_sched_generate(&sched_spec, &times, &n_times) != IM_OK) {
-      fprintf(stderr, "infermeter run: bad schedule: %s\n", why ? why : "out of memory");
-      goto out;
-    }
+    st->n_times = o->requests && o->requests < env->ds->n ? o->requests : env->ds->n;
+    if (!(st->times = malloc(st->n_times * sizeof *st->times)))
+      return -1;
+    for (size_t i = 0; i < st->n_times; i++)
+      st->times[i] = (int64_t)((double)env->ds->items[env->order[i]].timestamp_ns / o->trace_speed);
+    return 0;
   }
+  if (st->closed)
+    return 0;
+  double rate = st->sessions ? so->session_rate : so->rate;
+  st->sched = (struct im_sched_spec){.kind = so->sched_kind, .rate = rate, .rate_end = so->rate_end,
+                                     .burstiness = so->burstiness, .duration_ns = so->duration_ns,
+                                     .max_requests = so->requests, .seed = o->seed + st->index};
+  if (so->sched_kind == IM_SCHED_POISSON && so->burstiness != 1.0)
+    st->sched.kind = IM_SCHED_GAMMA;
+  if (st->sessions && so->duration_ns == 0) /* --requests caps turns, not starts */
+    st->sched.duration_ns = (int64_t)((double)so->requests / rate * 1e9) + 1;
+  const char *why = im_sched_check(&st->sched);
+  if (why || im_sched_generate(&st->sched, &st->times, &st->n_times) != IM_OK) {
+    fprintf(stderr, "infermeter run: bad schedule: %s\n", why ? why : "out of memory");
+    return -1;
+  }
+  return 0;
+}
 
+/* The workload of each loader thread: the same prompts, its own tokenizer. */
+static int stage_workloads(struct stage *st) {
+  const struct run_opts *o = st->o, *so = st->so;
+  struct run_env *env = st->env;
   struct im_synth synth = {.input_len = so->input_len, .output_len = so->output_len,
                            .range_ratio = so->range_ratio, .ignore_eos = so->ignore_eos,
                            .temperature = so->temperature, .top_p = so->top_p, .seed = o->seed,
@@ -228,15 +240,13 @@ int im__run_stage(struct run_env *env, const struct run_opts *so, uint32_t stage
   synth.has_mix = env->has_mix;
   synth.mix = env->mix;
   synth.perturb = so->perturb;
-  synth.times = sessions ? NULL : times;
-  synth.n_times = sessions ? 0 : n_times;
-  synth.sched = env->replay || closed ? NULL : &sched_spec;
-  wl = calloc(o->threads, sizeof *wl);
-  shards = calloc(o->threads, sizeof *shards);
-  if (!shards || !wl)
-    goto out;
+  synth.times = st->sessions ? NULL : st->times;
+  synth.n_times = st->sessions ? 0 : st->n_times;
+  synth.sched = env->replay || st->closed ? NULL : &st->sched;
+  if (!(st->wl = calloc(o->threads, sizeof *st->wl)))
+    return -1;
   for (uint32_t k = 0; k < o->threads; k++) {
-    struct workload *w = &wl[k];
+    struct workload *w = &st->wl[k];
     w->synth = synth;
     w->synth.tok = env->toks ? env->toks[k] : NULL;
     w->dsw = (struct im_dsw){.ds = env->ds, .order = env->order, .synth = &w->synth};
@@ -246,201 +256,215 @@ int im__run_stage(struct run_env *env, const struct run_opts *so, uint32_t stage
                                    .min_user = 32, .think_ns = so->think_ns};
     im_sessions_ops(&w->sess, &w->sops);
   }
-  for (uint32_t k = 0; k < o->threads; k++) {
-    struct shard *s = &shards[k];
-    struct im_load_config *c = &s->cfg;
-    im_load_config_default(c);
-    c->base_url = env->url;
-    c->backend = so->backend;
-    c->model = env->model;
-    c->api_key = env->api_key;
-    c->headers = o->headers;
-    c->insecure = o->insecure;
-    c->keepalive = o->keepalive;
-    c->max_connections = o->max_connections ? (o->max_connections + o->threads - 1) / o->threads : 0;
-    c->http2 = o->http2;
-    c->continuous_usage = env->builtin;
-    c->cache_salt = o->cache_salt ? env->salt : NULL;
-    c->run_salt = env->salt;
-    c->shard = k;
-    c->n_shards = o->threads;
-    c->stage = stage;
-    if (!closed) {
-      /* Deal the global schedule round-robin: the union is exact. */
-      size_t mine = n_times / o->threads + (k < n_times % o->threads);
-      s->times = malloc((mine ? mine : 1) * sizeof *s->times);
-      if (!s->times)
-        goto out;
-      for (size_t i = k, j = 0; i < n_times; i += o->threads)
-        s->times[j++] = times[i];
-      c->times = s->times;
-      c->n_times = mine;
-      if (sessions)
-        c->duration_ns = so->duration_ns;
-    } else {
-      c->concurrency = closed / o->threads + (k < closed % o->threads);
-      c->duration_ns = so->duration_ns;
-    }
-    if (closed || sessions)
-      c->max_requests = so->requests ? so->requests / o->threads + (k < so->requests % o->threads) : 0;
-    c->max_concurrency = o->max_concurrency ? (o->max_concurrency + o->threads - 1) / o->threads : 0;
-    c->warmup_ns = so->warmup_ns;
-    c->warmup_requests = so->warmup_requests;
-    c->grace_ns = o->grace_ns;
-    c->retries = o->retries;
-    c->timeout_connect_ns = o->t_connect;
-    c->timeout_ttft_ns = o->t_ttft;
-    c->timeout_idle_ns = o->t_idle;
-    c->timeout_total_ns = o->t_total;
-    c->workload = env->use_ds ? im_dsw_request : im_synth_request;
-    struct workload *w = &wl[k];
-    c->workload_ctx = env->use_ds ? (void *)&w->dsw : sessions ? (void *)&w->sess : (void *)&w->synth;
-    c->session = sessions ? &w->sops : NULL;
-    if (env->toks || env->builtin_tok) {
-      c->count_output = count_output;
-      c->count_ctx = &w->synth;
-    }
-    c->jsonl_fd = env->jsonl_fd;
-    c->interrupt = &im__run_interrupted;
-    c->wake_fd = k == 0 ? im__run_wake_fd : -1;
-    c->progress_tty = k == 0 && env->tty && !o->no_progress;
-    c->progress_plain = k == 0 && !env->tty && !o->no_progress;
-  }
-  /* The observers' final sample comes when the last stage has drained. */
-  struct drain drain = {.mu = PTHREAD_MUTEX_INITIALIZER, .left = o->threads, .obs = env->obs};
-  for (uint32_t k = 0; k < o->threads && env->obs && last_stage; k++) {
-    shards[k].cfg.on_drained = on_drained;
-    shards[k].cfg.on_drained_ctx = &drain;
-  }
-  for (uint32_t k = 1; k < o->threads; k++)
-    pthread_create(&shards[k].thread, NULL, shard_main, &shards[k]);
-  shard_main(&shards[0]);
-  for (uint32_t k = 1; k < o->threads; k++)
-    pthread_join(shards[k].thread, NULL);
-  if (last_stage)
-    im_observer_stop(env->obs); /* no-op when on_drained did it (the usual case) */
-  for (uint32_t k = 0; k < o->threads; k++) {
-    if (shards[k].err) {
-      fprintf(stderr, "infermeter run: load engine failed: %s\n", im_strerror(shards[k].err));
-      goto out;
-    }
-  }
+  return 0;
+}
 
-  /* Merge the shards. */
-  double cpu_share = 0;
+/* Loader thread k's configuration: its share of the schedule (the global
+ * schedule dealt round-robin, so the union is exact), of the slots and of
+ * the caps. */
+static int shard_config(struct stage *st, uint32_t k) {
+  const struct run_opts *o = st->o, *so = st->so;
+  struct run_env *env = st->env;
+  struct shard *s = &st->shards[k];
+  struct im_load_config *c = &s->cfg;
+  uint32_t n = o->threads;
+  im_load_config_default(c);
+  c->base_url = env->url;
+  c->backend = so->backend;
+  c->model = env->model;
+  c->api_key = env->api_key;
+  c->headers = o->headers;
+  c->insecure = o->insecure;
+  c->keepalive = o->keepalive;
+  c->max_connections = o->max_connections ? (o->max_connections + n - 1) / n : 0;
+  c->http2 = o->http2;
+  c->continuous_usage = env->builtin;
+  c->cache_salt = o->cache_salt ? env->salt : NULL;
+  c->run_salt = env->salt;
+  c->shard = k;
+  c->n_shards = n;
+  c->stage = st->index;
+  if (!st->closed) {
+    size_t mine = st->n_times / n + (k < st->n_times % n);
+    if (!(s->times = malloc((mine ? mine : 1) * sizeof *s->times)))
+      return -1;
+    for (size_t i = k, j = 0; i < st->n_times; i += n)
+      s->times[j++] = st->times[i];
+    c->times = s->times;
+    c->n_times = mine;
+    if (st->sessions)
+      c->duration_ns = so->duration_ns;
+  } else {
+    c->concurrency = st->closed / n + (k < st->closed % n);
+    c->duration_ns = so->duration_ns;
+  }
+  if (st->closed || st->sessions)
+    c->max_requests = so->requests ? so->requests / n + (k < so->requests % n) : 0;
+  c->max_concurrency = o->max_concurrency ? (o->max_concurrency + n - 1) / n : 0;
+  c->warmup_ns = so->warmup_ns;
+  c->warmup_requests = so->warmup_requests;
+  c->grace_ns = o->grace_ns;
+  c->retries = o->retries;
+  c->timeout_connect_ns = o->t_connect;
+  c->timeout_ttft_ns = o->t_ttft;
+  c->timeout_idle_ns = o->t_idle;
+  c->timeout_total_ns = o->t_total;
+  struct workload *w = &st->wl[k];
+  c->workload = env->use_ds ? im_dsw_request : im_synth_request;
+  c->workload_ctx = env->use_ds ? (void *)&w->dsw : st->sessions ? (void *)&w->sess : (void *)&w->synth;
+  c->session = st->sessions ? &w->sops : NULL;
+  if (env->toks || env->builtin_tok) {
+    c->count_output = count_output;
+    c->count_ctx = &w->synth;
+  }
+  c->jsonl_fd = env->jsonl_fd;
+  c->interrupt = &im__run_interrupted;
+  c->wake_fd = k == 0 ? im__run_wake_fd : -1;
+  c->progress_tty = k == 0 && env->tty && !o->no_progress;
+  c->progress_plain = k == 0 && !env->tty && !o->no_progress;
+  return 0;
+}
+
+/* Runs the loader threads to the end; on the last stage the observers take
+ * their final sample when the last thread has drained. */
+static int stage_load(struct stage *st, bool last_stage) {
+  uint32_t n = st->o->threads;
+  struct drain drain = {.mu = PTHREAD_MUTEX_INITIALIZER, .left = n, .obs = st->env->obs};
+  for (uint32_t k = 0; k < n && st->env->obs && last_stage; k++) {
+    st->shards[k].cfg.on_drained = on_drained;
+    st->shards[k].cfg.on_drained_ctx = &drain;
+  }
+  for (uint32_t k = 1; k < n; k++)
+    pthread_create(&st->shards[k].thread, NULL, shard_main, &st->shards[k]);
+  shard_main(&st->shards[0]);
+  for (uint32_t k = 1; k < n; k++)
+    pthread_join(st->shards[k].thread, NULL);
+  if (last_stage)
+    im_observer_stop(st->env->obs); /* no-op when on_drained did it (the usual case) */
+  for (uint32_t k = 0; k < n; k++) {
+    if (st->shards[k].err) {
+      fprintf(stderr, "infermeter run: load engine failed: %s\n", im_strerror(st->shards[k].err));
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* The shards' records and counters in one result. */
+static int stage_merge(struct stage *st) {
+  struct im_load_result *all = &st->all;
   size_t total = 0;
-  for (uint32_t k = 0; k < o->threads; k++)
-    total += shards[k].res.n_records;
-  all.records = calloc(total ? total : 1, sizeof *all.records);
-  if (!all.records)
-    goto out;
-  for (uint32_t k = 0; k < o->threads; k++) {
-    struct im_load_result *r = &shards[k].res;
-    memcpy(all.records + all.n_records, r->records, r->n_records * sizeof *r->records);
-    all.n_records += r->n_records;
+  for (uint32_t k = 0; k < st->o->threads; k++)
+    total += st->shards[k].res.n_records;
+  if (!(all->records = calloc(total ? total : 1, sizeof *all->records)))
+    return -1;
+  for (uint32_t k = 0; k < st->o->threads; k++) {
+    struct im_load_result *r = &st->shards[k].res;
+    memcpy(all->records + all->n_records, r->records, r->n_records * sizeof *r->records);
+    all->n_records += r->n_records;
     free(r->records);
     r->records = NULL;
     r->n_records = 0;
-    all.scheduled += r->scheduled;
-    all.dispatched += r->dispatched;
-    all.fd_exhausted += r->fd_exhausted;
-    all.port_exhausted += r->port_exhausted;
-    all.interrupted |= r->interrupted;
-    if (r->elapsed_ns > all.elapsed_ns)
-      all.elapsed_ns = r->elapsed_ns;
+    all->scheduled += r->scheduled;
+    all->dispatched += r->dispatched;
+    all->fd_exhausted += r->fd_exhausted;
+    all->port_exhausted += r->port_exhausted;
+    all->interrupted |= r->interrupted;
+    if (r->elapsed_ns > all->elapsed_ns)
+      all->elapsed_ns = r->elapsed_ns;
     double share = r->elapsed_ns ? r->cpu_s / ((double)r->elapsed_ns / 1e9) : 0;
-    cpu_share = share > cpu_share ? share : cpu_share;
+    st->cpu_share = share > st->cpu_share ? share : st->cpu_share;
     if (k == 0) {
-      all.wall_start_ns = r->wall_start_ns;
-      memcpy(all.first_error, r->first_error, sizeof all.first_error);
+      all->wall_start_ns = r->wall_start_ns;
+      memcpy(all->first_error, r->first_error, sizeof all->first_error);
     }
   }
-  out->t0_mono = shards[0].res.t0_mono;
-  out->wall_start_ns = all.wall_start_ns;
-  out->interrupted = all.interrupted;
-  memcpy(out->first_error, all.first_error, sizeof out->first_error);
+  struct stage_res *out = st->out;
+  out->t0_mono = st->shards[0].res.t0_mono;
+  out->wall_start_ns = all->wall_start_ns;
+  out->interrupted = all->interrupted;
+  memcpy(out->first_error, all->first_error, sizeof out->first_error);
+  return 0;
+}
 
-  /* The measured window: end of warm-up to the last scheduled arrival. */
+/* The measured window (end of warm-up to the last scheduled arrival), the
+ * summary, the client self-check and the verdicts. */
+static int stage_summary(struct stage *st) {
+  const struct run_opts *o = st->o, *so = st->so;
+  const struct im_load_result *all = &st->all;
+  struct stage_res *out = st->out;
   struct im_summary_config *sc = &out->sc;
   *sc = o->scfg;
   sc->window_start_ns = so->warmup_ns;
-  if (so->warmup_requests && times && so->warmup_requests < n_times && !sessions)
-    sc->window_start_ns = times[so->warmup_requests];
+  if (so->warmup_requests && st->times && so->warmup_requests < st->n_times && !st->sessions)
+    sc->window_start_ns = st->times[so->warmup_requests];
   int64_t last_sched = 0;
-  for (size_t i = 0; i < all.n_records; i++)
-    if (all.records[i].t_sched > last_sched && all.records[i].kind != IM_KIND_RETRY)
-      last_sched = all.records[i].t_sched;
-  sc->window_end_ns = closed ? (so->duration_ns ? so->duration_ns : last_sched) : last_sched;
-  if (all.interrupted && sc->window_end_ns > all.elapsed_ns)
-    sc->window_end_ns = all.elapsed_ns;
+  for (size_t i = 0; i < all->n_records; i++)
+    if (all->records[i].t_sched > last_sched && all->records[i].kind != IM_KIND_RETRY)
+      last_sched = all->records[i].t_sched;
+  sc->window_end_ns = st->closed ? (so->duration_ns ? so->duration_ns : last_sched) : last_sched;
+  if (all->interrupted && sc->window_end_ns > all->elapsed_ns)
+    sc->window_end_ns = all->elapsed_ns;
   if (sc->window_end_ns <= sc->window_start_ns)
     sc->window_start_ns = 0;
 
   struct im_summary *sum = &out->sum;
-  if (im_summary_compute(all.records, all.n_records, sc, sum) != IM_OK) {
+  if (im_summary_compute(all->records, all->n_records, sc, sum) != IM_OK) {
     fprintf(stderr, "infermeter run: out of memory computing the summary\n");
-    goto out;
+    return -1;
   }
-  sum->scheduled = all.scheduled;
-  sum->dispatched = all.dispatched;
-  im_client_check_compute(lag_p99_ms(all.records, all.n_records), all.scheduled, all.dispatched,
-                          sc->slo_ttft_ms, sc->has_slo_ttft, cpu_share, all.fd_exhausted,
-                          all.port_exhausted, &out->check);
+  sum->scheduled = all->scheduled;
+  sum->dispatched = all->dispatched;
+  im_client_check_compute(lag_p99_ms(all->records, all->n_records), all->scheduled, all->dispatched,
+                          sc->slo_ttft_ms, sc->has_slo_ttft, st->cpu_share, all->fd_exhausted,
+                          all->port_exhausted, &out->check);
   /* vLLM's request_throughput: completed requests over the stage, first send
    * to last completion (the window may hold no completion in a short
    * closed-loop stage of long requests). */
   out->throughput = sum->request_throughput;
   out->slo_failed = slo_failed(sum, sc, o->slo_target);
-  out->unreachable = sum->completed == 0 && all.n_records && all.first_error[0] &&
-                     !strncmp(all.first_error, "connect", 7);
-  judge_saturation(shards, o->threads, &all, sc, out);
+  out->unreachable = sum->completed == 0 && all->n_records && all->first_error[0] &&
+                     !strncmp(all->first_error, "connect", 7);
+  judge_saturation(st->shards, o->threads, all, sc, out);
+  return 0;
+}
 
-  json_t *summary = json_object(), *metrics = json_object(), *audit = json_object();
-  json_object_set_new(dst, "summary", summary);
-  json_object_set_new(dst, "metrics", metrics);
-  json_object_set_new(dst, "audit", audit);
-  if (im_summary_vllm_json(sum, sc, summary) || im_summary_metrics_json(sum, sc, metrics) ||
-      im_client_check_json(&out->check, audit)) {
-    fprintf(stderr, "infermeter run: out of memory writing results\n");
-    goto out;
+/* The server's and the machine's figures over the stage's window. */
+static void observer_json(const struct stage *st, json_t *metrics, json_t *series) {
+  const struct run_opts *o = st->o;
+  const struct stage_res *out = st->out;
+  const struct im_summary *sum = &out->sum;
+  const struct im_summary_config *sc = &out->sc;
+  struct im_observer_context octx = {
+      .t0_mono = out->t0_mono,
+      .window_start_ns = sc->window_start_ns,
+      .window_end_ns = sc->window_end_ns,
+      .client_ttft_p50_ms = NAN,
+      .client_ttft_p99_ms = NAN,
+      .output_tokens = sum->window_output_tok_rate * sum->window_s,
+      .attempts = st->all.n_records,
+      .kv_residency_ref = o->kv_residency_ref,
+      .kv_bytes_per_token = o->kv_bytes_per_token,
+      .gpu_memory_bytes = o->gpu_memory,
+      .bw_util_ref = o->bw_util_ref,
+  };
+  for (uint32_t k = 0; k < o->threads; k++)
+    octx.connections_opened += st->shards[k].res.connections_opened;
+  for (size_t i = 0; i < sc->n_percentiles && sum->ttft.n; i++) {
+    if (sc->percentiles[i] == 50)
+      octx.client_ttft_p50_ms = sum->ttft.pct[i];
+    if (sc->percentiles[i] == 99)
+      octx.client_ttft_p99_ms = sum->ttft.pct[i];
   }
-  json_t *series = json_object();
-  json_object_set_new(dst, "series", series);
-  if (env->obs) {
-    struct im_observer_context octx = {
-        .t0_mono = out->t0_mono,
-        .window_start_ns = sc->window_start_ns,
-        .window_end_ns = sc->window_end_ns,
-        .client_ttft_p50_ms = NAN,
-        .client_ttft_p99_ms = NAN,
-        .output_tokens = sum->window_output_tok_rate * sum->window_s,
-        .attempts = all.n_records,
-        .kv_residency_ref = o->kv_residency_ref,
-        .kv_bytes_per_token = o->kv_bytes_per_token,
-        .gpu_memory_bytes = o->gpu_memory,
-        .bw_util_ref = o->bw_util_ref,
-    };
-    for (uint32_t k = 0; k < o->threads; k++)
-      octx.connections_opened += shards[k].res.connections_opened;
-    for (size_t i = 0; i < sc->n_percentiles && sum->ttft.n; i++) {
-      if (sc->percentiles[i] == 50)
-        octx.client_ttft_p50_ms = sum->ttft.pct[i];
-      if (sc->percentiles[i] == 99)
-        octx.client_ttft_p99_ms = sum->ttft.pct[i];
-    }
-    if (im_observer_json(env->obs, &octx, metrics, series) != IM_OK)
-      im_warn("out of memory writing the observers' figures");
-  }
-  json_object_set_new(metrics, "histograms", histograms_json(all.records, all.n_records));
-  json_object_set_new(metrics, "by_context", im_breakdown_context_json(all.records, all.n_records, sc));
-  if (so->mix)
-    json_object_set_new(metrics, "by_class", im_breakdown_class_json(all.records, all.n_records, sc));
-  if (sessions)
-    json_object_set_new(metrics, "sessions", im_breakdown_sessions_json(all.records, all.n_records));
-  /* The generator's own samples, per thread. */
+  if (im_observer_json(st->env->obs, &octx, metrics, series) != IM_OK)
+    im_warn("out of memory writing the observers' figures");
+}
+
+/* The generator's own samples, per thread. */
+static json_t *client_series_json(const struct stage *st) {
   json_t *self = json_array();
-  for (uint32_t k = 0; k < o->threads; k++) {
-    const struct im_load_result *r = &shards[k].res;
+  for (uint32_t k = 0; k < st->o->threads; k++) {
+    const struct im_load_result *r = &st->shards[k].res;
     json_t *t = json_array(), *cpu = json_array(), *lag = json_array(), *inf = json_array();
     for (size_t i = 0; i < r->n_samples; i++) {
       json_array_append_new(t, json_real((double)r->samples[i].t / 1e9));
@@ -451,46 +475,96 @@ int im__run_stage(struct run_env *env, const struct run_opts *so, uint32_t stage
     json_array_append_new(self, json_pack("{s:o, s:o, s:o, s:o}", "t_s", t, "cpu_share", cpu,
                                           "dispatch_lag_max_ms", lag, "in_flight", inf));
   }
-  json_object_set_new(series, "client", self);
-  /* What the responses say about the cache (usage.prompt_tokens_details,
-   * DeepSeek's prompt_cache_hit_tokens, llama.cpp's timings.cache_n). */
+  return self;
+}
+
+/* What the responses say about the cache (usage.prompt_tokens_details,
+ * DeepSeek's prompt_cache_hit_tokens, llama.cpp's timings.cache_n). */
+static json_t *cache_client_json(const struct im_load_result *all) {
   uint64_t ctok = 0, ptok = 0;
-  for (size_t i = 0; i < all.n_records; i++) {
-    const struct im_record *r = &all.records[i];
+  for (size_t i = 0; i < all->n_records; i++) {
+    const struct im_record *r = &all->records[i];
     if (r->kind == IM_KIND_MEASURED && r->error == IM_EC_NONE) {
       ctok += r->cached_tokens;
       ptok += r->prompt_tokens;
     }
   }
-  json_object_set_new(metrics, "cache_client",
-                      json_pack("{s:I, s:I, s:o}", "prompt_tokens", (json_int_t)ptok,
-                                "cached_tokens", (json_int_t)ctok, "hit_rate",
-                                ptok ? json_real((double)ctok / (double)ptok) : json_null()));
-  json_t *client = json_pack("{s:f, s:I, s:I, s:I, s:f, s:I}", "elapsed_s",
-                             (double)all.elapsed_ns / 1e9, "scheduled", (json_int_t)all.scheduled,
-                             "dispatched", (json_int_t)all.dispatched, "attempts",
-                             (json_int_t)all.n_records, "cpu_share", cpu_share, "threads",
-                             (json_int_t)o->threads);
-  json_object_set_new(metrics, "client", client);
+  return json_pack("{s:I, s:I, s:o}", "prompt_tokens", (json_int_t)ptok, "cached_tokens",
+                   (json_int_t)ctok, "hit_rate",
+                   ptok ? json_real((double)ctok / (double)ptok) : json_null());
+}
+
+/* Everything the stage measured, into dst. */
+static int stage_json(const struct stage *st, json_t *dst) {
+  const struct run_opts *o = st->o;
+  const struct stage_res *out = st->out;
+  const struct im_load_result *all = &st->all;
+  const struct im_summary_config *sc = &out->sc;
+  json_t *summary = json_object(), *metrics = json_object(), *audit = json_object();
+  json_t *series = json_object();
+  json_object_set_new(dst, "summary", summary);
+  json_object_set_new(dst, "metrics", metrics);
+  json_object_set_new(dst, "audit", audit);
+  json_object_set_new(dst, "series", series);
+  if (im_summary_vllm_json(&out->sum, sc, summary) || im_summary_metrics_json(&out->sum, sc, metrics) ||
+      im_client_check_json(&out->check, audit)) {
+    fprintf(stderr, "infermeter run: out of memory writing results\n");
+    return -1;
+  }
+  if (st->env->obs)
+    observer_json(st, metrics, series);
+  json_object_set_new(metrics, "histograms", histograms_json(all->records, all->n_records));
+  json_object_set_new(metrics, "by_context", im_breakdown_context_json(all->records, all->n_records, sc));
+  if (st->so->mix)
+    json_object_set_new(metrics, "by_class", im_breakdown_class_json(all->records, all->n_records, sc));
+  if (st->sessions)
+    json_object_set_new(metrics, "sessions", im_breakdown_sessions_json(all->records, all->n_records));
+  json_object_set_new(series, "client", client_series_json(st));
+  json_object_set_new(metrics, "cache_client", cache_client_json(all));
+  json_object_set_new(metrics, "client",
+                      json_pack("{s:f, s:I, s:I, s:I, s:f, s:I}", "elapsed_s",
+                                (double)all->elapsed_ns / 1e9, "scheduled", (json_int_t)all->scheduled,
+                                "dispatched", (json_int_t)all->dispatched, "attempts",
+                                (json_int_t)all->n_records, "cpu_share", st->cpu_share, "threads",
+                                (json_int_t)o->threads));
   json_object_set_new(dst, "saturation", saturation_json(out));
   json_object_set_new(dst, "t0_monotonic_ns", json_integer((json_int_t)out->t0_mono));
-  if (!o->quiet && env->n_stages == 1) {
-    im_report_text(stdout, sum, sc, &out->check);
-    im_breakdown_text(stdout, all.records, all.n_records, sc, so->mix != NULL);
-    if (all.first_error[0] && sum->failed)
-      fprintf(stdout, "First error: %s\n", all.first_error);
+  return 0;
+}
+
+/* See run_int.h. */
+int im__run_stage(struct run_env *env, const struct run_opts *so, uint32_t index, bool last_stage,
+                  json_t *dst, struct stage_res *out) {
+  memset(out, 0, sizeof *out);
+  struct stage st = {.env = env, .o = env->o, .so = so, .index = index, .out = out,
+                     .sessions = so->sessions || so->session_rate};
+  st.closed = st.sessions ? so->sessions : so->concurrency;
+  int rc = -1;
+  if (stage_schedule(&st) || stage_workloads(&st) ||
+      !(st.shards = calloc(st.o->threads, sizeof *st.shards)))
+    goto out;
+  for (uint32_t k = 0; k < st.o->threads; k++)
+    if (shard_config(&st, k))
+      goto out;
+  if (stage_load(&st, last_stage) || stage_merge(&st) || stage_summary(&st) || stage_json(&st, dst))
+    goto out;
+  if (!st.o->quiet && env->n_stages == 1) {
+    im_report_text(stdout, &out->sum, &out->sc, &out->check);
+    im_breakdown_text(stdout, st.all.records, st.all.n_records, &out->sc, so->mix != NULL);
+    if (st.all.first_error[0] && out->sum.failed)
+      fprintf(stdout, "First error: %s\n", st.all.first_error);
   }
   rc = 0;
 out:
-  im_load_result_cleanup(&all);
-  if (shards) {
-    for (uint32_t k = 0; k < o->threads; k++) {
-      im_load_result_cleanup(&shards[k].res);
-      free(shards[k].times);
+  im_load_result_cleanup(&st.all);
+  if (st.shards) {
+    for (uint32_t k = 0; k < st.o->threads; k++) {
+      im_load_result_cleanup(&st.shards[k].res);
+      free(st.shards[k].times);
     }
-    free(shards);
+    free(st.shards);
   }
-  free(wl);
-  free(times);
+  free(st.wl);
+  free(st.times);
   return rc;
 }
