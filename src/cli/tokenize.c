@@ -197,6 +197,31 @@ static int encode_print(struct im_tok *tok, const char *text, size_t len, bool i
   return 0;
 }
 
+/* Encodes the input whole, or each line (split at \n) when lines. */
+static int encode_all(struct im_tok *tok, const struct im_buf *in, bool ids_mode, bool lines) {
+  const char *text = in->data ? in->data : "";
+  uint32_t *ids = NULL;
+  size_t cap = 0, pos = 0, end = in->len;
+  int rc = 0;
+  do {
+    if (lines) {
+      const char *nl = memchr(text + pos, '\n', in->len - pos);
+      end = nl ? (size_t)(nl - text) : in->len;
+      if (!nl && end == pos)
+        break; /* nothing after the last newline */
+    }
+    if (encode_print(tok, text + pos, end - pos, ids_mode, &ids, &cap)) {
+      fprintf(stderr, "infermeter tokenize: the input could not be tokenized (out of memory or "
+                      "a regular-expression limit)\n");
+      rc = 1;
+      break;
+    }
+    pos = end + 1;
+  } while (lines && pos <= in->len);
+  free(ids);
+  return rc;
+}
+
 int im_cli_tokenize(int argc, char **argv) {
   enum { O_TOK = 256, O_IDS, O_COUNT, O_DECODE, O_LINES, O_FETCH, O_DEST };
   static const struct option options[] = {{"tokenizer", required_argument, 0, O_TOK},
@@ -252,33 +277,14 @@ int im_cli_tokenize(int argc, char **argv) {
   struct im_buf in;
   im_buf_init(&in, INPUT_MAX);
   int rc = 1;
-  uint32_t *ids = NULL;
-  size_t cap = 0;
   if (read_all(stdin, &in))
     goto out;
   if (mode == O_DECODE) {
     rc = decode(tok, &in);
     goto out;
   }
-  const char *text = in.data ? in.data : "";
-  size_t pos = 0, end = in.len;
-  do {
-    if (lines) {
-      const char *nl = memchr(text + pos, '\n', in.len - pos);
-      end = nl ? (size_t)(nl - text) : in.len;
-      if (!nl && end == pos)
-        break; /* nothing after the last newline */
-    }
-    if (encode_print(tok, text + pos, end - pos, mode == O_IDS, &ids, &cap)) {
-      fprintf(stderr, "infermeter tokenize: the input could not be tokenized (out of memory or "
-                      "a regular-expression limit)\n");
-      goto out;
-    }
-    pos = end + 1;
-  } while (lines && pos <= in.len);
-  rc = 0;
+  rc = encode_all(tok, &in, mode == O_IDS, lines);
 out:
-  free(ids);
   im_buf_cleanup(&in);
   im_tok_free(tok);
   return rc;

