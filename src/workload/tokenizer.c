@@ -724,8 +724,7 @@ static struct cand heap_pop(struct im_tok *t, size_t *n) {
 
 static bool push_pair(struct im_tok *t, size_t *hn, int32_t l, int32_t r) {
   const struct merge_slot *m = merge_get(t, t->syms[l].id, t->syms[r].id);
-  return !m || heap_push(t, hn,
-                         (struct cand){m->rank, t->syms[l].id, t->syms[r].id, m->id, l, r});
+  return !m || heap_push(t, hn, (struct cand){m->rank, t->syms[l].id, t->syms[r].id, m->id, l, r});
 }
 
 /* Initial symbols of the model string: one per character, byte-fallback

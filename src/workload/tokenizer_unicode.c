@@ -4,6 +4,7 @@
  * category group between Unicode 14.0 and 16.0, as PCRE2 class items. */
 #include "workload/tokenizer_int.h"
 
+/* clang-format off */
 const struct im__tok_uni_extra im__tok_uni_extra[IM__TOK_UNI_GROUPS] = {
     /* L: 9272 code points in 35 ranges */
     {'L',
@@ -35,3 +36,4 @@ const struct im__tok_uni_extra im__tok_uni_extra[IM__TOK_UNI_GROUPS] = {
     "\\x{1fac6}\\x{1face}-\\x{1facf}\\x{1fada}-\\x{1fadc}\\x{1fadf}\\x{1fae8}-\\x{1fae9}\\x{1faf7}-\\x{1faf8}"
     "\\x{1fbcb}-\\x{1fbef}"},
 };
+/* clang-format on */

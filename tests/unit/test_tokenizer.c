@@ -307,8 +307,8 @@ static void test_unicode_classes(void) {
                        "[\"a \xF0\xB1\x8D\x90\"]", "\\\\p{L}+", "a\xF0\xB1\x8D\x90", ids, 8);
   CHECK_EQ(n, 1);
   CHECK_EQ(ids[0], 2);
-  n = split_ids("{\"a\":0,\"\xE1\xA0\x8E\":1,\"a\xE1\xA0\x8E\":2,\" \":3}",
-                "[\"a \xE1\xA0\x8E\"]", "\\\\S+", "a\xE1\xA0\x8E a", ids, 8);
+  n = split_ids("{\"a\":0,\"\xE1\xA0\x8E\":1,\"a\xE1\xA0\x8E\":2,\" \":3}", "[\"a \xE1\xA0\x8E\"]",
+                "\\\\S+", "a\xE1\xA0\x8E a", ids, 8);
   CHECK_EQ(n, 3);
   CHECK_EQ(ids[0], 2);
   CHECK_EQ(ids[1], 3);
@@ -320,8 +320,8 @@ static void test_unicode_classes(void) {
   CHECK_EQ(ids[0], 2);
 
   /* The rewrite itself: what it must leave alone. */
-  static const char *const same[] = {"\\Q\\s\\p{L}\\E", "[^\\P{L}]", "\\\\p{L}", "\\p{Han}",
-                                     "[[:alpha:]]", "\\p{Lu}"};
+  static const char *const same[] = {"\\Q\\s\\p{L}\\E", "[^\\P{L}]",   "\\\\p{L}",
+                                     "\\p{Han}",        "[[:alpha:]]", "\\p{Lu}"};
   for (size_t i = 0; i < sizeof same / sizeof *same; i++) {
     size_t wn = 0;
     char *w = im__tok_re_widen(same[i], strlen(same[i]), &wn);
