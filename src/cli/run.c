@@ -153,335 +153,371 @@ static const char *trace_format(const char *path) {
 
 /* ---- the run --------------------------------------------------------------- */
 
-int im_cli_run(int argc, char **argv) {
+/* Everything a run holds, released by run_cleanup whatever step failed. */
+struct run {
   struct run_opts o;
-  im__run_opts_default(&o);
-  bool rate_given = false;
-  int opt;
-  json_t *scenario_keep = NULL;
-  const char *scn = im__run_scenario_arg(argc, argv);
-  if (scn && im__run_scenario_load(&o, scn, &scenario_keep, &rate_given))
+  bool rate_given;
+  int argc;
+  char **argv;
+  const char *scenario;
+  json_t *scenario_keep;
+  struct run_env env;
+  struct im_dataset ds;
+  size_t *order;
+  struct builtin srv;
+  char url[2048], out_dir[4096], model[512], scrape_default[2100];
+  json_t *models, *version, *root, *stages_json;
+  int jsonl_fd, raw_fd;
+  char *api_key;
+  struct run_plan plan;
+  bool autosweep;
+  struct im_stage *stages;
+  struct stage_res *res;
+  size_t ran;
+  bool stopped_early, sweep_has_point, has_sweep_verdict;
+  double discovery_ms;
+  bool curl_inited;
+};
+
+/* The scenario file, then the command line over it. -1: go on; else the
+ * exit status (help printed, or a usage error said). */
+static int parse_args(struct run *r) {
+  struct run_opts *o = &r->o;
+  im__run_opts_default(o);
+  r->scenario = im__run_scenario_arg(r->argc, r->argv);
+  if (r->scenario && im__run_scenario_load(o, r->scenario, &r->scenario_keep, &r->rate_given))
     return EXIT_USAGE;
+  int opt;
   optind = 1;
-  while ((opt = getopt_long(argc, argv, "h", im__run_options, NULL)) != -1) {
+  while ((opt = getopt_long(r->argc, r->argv, "h", im__run_options, NULL)) != -1) {
     if (opt == 'h') {
       im__run_usage(stdout);
-      json_decref(scenario_keep);
       return EXIT_OK;
     }
-    if (opt == '?' || im__run_apply(&o, opt, optarg, &rate_given)) {
+    if (opt == '?' || im__run_apply(o, opt, optarg, &r->rate_given)) {
       fprintf(stderr, "see: infermeter run --help\n");
-      json_decref(scenario_keep);
       return EXIT_USAGE;
     }
   }
-  int rc = EXIT_USAGE;
-  struct im_dataset ds;
-  memset(&ds, 0, sizeof ds);
-  size_t *order = NULL;
-  struct builtin srv = {0};
-  char url_buf[2048], outbuf[4096];
-  json_t *models = NULL, *version = NULL, *root = NULL;
-  int jsonl_fd = -1, raw_fd = -1;
-  struct im_observer *obs = NULL;
-  char scrape_default[2100];
-  char model_buf[512];
-  char *api_key = NULL;
-  struct stage_res *res = NULL;
-  struct im_stage *stages = NULL;
-  struct run_plan plan;
-  struct run_env env = {.o = &o, .jsonl_fd = -1};
-  bool curl_inited = false;
+  if (optind < r->argc) {
+    fprintf(stderr, "infermeter run: unexpected argument '%s' (see --help)\n", r->argv[optind]);
+    return EXIT_USAGE;
+  }
+  return -1;
+}
 
-  if (optind < argc) {
-    fprintf(stderr, "infermeter run: unexpected argument '%s' (see --help)\n", argv[optind]);
-    goto out;
-  }
-  bool sessions = o.sessions || o.session_rate;
-  if (o.concurrency && rate_given) {
-    fprintf(stderr, "infermeter run: --rate and --concurrency exclude each other\n");
-    goto out;
-  }
-  if (o.sessions && o.session_rate) {
-    fprintf(stderr, "infermeter run: --sessions and --session-rate exclude each other\n");
-    goto out;
-  }
-  if (sessions && (o.concurrency || rate_given)) {
-    fprintf(stderr, "infermeter run: with sessions, --sessions N or --session-rate R replace "
-                    "--concurrency and --rate\n");
-    goto out;
-  }
-  if (!sessions && (o.ctx_start || o.think_ns)) {
-    fprintf(stderr, "infermeter run: --context-growth and --think-time need --sessions or "
-                    "--session-rate\n");
-    goto out;
-  }
-  if (o.sched_kind == IM_SCHED_RAMP && o.rate_end <= 0) {
-    fprintf(stderr, "infermeter run: --schedule ramp needs --rate-end\n");
-    goto out;
-  }
-  if (im__run_plan_parse(&o, &plan))
-    goto out;
-  /* Tokens: the tokenizer, the chat template and the content mix. */
+/* Options that exclude or need each other; 0, or -1 after saying which. */
+static int check_opts(const struct run_opts *o, bool rate_given) {
+  bool sessions = o->sessions || o->session_rate;
+  const char *why = NULL;
+  if (o->concurrency && rate_given)
+    why = "--rate and --concurrency exclude each other";
+  else if (o->sessions && o->session_rate)
+    why = "--sessions and --session-rate exclude each other";
+  else if (sessions && (o->concurrency || rate_given))
+    why = "with sessions, --sessions N or --session-rate R replace --concurrency and --rate";
+  else if (!sessions && (o->ctx_start || o->think_ns))
+    why = "--context-growth and --think-time need --sessions or --session-rate";
+  else if (o->sched_kind == IM_SCHED_RAMP && o->rate_end <= 0)
+    why = "--schedule ramp needs --rate-end";
+  if (why)
+    fprintf(stderr, "infermeter run: %s\n", why);
+  return why ? -1 : 0;
+}
+
+/* The tokenizer (a copy per loader thread: its caches serve one thread),
+ * the chat template and the content mix. */
+static int setup_tokens(struct run *r) {
+  struct run_opts *o = &r->o;
+  struct run_env *env = &r->env;
   char msg[512];
-  if (o.mix) {
-    if (im_mix_parse(o.mix, &env.mix, msg, sizeof msg) != IM_OK) {
+  if (o->mix) {
+    if (im_mix_parse(o->mix, &env->mix, msg, sizeof msg) != IM_OK) {
       fprintf(stderr, "infermeter run: %s\n", msg);
-      goto out;
+      return -1;
     }
-    env.has_mix = true;
+    env->has_mix = true;
   }
   /* The built-in server applies DeepSeek-V3's template; elsewhere only what
-   * is declared is counted. */
-  env.tmpl = o.url == NULL ? IM_CHAT_DEEPSEEK_V3 : IM_CHAT_NONE;
-  if (o.chat_template && im_chat_tmpl_parse(o.chat_template, &env.tmpl) != IM_OK) {
+   * is declared is counted (discovery may still recognise an infermeter). */
+  env->tmpl = o->url == NULL ? IM_CHAT_DEEPSEEK_V3 : IM_CHAT_NONE;
+  if (o->chat_template && im_chat_tmpl_parse(o->chat_template, &env->tmpl) != IM_OK) {
     fprintf(stderr, "infermeter run: --chat-template: expected deepseek-v3, deepseek-r1, chatml, "
-                    "llama-3 or none, got '%s'\n", o.chat_template);
-    goto out;
+                    "llama-3 or none, got '%s'\n", o->chat_template);
+    return -1;
   }
-  env.builtin_tok = o.tokenizer && !strcmp(o.tokenizer, "built-in");
-  if (o.tokenizer && !env.builtin_tok && im_tok_load(o.tokenizer, &env.tok, msg, sizeof msg) != IM_OK) {
-    fprintf(stderr, "infermeter run: --tokenizer: %s\n", msg);
-    goto out;
-  }
-  if (env.tok) {
-    /* A copy per loader thread (a tokenizer's caches serve one thread). */
-    if (!(env.toks = calloc(o.threads, sizeof *env.toks)))
-      goto out;
-    env.toks[0] = env.tok;
-    for (uint32_t k = 1; k < o.threads; k++)
-      if (im_tok_load(o.tokenizer, &env.toks[k], msg, sizeof msg) != IM_OK) {
+  env->builtin_tok = o->tokenizer && !strcmp(o->tokenizer, "built-in");
+  if (o->tokenizer && !env->builtin_tok) {
+    if (!(env->toks = calloc(o->threads, sizeof *env->toks)))
+      return -1;
+    for (uint32_t k = 0; k < o->threads; k++)
+      if (im_tok_load(o->tokenizer, &env->toks[k], msg, sizeof msg) != IM_OK) {
         fprintf(stderr, "infermeter run: --tokenizer: %s\n", msg);
-        goto out;
+        return -1;
       }
+    env->tok = env->toks[0];
   }
-  env.exact = !o.dataset || !strcmp(o.dataset, "random") || o.tokenizer || o.mix ||
-              o.chat_template;
-  if (!o.seed_given)
-    o.seed = im_mix64((uint64_t)im_wall_ns() ^ ((uint64_t)getpid() << 32));
-  env.builtin = o.url == NULL;
-  if (env.builtin && !o.ignore_eos_given)
-    o.ignore_eos = true;
-  if (o.requests)
-    o.duration_ns = 0;
+  env->exact = !o->dataset || !strcmp(o->dataset, "random") || o->tokenizer || o->mix ||
+               o->chat_template;
+  return 0;
+}
 
-  /* Descriptors: raise the soft limit, and refuse what it cannot hold. */
+/* Descriptors: raise the soft limit, and refuse what it cannot hold. */
+static int check_fds(const struct run_opts *o) {
   uint64_t fd_limit = im_raise_fd_limit();
-  uint64_t want_fds = (uint64_t)o.concurrency + o.sessions + o.max_concurrency + 64;
-  if (fd_limit && want_fds > fd_limit) {
+  uint64_t want = (uint64_t)o->concurrency + o->sessions + o->max_concurrency + 64;
+  if (fd_limit && want > fd_limit) {
     fprintf(stderr,
             "infermeter run: %" PRIu64 " connections need about %" PRIu64
             " file descriptors, but the limit is %" PRIu64 " (raise it with ulimit -n)\n",
-            want_fds - 64, want_fds, fd_limit);
-    goto out;
+            want - 64, want, fd_limit);
+    return -1;
   }
+  return 0;
+}
 
-  /* API key: never printed, never recorded. */
-  if (o.api_key_file) {
-    if (!(api_key = im__run_read_key_file(o.api_key_file)))
-      goto out;
-  } else if (getenv("INFERMETER_API_KEY") && *getenv("INFERMETER_API_KEY")) {
-    api_key = strdup(getenv("INFERMETER_API_KEY"));
-  } else if (getenv("OPENAI_API_KEY") && *getenv("OPENAI_API_KEY")) {
-    api_key = strdup(getenv("OPENAI_API_KEY"));
+/* The API key: never printed, never recorded. */
+static int read_api_key(struct run *r) {
+  const char *env_key = getenv("INFERMETER_API_KEY");
+  if (!env_key || !*env_key)
+    env_key = getenv("OPENAI_API_KEY");
+  if (r->o.api_key_file) {
+    if (!(r->api_key = im__run_read_key_file(r->o.api_key_file)))
+      return -1;
+  } else if (env_key && *env_key && !(r->api_key = strdup(env_key))) {
+    return -1;
   }
-  env.api_key = api_key;
+  r->env.api_key = r->api_key;
+  return 0;
+}
 
-  curl_global_init(CURL_GLOBAL_DEFAULT);
-  curl_inited = true;
-  if (o.trace) {
-    if (o.dataset && strcmp(o.dataset, "synthetic") && strcmp(o.dataset, "random")) {
-      fprintf(stderr, "infermeter run: --trace and --dataset %s exclude each other\n", o.dataset);
-      goto out;
+/* A dataset or trace file (docs/datasets.md), loaded before anything else
+ * so that a bad file costs nothing. */
+static int load_dataset(struct run *r) {
+  struct run_opts *o = &r->o;
+  struct run_env *env = &r->env;
+  env->ds = &r->ds;
+  if (o->trace) {
+    if (o->dataset && strcmp(o->dataset, "synthetic") && strcmp(o->dataset, "random")) {
+      fprintf(stderr, "infermeter run: --trace and --dataset %s exclude each other\n", o->dataset);
+      return -1;
     }
-    o.dataset = trace_format(o.trace);
-    o.dataset_path = o.trace;
+    o->dataset = trace_format(o->trace);
+    o->dataset_path = o->trace;
   }
-  env.use_ds = o.dataset && strcmp(o.dataset, "synthetic") && strcmp(o.dataset, "random");
-  if (env.use_ds && sessions) {
+  env->use_ds = o->dataset && strcmp(o->dataset, "synthetic") && strcmp(o->dataset, "random");
+  if (!env->use_ds)
+    return 0;
+  if (o->sessions || o->session_rate) {
     fprintf(stderr, "infermeter run: sessions build their own prompts; drop --dataset\n");
-    goto out;
+    return -1;
   }
-  /* A dataset or trace file (docs/datasets.md), loaded before anything else
-   * so that a bad file costs nothing. */
-  if (env.use_ds) {
-    enum im_ds_format fmt;
-    struct im_ds_opts dopt;
-    char dmsg[512];
-    im_ds_opts_init(&dopt);
-    if (env.tok) {
-      dopt.count = count_with_tok;
-      dopt.count_ud = env.tok;
-    }
-    dopt.min_prompt_len = o.min_in;
-    dopt.max_prompt_len = o.max_in;
-    dopt.min_output_len = o.min_out;
-    dopt.max_output_len = o.max_out;
-    if (!o.dataset_path) {
-      fprintf(stderr, "infermeter run: --dataset %s needs --dataset-path FILE\n", o.dataset);
-      goto out;
-    }
-    if (im_ds_format_parse(o.dataset, &fmt) != IM_OK ||
-        im_dataset_load(&ds, o.dataset_path, fmt, &dopt, dmsg, sizeof dmsg) != IM_OK) {
-      fprintf(stderr, "infermeter run: %s\n", dmsg);
-      goto out;
-    }
-    if (!ds.n) {
-      fprintf(stderr, "infermeter run: %s holds no usable request\n", o.dataset_path);
-      goto out;
-    }
-    /* Timestamps replay unless the user chose a schedule; order = by time. */
-    env.replay = ds.items[0].timestamp_ns >= 0 && !rate_given && !o.concurrency && !o.sweep;
-    order = malloc(ds.n * sizeof *order);
-    if (!order)
-      goto out;
-    for (size_t i = 0; i < ds.n; i++)
-      order[i] = i;
-    if (env.replay && !ds.ts_sorted) {
-      /* Insertion sort by timestamp (traces come nearly sorted). */
-      for (size_t i = 1; i < ds.n; i++)
-        for (size_t j = i; j > 0 && ds.items[order[j]].timestamp_ns < ds.items[order[j - 1]].timestamp_ns; j--) {
-          size_t t = order[j];
-          order[j] = order[j - 1];
-          order[j - 1] = t;
-        }
-    }
+  if (!o->dataset_path) {
+    fprintf(stderr, "infermeter run: --dataset %s needs --dataset-path FILE\n", o->dataset);
+    return -1;
   }
-  env.ds = &ds;
-  env.order = order;
-
-  /* The stages: grid x sweep; rate=auto adds its rates after the first. */
-  size_t n_stages = plan.n_grid * (plan.has_sweep ? (plan.sweep.is_auto ? 1 : plan.sweep.nvalues) : 1);
-  bool autosweep = plan.has_sweep && plan.sweep.is_auto;
-  size_t cap_stages = autosweep ? plan.n_grid * (1 + o.sweep_steps) : n_stages;
-  if (cap_stages > IM__RUN_MAX_STAGES) {
-    fprintf(stderr, "infermeter run: %zu stages are too many (at most %d)\n", cap_stages, IM__RUN_MAX_STAGES);
-    goto out;
+  enum im_ds_format fmt;
+  struct im_ds_opts dopt;
+  char dmsg[512];
+  im_ds_opts_init(&dopt);
+  if (env->tok) {
+    dopt.count = count_with_tok;
+    dopt.count_ud = env->tok;
   }
-  if (autosweep && plan.n_grid > 1) {
-    fprintf(stderr, "infermeter run: --sweep rate=auto cannot be combined with --grid\n");
-    goto out;
+  dopt.min_prompt_len = o->min_in;
+  dopt.max_prompt_len = o->max_in;
+  dopt.min_output_len = o->min_out;
+  dopt.max_output_len = o->max_out;
+  if (im_ds_format_parse(o->dataset, &fmt) != IM_OK ||
+      im_dataset_load(&r->ds, o->dataset_path, fmt, &dopt, dmsg, sizeof dmsg) != IM_OK) {
+    fprintf(stderr, "infermeter run: %s\n", dmsg);
+    return -1;
   }
-  stages = calloc(cap_stages, sizeof *stages);
-  res = calloc(cap_stages, sizeof *res);
-  if (!stages || !res)
-    goto out;
-  if (autosweep) {
-    /* The throughput stage: a closed loop that keeps the server full. */
-    stages[0].set = 1u << IM_PARAM_CONCURRENCY;
-    stages[0].values[IM_PARAM_CONCURRENCY] = o.concurrency ? o.concurrency : o.sessions ? o.sessions : 256;
-    snprintf(stages[0].label, sizeof stages[0].label, "throughput,concurrency=%.0f",
-             stages[0].values[IM_PARAM_CONCURRENCY]);
-  } else {
-    for (size_t i = 0; i < n_stages; i++)
-      if (im__run_plan_stage(&plan, i, &stages[i])) {
-        fprintf(stderr, "infermeter run: cannot plan stage %zu\n", i);
-        goto out;
+  if (!r->ds.n) {
+    fprintf(stderr, "infermeter run: %s holds no usable request\n", o->dataset_path);
+    return -1;
+  }
+  /* Timestamps replay unless the user chose a schedule; order = by time. */
+  const struct im_ds_item *it = r->ds.items;
+  env->replay = it[0].timestamp_ns >= 0 && !r->rate_given && !o->concurrency && !o->sweep;
+  if (!(r->order = malloc(r->ds.n * sizeof *r->order)))
+    return -1;
+  size_t *ord = r->order;
+  for (size_t i = 0; i < r->ds.n; i++)
+    ord[i] = i;
+  if (env->replay && !r->ds.ts_sorted) {
+    /* Insertion sort by timestamp (traces come nearly sorted). */
+    for (size_t i = 1; i < r->ds.n; i++)
+      for (size_t j = i; j > 0 && it[ord[j]].timestamp_ns < it[ord[j - 1]].timestamp_ns; j--) {
+        size_t t = ord[j];
+        ord[j] = ord[j - 1];
+        ord[j - 1] = t;
       }
   }
-  env.n_stages = autosweep ? cap_stages : n_stages;
+  env->order = r->order;
+  return 0;
+}
 
-  if (env.builtin) {
-    int port = builtin_start(&srv, o.seed, env.tok ? o.tokenizer : NULL);
+/* The stages: grid x sweep; rate=auto plans its rates after its first
+ * (throughput) stage, so only that one is known now. */
+static int plan_stages(struct run *r) {
+  const struct run_opts *o = &r->o;
+  struct run_plan *plan = &r->plan;
+  if (im__run_plan_parse(o, plan))
+    return -1;
+  r->autosweep = plan->has_sweep && plan->sweep.is_auto;
+  size_t n = plan->n_grid * (plan->has_sweep ? (r->autosweep ? 1 : plan->sweep.nvalues) : 1);
+  size_t cap = r->autosweep ? plan->n_grid * (1 + o->sweep_steps) : n;
+  if (cap > IM__RUN_MAX_STAGES) {
+    fprintf(stderr, "infermeter run: %zu stages are too many (at most %d)\n", cap, IM__RUN_MAX_STAGES);
+    return -1;
+  }
+  if (r->autosweep && plan->n_grid > 1) {
+    fprintf(stderr, "infermeter run: --sweep rate=auto cannot be combined with --grid\n");
+    return -1;
+  }
+  r->stages = calloc(cap, sizeof *r->stages);
+  r->res = calloc(cap, sizeof *r->res);
+  if (!r->stages || !r->res)
+    return -1;
+  if (r->autosweep) {
+    /* The throughput stage: a closed loop that keeps the server full. */
+    struct im_stage *st = &r->stages[0];
+    st->set = 1u << IM_PARAM_CONCURRENCY;
+    st->values[IM_PARAM_CONCURRENCY] = o->concurrency ? o->concurrency : o->sessions ? o->sessions : 256;
+    snprintf(st->label, sizeof st->label, "throughput,concurrency=%.0f",
+             st->values[IM_PARAM_CONCURRENCY]);
+  } else {
+    for (size_t i = 0; i < n; i++)
+      if (im__run_plan_stage(plan, i, &r->stages[i])) {
+        fprintf(stderr, "infermeter run: cannot plan stage %zu\n", i);
+        return -1;
+      }
+  }
+  r->env.n_stages = cap;
+  return 0;
+}
+
+/* The built-in server (started now), or the --url without a trailing
+ * slash or /v1. */
+static int start_target(struct run *r) {
+  if (r->env.builtin) {
+    int port = builtin_start(&r->srv, r->o.seed, r->env.tok ? r->o.tokenizer : NULL);
     if (port < 0) {
       fprintf(stderr, "infermeter run: cannot start the built-in server\n");
-      goto out;
+      return -1;
     }
-    snprintf(url_buf, sizeof url_buf, "http://127.0.0.1:%d", port);
+    snprintf(r->url, sizeof r->url, "http://127.0.0.1:%d", port);
   } else {
-    snprintf(url_buf, sizeof url_buf, "%s", o.url);
-    size_t n = strlen(url_buf);
-    while (n && url_buf[n - 1] == '/')
-      url_buf[--n] = '\0';
-    if (n > 3 && !strcmp(url_buf + n - 3, "/v1"))
-      url_buf[n - 3] = '\0';
+    snprintf(r->url, sizeof r->url, "%s", r->o.url);
+    size_t n = strlen(r->url);
+    while (n && r->url[n - 1] == '/')
+      r->url[--n] = '\0';
+    if (n > 3 && !strcmp(r->url + n - 3, "/v1"))
+      r->url[n - 3] = '\0';
   }
-  env.url = url_buf;
+  r->env.url = r->url;
+  return 0;
+}
 
-  /* Against a remote target, the plan is shown (and confirmed) before
-   * anything at all is sent to it. */
-  if (!im__run_is_loopback(env.url)) {
-    char red[2048];
-    im__run_redact_url(env.url, red, sizeof red);
-    uint64_t per_stage = o.requests ? o.requests
-                         : (o.concurrency || sessions) ? 0
-                                                       : (uint64_t)(o.rate * (double)o.duration_ns / 1e9);
-    uint64_t planned = per_stage * env.n_stages;
-    uint64_t planned_tokens = planned * ((uint64_t)o.input_len + o.output_len);
-    if (planned)
-      fprintf(stderr, "infermeter run: plan for %s: %" PRIu64 " requests in %zu stage(s), "
-                      "about %" PRIu64 " tokens (%u in + %u out each)\n", red, planned,
-              env.n_stages, planned_tokens, o.input_len, o.output_len);
-    else
-      fprintf(stderr, "infermeter run: plan for %s: %zu stage(s) of %.0f s, closed loop or "
-                      "sessions (no fixed request count)\n", red, env.n_stages,
-              (double)o.duration_ns / 1e9);
-    if (o.max_total_tokens && (!planned || planned_tokens > o.max_total_tokens)) {
-      fprintf(stderr, "infermeter run: the plan exceeds --max-total-tokens %" PRIu64
-                      "; lower --rate, --duration or --requests\n", o.max_total_tokens);
-      goto out;
-    }
-    if (!o.yes) {
-      if (!isatty(STDIN_FILENO)) {
-        fprintf(stderr, "infermeter run: not a terminal: add --yes to start against a remote target\n");
-        goto out;
-      }
-      fprintf(stderr, "start? [y/N] ");
-      char ans[16] = "";
-      if (!fgets(ans, sizeof ans, stdin) || (ans[0] != 'y' && ans[0] != 'Y'))
-        goto out;
-    }
+/* Against a remote target, the plan is shown (and confirmed) before
+ * anything at all is sent to it. */
+static int confirm_remote(const struct run *r) {
+  const struct run_opts *o = &r->o;
+  if (im__run_is_loopback(r->url))
+    return 0;
+  char red[2048];
+  im__run_redact_url(r->url, red, sizeof red);
+  uint64_t per_stage = o->requests ? o->requests
+                       : (o->concurrency || o->sessions || o->session_rate)
+                           ? 0
+                           : (uint64_t)(o->rate * (double)o->duration_ns / 1e9);
+  uint64_t planned = per_stage * r->env.n_stages;
+  uint64_t planned_tokens = planned * ((uint64_t)o->input_len + o->output_len);
+  if (planned)
+    fprintf(stderr, "infermeter run: plan for %s: %" PRIu64 " requests in %zu stage(s), "
+                    "about %" PRIu64 " tokens (%u in + %u out each)\n", red, planned,
+            r->env.n_stages, planned_tokens, o->input_len, o->output_len);
+  else
+    fprintf(stderr, "infermeter run: plan for %s: %zu stage(s) of %.0f s, closed loop or "
+                    "sessions (no fixed request count)\n", red, r->env.n_stages,
+            (double)o->duration_ns / 1e9);
+  if (o->max_total_tokens && (!planned || planned_tokens > o->max_total_tokens)) {
+    fprintf(stderr, "infermeter run: the plan exceeds --max-total-tokens %" PRIu64
+                    "; lower --rate, --duration or --requests\n", o->max_total_tokens);
+    return -1;
   }
+  if (o->yes)
+    return 0;
+  if (!isatty(STDIN_FILENO)) {
+    fprintf(stderr, "infermeter run: not a terminal: add --yes to start against a remote target\n");
+    return -1;
+  }
+  fprintf(stderr, "start? [y/N] ");
+  char ans[16] = "";
+  if (!fgets(ans, sizeof ans, stdin) || (ans[0] != 'y' && ans[0] != 'Y'))
+    return -1;
+  return 0;
+}
 
-  /* Discovery: the server's model list and version go into the manifest. */
+/* Discovery: the server's model list and version go into the manifest.
+ * -1: go on; else the exit status. */
+static int discover(struct run *r) {
+  const struct run_opts *o = &r->o;
   char err[256] = "";
-  int64_t t_disc = im_now_ns();
-  long st = im__run_http_get_json(env.url, "/v1/models", api_key, o.insecure, &models, err, sizeof err);
+  int64_t t0 = im_now_ns();
+  long st = im__run_http_get_json(r->url, "/v1/models", r->api_key, o->insecure, &r->models, err,
+                                  sizeof err);
   if (st == 0) {
     char red[2048];
-    im__run_redact_url(env.url, red, sizeof red);
+    im__run_redact_url(r->url, red, sizeof red);
     fprintf(stderr, "infermeter run: target %s unreachable: %s\n", red, err);
-    rc = EXIT_UNREACHABLE;
-    goto out;
+    return EXIT_UNREACHABLE;
   }
-  im__run_http_get_json(env.url, "/version", api_key, o.insecure, &version, err, sizeof err);
-  double discovery_ms = (double)(im_now_ns() - t_disc) / 1e6;
-  env.model = o.model;
-  if (!env.model) {
-    json_t *id = json_object_get(json_array_get(json_object_get(models, "data"), 0), "id");
+  im__run_http_get_json(r->url, "/version", r->api_key, o->insecure, &r->version, err, sizeof err);
+  r->discovery_ms = (double)(im_now_ns() - t0) / 1e6;
+  json_t *first = json_array_get(json_object_get(r->models, "data"), 0);
+  r->env.model = o->model;
+  if (!r->env.model) {
+    json_t *id = json_object_get(first, "id");
     if (!json_is_string(id)) {
       fprintf(stderr, "infermeter run: %s/v1/models answered %ld without a model id; pass --model\n",
-              env.builtin ? "the built-in server" : "the target", st);
-      rc = EXIT_UNREACHABLE;
-      goto out;
+              r->env.builtin ? "the built-in server" : "the target", st);
+      return EXIT_UNREACHABLE;
     }
-    snprintf(model_buf, sizeof model_buf, "%s", json_string_value(id));
-    env.model = model_buf;
+    snprintf(r->model, sizeof r->model, "%s", json_string_value(id));
+    r->env.model = r->model;
   }
-
   /* An infermeter serve found at --url applies DeepSeek-V3's template too. */
-  json_t *owner = json_object_get(json_array_get(json_object_get(models, "data"), 0), "owned_by");
-  if (!o.chat_template && json_is_string(owner) && !strcmp(json_string_value(owner), "infermeter"))
-    env.tmpl = IM_CHAT_DEEPSEEK_V3;
+  json_t *owner = json_object_get(first, "owned_by");
+  if (!o->chat_template && json_is_string(owner) && !strcmp(json_string_value(owner), "infermeter"))
+    r->env.tmpl = IM_CHAT_DEEPSEEK_V3;
+  return -1;
+}
 
-  if (make_out_dir(&o, outbuf, sizeof outbuf))
-    goto out;
-  char jpath[4200];
-  snprintf(jpath, sizeof jpath, "%s/requests.jsonl", o.out_dir);
-  jsonl_fd = open(jpath, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
-  if (jsonl_fd < 0) {
-    fprintf(stderr, "infermeter run: cannot write %s: %s\n", jpath, strerror(errno));
-    goto out;
+/* The results folder, requests.jsonl, and the run's salt (every run gets
+ * its own: prompts never hit a previous run's cache). */
+static int open_outputs(struct run *r) {
+  struct run_opts *o = &r->o;
+  if (make_out_dir(o, r->out_dir, sizeof r->out_dir))
+    return -1;
+  char path[4200];
+  snprintf(path, sizeof path, "%s/requests.jsonl", o->out_dir);
+  r->jsonl_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+  if (r->jsonl_fd < 0) {
+    fprintf(stderr, "infermeter run: cannot write %s: %s\n", path, strerror(errno));
+    return -1;
   }
-  env.jsonl_fd = jsonl_fd;
+  r->env.jsonl_fd = r->jsonl_fd;
+  snprintf(r->env.salt, sizeof r->env.salt, "%016" PRIx64,
+           o->shared_cache ? o->seed : im_mix64(o->seed ^ (uint64_t)im_wall_ns()));
+  return 0;
+}
 
-  /* Every run gets its own salt: prompts never hit a previous run's cache. */
-  snprintf(env.salt, sizeof env.salt, "%016" PRIx64,
-           o.shared_cache ? o.seed : im_mix64(o.seed ^ (uint64_t)im_wall_ns()));
-
-  /* Signals: stop dispatching on the first, abort in-flight on the second;
-   * installed whatever the inherited disposition (a background job starts
-   * with SIGINT ignored). */
+/* Signals: stop dispatching on the first, abort in-flight on the second;
+ * installed whatever the inherited disposition (a background job starts
+ * with SIGINT ignored). */
+static void install_signals(void) {
   im__run_wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
@@ -489,212 +525,294 @@ int im_cli_run(int argc, char **argv) {
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
   signal(SIGPIPE, SIG_IGN);
-  env.tty = isatty(STDERR_FILENO);
+}
 
-  /* Observers: a baseline sample now, before the load. */
+/* Observers: a baseline sample now, before the load. */
+static void start_observers(struct run *r) {
+  const struct run_opts *o = &r->o;
   struct im_observer_config ocfg;
   im_observer_config_default(&ocfg);
-  if (!o.no_scrape) {
-    if (o.n_scrape) {
-      for (size_t i = 0; i < o.n_scrape; i++)
-        ocfg.scrape_urls[ocfg.n_scrape++] = o.scrape[i];
+  if (!o->no_scrape) {
+    if (o->n_scrape) {
+      for (size_t i = 0; i < o->n_scrape; i++)
+        ocfg.scrape_urls[ocfg.n_scrape++] = o->scrape[i];
     } else {
-      snprintf(scrape_default, sizeof scrape_default, "%s/metrics", env.url);
-      ocfg.scrape_urls[ocfg.n_scrape++] = scrape_default;
+      snprintf(r->scrape_default, sizeof r->scrape_default, "%s/metrics", r->url);
+      ocfg.scrape_urls[ocfg.n_scrape++] = r->scrape_default;
     }
   }
-  ocfg.dcgm_url = o.dcgm;
-  ocfg.interval_ns = o.scrape_interval_ns;
-  ocfg.api_key = api_key;
-  ocfg.insecure = o.insecure;
-  ocfg.sockstat = !o.no_sockstat && im__run_target_addr(env.url, &ocfg.target, &ocfg.target_len) == 0;
-  ocfg.gpu = !o.no_gpu;
-  char rpath[4200];
-  snprintf(rpath, sizeof rpath, "%s/scrapes.prom", o.out_dir);
+  ocfg.dcgm_url = o->dcgm;
+  ocfg.interval_ns = o->scrape_interval_ns;
+  ocfg.api_key = r->api_key;
+  ocfg.insecure = o->insecure;
+  ocfg.sockstat = !o->no_sockstat && im__run_target_addr(r->url, &ocfg.target, &ocfg.target_len) == 0;
+  ocfg.gpu = !o->no_gpu;
+  char path[4200];
+  snprintf(path, sizeof path, "%s/scrapes.prom", o->out_dir);
   if (ocfg.n_scrape || ocfg.dcgm_url) {
-    raw_fd = open(rpath, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
-    ocfg.raw_fd = raw_fd;
+    r->raw_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+    ocfg.raw_fd = r->raw_fd;
   }
-  if (im_observer_start(&obs, &ocfg) != IM_OK) {
+  if (im_observer_start(&r->env.obs, &ocfg) != IM_OK) {
     im_warn("observers could not start; the run goes on without them");
-    obs = NULL;
+    r->env.obs = NULL;
   }
-  env.obs = obs;
-  if (!o.quiet)
-    fprintf(stderr, "infermeter: %s %s, model %s, %zu stage(s), results in %s\n",
-            env.builtin ? "built-in server at" : "target", env.url, env.model, env.n_stages, o.out_dir);
+}
 
-  root = json_object();
-  json_object_set_new(root, "schema", json_string("infermeter/results/v1"));
-  json_t *stages_json = env.n_stages > 1 ? json_array() : NULL;
-  if (stages_json)
-    json_object_set_new(root, "stages", stages_json);
-  size_t ran = 0;
-  bool stopped_early = false;
-  for (size_t i = 0; i < env.n_stages && !im__run_interrupted; i++) {
-    if (autosweep && i == 1) {
-      /* Plan the rates from the throughput the first stage measured. */
-      if (!(res[0].throughput > 0) ||
-          im_sweep_plan_auto(&plan.sweep, res[0].throughput, o.sweep_steps) != IM_OK) {
-        fprintf(stderr, "infermeter run: the throughput stage completed no request; "
-                        "no rates to sweep\n");
-        break;
-      }
-      for (size_t k = 0; k < plan.sweep.nvalues; k++) {
-        /* Three significant digits: rates people can read and repeat. */
-        char v[32];
-        snprintf(v, sizeof v, "%.3g", plan.sweep.values[k]);
-        plan.sweep.values[k] = strtod(v, NULL);
-      }
-      for (size_t k = 0; k < plan.sweep.nvalues; k++)
-        if (im_sweep_stage(&plan.sweep, k, &stages[1 + k]) != IM_OK)
-          goto out;
+/* rate=auto: the rates below the throughput the first stage measured. */
+static int plan_auto_rates(struct run *r) {
+  struct im_sweep *sw = &r->plan.sweep;
+  if (!(r->res[0].throughput > 0) ||
+      im_sweep_plan_auto(sw, r->res[0].throughput, r->o.sweep_steps) != IM_OK) {
+    fprintf(stderr, "infermeter run: the throughput stage completed no request; no rates to sweep\n");
+    return -1;
+  }
+  for (size_t k = 0; k < sw->nvalues; k++) {
+    /* Three significant digits: rates people can read and repeat. */
+    char v[32];
+    snprintf(v, sizeof v, "%.3g", sw->values[k]);
+    sw->values[k] = strtod(v, NULL);
+  }
+  for (size_t k = 0; k < sw->nvalues; k++)
+    if (im_sweep_stage(sw, k, &r->stages[1 + k]) != IM_OK)
+      return -1;
+  return 0;
+}
+
+/* Whether a rate sweep stops after stage i: the first stage that
+ * over-saturates or fails its SLOs ends it (higher rates only do worse). */
+static bool sweep_stops(const struct run *r, size_t i) {
+  const struct run_plan *p = &r->plan;
+  const struct stage_res *sr = &r->res[i];
+  bool sweeping_rate = p->has_sweep && p->sweep.param == IM_PARAM_RATE && (!r->autosweep || i > 0);
+  return sweeping_rate && r->o.stop_on_saturation && i + 1 < r->env.n_stages &&
+         ((sr->sat_judged && sr->sat.growing) || sr->slo_failed) &&
+         (!r->o.n_grid || (i + 1) % (p->has_sweep ? p->sweep.nvalues : 1) == 0);
+}
+
+/* Runs the stages in order. 0 when at least one ran. */
+static int run_stages(struct run *r) {
+  const struct run_opts *o = &r->o;
+  struct run_env *env = &r->env;
+  r->root = json_object();
+  json_object_set_new(r->root, "schema", json_string("infermeter/results/v1"));
+  if (env->n_stages > 1) {
+    r->stages_json = json_array();
+    json_object_set_new(r->root, "stages", r->stages_json);
+  }
+  for (size_t i = 0; i < env->n_stages && !im__run_interrupted; i++) {
+    if (r->autosweep && i == 1 && plan_auto_rates(r))
+      break;
+    struct run_opts so = *o;
+    im__run_apply_stage(&so, &r->stages[i]);
+    json_t *dst = r->root;
+    if (r->stages_json) {
+      dst = json_pack("{s:I, s:s, s:o}", "index", (json_int_t)i, "label", r->stages[i].label,
+                      "params", im__run_stage_params_json(&r->stages[i]));
+      json_array_append_new(r->stages_json, dst);
+      if (!o->quiet)
+        fprintf(stderr, "infermeter: stage %zu/%zu %s\n", i + 1, env->n_stages, r->stages[i].label);
     }
-    struct run_opts so = o;
-    im__run_apply_stage(&so, &stages[i]);
-    json_t *dst = root;
-    if (stages_json) {
-      dst = json_pack("{s:I, s:s, s:o}", "index", (json_int_t)i, "label", stages[i].label,
-                      "params", im__run_stage_params_json(&stages[i]));
-      json_array_append_new(stages_json, dst);
-      if (!o.quiet)
-        fprintf(stderr, "infermeter: stage %zu/%zu %s\n", i + 1, env.n_stages, stages[i].label);
-    }
-    if (im__run_stage(&env, &so, (uint32_t)i, i + 1 == env.n_stages, dst, &res[i]))
-      goto out;
-    ran = i + 1;
-    if (stages_json && !o.quiet)
-      im__run_stage_line(stdout, i, stages[i].label, &res[i], &res[i].sc);
-    /* A rate sweep stops at the first stage that over-saturates or fails
-     * its SLOs (the higher rates can only fail too). */
-    bool sweeping_rate = plan.has_sweep && plan.sweep.param == IM_PARAM_RATE && (!autosweep || i > 0);
-    if (sweeping_rate && o.stop_on_saturation && i + 1 < env.n_stages &&
-        ((res[i].sat_judged && res[i].sat.growing) || res[i].slo_failed) &&
-        (!o.n_grid || (i + 1) % (plan.has_sweep ? plan.sweep.nvalues : 1) == 0)) {
-      if (!o.quiet)
+    if (im__run_stage(env, &so, (uint32_t)i, i + 1 == env->n_stages, dst, &r->res[i]))
+      return -1;
+    r->ran = i + 1;
+    if (r->stages_json && !o->quiet)
+      im__run_stage_line(stdout, i, r->stages[i].label, &r->res[i], &r->res[i].sc);
+    if (sweep_stops(r, i)) {
+      if (!o->quiet)
         fprintf(stdout, "sweep stops: stage %zu %s\n", i,
-                res[i].slo_failed ? "failed its SLOs" : "is over-saturated");
-      stopped_early = true;
+                r->res[i].slo_failed ? "failed its SLOs" : "is over-saturated");
+      r->stopped_early = true;
       break;
     }
   }
-  if (ran < env.n_stages)
-    im_observer_stop(obs);
-  if (!ran)
-    goto out;
+  if (r->ran < env->n_stages)
+    im_observer_stop(env->obs);
+  return r->ran ? 0 : -1;
+}
 
-  /* The sweep's verdict: the highest rate whose goodput meets the SLOs. */
-  json_t *sweep_json = NULL;
-  if (plan.has_sweep && plan.sweep.param == IM_PARAM_RATE && plan.n_grid == 1) {
-    size_t first = autosweep ? 1 : 0, n = ran > first ? ran - first : 0;
-    double rates[IM_STAGE_MAX_VALUES], attain[IM_STAGE_MAX_VALUES];
-    int over[IM_STAGE_MAX_VALUES];
-    for (size_t k = 0; k < n; k++) {
-      rates[k] = stages[first + k].values[IM_PARAM_RATE];
-      attain[k] = o.scfg.has_slo_ttft || o.scfg.has_slo_tpot || o.scfg.has_slo_e2el
-                      ? res[first + k].sum.slo_all_attain : 1.0;
-      over[k] = res[first + k].sat_judged && res[first + k].sat.growing;
-    }
-    size_t idx = 0;
-    enum im_err e = n ? im_sweep_saturation_point(rates, attain, over, n, o.slo_target, &idx)
-                      : IM_NOTFOUND;
-    sweep_json = json_pack("{s:s, s:b, s:b}", "param", "rate", "auto", autosweep,
-                           "stopped_early", stopped_early);
-    if (autosweep)
-      json_object_set_new(sweep_json, "max_throughput_rps", json_real(res[0].throughput));
-    json_object_set_new(sweep_json, "slo_target", json_real(o.slo_target));
-    json_object_set_new(sweep_json, "saturation_point",
-                        e == IM_OK ? json_pack("{s:I, s:f, s:s}", "stage", (json_int_t)(first + idx),
-                                               "rate", rates[idx], "label", stages[first + idx].label)
-                                   : json_null());
-    json_object_set_new(root, "sweep", sweep_json);
-    if (!o.quiet) {
-      if (e == IM_OK)
-        fprintf(stdout, "Saturation point: %.4g req/s (stage %zu): the highest rate whose goodput "
-                        "meets the SLOs%s\n", rates[idx], first + idx,
-                o.scfg.has_slo_ttft || o.scfg.has_slo_tpot || o.scfg.has_slo_e2el
-                    ? "" : " (no SLO given: over-saturation only)");
-      else
-        fprintf(stdout, "Saturation point: none (the lowest rate already fails)\n");
-    }
+/* A rate sweep's verdict: the highest rate whose goodput meets the SLOs. */
+static void sweep_verdict(struct run *r) {
+  const struct run_opts *o = &r->o;
+  const struct run_plan *p = &r->plan;
+  if (!p->has_sweep || p->sweep.param != IM_PARAM_RATE || p->n_grid != 1)
+    return;
+  bool has_slo = o->scfg.has_slo_ttft || o->scfg.has_slo_tpot || o->scfg.has_slo_e2el;
+  size_t first = r->autosweep ? 1 : 0, n = r->ran > first ? r->ran - first : 0;
+  double rates[IM_STAGE_MAX_VALUES], attain[IM_STAGE_MAX_VALUES];
+  int over[IM_STAGE_MAX_VALUES];
+  for (size_t k = 0; k < n; k++) {
+    const struct stage_res *sr = &r->res[first + k];
+    rates[k] = r->stages[first + k].values[IM_PARAM_RATE];
+    attain[k] = has_slo ? sr->sum.slo_all_attain : 1.0;
+    over[k] = sr->sat_judged && sr->sat.growing;
   }
+  size_t idx = 0;
+  enum im_err e = n ? im_sweep_saturation_point(rates, attain, over, n, o->slo_target, &idx)
+                    : IM_NOTFOUND;
+  r->has_sweep_verdict = true;
+  r->sweep_has_point = e == IM_OK;
+  json_t *sw = json_pack("{s:s, s:b, s:b}", "param", "rate", "auto", r->autosweep, "stopped_early",
+                         r->stopped_early);
+  if (r->autosweep)
+    json_object_set_new(sw, "max_throughput_rps", json_real(r->res[0].throughput));
+  json_object_set_new(sw, "slo_target", json_real(o->slo_target));
+  json_object_set_new(sw, "saturation_point",
+                      e == IM_OK ? json_pack("{s:I, s:f, s:s}", "stage", (json_int_t)(first + idx),
+                                             "rate", rates[idx], "label", r->stages[first + idx].label)
+                                 : json_null());
+  json_object_set_new(r->root, "sweep", sw);
+  if (o->quiet)
+    return;
+  if (e == IM_OK)
+    fprintf(stdout, "Saturation point: %.4g req/s (stage %zu): the highest rate whose goodput "
+                    "meets the SLOs%s\n", rates[idx], first + idx,
+            has_slo ? "" : " (no SLO given: over-saturation only)");
+  else
+    fprintf(stdout, "Saturation point: none (the lowest rate already fails)\n");
+}
 
-  json_t *manifest = im__run_manifest_json(&o, argc, argv, env.url, env.builtin, env.model, models,
-                                           version, res[0].wall_start_ns, env.salt);
-  json_object_set_new(manifest, "discovery_ms", json_real(discovery_ms));
+/* The manifest: the run's settings, the target's answers, the workload as
+ * it was made. */
+static json_t *manifest_json(const struct run *r, bool interrupted) {
+  const struct run_opts *o = &r->o;
+  const struct run_env *env = &r->env;
+  json_t *m = im__run_manifest_json(o, r->argc, r->argv, env->url, env->builtin, env->model,
+                                    r->models, r->version, r->res[0].wall_start_ns, env->salt);
+  json_object_set_new(m, "discovery_ms", json_real(r->discovery_ms));
   /* Record times are relative to this CLOCK_MONOTONIC instant (per stage:
    * stages[].t0_monotonic_ns); with it they join a server's truth log on the
    * same machine. */
-  json_object_set_new(manifest, "t0_monotonic_ns", json_integer((json_int_t)res[0].t0_mono));
-  bool any_int = false;
-  for (size_t i = 0; i < ran; i++)
-    any_int |= res[i].interrupted;
-  json_object_set_new(manifest, "interrupted", json_boolean(any_int));
-  json_object_set_new(manifest, "stages", json_integer((json_int_t)ran));
-  json_t *wl = json_object_get(manifest, "workload");
-  json_object_set_new(wl, "exact_lengths", json_boolean(env.exact));
-  json_object_set_new(wl, "tokenizer", o.tokenizer ? json_string(o.tokenizer) : json_string("built-in"));
-  json_object_set_new(wl, "chat_template", json_string(im_chat_tmpl_name(env.tmpl)));
-  if (env.has_mix)
-    json_object_set_new(wl, "mix", json_pack("{s:f, s:f}", "text", env.mix.weight[IM_CONTENT_TEXT],
-                                             "code", env.mix.weight[IM_CONTENT_CODE]));
-  if (o.sessions || o.session_rate)
+  json_object_set_new(m, "t0_monotonic_ns", json_integer((json_int_t)r->res[0].t0_mono));
+  json_object_set_new(m, "interrupted", json_boolean(interrupted));
+  json_object_set_new(m, "stages", json_integer((json_int_t)r->ran));
+  json_t *wl = json_object_get(m, "workload");
+  json_object_set_new(wl, "exact_lengths", json_boolean(env->exact));
+  json_object_set_new(wl, "tokenizer", json_string(o->tokenizer ? o->tokenizer : "built-in"));
+  json_object_set_new(wl, "chat_template", json_string(im_chat_tmpl_name(env->tmpl)));
+  if (env->has_mix)
+    json_object_set_new(wl, "mix", json_pack("{s:f, s:f}", "text", env->mix.weight[IM_CONTENT_TEXT],
+                                             "code", env->mix.weight[IM_CONTENT_CODE]));
+  if (o->sessions || o->session_rate)
     json_object_set_new(wl, "sessions",
-                        json_pack("{s:I, s:f, s:I, s:I, s:I, s:f}", "concurrent", (json_int_t)o.sessions,
-                                  "rate", o.session_rate, "turns", (json_int_t)o.turns,
-                                  "context_start", (json_int_t)(o.ctx_start ? o.ctx_start : o.input_len),
-                                  "context_end", (json_int_t)(o.ctx_start ? o.ctx_end : o.input_len),
-                                  "think_time_s", (double)o.think_ns / 1e9));
-  if (scn)
-    json_object_set_new(manifest, "scenario", json_string(scn));
-  json_object_set_new(root, "manifest", manifest);
-  if (write_results(o.out_dir, root))
-    goto out;
-  if (!o.quiet)
-    fprintf(stdout, "Results: %s/results.json, %s/requests.jsonl\n", o.out_dir, o.out_dir);
+                        json_pack("{s:I, s:f, s:I, s:I, s:I, s:f}", "concurrent", (json_int_t)o->sessions,
+                                  "rate", o->session_rate, "turns", (json_int_t)o->turns,
+                                  "context_start", (json_int_t)(o->ctx_start ? o->ctx_start : o->input_len),
+                                  "context_end", (json_int_t)(o->ctx_start ? o->ctx_end : o->input_len),
+                                  "think_time_s", (double)o->think_ns / 1e9));
+  if (r->scenario)
+    json_object_set_new(m, "scenario", json_string(r->scenario));
+  return m;
+}
 
+/* The exit status, in its precedence (README). */
+static int exit_code(const struct run *r, bool interrupted) {
   bool invalid = false, slo = false, unreachable = true;
-  for (size_t i = 0; i < ran; i++) {
-    invalid |= !res[i].check.valid;
-    unreachable &= res[i].unreachable;
+  bool rate_sweep = r->plan.has_sweep && r->plan.sweep.param == IM_PARAM_RATE;
+  for (size_t i = 0; i < r->ran; i++) {
+    invalid |= !r->res[i].check.valid;
+    unreachable &= r->res[i].unreachable;
     /* In a rate sweep failing SLOs is what finds the point: only the
      * missing point counts. */
-    if (!(plan.has_sweep && plan.sweep.param == IM_PARAM_RATE))
-      slo |= res[i].slo_failed;
+    if (!rate_sweep)
+      slo |= r->res[i].slo_failed;
   }
-  if (sweep_json && json_is_null(json_object_get(sweep_json, "saturation_point")))
+  if (r->has_sweep_verdict && !r->sweep_has_point)
     slo = true;
-  rc = any_int ? EXIT_INTERRUPTED : unreachable ? EXIT_UNREACHABLE : invalid ? EXIT_INVALID
-       : slo ? EXIT_SLO : EXIT_OK;
-out:
-  free(res);
-  free(stages);
-  if (jsonl_fd >= 0)
-    close(jsonl_fd);
-  im_observer_free(obs);
-  if (raw_fd >= 0)
-    close(raw_fd);
-  builtin_stop(&srv);
-  json_decref(models);
-  json_decref(version);
-  json_decref(root);
-  json_decref(scenario_keep);
-  free(order);
-  im_dataset_cleanup(&ds);
-  if (api_key) {
-    memset(api_key, 0, strlen(api_key));
-    free(api_key);
+  return interrupted ? EXIT_INTERRUPTED : unreachable ? EXIT_UNREACHABLE : invalid ? EXIT_INVALID
+         : slo ? EXIT_SLO : EXIT_OK;
+}
+
+static void run_cleanup(struct run *r) {
+  free(r->res);
+  free(r->stages);
+  if (r->jsonl_fd >= 0)
+    close(r->jsonl_fd);
+  im_observer_free(r->env.obs);
+  if (r->raw_fd >= 0)
+    close(r->raw_fd);
+  builtin_stop(&r->srv);
+  json_decref(r->models);
+  json_decref(r->version);
+  json_decref(r->root);
+  json_decref(r->scenario_keep);
+  free(r->order);
+  im_dataset_cleanup(&r->ds);
+  if (r->api_key) {
+    memset(r->api_key, 0, strlen(r->api_key));
+    free(r->api_key);
   }
   if (im__run_wake_fd >= 0)
     close(im__run_wake_fd);
   im__run_wake_fd = -1;
-  if (curl_inited)
+  if (r->curl_inited)
     curl_global_cleanup();
-  if (env.toks) {
-    for (uint32_t k = 1; k < o.threads; k++)
-      im_tok_free(env.toks[k]);
-    free(env.toks);
+  if (r->env.toks) {
+    for (uint32_t k = 0; k < r->o.threads; k++)
+      im_tok_free(r->env.toks[k]);
+    free(r->env.toks);
   }
-  im_tok_free(env.tok);
+}
+
+int im_cli_run(int argc, char **argv) {
+  struct run *r = calloc(1, sizeof *r);
+  if (!r) {
+    fprintf(stderr, "infermeter run: out of memory\n");
+    return EXIT_USAGE;
+  }
+  r->argc = argc;
+  r->argv = argv;
+  r->jsonl_fd = r->raw_fd = -1;
+  r->env.o = &r->o;
+  r->env.jsonl_fd = -1;
+  struct run_opts *o = &r->o;
+  int rc = parse_args(r);
+  if (rc >= 0)
+    goto out;
+  rc = EXIT_USAGE;
+  if (check_opts(o, r->rate_given) || setup_tokens(r))
+    goto out;
+  if (!o->seed_given)
+    o->seed = im_mix64((uint64_t)im_wall_ns() ^ ((uint64_t)getpid() << 32));
+  r->env.builtin = o->url == NULL;
+  if (r->env.builtin && !o->ignore_eos_given)
+    o->ignore_eos = true;
+  if (o->requests)
+    o->duration_ns = 0;
+  if (check_fds(o) || read_api_key(r))
+    goto out;
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  r->curl_inited = true;
+  if (load_dataset(r) || plan_stages(r) || start_target(r) || confirm_remote(r))
+    goto out;
+  int d = discover(r);
+  if (d >= 0) {
+    rc = d;
+    goto out;
+  }
+  if (open_outputs(r))
+    goto out;
+  install_signals();
+  r->env.tty = isatty(STDERR_FILENO);
+  start_observers(r);
+  if (!o->quiet)
+    fprintf(stderr, "infermeter: %s %s, model %s, %zu stage(s), results in %s\n",
+            r->env.builtin ? "built-in server at" : "target", r->url, r->env.model, r->env.n_stages,
+            o->out_dir);
+  if (run_stages(r))
+    goto out;
+  sweep_verdict(r);
+  bool interrupted = false;
+  for (size_t i = 0; i < r->ran; i++)
+    interrupted |= r->res[i].interrupted;
+  json_object_set_new(r->root, "manifest", manifest_json(r, interrupted));
+  if (write_results(o->out_dir, r->root))
+    goto out;
+  if (!o->quiet)
+    fprintf(stdout, "Results: %s/results.json, %s/requests.jsonl\n", o->out_dir, o->out_dir);
+  rc = exit_code(r, interrupted);
+out:
+  run_cleanup(r);
+  free(r);
   return rc;
 }
