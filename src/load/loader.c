@@ -343,12 +343,14 @@ static struct attempt *take_request(struct loader *L, uint64_t index) {
 }
 
 /* A new logical request scheduled at t_sched. */
-static void dispatch_new(struct loader *L, uint64_t index, int64_t t_sched, uint32_t slot) {
+static void dispatch_new(struct loader *L, uint64_t index, int64_t t_sched, uint32_t slot,
+                         uint32_t budget) {
   int64_t t_dispatch = rel_now(L);
   struct attempt *a = take_request(L, index);
   if (!a)
     return;
   a->slot = slot;
+  a->budget = budget;
   struct im_record *r = &a->rec;
   r->t_sched = r->t_sched_first = t_sched;
   r->t_dispatch = t_dispatch;
@@ -417,6 +419,7 @@ static void schedule_retry(struct loader *L, struct attempt *old, int64_t now) {
   old->sstate = NULL;
   a->sid = old->sid;
   a->turn = old->turn;
+  a->budget = old->budget;
   struct im_record *r = &a->rec, *o = &old->rec;
   r->logical_id = o->logical_id;
   r->attempt = o->attempt + 1;
@@ -461,8 +464,7 @@ static void insert_pending(struct loader *L, struct attempt *a) {
 static bool session_next(struct loader *L, struct attempt *a, int64_t now) {
   const struct im_load_config *c = L->cfg;
   const struct im_session_ops *so = c->session;
-  if (a->rec.error != IM_EC_NONE || a->turn + 1 >= so->turns || L->stop_dispatch || L->aborting ||
-      (c->max_requests && L->turns_started >= c->max_requests))
+  if (a->rec.error != IM_EC_NONE || a->turn + 1 >= a->budget || L->stop_dispatch || L->aborting)
     return false;
   int64_t due = now + so->think_ns;
   if (c->duration_ns && due >= c->duration_ns)
@@ -478,6 +480,7 @@ static bool session_next(struct loader *L, struct attempt *a, int64_t now) {
   n->index = a->index;
   n->slot = a->slot;
   n->turn = a->turn + 1;
+  n->budget = a->budget;
   if (so->turn(c->workload_ctx, n->sid, n->turn, &n->sstate, a->answer.data, a->answer.len,
                &n->spec) != IM_OK) {
     L->fatal = IM_INVAL;
@@ -591,8 +594,8 @@ static void finish_attempt(struct loader *L, struct attempt *a, CURLcode res) {
   bool session_over = false;
   if (retry)
     schedule_retry(L, a, now);
-  else if (L->cfg->session)
-    session_over = !session_next(L, a, now);
+  else if (L->cfg->session && (session_over = !session_next(L, a, now)) && a->turn + 1 < a->budget)
+    L->turns_reserved -= a->budget - (a->turn + 1); /* ended early: its turns go back */
   attempt_free(a);
   start_queued(L);
   if (closed && !retry && !L->aborting && (!L->cfg->session || session_over))
@@ -601,11 +604,30 @@ static void finish_attempt(struct loader *L, struct attempt *a, CURLcode res) {
 
 /* ---- schedule ----------------------------------------------------------- */
 
+/* Turns a new session may send: whole sessions while max_requests allows,
+ * then what is left (0: no new session). */
+static uint32_t session_budget(struct loader *L) {
+  const struct im_load_config *c = L->cfg;
+  uint32_t turns = c->session->turns;
+  if (!c->max_requests)
+    return turns;
+  uint64_t left = c->max_requests > L->turns_reserved ? c->max_requests - L->turns_reserved : 0;
+  uint32_t b = left < turns ? (uint32_t)left : turns;
+  L->turns_reserved += b;
+  return b;
+}
+
 static void closed_loop_next(struct loader *L, uint32_t slot, int64_t t) {
   const struct im_load_config *c = L->cfg;
-  uint64_t started = c->session ? L->turns_started : L->closed_started;
-  if (L->stop_dispatch || (c->duration_ns && t >= c->duration_ns) ||
-      (c->max_requests && started >= c->max_requests)) {
+  uint32_t budget = 0;
+  bool over = L->stop_dispatch || (c->duration_ns && t >= c->duration_ns);
+  if (!over && c->session && !(budget = session_budget(L))) {
+    /* The turn cap is reserved: no new session, but the running ones go on
+     * (one that ends early gives turns back and a session may start). */
+    L->arrivals_done = true;
+    return;
+  }
+  if (over || (!c->session && c->max_requests && L->closed_started >= c->max_requests)) {
     if (!L->stop_dispatch) {
       L->stop_dispatch = true;
       L->stop_t = t;
@@ -617,7 +639,7 @@ static void closed_loop_next(struct loader *L, uint32_t slot, int64_t t) {
   L->res->scheduled++;
   if (c->session)
     L->turns_started++;
-  dispatch_new(L, index, t, slot);
+  dispatch_new(L, index, t, slot, budget);
 }
 
 static void dispatch_due(struct loader *L) {
@@ -625,11 +647,16 @@ static void dispatch_due(struct loader *L) {
   int64_t now = rel_now(L);
   while (!L->stop_dispatch && c->times && L->next_arrival < c->n_times &&
          c->times[L->next_arrival] <= now) {
+    uint32_t budget = 0;
+    if (c->session && !(budget = session_budget(L))) {
+      L->next_arrival = c->n_times; /* the turn cap is spent: no more sessions */
+      break;
+    }
     size_t i = L->next_arrival++;
     L->res->scheduled++;
     if (c->session)
       L->turns_started++;
-    dispatch_new(L, global_index(L, i), c->times[i], 0);
+    dispatch_new(L, global_index(L, i), c->times[i], 0, budget);
   }
   while (L->retries && L->retries->rec.t_sched <= now) {
     struct attempt *a = L->retries;
@@ -952,8 +979,9 @@ enum im_err im_load_run(const struct im_load_config *cfg, struct im_load_result 
                (double)(ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) +
                1e-6 * (double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec +
                                ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec);
-  if (cfg->times) {
-    /* Scheduled = arrivals due before dispatching stopped. */
+  if (cfg->times && !cfg->session) {
+    /* Scheduled = arrivals due before dispatching stopped (sessions count
+     * their turns as they are scheduled). */
     int64_t stop = L.stop_dispatch ? L.stop_t : out->elapsed_ns;
     uint64_t due = 0;
     for (size_t i = 0; i < cfg->n_times && cfg->times[i] <= stop; i++)

@@ -50,7 +50,10 @@ typedef enum im_err (*im_workload_fn)(void *ctx, uint64_t index, struct im_req_s
  * start as the schedule says: with times != NULL each arrival starts one
  * (--session-rate, open loop); else `concurrency` sessions run at once, an
  * ended one replaced at once by a new one (--sessions). max_requests then
- * caps turns, and duration_ns ends both (no turn is sent after it). */
+ * caps turns: each new session reserves `turns` of them (whole sessions
+ * first, the last one gets what is left; a session that ends early gives
+ * its unused turns back), and no session starts once they are spent.
+ * duration_ns ends both (no turn is sent after it). */
 struct im_session_ops {
   /* Fills spec for turn `turn` (from 0) of session `sid` (global, from 0;
    * a session runs on one loader thread). *state is NULL at turn 0: the

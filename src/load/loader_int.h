@@ -43,6 +43,7 @@ struct attempt {
   void *sstate;
   uint64_t sid;
   uint32_t turn;
+  uint32_t budget;               /* turns this session may send */
   bool pending_turn;             /* a next turn waiting for its think time */
   bool capture;                  /* keep content/text in answer */
   bool capture_reasoning;        /* keep reasoning too (for counting) */
@@ -68,6 +69,8 @@ struct loader {
   bool stop_dispatch;
   bool arrivals_done;            /* sessions: every session start dispatched */
   uint64_t turns_started;        /* sessions: requests created */
+  uint64_t turns_reserved;       /* sessions under max_requests: turns promised to
+                                    the sessions started (whole sessions first) */
   int64_t stop_t;                /* run-relative time dispatching stopped */
   int64_t grace_deadline;        /* run-relative; INT64_MAX until known */
   bool aborting;

@@ -41,6 +41,12 @@ check "earlier turns come from the prefix cache (turns 2+: cached > half the pro
 check "the terminal table names the buckets" \
   bash -c "'$BIN' run --no-progress --url '$BASE' --sessions 2 --turns 3 --context-growth 1k:9k --requests 6 --warmup 0 --output-len 8 --out '$TMP/lc2' | grep -q '8-16K'"
 
+# --- --requests caps turns, whole sessions first: 10 turns of 4 = 4 + 4 + 2
+RUN --sessions 3 --turns 4 --context-growth 1k:2k --requests 10 --warmup 0 --output-len 8 \
+  --out "$TMP/cap" >/dev/null
+check_eq "turns per session under --requests 10" \
+  "$(jq -s -c '[group_by(.session)[] | length] | sort' "$TMP/cap/requests.jsonl")" "[2,4,4]"
+
 # --- the server's prefix-cache hit rate rises with --prefix-share
 prev=-1
 for share in 0 0.5 0.95; do
