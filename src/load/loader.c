@@ -124,7 +124,7 @@ static int on_curl_timer(CURLM *m, long timeout_ms, void *userp) {
 
 /* ---- attempts ----------------------------------------------------------- */
 
-static void attempt_free(struct attempt *a) {
+void im__load_attempt_free(struct attempt *a) {
   if (!a)
     return;
   if (a->sstate && a->L->cfg->session)
@@ -142,7 +142,7 @@ static void attempt_free(struct attempt *a) {
   free(a);
 }
 
-static struct attempt *attempt_new(struct loader *L) {
+struct attempt *im__load_attempt_new(struct loader *L) {
   struct attempt *a = calloc(1, sizeof *a);
   if (!a)
     return NULL;
@@ -258,12 +258,11 @@ static uint64_t local_total(const struct loader *L) {
   return L->cfg->max_requests ? L->cfg->max_requests : UINT64_MAX;
 }
 
-static void fill_record(struct attempt *a);
 
 /* A new attempt for request `index` with its workload filled in; NULL (and
  * L->fatal set) on failure. */
 static struct attempt *new_request(struct loader *L, uint64_t index) {
-  struct attempt *a = attempt_new(L);
+  struct attempt *a = im__load_attempt_new(L);
   if (!a) {
     L->fatal = IM_NOMEM;
     return NULL;
@@ -273,17 +272,17 @@ static struct attempt *new_request(struct loader *L, uint64_t index) {
                        : L->cfg->workload(L->cfg->workload_ctx, index, &a->spec);
   if (err != IM_OK) {
     L->fatal = IM_INVAL;
-    attempt_free(a);
+    im__load_attempt_free(a);
     return NULL;
   }
   a->sid = index;
   a->index = index;
-  fill_record(a);
+  im__load_fill_record(a);
   return a;
 }
 
 /* The record's copy of what the workload asked for. */
-static void fill_record(struct attempt *a) {
+void im__load_fill_record(struct attempt *a) {
   struct im_record *r = &a->rec;
   r->prompt_tokens = a->spec.prompt_tokens;
   r->requested_tokens = a->spec.max_tokens;
@@ -401,8 +400,16 @@ static void store_record(struct loader *L, struct im_record *r) {
   r->cap_chunks = r->n_chunks = 0;
 }
 
+void im__load_insert_pending(struct loader *L, struct attempt *a) {
+  struct attempt **pp = &L->retries;
+  while (*pp && (*pp)->rec.t_sched <= a->rec.t_sched)
+    pp = &(*pp)->next;
+  a->next = *pp;
+  *pp = a;
+}
+
 static void schedule_retry(struct loader *L, struct attempt *old, int64_t now) {
-  struct attempt *a = attempt_new(L);
+  struct attempt *a = im__load_attempt_new(L);
   if (!a) {
     L->fatal = IM_NOMEM;
     return;
@@ -440,82 +447,10 @@ static void schedule_retry(struct loader *L, struct attempt *old, int64_t now) {
   if (old->retry_after_s > 0)
     backoff = old->retry_after_s;
   r->t_sched = now + (int64_t)(backoff * 1e9);
-  /* Insert sorted. */
-  struct attempt **pp = &L->retries;
-  while (*pp && (*pp)->rec.t_sched <= r->t_sched)
-    pp = &(*pp)->next;
-  a->next = *pp;
-  *pp = a;
+  im__load_insert_pending(L, a);
 }
 
 static void closed_loop_next(struct loader *L, uint32_t slot, int64_t t);
-
-static void insert_pending(struct loader *L, struct attempt *a) {
-  struct attempt **pp = &L->retries;
-  while (*pp && (*pp)->rec.t_sched <= a->rec.t_sched)
-    pp = &(*pp)->next;
-  a->next = *pp;
-  *pp = a;
-}
-
-/* After a session's turn ended (not to be retried): its next turn, built now
- * and due after the think time. False when the session is over (last turn,
- * a failure, dispatching stopped, or the request cap reached). */
-static bool session_next(struct loader *L, struct attempt *a, int64_t now) {
-  const struct im_load_config *c = L->cfg;
-  const struct im_session_ops *so = c->session;
-  if (a->rec.error != IM_EC_NONE || a->turn + 1 >= a->budget || L->stop_dispatch || L->aborting)
-    return false;
-  int64_t due = now + so->think_ns;
-  if (c->duration_ns && due >= c->duration_ns)
-    return false;
-  struct attempt *n = attempt_new(L);
-  if (!n) {
-    L->fatal = IM_NOMEM;
-    return false;
-  }
-  n->sstate = a->sstate;
-  a->sstate = NULL;
-  n->sid = a->sid;
-  n->index = a->index;
-  n->slot = a->slot;
-  n->turn = a->turn + 1;
-  n->budget = a->budget;
-  if (so->turn(c->workload_ctx, n->sid, n->turn, &n->sstate, a->answer.data, a->answer.len,
-               &n->spec) != IM_OK) {
-    L->fatal = IM_INVAL;
-    attempt_free(n);
-    return false;
-  }
-  fill_record(n);
-  L->turns_started++;
-  struct im_record *r = &n->rec;
-  r->t_sched = r->t_sched_first = due;
-  r->kind = c->warmup_ns > 0 ? (due < c->warmup_ns ? IM_KIND_WARMUP : IM_KIND_MEASURED)
-                             : (L->turns_started <= c->warmup_requests ? IM_KIND_WARMUP
-                                                                        : IM_KIND_MEASURED);
-  n->pending_turn = true;
-  /* Built now, in the think time: at its due time it is stamp-and-send. */
-  if (im__load_build_http(L, n) != IM_OK && n->easy) {
-    curl_easy_cleanup(n->easy);
-    n->easy = NULL;
-  }
-  insert_pending(L, n);
-  return true;
-}
-
-/* Dispatching stopped: sessions' next turns are never sent. */
-static void drop_pending_turns(struct loader *L) {
-  for (struct attempt **pp = &L->retries; *pp;) {
-    struct attempt *a = *pp;
-    if (a->pending_turn) {
-      *pp = a->next;
-      attempt_free(a);
-    } else {
-      pp = &a->next;
-    }
-  }
-}
 
 static void start_queued(struct loader *L) {
   while (L->queue_head && (!L->cfg->max_concurrency || L->inflight < L->cfg->max_concurrency)) {
@@ -594,9 +529,9 @@ static void finish_attempt(struct loader *L, struct attempt *a, CURLcode res) {
   bool session_over = false;
   if (retry)
     schedule_retry(L, a, now);
-  else if (L->cfg->session && (session_over = !session_next(L, a, now)) && a->turn + 1 < a->budget)
+  else if (L->cfg->session && (session_over = !im__load_session_next(L, a, now)) && a->turn + 1 < a->budget)
     L->turns_reserved -= a->budget - (a->turn + 1); /* ended early: its turns go back */
-  attempt_free(a);
+  im__load_attempt_free(a);
   start_queued(L);
   if (closed && !retry && !L->aborting && (!L->cfg->session || session_over))
     closed_loop_next(L, slot, now);
@@ -604,24 +539,11 @@ static void finish_attempt(struct loader *L, struct attempt *a, CURLcode res) {
 
 /* ---- schedule ----------------------------------------------------------- */
 
-/* Turns a new session may send: whole sessions while max_requests allows,
- * then what is left (0: no new session). */
-static uint32_t session_budget(struct loader *L) {
-  const struct im_load_config *c = L->cfg;
-  uint32_t turns = c->session->turns;
-  if (!c->max_requests)
-    return turns;
-  uint64_t left = c->max_requests > L->turns_reserved ? c->max_requests - L->turns_reserved : 0;
-  uint32_t b = left < turns ? (uint32_t)left : turns;
-  L->turns_reserved += b;
-  return b;
-}
-
 static void closed_loop_next(struct loader *L, uint32_t slot, int64_t t) {
   const struct im_load_config *c = L->cfg;
   uint32_t budget = 0;
   bool over = L->stop_dispatch || (c->duration_ns && t >= c->duration_ns);
-  if (!over && c->session && !(budget = session_budget(L))) {
+  if (!over && c->session && !(budget = im__load_session_budget(L))) {
     /* The turn cap is reserved: no new session, but the running ones go on
      * (one that ends early gives turns back and a session may start). */
     L->arrivals_done = true;
@@ -648,7 +570,7 @@ static void dispatch_due(struct loader *L) {
   while (!L->stop_dispatch && c->times && L->next_arrival < c->n_times &&
          c->times[L->next_arrival] <= now) {
     uint32_t budget = 0;
-    if (c->session && !(budget = session_budget(L))) {
+    if (c->session && !(budget = im__load_session_budget(L))) {
       L->next_arrival = c->n_times; /* the turn cap is spent: no more sessions */
       break;
     }
@@ -727,11 +649,11 @@ static void abort_all(struct loader *L) {
     a->rec.error = IM_EC_ABORTED;
     a->rec.t_end = rel_now(L);
     store_record(L, &a->rec);
-    attempt_free(a);
+    im__load_attempt_free(a);
   }
   while ((a = L->retries)) {
     L->retries = a->next;
-    attempt_free(a); /* never dispatched: not an attempt */
+    im__load_attempt_free(a); /* never dispatched: not an attempt */
   }
 }
 
@@ -828,7 +750,7 @@ static enum im_err loop(struct loader *L) {
     if (finished(L))
       break;
     if (L->stop_dispatch && L->cfg->session)
-      drop_pending_turns(L);
+      im__load_drop_pending_turns(L);
     if ((!L->cfg->times || L->cfg->session) && !L->stop_dispatch && L->cfg->duration_ns &&
         now >= L->cfg->duration_ns) {
       /* Closed loop: the duration ends dispatching even when nothing
@@ -1004,7 +926,7 @@ out:
   im_oai_chunk_cleanup(&L.chunk);
   im_buf_cleanup(&L.line);
   for (size_t i = 0; L.pre && i < L.pre_n; i++)
-    attempt_free(L.pre[(L.pre_head + i) % L.pre_cap]);
+    im__load_attempt_free(L.pre[(L.pre_head + i) % L.pre_cap]);
   free(L.pre);
   return err;
 }

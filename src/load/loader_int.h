@@ -101,6 +101,27 @@ struct loader {
 
 static inline int64_t rel_now(const struct loader *L) { return im_now_ns() - L->t0; }
 
+/* loader.c */
+struct attempt *im__load_attempt_new(struct loader *L);
+/* Frees an attempt (ending its session's state when it holds it); NULL ok. */
+void im__load_attempt_free(struct attempt *a);
+/* The record's copy of what the workload asked for. */
+void im__load_fill_record(struct attempt *a);
+/* Into the pending list (retries and sessions' next turns), sorted by
+ * t_sched. */
+void im__load_insert_pending(struct loader *L, struct attempt *a);
+
+/* loader_session.c */
+/* After a session's turn ended (not to be retried): its next turn, built now
+ * and due after the think time. False when the session is over (last turn,
+ * a failure, dispatching stopped). */
+bool im__load_session_next(struct loader *L, struct attempt *a, int64_t now);
+/* Dispatching stopped: sessions' next turns are never sent. */
+void im__load_drop_pending_turns(struct loader *L);
+/* Turns a new session may send, reserved now: whole sessions while
+ * max_requests allows, then what is left (0: no new session). */
+uint32_t im__load_session_budget(struct loader *L);
+
 /* loader_http.c */
 /* Builds an attempt's request (body, headers, easy handle) without sending. */
 enum im_err im__load_build_http(struct loader *L, struct attempt *a);
