@@ -341,18 +341,8 @@ enum im_err im_record_to_jsonl(const struct im_record *r, struct im_buf *out) {
 
 /* ---- reading ----------------------------------------------------------- */
 
-static enum im_err fail(char *msg, size_t msg_len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static enum im_err fail(char *msg, size_t msg_len, const char *fmt, ...) {
-  if (msg && msg_len) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, msg_len, fmt, ap);
-    va_end(ap);
-  }
-  return IM_PARSE;
-}
+/* A reading error: the message, IM_PARSE. */
+#define fail(msg, msg_len, ...) im_errf(msg, msg_len, IM_PARSE, __VA_ARGS__)
 
 struct rd {
   json_t *obj;

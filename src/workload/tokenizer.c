@@ -146,18 +146,6 @@ static uint64_t hash_bytes(const void *p, size_t n) {
   return mix64(h ^ w);
 }
 
-static enum im_err fail(char *msg, size_t msg_len, enum im_err e, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static enum im_err fail(char *msg, size_t msg_len, enum im_err e, const char *fmt, ...) {
-  if (msg && msg_len) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, msg_len, fmt, ap);
-    va_end(ap);
-  }
-  return e;
-}
-
 /* Grows *p (elements of size sz) to hold at least need; keeps the old block
  * on failure. */
 static bool grow(void **p, size_t *cap, size_t need, size_t sz) {
@@ -241,7 +229,7 @@ static enum im_err load_vocab(struct im_tok *t, json_t *vocab, json_t *added, co
   json_object_foreach(vocab, k, v) {
     if (!json_is_integer(v) || json_integer_value(v) < 0 ||
         json_integer_value(v) >= (json_int_t)TOK_MAX_ID)
-      return fail(msg, ml, IM_PARSE, "%s: model.vocab: id of '%s' is not an integer in [0, %u)",
+      return im_errf(msg, ml, IM_PARSE, "%s: model.vocab: id of '%s' is not an integer in [0, %u)",
                   path, k, TOK_MAX_ID);
     if ((uint32_t)json_integer_value(v) + 1 > max_id)
       max_id = (uint32_t)json_integer_value(v) + 1;
@@ -251,7 +239,7 @@ static enum im_err load_vocab(struct im_tok *t, json_t *vocab, json_t *added, co
     if (!json_is_integer(id) || json_integer_value(id) < 0 ||
         json_integer_value(id) >= (json_int_t)TOK_MAX_ID ||
         !json_is_string(json_object_get(v, "content")))
-      return fail(msg, ml, IM_PARSE,
+      return im_errf(msg, ml, IM_PARSE,
                   "%s: added_tokens[%zu]: needs an integer id and a content string", path, i);
     if ((uint32_t)json_integer_value(id) + 1 > max_id)
       max_id = (uint32_t)json_integer_value(id) + 1;
@@ -273,7 +261,7 @@ static enum im_err load_vocab(struct im_tok *t, json_t *vocab, json_t *added, co
     if (!arena_add(t, k, n, &off))
       return IM_NOMEM;
     if (t->vocab[id].len != NO_ID)
-      return fail(msg, ml, IM_PARSE, "%s: model.vocab: id %u is used twice", path, id);
+      return im_errf(msg, ml, IM_PARSE, "%s: model.vocab: id %u is used twice", path, id);
     t->vocab[id] = (struct str){off, (uint32_t)n};
     t->dec[id] = t->vocab[id];
     t->dec_kind[id] = 1;
@@ -305,7 +293,7 @@ static enum im_err load_merges(struct im_tok *t, json_t *merges, const char *pat
       a = json_string_value(m);
       const char *sp = strchr(a, ' ');
       if (!sp || strchr(sp + 1, ' ')) {
-        err = fail(msg, ml, IM_PARSE,
+        err = im_errf(msg, ml, IM_PARSE,
                    "%s: model.merges[%zu]: '%s' is not two tokens separated by one space", path, i,
                    a);
         goto out;
@@ -320,7 +308,7 @@ static enum im_err load_merges(struct im_tok *t, json_t *merges, const char *pat
       al = strlen(a);
       bl = strlen(b);
     } else {
-      err = fail(msg, ml, IM_PARSE, "%s: model.merges[%zu]: expected \"a b\" or [\"a\", \"b\"]",
+      err = im_errf(msg, ml, IM_PARSE, "%s: model.merges[%zu]: expected \"a b\" or [\"a\", \"b\"]",
                  path, i);
       goto out;
     }
@@ -332,7 +320,7 @@ static enum im_err load_merges(struct im_tok *t, json_t *merges, const char *pat
     uint32_t ic = vocab_get(t, cat, al + bl);
     if (ia == NO_ID || ib == NO_ID || ic == NO_ID) {
       err =
-          fail(msg, ml, IM_PARSE, "%s: model.merges[%zu]: '%.*s' + '%.*s': %s is not in the vocab",
+          im_errf(msg, ml, IM_PARSE, "%s: model.merges[%zu]: '%.*s' + '%.*s': %s is not in the vocab",
                path, i, (int)al, a, (int)bl, b,
                ia == NO_ID   ? "the first token"
                : ib == NO_ID ? "the second token"
@@ -364,10 +352,10 @@ static enum im_err load_added(struct im_tok *t, json_t *added, const char *path,
     size_t n = json_string_length(json_object_get(v, "content"));
     uint32_t id = (uint32_t)json_integer_value(json_object_get(v, "id")), off;
     if (json_is_true(json_object_get(v, "single_word")))
-      return fail(msg, ml, IM_UNSUPPORTED,
+      return im_errf(msg, ml, IM_UNSUPPORTED,
                   "%s: added_tokens[%zu] ('%s'): single_word is not supported", path, i, c);
     if (n == 0)
-      return fail(msg, ml, IM_PARSE, "%s: added_tokens[%zu]: empty content", path, i);
+      return im_errf(msg, ml, IM_PARSE, "%s: added_tokens[%zu]: empty content", path, i);
     if (!arena_add(t, c, n, &off))
       return IM_NOMEM;
     t->added[t->n_added++] =
@@ -400,7 +388,7 @@ static enum im_err compile_re(struct step *st, const char *pat, size_t n, const 
   if (!st->re) {
     PCRE2_UCHAR eb[160];
     pcre2_get_error_message(ec, eb, sizeof eb);
-    return fail(msg, ml, IM_PARSE, "%s: %s: regex error at offset %zu: %s", path, where, (size_t)eo,
+    return im_errf(msg, ml, IM_PARSE, "%s: %s: regex error at offset %zu: %s", path, where, (size_t)eo,
                 (char *)eb);
   }
   (void)pcre2_jit_compile(st->re, PCRE2_JIT_COMPLETE); /* falls back to the interpreter */
@@ -417,12 +405,12 @@ static enum im_err add_pretok(struct im_tok *t, json_t *p, const char *path, cha
                               size_t *cap) {
   const char *type = json_string_value(json_object_get(p, "type"));
   if (!type)
-    return fail(msg, ml, IM_PARSE, "%s: pre_tokenizer without a type", path);
+    return im_errf(msg, ml, IM_PARSE, "%s: pre_tokenizer without a type", path);
   if (strcmp(type, "Sequence") == 0) {
     json_t *arr = json_object_get(p, "pretokenizers"), *e;
     size_t i;
     if (!json_is_array(arr))
-      return fail(msg, ml, IM_PARSE, "%s: pre_tokenizer Sequence without a pretokenizers array",
+      return im_errf(msg, ml, IM_PARSE, "%s: pre_tokenizer Sequence without a pretokenizers array",
                   path);
     json_array_foreach(arr, i, e) {
       enum im_err err = add_pretok(t, e, path, msg, ml, cap);
@@ -432,7 +420,7 @@ static enum im_err add_pretok(struct im_tok *t, json_t *p, const char *path, cha
     return IM_OK;
   }
   if (t->n_steps && t->steps[t->n_steps - 1].kind == STEP_BYTELEVEL)
-    return fail(msg, ml, IM_UNSUPPORTED,
+    return im_errf(msg, ml, IM_UNSUPPORTED,
                 "%s: pre_tokenizer '%s' after ByteLevel is not supported (ByteLevel must be last)",
                 path, type);
   if (!grow((void **)&t->steps, cap, t->n_steps + 1, sizeof *t->steps))
@@ -450,7 +438,7 @@ static enum im_err add_pretok(struct im_tok *t, json_t *p, const char *path, cha
     return IM_OK;
   }
   if (strcmp(type, "Split") != 0)
-    return fail(msg, ml, IM_UNSUPPORTED, "%s: pre_tokenizer type '%s' is not supported", path,
+    return im_errf(msg, ml, IM_UNSUPPORTED, "%s: pre_tokenizer type '%s' is not supported", path,
                 type);
   st->kind = STEP_SPLIT;
   json_t *pat = json_object_get(p, "pattern");
@@ -461,7 +449,7 @@ static enum im_err add_pretok(struct im_tok *t, json_t *p, const char *path, cha
   while (beh && b < 5 && strcmp(beh, names[b]) != 0)
     b++;
   if (!beh || b == 5)
-    return fail(msg, ml, IM_UNSUPPORTED, "%s: pre_tokenizer Split: behavior '%s' is not supported",
+    return im_errf(msg, ml, IM_UNSUPPORTED, "%s: pre_tokenizer Split: behavior '%s' is not supported",
                 path, beh ? beh : "(missing)");
   st->behavior = (enum split_behavior)b;
   st->invert = json_is_true(json_object_get(p, "invert"));
@@ -470,7 +458,7 @@ static enum im_err add_pretok(struct im_tok *t, json_t *p, const char *path, cha
     return compile_re(st, json_string_value(re), json_string_length(re), path,
                       "pre_tokenizer Split pattern", msg, ml);
   if (!json_is_string(lit))
-    return fail(msg, ml, IM_PARSE,
+    return im_errf(msg, ml, IM_PARSE,
                 "%s: pre_tokenizer Split: pattern must be {\"Regex\": ...} or {\"String\": ...}",
                 path);
   st->lit_len = json_string_length(lit);
@@ -485,27 +473,27 @@ static enum im_err load_model(struct im_tok *t, json_t *root, const char *path, 
                               size_t ml) {
   json_t *model = json_object_get(root, "model");
   if (!json_is_object(model))
-    return fail(msg, ml, IM_PARSE, "%s: no \"model\" object", path);
+    return im_errf(msg, ml, IM_PARSE, "%s: no \"model\" object", path);
   const char *type = json_string_value(json_object_get(model, "type"));
   if (type && strcmp(type, "BPE") != 0)
-    return fail(msg, ml, IM_UNSUPPORTED, "%s: model type '%s' is not supported (only BPE)", path,
+    return im_errf(msg, ml, IM_UNSUPPORTED, "%s: model type '%s' is not supported (only BPE)", path,
                 type);
   json_t *vocab = json_object_get(model, "vocab"), *merges = json_object_get(model, "merges");
   json_t *added = json_object_get(root, "added_tokens");
   if (!json_is_object(vocab) || !json_is_array(merges))
-    return fail(msg, ml, IM_PARSE, "%s: model BPE needs a \"vocab\" object and a \"merges\" array",
+    return im_errf(msg, ml, IM_PARSE, "%s: model BPE needs a \"vocab\" object and a \"merges\" array",
                 path);
   if (added && !json_is_null(added) && !json_is_array(added))
-    return fail(msg, ml, IM_PARSE, "%s: \"added_tokens\" is not an array", path);
+    return im_errf(msg, ml, IM_PARSE, "%s: \"added_tokens\" is not an array", path);
   static const char *const unsup[] = {"continuing_subword_prefix", "end_of_word_suffix"};
   for (size_t i = 0; i < 2; i++) {
     json_t *v = json_object_get(model, unsup[i]);
     if (v && !json_is_null(v) && !(json_is_string(v) && json_string_length(v) == 0))
-      return fail(msg, ml, IM_UNSUPPORTED, "%s: model BPE %s is not supported", path, unsup[i]);
+      return im_errf(msg, ml, IM_UNSUPPORTED, "%s: model BPE %s is not supported", path, unsup[i]);
   }
   json_t *drop = json_object_get(model, "dropout");
   if (drop && !json_is_null(drop) && json_number_value(drop) != 0.0)
-    return fail(msg, ml, IM_UNSUPPORTED, "%s: model BPE dropout is not supported", path);
+    return im_errf(msg, ml, IM_UNSUPPORTED, "%s: model BPE dropout is not supported", path);
   enum im_err err = load_vocab(t, vocab, added, path, msg, ml);
   if (!err)
     err = load_merges(t, merges, path, msg, ml);
@@ -521,7 +509,7 @@ static enum im_err load_model(struct im_tok *t, json_t *root, const char *path, 
   if (json_is_string(unk)) {
     t->unk_id = vocab_get(t, json_string_value(unk), json_string_length(unk));
     if (t->unk_id == NO_ID)
-      return fail(msg, ml, IM_PARSE, "%s: model.unk_token '%s' is not in the vocab", path,
+      return im_errf(msg, ml, IM_PARSE, "%s: model.unk_token '%s' is not in the vocab", path,
                   json_string_value(unk));
   }
   for (int b = 0; b < 256; b++) {
@@ -543,7 +531,7 @@ static enum im_err load_parts(struct im_tok *t, json_t *root, const char *path, 
     if (!nt || strcmp(nt, "Sequence") != 0 || json_array_size(list) != 0) {
       if (nt && strcmp(nt, "Sequence") == 0)
         nt = json_string_value(json_object_get(json_array_get(list, 0), "type"));
-      return fail(msg, ml, IM_UNSUPPORTED, "%s: normalizer type '%s' is not supported", path,
+      return im_errf(msg, ml, IM_UNSUPPORTED, "%s: normalizer type '%s' is not supported", path,
                   nt ? nt : "(missing)");
     }
   }
@@ -569,7 +557,7 @@ static enum im_err load_parts(struct im_tok *t, json_t *root, const char *path, 
   if (dec && !json_is_null(dec)) {
     const char *dt = json_string_value(json_object_get(dec, "type"));
     if (!dt || strcmp(dt, "ByteLevel") != 0)
-      return fail(msg, ml, IM_UNSUPPORTED, "%s: decoder type '%s' is not supported", path,
+      return im_errf(msg, ml, IM_UNSUPPORTED, "%s: decoder type '%s' is not supported", path,
                   dt ? dt : "(missing)");
     t->dec_bytelevel = true;
   }
@@ -588,20 +576,20 @@ enum im_err im_tok_load(const char *path, struct im_tok **out, char *msg, size_t
     return IM_INVAL;
   *out = NULL;
   if (stat(path, &sb) != 0) {
-    err = fail(msg, msg_len, IM_IO, "%s: cannot read the tokenizer file", path);
+    err = im_errf(msg, msg_len, IM_IO, "%s: cannot read the tokenizer file", path);
     goto out;
   }
   if (sb.st_size > TOK_MAX_FILE) {
-    err = fail(msg, msg_len, IM_LIMIT, "%s: larger than 256 MiB", path);
+    err = im_errf(msg, msg_len, IM_LIMIT, "%s: larger than 256 MiB", path);
     goto out;
   }
   root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
   if (!root) {
-    err = fail(msg, msg_len, IM_PARSE, "%s:%d: %s", path, je.line, je.text);
+    err = im_errf(msg, msg_len, IM_PARSE, "%s:%d: %s", path, je.line, je.text);
     goto out;
   }
   if (!json_is_object(root)) {
-    err = fail(msg, msg_len, IM_PARSE, "%s: top level is not an object", path);
+    err = im_errf(msg, msg_len, IM_PARSE, "%s: top level is not an object", path);
     goto out;
   }
   t = calloc(1, sizeof *t);
@@ -610,7 +598,7 @@ enum im_err im_tok_load(const char *path, struct im_tok **out, char *msg, size_t
   init_byte_map(t);
   err = load_parts(t, root, path, msg, msg_len);
   if (err == IM_NOMEM)
-    fail(msg, msg_len, IM_NOMEM, "%s: out of memory", path);
+    im_errf(msg, msg_len, IM_NOMEM, "%s: out of memory", path);
   if (!err) {
     *out = t;
     t = NULL;
