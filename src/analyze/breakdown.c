@@ -36,8 +36,8 @@ static unsigned context_of(const struct im_record *r) {
 
 /* TTFT and TPOT (ms) of the counted records that `pick` selects. */
 struct group {
-  double *ttft, *tpot;
-  size_t n, n_tpot;
+  double *ttft, *tpot, *ttft_tok; /* ms; ttft_tok: TTFT per uncached prompt token */
+  size_t n, n_tpot, n_tok;
 };
 
 static void group_fill(struct group *g, const struct im_record *r, size_t n, int key,
@@ -45,23 +45,29 @@ static void group_fill(struct group *g, const struct im_record *r, size_t n, int
   memset(g, 0, sizeof *g);
   g->ttft = malloc((n ? n : 1) * sizeof *g->ttft);
   g->tpot = malloc((n ? n : 1) * sizeof *g->tpot);
-  if (!g->ttft || !g->tpot)
+  g->ttft_tok = malloc((n ? n : 1) * sizeof *g->ttft_tok);
+  if (!g->ttft || !g->tpot || !g->ttft_tok)
     return;
   for (size_t i = 0; i < n; i++) {
     if (!counted(&r[i]) || pick(&r[i]) != key)
       continue;
-    g->ttft[g->n++] = (double)(r[i].t_first - r[i].t_start) / 1e6;
+    double ttft = (double)(r[i].t_first - r[i].t_start) / 1e6;
+    g->ttft[g->n++] = ttft;
+    if (r[i].prompt_tokens > r[i].cached_tokens)
+      g->ttft_tok[g->n_tok++] = ttft / (double)(r[i].prompt_tokens - r[i].cached_tokens);
     if (r[i].output_tokens >= 2)
       g->tpot[g->n_tpot++] =
           (double)(r[i].t_last - r[i].t_first) / 1e6 / (double)(r[i].output_tokens - 1);
   }
   im_stats_sort(g->ttft, g->n);
   im_stats_sort(g->tpot, g->n_tpot);
+  im_stats_sort(g->ttft_tok, g->n_tok);
 }
 
 static void group_free(struct group *g) {
   free(g->ttft);
   free(g->tpot);
+  free(g->ttft_tok);
 }
 
 static json_t *dist_json(const double *x, size_t n, const struct im_summary_config *sc) {
@@ -91,6 +97,8 @@ json_t *im_breakdown_context_json(const struct im_record *r, size_t n,
                           "n", (json_int_t)g.n);
     json_object_set_new(o, "ttft_ms", dist_json(g.ttft, g.n, sc));
     json_object_set_new(o, "tpot_ms", dist_json(g.tpot, g.n_tpot, sc));
+    /* METRICS.md §9 long-context robustness: uncached prefill per token. */
+    json_object_set_new(o, "ttft_per_uncached_token_ms", dist_json(g.ttft_tok, g.n_tok, sc));
     json_array_append_new(arr, o);
     group_free(&g);
   }

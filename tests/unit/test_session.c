@@ -211,6 +211,9 @@ static void test_breakdown(void) {
   json_t *tp = json_object_get(json_object_get(json_array_get(b, 4), "tpot_ms"), "p50");
   CHECK_NEAR(json_real_value(tp), 10.0, 1e-9);
   CHECK(json_is_null(json_object_get(json_array_get(b, 2), "ttft_ms")));
+  /* 900 ms over 40,000 uncached tokens. */
+  json_t *pt = json_object_get(json_object_get(json_array_get(b, 4), "ttft_per_uncached_token_ms"), "p50");
+  CHECK_NEAR(json_real_value(pt), 900.0 / 40000.0, 1e-12);
   json_decref(b);
   json_t *c = im_breakdown_class_json(r, 6, &sc);
   CHECK_EQ(json_integer_value(json_object_get(json_object_get(c, "code"), "n")), 1);
