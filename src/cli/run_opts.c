@@ -62,7 +62,7 @@ void im__run_usage(FILE *o) {
 "  --threads N               event-loop threads (default 1)\n");
   fprintf(o,
 "\n"
-"Workload (built-in synthetic prompts):\n"
+"Workload (docs/workloads.md, docs/datasets.md):\n"
 "  --input-len N             prompt tokens (default 1024)\n"
 "  --output-len N            max_tokens (default 128)\n"
 "  --range-ratio R           lengths uniform in [L(1-R), L(1+R)] (default 0)\n"
@@ -92,6 +92,7 @@ void im__run_usage(FILE *o) {
 "                            server's; default: prompts only, with the built-in one)\n"
 "  --chat-template NAME      deepseek-v3, deepseek-r1, chatml, llama-3 or none: the\n"
 "                            template the server applies, counted in prompt tokens\n"
+"                            (default: deepseek-v3 against infermeter serve, else none)\n"
 "  --mix code=0.3,text=0.7   content classes of the prompts, labelled per request\n"
 "  --cache-salt              send vLLM's cache_salt with a per-run salt\n"
 "  --shared-cache            let this run hit a previous run's prefix cache (by\n"
