@@ -448,6 +448,12 @@ static void observer_json(const struct stage *st, json_t *metrics, json_t *serie
       .gpu_memory_bytes = o->gpu_memory,
       .bw_util_ref = o->bw_util_ref,
   };
+  if (st->env->n_stages > 1) {
+    /* A stage's series: from a little before its start (the sample before
+     * the load) to its end. */
+    octx.series_from_ns = -o->scrape_interval_ns - 1;
+    octx.series_to_ns = st->all.elapsed_ns + o->scrape_interval_ns;
+  }
   for (uint32_t k = 0; k < o->threads; k++)
     octx.connections_opened += st->shards[k].res.connections_opened;
   for (size_t i = 0; i < sc->n_percentiles && sum->ttft.n; i++) {

@@ -556,11 +556,22 @@ static json_t *gpu_json(const struct im_observer *o, const struct im_observer_co
 
 static json_t *arr(void) { return json_array(); }
 
-static json_t *server_series(const struct source *s, int64_t t0) {
+/* Whether a sample at absolute t belongs in the series. */
+static bool in_series(const struct im_observer_context *ctx, int64_t t) {
+  if (!ctx->series_from_ns && !ctx->series_to_ns)
+    return true;
+  int64_t rel = t - ctx->t0_mono;
+  return rel >= ctx->series_from_ns && rel <= ctx->series_to_ns;
+}
+
+static json_t *server_series(const struct source *s, const struct im_observer_context *ctx) {
+  int64_t t0 = ctx->t0_mono;
   json_t *o = json_object(), *t = arr(), *usage = arr(), *run = arr(), *wait = arr(), *hit = arr(),
          *pre = arr(), *gen = arr();
   for (size_t i = 0; i < s->n_pts; i++) {
     const struct point *p = &s->pts[i];
+    if (!in_series(ctx, p->t))
+      continue;
     json_array_append_new(t, json_real((double)(p->t - t0) / 1e9));
     json_array_append_new(usage, num(p->v[IM_NM_KV_USAGE]));
     json_array_append_new(run, num(p->v[IM_NM_REQUESTS_RUNNING]));
@@ -582,10 +593,13 @@ static json_t *server_series(const struct source *s, int64_t t0) {
   return o;
 }
 
-static json_t *tcp_series(const struct im_observer *o, int64_t t0) {
+static json_t *tcp_series(const struct im_observer *o, const struct im_observer_context *ctx) {
+  int64_t t0 = ctx->t0_mono;
   json_t *s = json_object(), *t = arr(), *est = arr(), *tw = arr(), *cw = arr(), *syn = arr(), *fin = arr();
   for (size_t i = 0; i < o->n_tcp; i++) {
     const struct im_sockstat_counts *c = &o->tcp[i].counts;
+    if (!in_series(ctx, o->tcp[i].t_ns))
+      continue;
     json_array_append_new(t, json_real((double)(o->tcp[i].t_ns - t0) / 1e9));
     json_array_append_new(est, json_integer(c->state[IM_TCP_ESTABLISHED]));
     json_array_append_new(tw, json_integer(c->state[IM_TCP_TIME_WAIT]));
@@ -602,10 +616,13 @@ static json_t *tcp_series(const struct im_observer *o, int64_t t0) {
   return s;
 }
 
-static json_t *gpu_series(const struct im_observer *o, int64_t t0) {
+static json_t *gpu_series(const struct im_observer *o, const struct im_observer_context *ctx) {
+  int64_t t0 = ctx->t0_mono;
   json_t *s = json_object(), *t = arr(), *mem = arr(), *pw = arr(), *bw = arr(), *util = arr();
   for (size_t i = 0; i < o->n_gpu; i++) {
     const struct im_gpu_snapshot *g = &o->gsnap[i];
+    if (!in_series(ctx, g->t_ns))
+      continue;
     double m = 0, p = 0, b = 0, u = 0;
     unsigned nb = 0;
     for (unsigned k = 0; k < g->n_gpus; k++) {
@@ -641,7 +658,7 @@ enum im_err im_observer_json(const struct im_observer *o, const struct im_observ
   }
   for (size_t i = 0; i < o->n_src; i++) {
     json_array_append_new(servers, server_json(o, &o->src[i], ctx));
-    json_array_append_new(sseries, server_series(&o->src[i], ctx->t0_mono));
+    json_array_append_new(sseries, server_series(&o->src[i], ctx));
   }
   /* metrics.server is the target's page; every page is under servers. */
   json_t *first = json_array_get(servers, 0);
@@ -653,8 +670,8 @@ enum im_err im_observer_json(const struct im_observer *o, const struct im_observ
   json_object_set_new(metrics, "tcp", tcp_json(o, ctx));
   json_object_set_new(metrics, "gpu", gpu_json(o, ctx));
   json_object_set_new(series, "server", sseries);
-  json_object_set_new(series, "tcp", tcp_series(o, ctx->t0_mono));
+  json_object_set_new(series, "tcp", tcp_series(o, ctx));
   if (o->n_gpu)
-    json_object_set_new(series, "gpu", gpu_series(o, ctx->t0_mono));
+    json_object_set_new(series, "gpu", gpu_series(o, ctx));
   return IM_OK;
 }

@@ -58,6 +58,9 @@ struct im_observer_context {
   double kv_bytes_per_token;    /* KV bytes one GPU holds per token (declared), 0 unknown */
   double gpu_memory_bytes;      /* per GPU (declared), 0: from NVML when present */
   double bw_util_ref;           /* reference line (0.78) */
+  /* Series: only samples with run-relative t in [series_from_ns,
+   * series_to_ns] (a stage of a multi-stage run); both 0: every sample. */
+  int64_t series_from_ns, series_to_ns;
 };
 
 struct json_t;

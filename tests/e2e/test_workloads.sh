@@ -69,6 +69,8 @@ check_eq "stage labels" "$(jq -r '[.stages[].label] | join(" ")' "$R")" "rate=4 
 check_eq "each stage completed its 10" "$(jq -r '[.stages[].summary.completed] | join(" ")' "$R")" "10 10"
 check_eq "records carry their stage" "$(jq -r .stage "$TMP/sw/requests.jsonl" | sort | uniq -c | awk '{print $1}' | tr '\n' ' ')" "10 10 "
 check "saturation point reported" jq -e '.sweep.saturation_point.rate == 8' "$R"
+check "each stage's series start at its own start" jq -e \
+  '[.stages[].series.server[0].t_s[0]] | all(. > -1.5 and . < 0.5)' "$R"
 
 # --- rate=auto: a throughput stage, then rates evenly below it
 RUN --sweep rate=auto --sweep-steps 2 --concurrency 8 --duration 3s --warmup 0 --input-len 128 \
