@@ -118,8 +118,12 @@ static uint32_t count_output(void *ctx, const char *text, size_t len) {
     return 0;
   if (!sy->tok)
     return (uint32_t)im_simpletok_encode(text, len, NULL, 0);
+  if (sy->tok_mu)
+    pthread_mutex_lock(sy->tok_mu);
   if (im_tok_count(sy->tok, text, len, &n) != IM_OK)
     n = 0;
+  if (sy->tok_mu)
+    pthread_mutex_unlock(sy->tok_mu);
   return (uint32_t)n;
 }
 
@@ -127,6 +131,7 @@ static uint32_t count_output(void *ctx, const char *text, size_t len) {
  * thread, and a tokenizer serves one thread, so each has its own. */
 struct workload {
   struct im_synth synth;
+  pthread_mutex_t tok_mu;     /* the loader's builder thread shares the tokenizer */
   struct im_dsw dsw;
   struct im_sessions sess;
   struct im_session_ops sops;
@@ -249,6 +254,12 @@ static int stage_workloads(struct stage *st) {
     struct workload *w = &st->wl[k];
     w->synth = synth;
     w->synth.tok = env->toks ? env->toks[k] : NULL;
+    /* Sessions build turns on the loader's builder thread too. */
+    if (st->sessions && w->synth.tok) {
+      if (pthread_mutex_init(&w->tok_mu, NULL))
+        return -1;
+      w->synth.tok_mu = &w->tok_mu;
+    }
     w->dsw = (struct im_dsw){.ds = env->ds, .order = env->order, .synth = &w->synth};
     w->sess = (struct im_sessions){.synth = &w->synth, .backend = so->backend, .turns = so->turns,
                                    .ctx_start = so->ctx_start ? so->ctx_start : so->input_len,
@@ -570,6 +581,9 @@ out:
     }
     free(st.shards);
   }
+  for (uint32_t k = 0; st.wl && k < st.o->threads; k++)
+    if (st.wl[k].synth.tok_mu)
+      pthread_mutex_destroy(&st.wl[k].tok_mu);
   free(st.wl);
   free(st.times);
   return rc;

@@ -727,7 +727,8 @@ static void self_sample(struct loader *L, int64_t now) {
 }
 
 static bool finished(const struct loader *L) {
-  return (L->stop_dispatch || L->arrivals_done) && !L->active && !L->queue_head && !L->retries;
+  return (L->stop_dispatch || L->arrivals_done) && !L->active && !L->queue_head && !L->retries &&
+         !L->builder.away;
 }
 
 static enum im_err loop(struct loader *L) {
@@ -795,6 +796,8 @@ static enum im_err loop(struct loader *L) {
         curl_multi_socket_action(L->multi, CURL_SOCKET_TIMEOUT, 0, &running);
       } else if (fd == L->cfg->wake_fd) {
         drain_fd(fd);
+      } else if (L->builder.on && fd == L->builder.fd) {
+        im__load_builder_collect(L);
       } else {
         int mask = ((evs[i].events & EPOLLIN) ? CURL_CSELECT_IN : 0) |
                    ((evs[i].events & EPOLLOUT) ? CURL_CSELECT_OUT : 0) |
@@ -884,6 +887,10 @@ enum im_err im_load_run(const struct im_load_config *cfg, struct im_load_result 
   getrusage(RUSAGE_THREAD, &ru0);
   out->wall_start_ns = im_wall_ns();
   L.t0 = out->t0_mono = im_now_ns();
+  /* Sessions' next turns are built on a thread of their own (t0 is final
+   * now: requests read it); without one they are built on the loop. */
+  if (cfg->session && (im__load_builder_start(&L) != IM_OK || add_fd(L.ep, L.builder.fd)))
+    im__load_builder_stop(&L);
   L.sample_cpu_s = thread_cpu_s();
   L.next_sample_t = 1000000000;
   if (!cfg->times) {
@@ -911,6 +918,7 @@ enum im_err im_load_run(const struct im_load_config *cfg, struct im_load_result 
     out->scheduled = due > out->scheduled ? due : out->scheduled;
   }
 out:
+  im__load_builder_stop(&L);
   if (err)
     abort_all(&L);
   if (L.multi)

@@ -5,6 +5,7 @@
 #define IM_LOAD_LOADER_INT_H
 
 #include <curl/curl.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -45,6 +46,7 @@ struct attempt {
   uint32_t turn;
   uint32_t budget;               /* turns this session may send */
   bool pending_turn;             /* a next turn waiting for its think time */
+  enum im_err build_err;         /* the builder thread's verdict */
   bool capture;                  /* keep content/text in answer */
   bool capture_reasoning;        /* keep reasoning too (for counting) */
   struct im_buf answer;
@@ -71,6 +73,19 @@ struct loader {
   uint64_t turns_started;        /* sessions: requests created */
   uint64_t turns_reserved;       /* sessions under max_requests: turns promised to
                                     the sessions started (whole sessions first) */
+  /* Sessions' next turns are built on a builder thread: a 32K-token turn
+   * costs milliseconds, during which the loop would stamp no chunk. The
+   * loop hands an attempt over (todo) and takes it back built (built, with
+   * bfd written); `building` counts those away. */
+  struct {
+    bool on, stop;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct attempt *todo_head, *todo_tail, *built_head, *built_tail;
+    int fd;
+    uint32_t away;
+  } builder;
   int64_t stop_t;                /* run-relative time dispatching stopped */
   int64_t grace_deadline;        /* run-relative; INT64_MAX until known */
   bool aborting;
@@ -121,6 +136,13 @@ void im__load_drop_pending_turns(struct loader *L);
 /* Turns a new session may send, reserved now: whole sessions while
  * max_requests allows, then what is left (0: no new session). */
 uint32_t im__load_session_budget(struct loader *L);
+/* The builder thread: started once t0 is set (IM_SYS/IM_NOMEM when it
+ * cannot be, and turns are then built on the loop); stopped and joined,
+ * with whatever it still holds freed, on the loop's thread. */
+enum im_err im__load_builder_start(struct loader *L);
+void im__load_builder_stop(struct loader *L);
+/* Takes the built turns back into the pending list (bfd was readable). */
+void im__load_builder_collect(struct loader *L);
 
 /* loader_http.c */
 /* Builds an attempt's request (body, headers, easy handle) without sending. */

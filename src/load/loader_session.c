@@ -3,12 +3,45 @@
  * ends and waits its think time in the pending list; a cap on requests is
  * shared out as whole sessions. */
 #include <curl/curl.h>
+#include <pthread.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "load/loader_int.h"
 
-/* After a session's turn ended (not to be retried): its next turn, built now
- * and due after the think time. False when the session is over (last turn,
- * a failure, dispatching stopped, or its share of the request cap used). */
+/* Builds a turn's request (prompt from the workload, body, handle):
+ * touches only the attempt, the workload (whose tokenizer the workload
+ * locks) and read-only loader state, so it runs on either thread. */
+static enum im_err build_turn(struct loader *L, struct attempt *n) {
+  const struct im_load_config *c = L->cfg;
+  enum im_err err = c->session->turn(c->workload_ctx, n->sid, n->turn, &n->sstate, n->answer.data,
+                                     n->answer.len, &n->spec);
+  im_buf_reset(&n->answer); /* from now on it holds this turn's answer */
+  if (err)
+    return err;
+  im__load_fill_record(n);
+  if (im__load_build_http(L, n) != IM_OK && n->easy) {
+    curl_easy_cleanup(n->easy); /* start_http builds it again and reports */
+    n->easy = NULL;
+  }
+  return IM_OK;
+}
+
+/* A built turn joins the pending list, due after its think time. */
+static void turn_ready(struct loader *L, struct attempt *n) {
+  const struct im_load_config *c = L->cfg;
+  struct im_record *r = &n->rec;
+  int64_t due = r->t_sched;
+  r->kind = c->warmup_ns > 0 ? (due < c->warmup_ns ? IM_KIND_WARMUP : IM_KIND_MEASURED)
+                             : (n->index <= c->warmup_requests ? IM_KIND_WARMUP : IM_KIND_MEASURED);
+  n->pending_turn = true;
+  im__load_insert_pending(L, n);
+}
+
+/* After a session's turn ended (not to be retried): its next turn, due
+ * after the think time, handed to the builder thread (or built here when
+ * there is none). False when the session is over (last turn, a failure,
+ * dispatching stopped, or its share of the request cap used). */
 bool im__load_session_next(struct loader *L, struct attempt *a, int64_t now) {
   const struct im_load_config *c = L->cfg;
   const struct im_session_ops *so = c->session;
@@ -25,33 +58,136 @@ bool im__load_session_next(struct loader *L, struct attempt *a, int64_t now) {
   n->sstate = a->sstate;
   a->sstate = NULL;
   n->sid = a->sid;
-  n->index = a->index;
   n->slot = a->slot;
   n->turn = a->turn + 1;
   n->budget = a->budget;
-  if (so->turn(c->workload_ctx, n->sid, n->turn, &n->sstate, a->answer.data, a->answer.len,
-               &n->spec) != IM_OK) {
-    L->fatal = IM_INVAL;
-    im__load_attempt_free(n);
-    return false;
-  }
-  im__load_fill_record(n);
+  /* The answer moves over: the builder reads it, then the buffer takes
+   * this turn's answer. */
+  struct im_buf answer = n->answer;
+  n->answer = a->answer;
+  a->answer = answer;
   L->turns_started++;
-  struct im_record *r = &n->rec;
-  r->t_sched = r->t_sched_first = due;
-  r->kind = c->warmup_ns > 0 ? (due < c->warmup_ns ? IM_KIND_WARMUP : IM_KIND_MEASURED)
-                             : (L->turns_started <= c->warmup_requests ? IM_KIND_WARMUP
-                                                                        : IM_KIND_MEASURED);
-  n->pending_turn = true;
-  /* Built now, in the think time: at its due time it is stamp-and-send. */
-  if (im__load_build_http(L, n) != IM_OK && n->easy) {
-    curl_easy_cleanup(n->easy);
-    n->easy = NULL;
+  n->index = L->turns_started; /* the turn's rank, for --warmup N */
+  n->rec.t_sched = n->rec.t_sched_first = due;
+  if (!L->builder.on) {
+    if (build_turn(L, n) != IM_OK) {
+      L->fatal = IM_INVAL;
+      im__load_attempt_free(n);
+      return false;
+    }
+    turn_ready(L, n);
+    return true;
   }
-  im__load_insert_pending(L, n);
+  pthread_mutex_lock(&L->builder.mu);
+  n->next = NULL;
+  if (L->builder.todo_tail)
+    L->builder.todo_tail->next = n;
+  else
+    L->builder.todo_head = n;
+  L->builder.todo_tail = n;
+  pthread_cond_signal(&L->builder.cv);
+  pthread_mutex_unlock(&L->builder.mu);
+  L->builder.away++;
   return true;
 }
 
+static void *builder_main(void *arg) {
+  struct loader *L = arg;
+  pthread_mutex_lock(&L->builder.mu);
+  for (;;) {
+    while (!L->builder.todo_head && !L->builder.stop)
+      pthread_cond_wait(&L->builder.cv, &L->builder.mu);
+    if (L->builder.stop)
+      break;
+    struct attempt *n = L->builder.todo_head;
+    L->builder.todo_head = n->next;
+    if (!L->builder.todo_head)
+      L->builder.todo_tail = NULL;
+    n->next = NULL;
+    pthread_mutex_unlock(&L->builder.mu);
+    n->build_err = build_turn(L, n);
+    pthread_mutex_lock(&L->builder.mu);
+    if (L->builder.built_tail)
+      L->builder.built_tail->next = n;
+    else
+      L->builder.built_head = n;
+    L->builder.built_tail = n;
+    uint64_t one = 1;
+    ssize_t w = write(L->builder.fd, &one, sizeof one);
+    (void)w; /* an eventfd write fails only on overflow, which cannot happen here */
+  }
+  pthread_mutex_unlock(&L->builder.mu);
+  return NULL;
+}
+
+enum im_err im__load_builder_start(struct loader *L) {
+  L->builder.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (L->builder.fd < 0)
+    return IM_SYS;
+  if (pthread_mutex_init(&L->builder.mu, NULL) || pthread_cond_init(&L->builder.cv, NULL)) {
+    close(L->builder.fd);
+    L->builder.fd = -1;
+    return IM_SYS;
+  }
+  if (pthread_create(&L->builder.thread, NULL, builder_main, L) != 0) {
+    pthread_mutex_destroy(&L->builder.mu);
+    pthread_cond_destroy(&L->builder.cv);
+    close(L->builder.fd);
+    L->builder.fd = -1;
+    return IM_SYS;
+  }
+  L->builder.on = true;
+  return IM_OK;
+}
+
+static void free_list(struct attempt *a) {
+  while (a) {
+    struct attempt *next = a->next;
+    im__load_attempt_free(a);
+    a = next;
+  }
+}
+
+void im__load_builder_stop(struct loader *L) {
+  if (!L->builder.on)
+    return;
+  pthread_mutex_lock(&L->builder.mu);
+  L->builder.stop = true;
+  pthread_cond_signal(&L->builder.cv);
+  pthread_mutex_unlock(&L->builder.mu);
+  pthread_join(L->builder.thread, NULL);
+  free_list(L->builder.todo_head);
+  free_list(L->builder.built_head);
+  L->builder.todo_head = L->builder.todo_tail = L->builder.built_head = L->builder.built_tail = NULL;
+  L->builder.away = 0;
+  pthread_mutex_destroy(&L->builder.mu);
+  pthread_cond_destroy(&L->builder.cv);
+  close(L->builder.fd);
+  L->builder.fd = -1;
+  L->builder.on = false;
+}
+
+void im__load_builder_collect(struct loader *L) {
+  uint64_t v;
+  ssize_t r = read(L->builder.fd, &v, sizeof v);
+  (void)r;
+  pthread_mutex_lock(&L->builder.mu);
+  struct attempt *a = L->builder.built_head;
+  L->builder.built_head = L->builder.built_tail = NULL;
+  pthread_mutex_unlock(&L->builder.mu);
+  while (a) {
+    struct attempt *next = a->next;
+    a->next = NULL;
+    L->builder.away--;
+    if (a->build_err) {
+      L->fatal = IM_INVAL;
+      im__load_attempt_free(a);
+    } else {
+      turn_ready(L, a); /* dropped at once if dispatching has stopped */
+    }
+    a = next;
+  }
+}
 
 /* Dispatching stopped: sessions' next turns are never sent. */
 void im__load_drop_pending_turns(struct loader *L) {
