@@ -1,7 +1,9 @@
 /* Multi-turn sessions in the load engine (see loader.h, struct
- * im_session_ops): a session's next turn is built when the previous one
- * ends and waits its think time in the pending list; a cap on requests is
- * shared out as whole sessions. */
+ * im_session_ops): when a turn ends, the session's next turn goes to the
+ * loader's builder thread (building a long context costs milliseconds the
+ * loop must spend reading sockets), comes back through an eventfd and waits
+ * its think time in the pending list; a cap on requests is shared out as
+ * whole sessions. */
 #include <curl/curl.h>
 #include <pthread.h>
 #include <sys/eventfd.h>
