@@ -75,14 +75,14 @@ struct loader {
                                     the sessions started (whole sessions first) */
   /* Sessions' next turns are built on a builder thread: a 32K-token turn
    * costs milliseconds, during which the loop would stamp no chunk. The
-   * loop hands an attempt over (todo) and takes it back built (built, with
+   * loop hands an attempt over (in) and takes it back built (out, with
    * bfd written); `building` counts those away. */
   struct {
     bool on, stop;
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    struct attempt *todo_head, *todo_tail, *built_head, *built_tail;
+    struct attempt *in_head, *in_tail, *out_head, *out_tail;
     int fd;
     uint32_t away;
   } builder;

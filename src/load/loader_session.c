@@ -82,11 +82,11 @@ bool im__load_session_next(struct loader *L, struct attempt *a, int64_t now) {
   }
   pthread_mutex_lock(&L->builder.mu);
   n->next = NULL;
-  if (L->builder.todo_tail)
-    L->builder.todo_tail->next = n;
+  if (L->builder.in_tail)
+    L->builder.in_tail->next = n;
   else
-    L->builder.todo_head = n;
-  L->builder.todo_tail = n;
+    L->builder.in_head = n;
+  L->builder.in_tail = n;
   pthread_cond_signal(&L->builder.cv);
   pthread_mutex_unlock(&L->builder.mu);
   L->builder.away++;
@@ -97,23 +97,23 @@ static void *builder_main(void *arg) {
   struct loader *L = arg;
   pthread_mutex_lock(&L->builder.mu);
   for (;;) {
-    while (!L->builder.todo_head && !L->builder.stop)
+    while (!L->builder.in_head && !L->builder.stop)
       pthread_cond_wait(&L->builder.cv, &L->builder.mu);
     if (L->builder.stop)
       break;
-    struct attempt *n = L->builder.todo_head;
-    L->builder.todo_head = n->next;
-    if (!L->builder.todo_head)
-      L->builder.todo_tail = NULL;
+    struct attempt *n = L->builder.in_head;
+    L->builder.in_head = n->next;
+    if (!L->builder.in_head)
+      L->builder.in_tail = NULL;
     n->next = NULL;
     pthread_mutex_unlock(&L->builder.mu);
     n->build_err = build_turn(L, n);
     pthread_mutex_lock(&L->builder.mu);
-    if (L->builder.built_tail)
-      L->builder.built_tail->next = n;
+    if (L->builder.out_tail)
+      L->builder.out_tail->next = n;
     else
-      L->builder.built_head = n;
-    L->builder.built_tail = n;
+      L->builder.out_head = n;
+    L->builder.out_tail = n;
     uint64_t one = 1;
     ssize_t w = write(L->builder.fd, &one, sizeof one);
     (void)w; /* an eventfd write fails only on overflow, which cannot happen here */
@@ -158,9 +158,9 @@ void im__load_builder_stop(struct loader *L) {
   pthread_cond_signal(&L->builder.cv);
   pthread_mutex_unlock(&L->builder.mu);
   pthread_join(L->builder.thread, NULL);
-  free_list(L->builder.todo_head);
-  free_list(L->builder.built_head);
-  L->builder.todo_head = L->builder.todo_tail = L->builder.built_head = L->builder.built_tail = NULL;
+  free_list(L->builder.in_head);
+  free_list(L->builder.out_head);
+  L->builder.in_head = L->builder.in_tail = L->builder.out_head = L->builder.out_tail = NULL;
   L->builder.away = 0;
   pthread_mutex_destroy(&L->builder.mu);
   pthread_cond_destroy(&L->builder.cv);
@@ -174,8 +174,8 @@ void im__load_builder_collect(struct loader *L) {
   ssize_t r = read(L->builder.fd, &v, sizeof v);
   (void)r;
   pthread_mutex_lock(&L->builder.mu);
-  struct attempt *a = L->builder.built_head;
-  L->builder.built_head = L->builder.built_tail = NULL;
+  struct attempt *a = L->builder.out_head;
+  L->builder.out_head = L->builder.out_tail = NULL;
   pthread_mutex_unlock(&L->builder.mu);
   while (a) {
     struct attempt *next = a->next;
