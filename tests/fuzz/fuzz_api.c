@@ -6,8 +6,7 @@
 #include <string.h>
 
 #include "serve/api.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "fuzz.h"
 
 static void require(bool ok) {
   if (!ok)

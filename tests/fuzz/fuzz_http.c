@@ -13,8 +13,7 @@
 #include <string.h>
 
 #include "serve/http.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "fuzz.h"
 
 #define FLAG_SMALL 1
 #define FLAG_DISCARD_413 2

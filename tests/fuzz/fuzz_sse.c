@@ -17,16 +17,7 @@
 
 #include "infermeter/oai_chunk.h"
 #include "infermeter/sse.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define REQUIRE(cond)                                                                              \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, #cond);                                   \
-      abort();                                                                                     \
-    }                                                                                              \
-  } while (0)
+#include "fuzz.h"
 
 struct ctx {
   uint64_t hash;

@@ -17,20 +17,11 @@
 
 #include "infermeter/buf.h"
 #include "infermeter/tokenizer.h"
+#include "fuzz.h"
 
 #ifndef IM_SOURCE_DIR
 #define IM_SOURCE_DIR "."
 #endif
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define REQUIRE(cond)                                                                              \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, #cond);                                   \
-      abort();                                                                                     \
-    }                                                                                              \
-  } while (0)
 
 static struct im_tok *fixture(void) {
   static struct im_tok *tok;

@@ -23,16 +23,7 @@
 #include "infermeter/promptgen.h"
 #include "load/session.h"
 #include "workload/simpletok.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define REQUIRE(cond)                                                                              \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, #cond);                                   \
-      abort();                                                                                     \
-    }                                                                                              \
-  } while (0)
+#include "fuzz.h"
 
 static void chat(const char *s, size_t n) {
   static const enum im_chat_tmpl all[] = {IM_CHAT_NONE, IM_CHAT_DEEPSEEK_V3, IM_CHAT_DEEPSEEK_R1,

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "fuzz.h"
 
 int main(int argc, char **argv) {
   if (argc != 2) {
