@@ -5,7 +5,7 @@ ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
 FUZZ_SECONDS ?= 15
 
-.PHONY: all deps deps-build build test test-fast test-asan run demo bench clean format
+.PHONY: all deps deps-build build test test-fast test-asan run demo bench bench-build clean format
 
 all: build
 
@@ -46,6 +46,10 @@ demo: build
 
 bench: build
 	@bash bench/serve_capacity.sh $(BUILD)/infermeter
+
+# The C benchmarks (bench/README.md) into $(BUILD)/bench/.
+bench-build: build
+	@cmake --build $(BUILD) --target benches -j$(JOBS)
 
 format:
 	@clang-format -i $$(git ls-files '*.c' '*.h')

@@ -2,16 +2,15 @@
  * percentile query, on latency-like values (log-normal, ~1 us .. ~10 s).
  *
  * Build and run from the repository root:
- *   cc -O2 -std=c17 -D_GNU_SOURCE -Iinclude bench/hist_speed.c src/core/hist.c \
- *      src/core/clock.c src/core/rng.c -ljansson -lm -o /tmp/hist_speed && /tmp/hist_speed
+ *   cmake --build build --target hist_speed && build/bench/hist_speed
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "infermeter/clock.h"
-#include "infermeter/hist.h"
-#include "infermeter/rng.h"
+#include "core/clock.h"
+#include "core/hist.h"
+#include "core/rng.h"
 
 #define N_VALUES (1 << 20)
 #define ROUNDS 20

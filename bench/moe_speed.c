@@ -2,8 +2,7 @@
  * MoE layer with the default (DeepSeek-V3) configuration. Prints figures;
  * asserts nothing. Not built by CMake. Build and run from the repo root:
  *
- *   cc -std=c17 -O2 -D_GNU_SOURCE -Iinclude -Isrc bench/moe_speed.c \
- *      src/serve/moe.c src/core/rng.c src/core/err.c -lm -o /tmp/moe_speed && /tmp/moe_speed
+ *   cmake --build build --target moe_speed && build/bench/moe_speed
  *
  * Optional arguments: batch (256) and steps (2000). */
 #include <stdio.h>

@@ -5,9 +5,7 @@
  * limit, a page of newlines).
  *
  * Build and run from the repository root (not built by CMake):
- *   cc -O2 -std=c17 -D_GNU_SOURCE -Iinclude bench/promparse_speed.c \
- *      src/proto/promparse.c src/core/buf.c src/core/err.c -lm \
- *      -o /tmp/promparse_speed && /tmp/promparse_speed
+ *   cmake --build build --target promparse_speed && build/bench/promparse_speed
  *
  * Prints MB/s and ns per line for each page; the per-byte time of the 10,
  * 20 and 40 MB pages should be flat (linear time).
@@ -27,7 +25,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "infermeter/promparse.h"
+#include "proto/promparse.h"
 
 static double now_s(void) {
   struct timespec ts;

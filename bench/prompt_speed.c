@@ -8,9 +8,7 @@
  * the dispatch latency. CPU time per prompt; asserts nothing. Build against
  * the library and run from the repo root:
  *
- *   cc -std=c17 -O2 -D_GNU_SOURCE -Iinclude -Isrc bench/prompt_speed.c build/libinfermeter.a \
- *      $(pkg-config --libs libuv jansson libcurl libpcre2-8) -lpthread -lm -o /tmp/prompt_speed
- *   /tmp/prompt_speed [tokenizer.json]
+ *   cmake --build build --target prompt_speed && build/bench/prompt_speed [tokenizer.json]
  */
 #include <math.h>
 #include <stdio.h>
@@ -19,7 +17,7 @@
 #include <time.h>
 
 #include "load/loader.h"
-#include "load/synth.h"
+#include "workload/synth.h"
 
 static double cpu_s(void) {
   struct timespec ts;

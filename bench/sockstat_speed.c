@@ -1,10 +1,9 @@
 /* Time per observe/sockstat sample with many loopback connections toward
  * the target, netlink sock_diag vs /proc/net/tcp.
  *
- * Build (not built by CMake), from the repository root:
- *   cc -O2 -std=c17 -D_GNU_SOURCE -Iinclude -Isrc bench/sockstat_speed.c \
- *      src/observe/sockstat.c src/core/clock.c src/core/err.c -lm -o /tmp/sockstat_speed
- * Run:  /tmp/sockstat_speed [connections=10000] [samples=50]
+ * Build and run from the repository root:
+ *   cmake --build build --target sockstat_speed && \
+ *     build/bench/sockstat_speed [connections=10000] [samples=50]
  *
  * A forked child holds the listener on 127.0.0.1:0 and the accepted ends,
  * this process holds the clients, so each needs one descriptor per
@@ -22,7 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "infermeter/clock.h"
+#include "core/clock.h"
 #include "observe/sockstat.h"
 
 static void die(const char *what) {

@@ -2,9 +2,7 @@
  * by the hand-written scanner versus jansson.
  *
  * Build and run from the repository root (not built by CMake):
- *   cc -O2 -std=c17 -D_GNU_SOURCE -Iinclude bench/sse_speed.c \
- *      src/proto/sse.c src/proto/oai_chunk.c src/proto/oai_chunk_ref.c \
- *      src/core/buf.c src/core/err.c -ljansson -o /tmp/sse_speed && /tmp/sse_speed
+ *   cmake --build build --target sse_speed && build/bench/sse_speed
  *
  * Prints events/s and MB/s for SSE parsing (stream fed in 16 KiB reads, as a
  * socket would deliver it) and ns per chunk for each decoder.
@@ -48,8 +46,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "infermeter/oai_chunk.h"
-#include "infermeter/sse.h"
+#include "proto/oai_chunk.h"
+#include "proto/sse.h"
 
 static double now_s(void) {
   struct timespec ts;

@@ -10,18 +10,16 @@
  *   /tmp/tokenizer_speed TOKENIZER.json --file TEXT [PASSES]
  *
  * Build and run from the repository root (optionally pass a tokenizer.json):
- *   cc -O2 -std=c17 -D_GNU_SOURCE -Iinclude -Isrc bench/tokenizer_speed.c \
- *      src/workload/tokenizer*.c src/core/buf.c src/core/clock.c src/core/err.c \
- *      $(pkg-config --cflags --libs jansson libpcre2-8) -lm -o /tmp/tokenizer_speed \
- *   && /tmp/tokenizer_speed [tests/fixtures/tokenizer/tiny_bytelevel.json]
+ *   cmake --build build --target tokenizer_speed && \
+ *     build/bench/tokenizer_speed [tests/fixtures/tokenizer/tiny_bytelevel.json]
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "infermeter/clock.h"
-#include "infermeter/tokenizer.h"
+#include "core/clock.h"
+#include "text/tokenizer.h"
 
 #define TEXT_BYTES (4u << 20)
 #define PASSES 5

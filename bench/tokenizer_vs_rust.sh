@@ -36,10 +36,8 @@ if [ ! -f "$text" ]; then
   mv "$text.tmp" "$text"
 fi
 
-cc -O2 -std=c17 -D_GNU_SOURCE -I"$root/include" -I"$root/src" "$root/bench/tokenizer_speed.c" \
-  "$root"/src/workload/tokenizer*.c "$root/src/core/buf.c" "$root/src/core/clock.c" \
-  "$root/src/core/err.c" $(pkg-config --cflags --libs jansson libpcre2-8) -lm \
-  -o "$work/tokenizer_speed"
+cmake -S "$root" -B "$root/build" >/dev/null && cmake --build "$root/build" --target tokenizer_speed >/dev/null
+cp "$root/build/bench/tokenizer_speed" "$work/tokenizer_speed"
 
 pin=()
 command -v taskset >/dev/null 2>&1 && pin=(taskset -c "$(($(nproc) - 1))")

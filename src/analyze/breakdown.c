@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "infermeter/stats.h"
+#include "core/stats.h"
 
 static const unsigned bucket_lo[IM_CTX_BUCKETS + 1] = {0, 4096, 8192, 16384, 32768, UINT32_MAX};
 static const char *const bucket_names[IM_CTX_BUCKETS] = {"0-4K", "4-8K", "8-16K", "16-32K", "32K+"};
@@ -97,7 +97,7 @@ json_t *im_breakdown_context_json(const struct im_record *r, size_t n,
                           "n", (json_int_t)g.n);
     json_object_set_new(o, "ttft_ms", dist_json(g.ttft, g.n, sc));
     json_object_set_new(o, "tpot_ms", dist_json(g.tpot, g.n_tpot, sc));
-    /* METRICS.md §9 long-context robustness: uncached prefill per token. */
+    /* docs/metrics.md §9 long-context robustness: uncached prefill per token. */
     json_object_set_new(o, "ttft_per_uncached_token_ms", dist_json(g.ttft_tok, g.n_tok, sc));
     json_array_append_new(arr, o);
     group_free(&g);

@@ -3,7 +3,7 @@
  * plus the shape of multi-turn sessions. Over completed measured requests
  * (warm-up, retries' failed attempts and errors excluded); the context of a
  * request is its prompt tokens (the server's usage count when it sent one,
- * else the client's). Percentiles nearest-rank, as ours in METRICS.md. */
+ * else the client's). Percentiles nearest-rank, as ours in docs/metrics.md. */
 #ifndef IM_ANALYZE_BREAKDOWN_H
 #define IM_ANALYZE_BREAKDOWN_H
 
@@ -11,8 +11,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "infermeter/record.h"
-#include "infermeter/summary.h"
+#include "record/record.h"
+#include "analyze/summary.h"
 
 struct json_t;
 

@@ -1,11 +1,11 @@
-/* A run's figures from its records (METRICS.md §1-§3). The grouping rule
+/* A run's figures from its records (docs/metrics.md §1-§3). The grouping rule
  * and the undefined-value convention are stated in summary.h; every figure
  * is defined in docs/results-schema-summary.md.
  *
  * vLLM's definitions are those of vllm/benchmarks/serve.py
  * (calculate_metrics, benchmark) and
  * vllm/benchmarks/lib/endpoint_request_func.py in vllm-project/vllm. */
-#include "infermeter/summary.h"
+#include "analyze/summary.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -13,11 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "infermeter/stats.h"
+#include "core/stats.h"
 
 #define NS_PER_MS 1e6
 #define NS_PER_S 1e9
-/* METRICS.md §3: a dup_fail repeats a failure "within the previous second". */
+/* docs/metrics.md §3: a dup_fail repeats a failure "within the previous second". */
 #define DUP_FAIL_WINDOW_NS INT64_C(1000000000)
 
 /* ---- growable arrays of doubles */
@@ -316,7 +316,7 @@ struct fail_ref {
   uint64_t key;
 };
 
-/* What makes two requests "identical" (METRICS.md §3): the hash of what was
+/* What makes two requests "identical" (docs/metrics.md §3): the hash of what was
  * sent when the engine recorded one, else (older files) the lengths. */
 static uint64_t content_key(const struct im_record *r) {
   return r->content_hash ? r->content_hash : r->prompt_tokens;

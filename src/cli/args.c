@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "infermeter/clock.h"
+#include "core/clock.h"
 
 int im_arg_u64(const char *flag, const char *text, uint64_t *out) {
   char *end;

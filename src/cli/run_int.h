@@ -10,11 +10,11 @@
 #include <stdio.h>
 #include <sys/socket.h>
 
-#include "infermeter/chattmpl.h"
-#include "infermeter/content.h"
-#include "infermeter/sched.h"
-#include "infermeter/stages.h"
-#include "infermeter/summary.h"
+#include "text/chattmpl.h"
+#include "text/content.h"
+#include "workload/sched.h"
+#include "workload/stages.h"
+#include "analyze/summary.h"
 #include "load/loader.h"
 #include "report/results.h"
 

@@ -15,9 +15,9 @@
 #include "cli/args.h"
 #include "cli/run_int.h"
 #include "im_version.h"
-#include "infermeter/buf.h"
-#include "infermeter/clock.h"
-#include "load/session.h"
+#include "core/buf.h"
+#include "core/clock.h"
+#include "workload/session.h"
 
 void im__run_usage(FILE *o) {
   fprintf(o,
@@ -69,7 +69,7 @@ void im__run_usage(FILE *o) {
 "  --ignore-eos              send ignore_eos so every request generates exactly\n"
 "                            --output-len tokens (vLLM extension)\n"
 "  --temperature T, --top-p P  sampling parameters to send (default: not sent)\n"
-"  --perturb                 entropy injection (METRICS.md 6): per request, temperature\n"
+"  --perturb                 entropy injection (docs/metrics.md 6): per request, temperature\n"
 "                            and top_p vary around T and P (default 1, 1) with a hash of\n"
 "                            the request and the schedule's load; recorded per request\n"
 "  --dataset NAME            random (default: exact lengths), synthetic (approximate,\n"
@@ -129,7 +129,7 @@ void im__run_usage(FILE *o) {
 "  --max-total-tokens N      refuse a plan above N tokens (prompt + output)\n"
 "  --yes                     start against a non-loopback target without asking\n"
 "\n"
-"Observers (METRICS.md §5; sampled on the run's clock, never fail the run):\n"
+"Observers (docs/metrics.md §5; sampled on the run's clock, never fail the run):\n"
 "  --scrape URL              a /metrics page to sample (repeatable; default: the\n"
 "                            target's /metrics); --no-scrape: none\n"
 "  --scrape-interval DUR     sampling period (default 1s, at least 100ms)\n"
@@ -326,7 +326,7 @@ void im__run_opts_default(struct run_opts *o) {
   o->prefix_share = NAN;
   o->sweep_steps = 5;
   o->stop_on_saturation = true;
-  o->kv_residency_ref = 0.68; /* METRICS.md §9 reference lines */
+  o->kv_residency_ref = 0.68; /* docs/metrics.md §9 reference lines */
   o->bw_util_ref = 0.78;
   static const double pct[] = {50, 90, 95, 99, 99.9};
   memcpy(o->scfg.percentiles, pct, sizeof pct);

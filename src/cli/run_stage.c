@@ -12,15 +12,16 @@
 
 #include "cli/run_int.h"
 #include "analyze/breakdown.h"
-#include "infermeter/hist.h"
-#include "infermeter/log.h"
-#include "infermeter/stats.h"
-#include "infermeter/tokenizer.h"
-#include "load/dsworkload.h"
-#include "load/session.h"
-#include "load/synth.h"
+#include "core/hist.h"
+#include "record/hist_json.h"
+#include "core/log.h"
+#include "core/stats.h"
+#include "text/tokenizer.h"
+#include "workload/dsworkload.h"
+#include "workload/session.h"
+#include "workload/synth.h"
 #include "observe/observer.h"
-#include "workload/simpletok.h"
+#include "text/simpletok.h"
 
 /* ---- loader threads ------------------------------------------------------ */
 

@@ -16,8 +16,8 @@
 #include "cli/args.h"
 #include "cli/run_int.h"
 #include "im_version.h"
-#include "infermeter/buf.h"
-#include "infermeter/clock.h"
+#include "core/buf.h"
+#include "core/clock.h"
 
 /* ---- target discovery ---------------------------------------------------- */
 

@@ -8,7 +8,7 @@
 
 #include "cli/args.h"
 #include "cli/cli.h"
-#include "infermeter/log.h"
+#include "core/log.h"
 #include "serve/server.h"
 
 #define MAX_FAULTS 32

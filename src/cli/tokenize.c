@@ -13,9 +13,9 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "infermeter/buf.h"
-#include "infermeter/tokenizer.h"
-#include "workload/simpletok.h"
+#include "core/buf.h"
+#include "text/tokenizer.h"
+#include "text/simpletok.h"
 
 #define INPUT_MAX ((size_t)1 << 30)
 

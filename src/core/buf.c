@@ -1,4 +1,4 @@
-#include "infermeter/buf.h"
+#include "core/buf.h"
 
 #include <stdint.h>
 #include <stdio.h>

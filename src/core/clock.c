@@ -1,4 +1,4 @@
-#include "infermeter/clock.h"
+#include "core/clock.h"
 
 #include <errno.h>
 #include <math.h>

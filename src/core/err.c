@@ -1,4 +1,4 @@
-#include "infermeter/err.h"
+#include "core/err.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -14,13 +14,13 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
-#include "infermeter/buf.h"
-#include "infermeter/clock.h"
-#include "infermeter/hist.h"
-#include "infermeter/log.h"
-#include "infermeter/oai_chunk.h"
-#include "infermeter/rng.h"
-#include "infermeter/sse.h"
+#include "core/buf.h"
+#include "core/clock.h"
+#include "core/hist.h"
+#include "core/log.h"
+#include "proto/oai_chunk.h"
+#include "core/rng.h"
+#include "proto/sse.h"
 
 
 void im_load_config_default(struct im_load_config *cfg) {
@@ -38,12 +38,6 @@ void im_load_config_default(struct im_load_config *cfg) {
   cfg->n_shards = 1;
 }
 
-void im_req_spec_cleanup(struct im_req_spec *s) {
-  free(s->prompt);
-  free(s->messages_json);
-  free(s->extra_json);
-  s->prompt = s->messages_json = s->extra_json = NULL;
-}
 
 
 /* ---- timers ------------------------------------------------------------- */
@@ -520,7 +514,7 @@ static void finish_attempt(struct loader *L, struct attempt *a, CURLcode res) {
     if (r->t_first >= 0)
       (void)im_hist_record(&L->ttft_hist, r->t_first - r->t_start);
   }
-  /* A stream that already delivered tokens is never retried (METRICS.md §1). */
+  /* A stream that already delivered tokens is never retried (docs/metrics.md §1). */
   bool retry = im__load_retryable(r->error) && r->n_chunks == 0 && r->attempt <= L->cfg->retries &&
                !L->res->interrupted && !L->aborting;
   store_record(L, r);

@@ -1,5 +1,5 @@
 /* The load engine: dispatches requests at their scheduled times and records
- * every attempt (METRICS.md §1), on one event loop per thread: epoll, a
+ * every attempt (docs/metrics.md §1), on one event loop per thread: epoll, a
  * timerfd for the schedule, a timerfd for libcurl's timeouts, libcurl multi
  * driven by socket callbacks (curl_multi_socket_action).
  *
@@ -18,56 +18,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "infermeter/err.h"
-#include "infermeter/record.h"
-
-enum im_backend { IM_BACKEND_CHAT, IM_BACKEND_COMPLETIONS };
-
-/* What one logical request asks for; the workload fills it. */
-struct im_req_spec {
-  char *prompt;            /* text (owned by the spec) */
-  size_t prompt_len;
-  char *messages_json;     /* chat: a JSON array of messages sent instead of one user
-                              message with `prompt` (owned; NULL: none) */
-  char *extra_json;        /* fields of a JSON object appended to the body (owned; NULL) */
-  uint32_t prompt_tokens;  /* the client's estimate, for records without usage */
-  uint32_t max_tokens;
-  bool ignore_eos;
-  double temperature, top_p; /* NaN: not sent */
-  uint64_t session;        /* recorded as is (0: not in a session) */
-  uint32_t turn;
-  enum im_req_class content_class;
-};
-
-/* The workload: called on the loop thread shortly before a request is due,
- * never while a timestamp is being taken. Returns IM_OK and fills spec. */
-typedef enum im_err (*im_workload_fn)(void *ctx, uint64_t index, struct im_req_spec *spec);
-
-/* Multi-turn sessions: a session sends `turns` turns, each `think_ns` after
- * the previous one ended (closed loop within the session, what chat users
- * do), each turn's prompt built by the workload from the session's history
- * and the previous answer. A turn that fails ends its session. Sessions
- * start as the schedule says: with times != NULL each arrival starts one
- * (--session-rate, open loop); else `concurrency` sessions run at once, an
- * ended one replaced at once by a new one (--sessions). max_requests then
- * caps turns: each new session reserves `turns` of them (whole sessions
- * first, the last one gets what is left; a session that ends early gives
- * its unused turns back), and no session starts once they are spent.
- * duration_ns ends both (no turn is sent after it). */
-struct im_session_ops {
-  /* Fills spec for turn `turn` (from 0) of session `sid` (global, from 0;
-   * a session runs on one loader thread). *state is NULL at turn 0: the
-   * workload keeps its per-session history there. answer: the previous
-   * turn's answer text as received (content or text; reasoning excluded).
-   * Called on the loop thread when the previous turn ends, so its cost
-   * falls in the think time, not between due time and send. */
-  enum im_err (*turn)(void *ctx, uint64_t sid, uint32_t turn, void **state, const char *answer,
-                      size_t answer_len, struct im_req_spec *spec);
-  /* Frees a session's state (NULL ok); called once per session. */
-  void (*end)(void *ctx, void *state);
-  uint32_t turns;
-  int64_t think_ns;
-};
+#include "core/err.h"
+#include "record/record.h"
+#include "workload/spec.h"
 
 struct im_load_config {
   const char *base_url;          /* "http://127.0.0.1:8000" (no trailing slash) */
@@ -99,7 +52,7 @@ struct im_load_config {
 
   im_workload_fn workload;
   void *workload_ctx;            /* also the session ops' ctx */
-  /* Output tokens of a stream without usage (METRICS.md §1: usage, else a
+  /* Output tokens of a stream without usage (docs/metrics.md §1: usage, else a
    * tokenizer count of the text, else one per chunk): when set, answers are
    * kept and counted with it at the end (NULL: chunk counts). */
   uint32_t (*count_output)(void *ctx, const char *text, size_t len);
@@ -125,7 +78,7 @@ struct im_load_config {
 
 void im_load_config_default(struct im_load_config *cfg);
 
-/* The generator watching itself, once a second (METRICS.md §10). */
+/* The generator watching itself, once a second (docs/metrics.md §10). */
 struct im_load_sample {
   int64_t t;                     /* run-relative ns */
   double cpu_share;              /* this thread's CPU over the interval / wall */
@@ -155,6 +108,5 @@ struct im_load_result {
 enum im_err im_load_run(const struct im_load_config *cfg, struct im_load_result *out) IM_WUR;
 void im_load_result_cleanup(struct im_load_result *r);
 
-void im_req_spec_cleanup(struct im_req_spec *s);
 
 #endif

@@ -15,54 +15,13 @@
 static enum im_err build_body(const struct loader *L, const struct im_req_spec *s,
                               struct im_buf *b) {
   const struct im_load_config *c = L->cfg;
-  enum im_err err = im_buf_puts(b, "{\"model\":\"");
-  if (!err)
-    err = im_buf_json_escape(b, c->model ? c->model : "", c->model ? strlen(c->model) : 0);
-  if (!err && c->backend == IM_BACKEND_CHAT && s->messages_json) {
-    err = im_buf_puts(b, "\",\"messages\":");
-    if (!err)
-      err = im_buf_puts(b, s->messages_json);
-  } else {
-    if (!err)
-      err = im_buf_puts(b, c->backend == IM_BACKEND_CHAT
-                               ? "\",\"messages\":[{\"role\":\"user\",\"content\":\""
-                               : "\",\"prompt\":\"");
-    if (!err)
-      err = im_buf_json_escape(b, s->prompt ? s->prompt : "", s->prompt ? s->prompt_len : 0);
-    if (!err)
-      err = im_buf_puts(b, c->backend == IM_BACKEND_CHAT ? "\"}]" : "\"");
-  }
-  if (!err)
-    err = im_buf_printf(b,
-                        ",\"max_tokens\":%u,\"stream\":true,\"stream_options\":"
-                        "{\"include_usage\":true%s}",
-                        s->max_tokens, c->continuous_usage ? ",\"continuous_usage_stats\":true" : "");
-  if (!err && s->ignore_eos)
-    err = im_buf_puts(b, ",\"ignore_eos\":true");
-  if (!err && !isnan(s->temperature))
-    err = im_buf_printf(b, ",\"temperature\":%.17g", s->temperature);
-  if (!err && !isnan(s->top_p))
-    err = im_buf_printf(b, ",\"top_p\":%.17g", s->top_p);
-  if (!err && c->cache_salt) {
-    err = im_buf_puts(b, ",\"cache_salt\":\"");
-    if (!err)
-      err = im_buf_json_escape(b, c->cache_salt, strlen(c->cache_salt));
-    if (!err)
-      err = im_buf_puts(b, "\"");
-  }
-  /* A dataset's `extra` object: its fields go last (servers that keep the
-   * last of duplicate keys let them override ours). */
-  if (!err && s->extra_json) {
-    const char *open = strchr(s->extra_json, '{'), *close = strrchr(s->extra_json, '}');
-    if (open && close && close > open + 1) {
-      err = im_buf_puts(b, ",");
-      if (!err)
-        err = im_buf_append(b, open + 1, (size_t)(close - open - 1));
-    }
-  }
-  if (!err)
-    err = im_buf_puts(b, "}");
-  return err;
+  struct im_oai_body body = {.model = c->model, .chat = c->backend == IM_BACKEND_CHAT,
+                             .prompt = s->prompt, .prompt_len = s->prompt_len,
+                             .messages_json = s->messages_json, .extra_json = s->extra_json,
+                             .max_tokens = s->max_tokens, .ignore_eos = s->ignore_eos,
+                             .temperature = s->temperature, .top_p = s->top_p,
+                             .continuous_usage = c->continuous_usage, .cache_salt = c->cache_salt};
+  return im_oai_body_encode(&body, b);
 }
 
 /* ---- response handling -------------------------------------------------- */

@@ -9,13 +9,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "infermeter/buf.h"
-#include "infermeter/clock.h"
-#include "infermeter/hist.h"
-#include "infermeter/oai_chunk.h"
-#include "infermeter/rng.h"
-#include "infermeter/sse.h"
+#include "core/buf.h"
+#include "core/clock.h"
+#include "core/hist.h"
+#include "proto/oai_chunk.h"
+#include "core/rng.h"
+#include "proto/sse.h"
 #include "load/loader.h"
+#include "proto/oai_request.h"
 
 #define ERRBODY_MAX 4096
 

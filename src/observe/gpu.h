@@ -1,4 +1,4 @@
-/* GPU counters through NVML, loaded at run time (METRICS.md §5, §9).
+/* GPU counters through NVML, loaded at run time (docs/metrics.md §5, §9).
  *
  * NVML (libnvidia-ml.so.1, shipped with the NVIDIA driver) is opened with
  * dlopen when a run starts; infermeter has no build-time dependency on it.
@@ -26,7 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "infermeter/err.h"
+#include "core/err.h"
 
 /* GPUs sampled per machine; NVML devices beyond this are ignored (counted
  * in im_gpu_count_total). 16 covers the largest single-node boards. */

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "infermeter/promexp.h"
+#include "proto/promexp.h"
 
 #define MIB 1048576.0
 

@@ -19,7 +19,7 @@
  *   - every sample mapped to no concept, kept raw (name, labels, value) in a
  *     bounded list.
  * Interval quantities come from two snapshots (im_nm_hit_rate,
- * im_nm_hist_quantile): hit rate = Δhits / Δqueries (METRICS.md §5).
+ * im_nm_hist_quantile): hit rate = Δhits / Δqueries (docs/metrics.md §5).
  *
  * Thread safety: a snapshot belongs to one thread; the table is constant. */
 #ifndef IM_OBSERVE_NAMEMAP_H
@@ -27,8 +27,8 @@
 
 #include <stddef.h>
 
-#include "infermeter/err.h"
-#include "infermeter/promparse.h"
+#include "core/err.h"
+#include "proto/promparse.h"
 
 enum im_nm_engine {
   IM_NM_VLLM_V1,

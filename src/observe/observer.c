@@ -13,10 +13,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "infermeter/buf.h"
-#include "infermeter/clock.h"
-#include "infermeter/log.h"
-#include "infermeter/stats.h"
+#include "core/buf.h"
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/stats.h"
 #include "observe/gpu.h"
 #include "observe/namemap.h"
 #include "observe/sockstat.h"
@@ -341,7 +341,7 @@ static double delta(const struct point *a, const struct point *b, enum im_nm_con
 }
 
 /* Prefix-cache hit rate over (a, b]: Δhits/Δqueries, else the engine's own
- * rate gauge at b (METRICS.md §5). */
+ * rate gauge at b (docs/metrics.md §5). */
 static double hit_rate(const struct point *a, const struct point *b) {
   double q = delta(a, b, IM_NM_PREFIX_QUERIES), h = delta(a, b, IM_NM_PREFIX_HITS);
   if (!isnan(q) && !isnan(h) && q > 0)
@@ -466,7 +466,7 @@ static json_t *server_json(const struct im_observer *obs, const struct source *s
   json_object_set_new(o, "kv_usage_hit_rate_r", num(k >= 3 ? im_stats_pearson(x, y, k) : NAN));
   free(x);
   free(y);
-  /* KV residency = KV-cache bytes in use / GPU memory (METRICS.md §5). The
+  /* KV residency = KV-cache bytes in use / GPU memory (docs/metrics.md §5). The
    * capacity in tokens comes from vLLM's cache_config_info; the bytes per
    * token must be declared (no engine exports them); the GPU memory is
    * declared or read through NVML. */

@@ -1,4 +1,4 @@
-/* What the server and the machine say during a run (METRICS.md §5): one
+/* What the server and the machine say during a run (docs/metrics.md §5): one
  * thread samples, on the run's CLOCK_MONOTONIC, the server's /metrics (and
  * a DCGM exporter's), the TCP sockets toward the target, and the GPUs when
  * NVML is present; at the end it reduces them to figures for results.json.
@@ -17,7 +17,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "infermeter/err.h"
+#include "core/err.h"
 
 #define IM_OBS_MAX_SCRAPE 8
 

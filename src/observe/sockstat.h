@@ -1,4 +1,4 @@
-/* TCP sockets toward the target, counted by state (METRICS.md §5).
+/* TCP sockets toward the target, counted by state (docs/metrics.md §5).
  *
  * Once a second during a run, infermeter counts the TCP sockets of this host
  * (of the caller's network namespace) whose local OR remote address:port is
@@ -58,7 +58,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "infermeter/err.h"
+#include "core/err.h"
 
 /* Kernel TCP states (include/net/tcp_states.h); also the values /proc/net/tcp
  * prints in its "st" column. */

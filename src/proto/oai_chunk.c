@@ -26,7 +26,7 @@
  * and short values, so the string scanner finds the closing quote with one
  * 8-byte word and a count of trailing zeros instead of a loop per byte, and
  * keys are told apart by their length before any comparison. */
-#include "infermeter/oai_chunk.h"
+#include "proto/oai_chunk.h"
 
 #include <string.h>
 

@@ -10,7 +10,7 @@
 #include <jansson.h>
 #include <string.h>
 
-#include "infermeter/oai_chunk.h"
+#include "proto/oai_chunk.h"
 
 static const struct im_oai_str none = {NULL, 0};
 

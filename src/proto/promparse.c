@@ -1,4 +1,4 @@
-#include "infermeter/promparse.h"
+#include "proto/promparse.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -6,7 +6,7 @@
  * the feed holds (streams without CR cost one failed memchr per feed). Lines
  * are parsed in place; only a line cut by a feed boundary is copied into
  * p->line. Event data is copied once, into p->data, whose storage is kept. */
-#include "infermeter/sse.h"
+#include "proto/sse.h"
 
 #include <string.h>
 

@@ -9,7 +9,7 @@ void im_client_check_compute(double lag_p99_ms, unsigned long long scheduled,
                              double cpu_share, unsigned long long fd_exhausted,
                              unsigned long long port_exhausted, struct im_client_check *c) {
   memset(c, 0, sizeof *c);
-  /* p99 dispatch lag <= max(1 ms, 1 % of the TTFT SLO) (METRICS.md §10). */
+  /* p99 dispatch lag <= max(1 ms, 1 % of the TTFT SLO) (docs/metrics.md §10). */
   c->dispatch_lag_limit_ms = 1.0;
   if (has_ttft_slo && ttft_slo_ms * 0.01 > c->dispatch_lag_limit_ms)
     c->dispatch_lag_limit_ms = ttft_slo_ms * 0.01;

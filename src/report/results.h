@@ -5,12 +5,12 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "infermeter/err.h"
-#include "infermeter/summary.h"
+#include "core/err.h"
+#include "analyze/summary.h"
 
 struct json_t;
 
-/* The client self-check (METRICS.md §10). */
+/* The client self-check (docs/metrics.md §10). */
 struct im_client_check {
   double dispatch_lag_p99_ms, dispatch_lag_limit_ms;
   double dispatched_share;          /* dispatched / scheduled */

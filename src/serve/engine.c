@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "infermeter/log.h"
-#include "infermeter/rng.h"
+#include "core/log.h"
+#include "core/rng.h"
 
 struct seq_list {
   struct im_seq *head, *tail;

@@ -27,11 +27,11 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "infermeter/err.h"
+#include "core/err.h"
 #include "serve/kv.h"
 #include "serve/moe.h"
-#include "serve/perf.h"
-#include "serve/textgen.h"
+#include "model/perf.h"
+#include "text/textgen.h"
 
 struct im_engine_config {
   const struct im_profile *profile;

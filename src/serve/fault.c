@@ -14,7 +14,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "infermeter/clock.h"
+#include "core/clock.h"
 
 #define SPEC_MAX 512 /* longest spec accepted, in bytes */
 

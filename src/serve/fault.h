@@ -26,8 +26,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "infermeter/err.h"
-#include "infermeter/rng.h"
+#include "core/err.h"
+#include "core/rng.h"
 
 enum im_fault_kind {
   IM_FAULT_429,

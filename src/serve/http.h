@@ -40,8 +40,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "infermeter/buf.h"
-#include "infermeter/err.h"
+#include "core/buf.h"
+#include "core/err.h"
 
 struct im_http_limits {
   size_t max_head;     /* request line + headers, bytes (default 16 KiB) */

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "infermeter/rng.h"
+#include "core/rng.h"
 
 #define NIL UINT32_MAX
 

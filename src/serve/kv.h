@@ -15,7 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "infermeter/err.h"
+#include "core/err.h"
 
 struct im_kv; /* opaque */
 

@@ -45,7 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "infermeter/rng.h"
+#include "core/rng.h"
 
 #define MAX_EXPERTS 1024u
 #define MAX_WORDS (MAX_EXPERTS / 64u)

@@ -6,7 +6,7 @@
  * exponent zipf_s over a per-layer random permutation), tilted by a
  * per-request topic, and drifts slowly over steps. Consecutive tokens of one
  * sequence keep each of their previous experts with probability stickiness
- * (temporal correlation), so jitter (METRICS.md §8) is below 1.
+ * (temporal correlation), so jitter (docs/metrics.md §8) is below 1.
  *
  * Implementation (see moe.c): the exact sampler above generates, per
  * (layer, topic), a cyclic chain of chain_len consecutive routing decisions;
@@ -23,7 +23,7 @@
 
 #include <stdint.h>
 
-#include "infermeter/err.h"
+#include "core/err.h"
 
 struct im_moe_config {
   uint32_t n_layers;     /* MoE layers (DeepSeek-V3: 58) */

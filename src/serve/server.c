@@ -15,8 +15,8 @@
 #include <uv.h>
 
 #include "im_version.h"
-#include "infermeter/clock.h"
-#include "infermeter/log.h"
+#include "core/clock.h"
+#include "core/log.h"
 
 
 static void process_input(struct conn *c);

@@ -13,8 +13,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "infermeter/err.h"
-#include "infermeter/tokenizer.h"
+#include "core/err.h"
+#include "text/tokenizer.h"
 #include "serve/engine.h"
 #include "serve/fault.h"
 

@@ -6,11 +6,11 @@
 #include <string.h>
 
 #include "im_version.h"
-#include "infermeter/clock.h"
-#include "infermeter/log.h"
+#include "core/clock.h"
+#include "core/log.h"
 #include "serve/server_int.h"
-#include "infermeter/chattmpl.h"
-#include "workload/simpletok.h"
+#include "text/chattmpl.h"
+#include "text/simpletok.h"
 
 /* ---- streams ------------------------------------------------------------ */
 

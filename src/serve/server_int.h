@@ -9,13 +9,13 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "infermeter/buf.h"
-#include "infermeter/rng.h"
-#include "serve/api.h"
+#include "core/buf.h"
+#include "core/rng.h"
+#include "proto/oai_api.h"
 #include "serve/engine.h"
 #include "serve/fault.h"
 #include "serve/http.h"
-#include "serve/oai_encode.h"
+#include "proto/oai_encode.h"
 #include "serve/server.h"
 #include "serve/sim_metrics.h"
 

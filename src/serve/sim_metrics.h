@@ -7,8 +7,8 @@
 
 #include <stdint.h>
 
-#include "infermeter/buf.h"
-#include "infermeter/promexp.h"
+#include "core/buf.h"
+#include "proto/promexp.h"
 #include "serve/engine.h"
 #include "serve/fault.h"
 

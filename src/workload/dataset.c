@@ -1,5 +1,5 @@
 /* Dataset and trace readers (contract in include/infermeter/dataset.h). */
-#include "infermeter/dataset.h"
+#include "workload/dataset.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -10,7 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "infermeter/buf.h"
+#include "core/buf.h"
 
 #define DS_DEFAULT_MAX_LINE ((size_t)1 << 20)
 #define DS_DEFAULT_MAX_ITEMS ((size_t)16000000)

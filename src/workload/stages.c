@@ -1,5 +1,5 @@
 /* Sampling perturbation, grid and sweep stages: see include/infermeter/stages.h. */
-#include "infermeter/stages.h"
+#include "workload/stages.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "infermeter/rng.h"
+#include "core/rng.h"
 
 #define IM__PI 3.14159265358979323846
 

@@ -111,7 +111,7 @@ check_eq "the union is the schedule of one thread with the same seed" \
   "$(RUN --url "$BASE" --requests 40 --rate 200 --warmup 0 --grace 5s --input-len 16 --output-len 2 \
       --seed 5 --out "$TMP/t1" --quiet; jq -s -c 'map(.t_sched) | sort' "$TMP/t1/requests.jsonl")"
 
-# --- entropy injection (METRICS.md §6): per-request parameters, in bounds,
+# --- entropy injection (docs/metrics.md §6): per-request parameters, in bounds,
 # reproducible from the seed
 for k in 1 2; do
   RUN --url "$BASE" --schedule ramp --rate 20 --rate-end 80 --duration 1s --warmup 0 --grace 5s \

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "serve/api.h"
+#include "proto/oai_api.h"
 #include "fuzz.h"
 
 static void require(bool ok) {

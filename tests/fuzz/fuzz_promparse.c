@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "infermeter/promparse.h"
+#include "proto/promparse.h"
 #include "observe/namemap.h"
 #include "fuzz.h"
 

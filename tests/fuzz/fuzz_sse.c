@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "infermeter/oai_chunk.h"
-#include "infermeter/sse.h"
+#include "proto/oai_chunk.h"
+#include "proto/sse.h"
 #include "fuzz.h"
 
 struct ctx {

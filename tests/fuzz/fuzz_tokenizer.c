@@ -15,8 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "infermeter/buf.h"
-#include "infermeter/tokenizer.h"
+#include "core/buf.h"
+#include "text/tokenizer.h"
 #include "fuzz.h"
 
 #ifndef IM_SOURCE_DIR

@@ -17,12 +17,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "infermeter/buf.h"
-#include "infermeter/chattmpl.h"
-#include "infermeter/content.h"
-#include "infermeter/promptgen.h"
-#include "load/session.h"
-#include "workload/simpletok.h"
+#include "core/buf.h"
+#include "text/chattmpl.h"
+#include "text/content.h"
+#include "text/promptgen.h"
+#include "workload/session.h"
+#include "text/simpletok.h"
 #include "fuzz.h"
 
 static void chat(const char *s, size_t n) {

@@ -1,5 +1,5 @@
 /* Tests of the OpenAI request decoder. */
-#include "serve/api.h"
+#include "proto/oai_api.h"
 
 #include "check.h"
 

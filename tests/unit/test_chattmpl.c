@@ -1,8 +1,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "infermeter/buf.h"
-#include "infermeter/chattmpl.h"
+#include "core/buf.h"
+#include "text/chattmpl.h"
 
 #define M(r, c)                                                                                    \
   { r, sizeof r - 1, c, sizeof c - 1 }

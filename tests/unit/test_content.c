@@ -2,9 +2,9 @@
 #include <string.h>
 
 #include "check.h"
-#include "infermeter/buf.h"
-#include "infermeter/content.h"
-#include "workload/simpletok.h"
+#include "core/buf.h"
+#include "text/content.h"
+#include "text/simpletok.h"
 
 static void test_names(void) {
   CHECK_STR(im_content_name(IM_CONTENT_TEXT), "text");

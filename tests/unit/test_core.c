@@ -1,10 +1,10 @@
 #include <stdint.h>
 
 #include "check.h"
-#include "infermeter/buf.h"
-#include "infermeter/clock.h"
-#include "infermeter/err.h"
-#include "infermeter/rng.h"
+#include "core/buf.h"
+#include "core/clock.h"
+#include "core/err.h"
+#include "core/rng.h"
 
 static void test_duration(void) {
   int64_t ns = 0;

@@ -1,5 +1,5 @@
 /* Tests of the dataset and trace readers. */
-#include "infermeter/dataset.h"
+#include "workload/dataset.h"
 
 #include "check.h"
 

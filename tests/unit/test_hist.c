@@ -2,8 +2,9 @@
 #include <stdint.h>
 
 #include "check.h"
-#include "infermeter/hist.h"
-#include "infermeter/rng.h"
+#include "core/hist.h"
+#include "record/hist_json.h"
+#include "core/rng.h"
 
 /* The reported value r of v (highest equivalent value of v's bucket) must
  * satisfy v <= r and r - v <= max(v / H, 2^u - 1) (hist.h). */

@@ -1,7 +1,7 @@
 #include <stdint.h>
 
 #include "check.h"
-#include "infermeter/rng.h"
+#include "core/rng.h"
 #include "serve/kv.h"
 
 /* Fills toks[0..n) with base, base+1, ... so two prompts share a prefix

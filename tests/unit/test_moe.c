@@ -169,7 +169,7 @@ static void test_skew(void) {
   im_moe_free(m);
 }
 
-/* Top-1 jitter J of one sequence (METRICS.md §8), averaged over layers,
+/* Top-1 jitter J of one sequence (docs/metrics.md §8), averaged over layers,
  * and the collision probability sum q^2 of its top-1 distribution q. */
 static void jitter(double stickiness, double *j_out, double *coll_out) {
   struct im_moe *m = make(stickiness, 0.0, 21);

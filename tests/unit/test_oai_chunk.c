@@ -4,9 +4,9 @@
 #include <stdint.h>
 
 #include "check.h"
-#include "infermeter/buf.h"
-#include "infermeter/oai_chunk.h"
-#include "infermeter/sse.h"
+#include "core/buf.h"
+#include "proto/oai_chunk.h"
+#include "proto/sse.h"
 
 static int str_eq(struct im_oai_str s, const char *want) {
   if (!want)

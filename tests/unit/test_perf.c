@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "serve/perf.h"
+#include "model/perf.h"
 
 static const struct im_profile *find(const char *name) {
   const struct im_profile *p = im_profile_find(name);

@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "infermeter/promexp.h"
-#include "infermeter/promparse.h"
+#include "proto/promexp.h"
+#include "proto/promparse.h"
 
 static const char *sfx_name(enum im_prom_suffix s) {
   static const char *n[] = {"",        "bucket", "sum",    "count", "total",

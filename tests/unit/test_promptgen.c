@@ -6,11 +6,11 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "infermeter/buf.h"
-#include "infermeter/chattmpl.h"
-#include "infermeter/promptgen.h"
-#include "infermeter/tokenizer.h"
-#include "workload/simpletok.h"
+#include "core/buf.h"
+#include "text/chattmpl.h"
+#include "text/promptgen.h"
+#include "text/tokenizer.h"
+#include "text/simpletok.h"
 
 #define FIXTURE "tests/fixtures/tokenizer/tiny_bytelevel.json"
 

@@ -4,7 +4,7 @@
 
 #include <jansson.h>
 
-#include "infermeter/record.h"
+#include "record/record.h"
 
 /* A record with every field set to a non-default value. */
 static void fill(struct im_record *r) {

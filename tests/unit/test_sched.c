@@ -6,7 +6,7 @@
  * depends on wall-clock timing. */
 #include "check.h"
 
-#include "infermeter/sched.h"
+#include "workload/sched.h"
 
 #define N_STAT 100000
 

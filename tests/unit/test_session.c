@@ -8,10 +8,10 @@
 
 #include "analyze/breakdown.h"
 #include "check.h"
-#include "infermeter/chattmpl.h"
-#include "load/session.h"
-#include "load/synth.h"
-#include "workload/simpletok.h"
+#include "text/chattmpl.h"
+#include "workload/session.h"
+#include "workload/synth.h"
+#include "text/simpletok.h"
 
 static void test_growth_parse(void) {
   uint32_t a = 0, b = 0;

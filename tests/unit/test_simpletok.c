@@ -3,7 +3,7 @@
 #include <time.h>
 
 #include "check.h"
-#include "workload/simpletok.h"
+#include "text/simpletok.h"
 
 /* Checks that text cuts exactly into the NULL-terminated list of pieces:
  * same count, pieces concatenate to the text, and every id equals the id of

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "infermeter/clock.h"
+#include "core/clock.h"
 
 #define NCONN 12
 #define POLL_DEADLINE_NS 5000000000LL

@@ -4,8 +4,8 @@
 #include <stdint.h>
 
 #include "check.h"
-#include "infermeter/buf.h"
-#include "infermeter/sse.h"
+#include "core/buf.h"
+#include "proto/sse.h"
 
 /* Events are logged as "E<type>|<id>|<retry>|<data>;" and comments as
  * "C<text>;" so one string comparison checks everything. */

@@ -1,9 +1,9 @@
 /* Unit tests of src/workload/stages.c: perturbation, grid, sweeps,
  * saturation detector and saturation point. */
-#include "infermeter/stages.h"
+#include "workload/stages.h"
 
 #include "check.h"
-#include "infermeter/rng.h"
+#include "core/rng.h"
 
 #define PI 3.14159265358979323846
 

@@ -1,8 +1,8 @@
 #include <stdint.h>
 
 #include "check.h"
-#include "infermeter/rng.h"
-#include "infermeter/stats.h"
+#include "core/rng.h"
+#include "core/stats.h"
 
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -185,7 +185,7 @@ static void test_distributions(void) {
 
 static void test_tests(void) {
   /* k = 3 runs {100, 102, 104}: mean 102, s = 2, se = 2/sqrt(3),
-   * half = 4.303 * 1.1547 = 4.9687 (METRICS.md §11). */
+   * half = 4.303 * 1.1547 = 4.9687 (docs/metrics.md §11). */
   const double runs[] = {100, 102, 104};
   struct im_stats_mean_ci ci;
   CHECK_OK(im_stats_mean_ci(runs, 3, 0.95, &ci));

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "infermeter/summary.h"
+#include "analyze/summary.h"
 
 #define MS INT64_C(1000000)
 #define SEC INT64_C(1000000000)

@@ -8,10 +8,10 @@
 #include <string.h>
 
 #include "check.h"
-#include "infermeter/chattmpl.h"
-#include "infermeter/sched.h"
-#include "load/synth.h"
-#include "workload/simpletok.h"
+#include "text/chattmpl.h"
+#include "workload/sched.h"
+#include "workload/synth.h"
+#include "text/simpletok.h"
 
 static size_t server_count(struct im_tok *tok, bool chat, const char *p, size_t len) {
   struct im_buf r;

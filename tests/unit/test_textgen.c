@@ -3,8 +3,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "serve/textgen.h"
-#include "workload/simpletok.h"
+#include "text/textgen.h"
+#include "text/simpletok.h"
 
 #define GEN_N 256
 

@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "infermeter/tokenizer.h"
-#include "workload/tokenizer_int.h"
+#include "text/tokenizer.h"
+#include "text/tokenizer_int.h"
 
 #define FIXTURE "tests/fixtures/tokenizer/tiny_bytelevel.json"
 

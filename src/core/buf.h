@@ -1,0 +1,41 @@
+/* A growable byte buffer with a hard cap.
+ *
+ * Every buffer that outside input can grow has a maximum: appending past
+ * `max` fails with IM_LIMIT and leaves the buffer unchanged, so a hostile peer
+ * cannot make us allocate without bound. The data is always NUL-terminated
+ * (the terminator is not counted in len). */
+#ifndef INFERMETER_BUF_H
+#define INFERMETER_BUF_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+#include "core/err.h"
+
+struct im_buf {
+  char *data; /* NULL until the first append */
+  size_t len;
+  size_t cap;
+  size_t max; /* maximum len; 0 means SIZE_MAX/2 */
+};
+
+/* Initialises an empty buffer that may grow to max bytes (0: unbounded). */
+void im_buf_init(struct im_buf *b, size_t max);
+/* Frees the storage; the buffer may be reused after im_buf_init. NULL ok. */
+void im_buf_cleanup(struct im_buf *b);
+/* Makes room for `extra` more bytes (plus the terminator). */
+enum im_err im_buf_reserve(struct im_buf *b, size_t extra) IM_WUR;
+enum im_err im_buf_append(struct im_buf *b, const void *data, size_t len) IM_WUR;
+enum im_err im_buf_puts(struct im_buf *b, const char *s) IM_WUR;
+enum im_err im_buf_printf(struct im_buf *b, const char *fmt, ...) IM_WUR
+    __attribute__((format(printf, 2, 3)));
+enum im_err im_buf_vprintf(struct im_buf *b, const char *fmt, va_list ap) IM_WUR;
+/* Appends s as the inside of a JSON string (no quotes), escaping as RFC 8259
+ * requires; invalid UTF-8 bytes become U+FFFD. */
+enum im_err im_buf_json_escape(struct im_buf *b, const char *s, size_t len) IM_WUR;
+/* Drops the first n bytes (n > len drops all). */
+void im_buf_consume(struct im_buf *b, size_t n);
+/* Sets len to 0, keeping the storage. */
+void im_buf_reset(struct im_buf *b);
+
+#endif

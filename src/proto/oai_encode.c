@@ -1,0 +1,143 @@
+#include "proto/oai_encode.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+static enum im_err usage_json(struct im_buf *b, const struct im_sim_usage *u) {
+  enum im_err err = im_buf_printf(
+      b,
+      "{\"prompt_tokens\":%u,\"total_tokens\":%u,\"completion_tokens\":%u,"
+      "\"prompt_tokens_details\":{\"cached_tokens\":%u}",
+      u->prompt, u->prompt + u->completion, u->completion, u->cached);
+  if (!err && u->reasoning)
+    err = im_buf_printf(b, ",\"completion_tokens_details\":{\"reasoning_tokens\":%u}",
+                        u->reasoning);
+  if (!err)
+    err = im_buf_puts(b, "}");
+  return err;
+}
+
+static enum im_err head(struct im_buf *b, const struct im_oai_ctx *c) {
+  bool chat = c->kind == IM_API_CHAT;
+  return im_buf_printf(b,
+                       "data: {\"id\":\"%s\",\"object\":\"%s\",\"created\":%" PRId64
+                       ",\"model\":\"%s\",\"choices\":[",
+                       c->id, chat ? "chat.completion.chunk" : "text_completion", c->created,
+                       c->model);
+}
+
+static enum im_err finish_str(struct im_buf *b, const char *finish_reason) {
+  return finish_reason ? im_buf_printf(b, "\"%s\"", finish_reason) : im_buf_puts(b, "null");
+}
+
+enum im_err im_oai_chunk(struct im_buf *b, const struct im_oai_ctx *c, const char *text, size_t len,
+                         bool reasoning, const char *finish_reason,
+                         const struct im_sim_usage *usage) {
+  enum im_err err = head(b, c);
+  if (err)
+    return err;
+  if (c->kind == IM_API_CHAT) {
+    const char *field = !reasoning ? "content" : c->reasoning_new ? "reasoning" : "reasoning_content";
+    err = im_buf_printf(b, "{\"index\":0,\"delta\":{\"%s\":\"", field);
+  } else {
+    err = im_buf_puts(b, "{\"index\":0,\"text\":\"");
+  }
+  if (!err)
+    err = im_buf_json_escape(b, text, len);
+  if (!err)
+    err = im_buf_puts(b, c->kind == IM_API_CHAT ? "\"},\"logprobs\":null,\"finish_reason\":"
+                                                 : "\",\"logprobs\":null,\"finish_reason\":");
+  if (!err)
+    err = finish_str(b, finish_reason);
+  if (!err)
+    err = im_buf_puts(b, "}]");
+  if (!err && usage) {
+    err = im_buf_puts(b, ",\"usage\":");
+    if (!err)
+      err = usage_json(b, usage);
+  }
+  if (!err)
+    err = im_buf_puts(b, "}\n\n");
+  return err;
+}
+
+enum im_err im_oai_role_chunk(struct im_buf *b, const struct im_oai_ctx *c) {
+  enum im_err err = head(b, c);
+  if (!err)
+    err = im_buf_puts(b, "{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},"
+                         "\"logprobs\":null,\"finish_reason\":null}]}\n\n");
+  return err;
+}
+
+enum im_err im_oai_usage_chunk(struct im_buf *b, const struct im_oai_ctx *c,
+                               const struct im_sim_usage *u) {
+  enum im_err err = head(b, c);
+  if (!err)
+    err = im_buf_puts(b, "],\"usage\":");
+  if (!err)
+    err = usage_json(b, u);
+  if (!err)
+    err = im_buf_puts(b, "}\n\n");
+  return err;
+}
+
+enum im_err im_oai_response(struct im_buf *b, const struct im_oai_ctx *c, const char *text,
+                            size_t len, const char *reasoning, size_t rlen,
+                            const char *finish_reason, const struct im_sim_usage *u) {
+  bool chat = c->kind == IM_API_CHAT;
+  enum im_err err = im_buf_printf(
+      b, "{\"id\":\"%s\",\"object\":\"%s\",\"created\":%" PRId64 ",\"model\":\"%s\",\"choices\":[",
+      c->id, chat ? "chat.completion" : "text_completion", c->created, c->model);
+  if (!err && chat) {
+    err = im_buf_puts(b, "{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"");
+    if (!err)
+      err = im_buf_json_escape(b, text, len);
+    if (!err && reasoning) {
+      err = im_buf_printf(b, "\",\"%s\":\"", c->reasoning_new ? "reasoning" : "reasoning_content");
+      if (!err)
+        err = im_buf_json_escape(b, reasoning, rlen);
+    }
+    if (!err)
+      err = im_buf_puts(b, "\"},\"logprobs\":null,\"finish_reason\":");
+  } else if (!err) {
+    err = im_buf_puts(b, "{\"index\":0,\"text\":\"");
+    if (!err)
+      err = im_buf_json_escape(b, text, len);
+    if (!err)
+      err = im_buf_puts(b, "\",\"logprobs\":null,\"finish_reason\":");
+  }
+  if (!err)
+    err = finish_str(b, finish_reason);
+  if (!err)
+    err = im_buf_puts(b, "}],\"usage\":");
+  if (!err)
+    err = usage_json(b, u);
+  if (!err)
+    err = im_buf_puts(b, "}");
+  return err;
+}
+
+const char *im_oai_error_type(int status) {
+  switch (status) {
+  case 400: return "BadRequestError";
+  case 401: return "AuthenticationError";
+  case 404: return "NotFoundError";
+  case 405: return "MethodNotAllowed";
+  case 413: return "RequestEntityTooLarge";
+  case 429: return "RateLimitError";
+  case 431: return "RequestHeaderFieldsTooLarge";
+  case 501: return "NotImplemented";
+  case 503: return "ServiceUnavailableError";
+  default: return status >= 500 ? "InternalServerError" : "BadRequestError";
+  }
+}
+
+enum im_err im_oai_error(struct im_buf *b, int status, const char *message) {
+  enum im_err err = im_buf_puts(b, "{\"error\":{\"message\":\"");
+  if (!err)
+    err = im_buf_json_escape(b, message, strlen(message));
+  if (!err)
+    err = im_buf_printf(b, "\",\"type\":\"%s\",\"param\":null,\"code\":%d}}",
+                        im_oai_error_type(status), status);
+  return err;
+}

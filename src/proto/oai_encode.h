@@ -1,0 +1,45 @@
+/* Encoding of OpenAI-compatible responses as vLLM's OpenAI server shapes
+ * them (vllm/entrypoints/openai/serving_chat.py, serving_completion.py):
+ * `chat.completion.chunk` / `text_completion` SSE events, the usage chunk
+ * with empty choices, whole (non-streaming) responses, and error bodies. */
+#ifndef IM_SERVE_OAI_ENCODE_H
+#define IM_SERVE_OAI_ENCODE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/buf.h"
+#include "proto/oai_api.h"
+
+struct im_oai_ctx {
+  enum im_api_kind kind;
+  const char *id;          /* "chatcmpl-..." or "cmpl-..." */
+  int64_t created;         /* Unix seconds */
+  const char *model;
+  bool reasoning_new;      /* field "reasoning" instead of "reasoning_content" */
+};
+
+struct im_sim_usage {
+  uint32_t prompt, completion, cached, reasoning;
+};
+
+/* `data: {chunk}\n\n` carrying text (reasoning or answer channel), with
+ * finish_reason (NULL: null) and, for continuous_usage_stats, usage. */
+enum im_err im_oai_chunk(struct im_buf *b, const struct im_oai_ctx *c, const char *text, size_t len,
+                         bool reasoning, const char *finish_reason,
+                         const struct im_sim_usage *usage) IM_WUR;
+/* The chat role chunk vLLM sends first: delta {role: assistant, content: ""}. */
+enum im_err im_oai_role_chunk(struct im_buf *b, const struct im_oai_ctx *c) IM_WUR;
+/* The final usage chunk with empty choices. */
+enum im_err im_oai_usage_chunk(struct im_buf *b, const struct im_oai_ctx *c,
+                               const struct im_sim_usage *u) IM_WUR;
+/* A whole non-streaming response body. reasoning may be NULL. */
+enum im_err im_oai_response(struct im_buf *b, const struct im_oai_ctx *c, const char *text,
+                            size_t len, const char *reasoning, size_t rlen,
+                            const char *finish_reason, const struct im_sim_usage *u) IM_WUR;
+/* {"error": {"message", "type", "param": null, "code"}} for an HTTP status. */
+enum im_err im_oai_error(struct im_buf *b, int status, const char *message) IM_WUR;
+/* The OpenAI error type name for a status (BadRequestError, ...). */
+const char *im_oai_error_type(int status);
+
+#endif

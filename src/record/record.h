@@ -1,0 +1,148 @@
+/* One request attempt as the load engine records it (docs/metrics.md §1).
+ *
+ * Times are ns relative to the run's start (CLOCK_MONOTONIC at the moment the
+ * schedule starts); -1 means the event did not happen. Chunk arrival times
+ * are kept compactly, as µs offsets from t_start (4 bytes per token-bearing
+ * chunk); chunk_tokens is NULL while every chunk carried exactly one token.
+ *
+ * A record is filled by the engine, written to requests.jsonl when the
+ * attempt ends, then reduced to what the analysis keeps; analysis never
+ * changes it. */
+#ifndef INFERMETER_RECORD_H
+#define INFERMETER_RECORD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/buf.h"
+#include "core/err.h"
+
+enum im_req_kind {
+  IM_KIND_MEASURED,
+  IM_KIND_WARMUP,   /* scheduled inside the warm-up */
+  IM_KIND_RETRY,    /* attempt >= 2 of a logical request */
+  IM_KIND_HEALTH,   /* health checks / model polling during the run */
+  IM_KIND_PROBE,    /* synthetic probes */
+  IM_KIND_ABORTED,  /* still running after the grace period, or cancelled */
+  IM_KIND_COUNT_
+};
+
+enum im_errclass {
+  IM_EC_NONE,
+  IM_EC_CONNECT,
+  IM_EC_TIMEOUT_CONNECT,
+  IM_EC_TIMEOUT_TTFT,
+  IM_EC_TIMEOUT_IDLE,
+  IM_EC_TIMEOUT_TOTAL,
+  IM_EC_HTTP_4XX,
+  IM_EC_HTTP_429,
+  IM_EC_HTTP_5XX,
+  IM_EC_RESET,        /* connection reset mid-stream */
+  IM_EC_TRUNCATED,    /* stream ended without [DONE] */
+  IM_EC_MALFORMED,    /* SSE or JSON that does not parse */
+  IM_EC_ERROR_EVENT,  /* an error object inside the stream */
+  IM_EC_INSUFFICIENT, /* finish_reason insufficient_system_resource (DeepSeek API) */
+  IM_EC_ABORTED,
+  IM_EC_COUNT_
+};
+
+/* Where output_tokens comes from (docs/metrics.md §1). */
+/* Content class of a prompt (--mix code=..,text=..), for per-class latency. */
+enum im_req_class { IM_CLASS_NONE, IM_CLASS_TEXT, IM_CLASS_CODE, IM_CLASS_COUNT_ };
+
+enum im_count_source {
+  IM_COUNT_NONE,
+  IM_COUNT_USAGE,       /* usage.completion_tokens */
+  IM_COUNT_TOKENIZER,   /* tokenizer count of the text */
+  IM_COUNT_CHUNKS,      /* one per token-bearing chunk */
+  IM_COUNT_SOURCE_COUNT_
+};
+
+struct im_record {
+  uint64_t id;              /* attempt id, unique within the run (from 1) */
+  uint64_t logical_id;      /* the user request; = id for a first attempt */
+  uint32_t attempt;         /* 1 for the first */
+  uint32_t stage;
+  enum im_req_kind kind;
+  char request_id[48];      /* X-Request-Id sent (joins the server's logs) */
+
+  int64_t t_sched;          /* when the schedule wanted it sent */
+  int64_t t_sched_first;    /* t_sched of attempt 1 (user-visible latency base) */
+  int64_t t_dispatch;       /* when the engine acted on it */
+  int64_t t_start;          /* handed to HTTP (after any --max-concurrency wait) */
+  int64_t t_send;           /* request written (after connect/TLS) */
+  int64_t t_hdr;            /* status line received */
+  int64_t t_first;          /* first token-bearing chunk */
+  int64_t t_answer;         /* first chunk with `content` (after reasoning) */
+  int64_t t_last;           /* last token-bearing chunk */
+  int64_t t_end;            /* attempt over (success or error) */
+
+  uint32_t n_chunks;        /* token-bearing chunks */
+  uint32_t cap_chunks;
+  uint32_t *chunk_us;       /* arrival - t_start, µs, per chunk */
+  uint16_t *chunk_tokens;   /* tokens per chunk, NULL = all 1 */
+  uint32_t keepalives;      /* `:` comment lines received */
+
+  uint32_t prompt_tokens;   /* usage, else the client's count */
+  uint32_t output_tokens;
+  enum im_count_source output_source;
+  uint32_t cached_tokens;   /* prompt_tokens_details.cached_tokens, DeepSeek
+                               prompt_cache_hit_tokens or llama.cpp cache_n */
+  uint32_t reasoning_tokens;
+  uint32_t requested_tokens; /* max_tokens sent */
+  bool ignore_eos;
+
+  int http_status;          /* 0 when none arrived */
+  enum im_errclass error;
+  char finish_reason[32];   /* "" when none */
+  uint64_t conn_id;         /* connection identity within the run */
+  bool conn_new;            /* this attempt opened its connection */
+
+  double temperature, top_p; /* sampling parameters sent (NaN: not sent) */
+  uint64_t content_hash;     /* FNV-1a of what was asked (prompt, max_tokens,
+                                sampling): equal for identical requests; 0 unknown */
+  uint64_t session;          /* multi-turn session id (from 1); 0: not in a session */
+  uint32_t turn;             /* turn within the session (from 1); 0: none */
+  uint32_t context_tokens;   /* the client's count of the prompt it sent (template
+                                included), whatever usage later says */
+  enum im_req_class content_class;
+};
+
+/* Name used in JSON for a kind / error class / count source. */
+const char *im_kind_name(enum im_req_kind k);
+const char *im_errclass_name(enum im_errclass e); /* "" for IM_EC_NONE */
+const char *im_count_source_name(enum im_count_source s);
+const char *im_req_class_name(enum im_req_class c); /* "" for IM_CLASS_NONE */
+
+/* Resets r to an empty attempt (all times -1, temperature and top_p NaN,
+ * kind measured, counts 0); r must be zero-filled or previously reset. Keeps
+ * chunk_us's storage for reuse; frees chunk_tokens (non-NULL would mean a
+ * chunk held != 1 tokens). */
+void im_record_reset(struct im_record *r);
+/* Frees the chunk arrays. */
+void im_record_cleanup(struct im_record *r);
+/* Appends a token-bearing chunk that arrived at t (run-relative ns) with n
+ * tokens. Stores (t - t_start) in µs (0 when t < t_start; t_start -1 counts
+ * as 0), saturating at UINT32_MAX; n saturates at 65535. The first n != 1
+ * allocates chunk_tokens (earlier chunks get 1). Arrays grow geometrically.
+ * Bounded: at most 16M chunks (IM_LIMIT beyond); on IM_LIMIT or IM_NOMEM the
+ * record is unchanged. */
+enum im_err im_record_add_chunk(struct im_record *r, int64_t t, uint32_t n) IM_WUR;
+/* Tokens of chunk i. */
+static inline uint32_t im_record_chunk_tokens(const struct im_record *r, uint32_t i) {
+  return r->chunk_tokens ? r->chunk_tokens[i] : 1;
+}
+
+/* Appends the record as one JSON object and a newline (the requests.jsonl
+ * line, documented in docs/results-schema.md). On error (IM_LIMIT when out's
+ * cap is reached, IM_NOMEM) out is left as it was. */
+enum im_err im_record_to_jsonl(const struct im_record *r, struct im_buf *out) IM_WUR;
+/* Parses one requests.jsonl line back (for `report` and tests). r must be
+ * reset first. IM_PARSE on error: msg (if not NULL) names the field at
+ * fault, and r may be partly filled (reset it before reuse). Unknown keys
+ * are ignored; output_shortfall is only type-checked. */
+enum im_err im_record_from_json(const char *line, size_t len, struct im_record *r, char *msg,
+                                size_t msg_len) IM_WUR;
+
+#endif

@@ -1,0 +1,171 @@
+#include "workload/session.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/buf.h"
+#include "core/rng.h"
+#include "workload/sched.h"
+#include "text/simpletok.h"
+
+/* A session's conversation so far. */
+struct sstate {
+  struct im_buf msgs;  /* chat: the messages' JSON objects, comma-separated */
+  struct im_buf text;  /* completions: the turns joined by blank lines */
+  uint32_t tokens;     /* tokens of the conversation so far */
+};
+
+uint32_t im_sessions_target(const struct im_sessions *s, uint32_t k) {
+  if (s->turns <= 1 || s->ctx_end <= s->ctx_start)
+    return s->ctx_start;
+  if (k >= s->turns - 1)
+    return s->ctx_end;
+  return s->ctx_start +
+         (uint32_t)((uint64_t)(s->ctx_end - s->ctx_start) * k / (s->turns - 1));
+}
+
+static enum im_err add_message(struct sstate *st, enum im_backend be, const char *role,
+                               const char *txt, size_t len) {
+  if (be == IM_BACKEND_CHAT) {
+    enum im_err err = im_buf_printf(&st->msgs, "%s{\"role\":\"%s\",\"content\":\"",
+                                    st->msgs.len ? "," : "", role);
+    if (!err)
+      err = im_buf_json_escape(&st->msgs, txt, len);
+    return err ? err : im_buf_puts(&st->msgs, "\"}");
+  }
+  enum im_err err = st->text.len ? im_buf_puts(&st->text, "\n\n") : IM_OK;
+  return err ? err : im_buf_append(&st->text, txt, len);
+}
+
+static void sess_end(void *ctx, void *state) {
+  (void)ctx;
+  struct sstate *st = state;
+  if (!st)
+    return;
+  im_buf_cleanup(&st->msgs);
+  im_buf_cleanup(&st->text);
+  free(st);
+}
+
+static enum im_err sess_turn(void *ctx, uint64_t sid, uint32_t turn, void **state,
+                             const char *answer, size_t answer_len, struct im_req_spec *spec) {
+  const struct im_sessions *s = ctx;
+  const struct im_synth *sy = s->synth;
+  struct sstate *st = *state;
+  if (!st) {
+    if (!(st = calloc(1, sizeof *st)))
+      return IM_NOMEM;
+    im_buf_init(&st->msgs, 0);
+    im_buf_init(&st->text, 0);
+    *state = st;
+  }
+  enum im_err err = IM_OK;
+  if (turn > 0) {
+    /* The answer goes back as the server sent it: its cached blocks match. */
+    err = add_message(st, s->backend, "assistant", answer ? answer : "", answer_len);
+    st->tokens += (uint32_t)im_simpletok_encode(answer, answer_len, NULL, 0);
+  }
+  uint32_t target = im_sessions_target(s, turn);
+  uint32_t want = target > st->tokens + s->min_user ? target - st->tokens : s->min_user;
+  struct im_buf user;
+  im_buf_init(&user, 0);
+  uint32_t n = 0;
+  /* Tag: unique per (session, turn); only the first turn may draw a prefix. */
+  uint64_t tag = sid * 1024 + turn;
+  /* The first turn is exactly its target, template included; a later
+   * message counts its own tokens (the whole is counted below). */
+  struct im_synth plain = *sy;
+  plain.chat = false;
+  if (!err)
+    err = im_synth_text(turn == 0 ? sy : &plain, tag, want, turn == 0, &user, &n);
+  if (!err)
+    err = add_message(st, s->backend, "user", user.data, user.len);
+  im_buf_cleanup(&user);
+  if (err)
+    return err;
+  st->tokens += n;
+
+  memset(spec, 0, sizeof *spec);
+  if (s->backend == IM_BACKEND_CHAT) {
+    size_t len = st->msgs.len + 2;
+    if (!(spec->messages_json = malloc(len + 1)))
+      return IM_NOMEM;
+    spec->messages_json[0] = '[';
+    memcpy(spec->messages_json + 1, st->msgs.data, st->msgs.len);
+    spec->messages_json[len - 1] = ']';
+    spec->messages_json[len] = '\0';
+  } else {
+    if (!(spec->prompt = malloc(st->text.len + 1)))
+      return IM_NOMEM;
+    memcpy(spec->prompt, st->text.data, st->text.len);
+    spec->prompt[st->text.len] = '\0';
+    spec->prompt_len = st->text.len;
+  }
+  if (sy->exact) {
+    /* As the server counts it: the whole conversation, template included. */
+    uint32_t exact = 0;
+    err = im_synth_count(sy, spec->prompt, spec->prompt_len, spec->messages_json, &exact);
+    if (err)
+      return err;
+    st->tokens = exact;
+  }
+  spec->prompt_tokens = st->tokens;
+  if (sy->has_mix)
+    spec->content_class = im_synth_class(sy, tag) == IM_CONTENT_CODE ? IM_CLASS_CODE : IM_CLASS_TEXT;
+  spec->max_tokens = im_sched_length(sy->output_len, sy->range_ratio, sy->seed ^ 0x2bULL, tag);
+  spec->ignore_eos = sy->ignore_eos;
+  spec->temperature = sy->temperature;
+  spec->top_p = sy->top_p;
+  im_synth_perturb(sy, tag, spec);
+  spec->session = sid + 1;
+  spec->turn = turn + 1;
+  return IM_OK;
+}
+
+void im_sessions_ops(const struct im_sessions *s, struct im_session_ops *ops) {
+  memset(ops, 0, sizeof *ops);
+  ops->turn = sess_turn;
+  ops->end = sess_end;
+  ops->turns = s->turns;
+  ops->think_ns = s->think_ns;
+}
+
+static int parse_len(const char *p, const char *end, uint32_t *out) {
+  char buf[32];
+  size_t n = (size_t)(end - p);
+  if (n == 0 || n >= sizeof buf)
+    return -1;
+  memcpy(buf, p, n);
+  buf[n] = '\0';
+  uint64_t mult = 1;
+  if (buf[n - 1] == 'k' || buf[n - 1] == 'K') {
+    mult = 1024;
+    buf[--n] = '\0';
+  }
+  if (n == 0)
+    return -1;
+  char *e = NULL;
+  errno = 0;
+  double v = strtod(buf, &e);
+  if (errno || *e || !(v >= 0) || v * (double)mult > 10000000.0)
+    return -1;
+  *out = (uint32_t)(v * (double)mult + 0.5);
+  return 0;
+}
+
+int im_sessions_parse_growth(const char *spec, uint32_t *a, uint32_t *b, char *err, size_t errlen) {
+  const char *colon = spec ? strchr(spec, ':') : NULL;
+  if (!colon || parse_len(spec, colon, a) || parse_len(colon + 1, colon + strlen(colon), b)) {
+    snprintf(err, errlen, "--context-growth '%s': expected START:END in tokens, e.g. 5k:32k "
+                          "(k = 1024), each at most 10,000,000", spec ? spec : "");
+    return -1;
+  }
+  if (*a == 0 || *b < *a) {
+    snprintf(err, errlen, "--context-growth '%s': START must be > 0 and END >= START", spec);
+    return -1;
+  }
+  return 0;
+}

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Include-level layering, as text: every #include "<module>/..." in
+# src/<m>/ names m itself or a module m may use (declared graph, closed over
+# dependencies); and a module's private headers (*_int.h) are included only
+# from inside it. The compiler enforces the first through include views;
+# this check names every offence at once, with file and line.
+# usage: check_includes.sh GRAPH SRC_DIR
+set -euo pipefail
+graph=$1; src=$2
+declare -A deps
+while IFS=: read -r m d; do [ -n "$m" ] && deps[$m]=$d; done < "$graph"
+closure() {
+  local seen=" $1 " todo=($1) m d
+  while [ ${#todo[@]} -gt 0 ]; do
+    m=${todo[0]}; todo=("${todo[@]:1}")
+    for d in ${deps[$m]:-}; do
+      case "$seen" in *" $d "*) ;; *) seen+="$d "; todo+=("$d");; esac
+    done
+  done
+  echo "$seen"
+}
+fail=0; n=0
+for dir in "$src"/*/; do
+  m=$(basename "$dir")
+  [ -n "${deps[$m]+x}" ] || { echo "layers: src/$m is not a module in the build graph"; fail=1; continue; }
+  allowed=" $(closure "$m") "
+  while IFS=: read -r file line inc; do
+    n=$((n + 1))
+    target=$(sed -E 's/.*#\s*include\s*"([a-z_]+)\/([^"]+)".*/\1 \2/' <<<"$inc")
+    tm=${target% *}; th=${target#* }
+    case "$allowed" in *" $tm "*) ;; *) echo "layers: $file:$line includes $tm/$th; $m may use only:$allowed"; fail=1;; esac
+    if [ "$tm" != "$m" ] && [[ "$th" == *_int.h ]]; then
+      echo "layers: $file:$line includes $tm/$th, private to $tm"; fail=1
+    fi
+  done < <(grep -nHE '^\s*#\s*include\s*"[a-z_]+/[^"]+"' "$dir"*.[ch] || true)
+done
+[ $fail = 0 ] && echo "layers: $n module includes checked, all follow the declared graph"
+exit $fail
