@@ -11,7 +11,9 @@ test_pkgs=(clang libclang-rt-dev curl jq iproute2 prometheus)
 pkgs=("${build_pkgs[@]}")
 [ "$what" = test ] && pkgs+=("${test_pkgs[@]}")
 # Node and npm (the tokenizer's exactness test against the Rust library's
-# npm binding): any install will do (NodeSource's nodejs bundles npm and
+# npm binding; the results schema's validator, tests/schema/validate.sh,
+# which installs the npm package ajv into build/npm-cache/ajv on first use):
+# any install will do (NodeSource's nodejs bundles npm and
 # conflicts with Debian's npm package), so they are looked for as commands.
 if [ "$what" = test ] && ! { command -v node && command -v npm; } >/dev/null 2>&1; then
   pkgs+=(nodejs npm)

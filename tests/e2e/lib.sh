@@ -86,7 +86,49 @@ metric() {
   curl -sS "$BASE/metrics" | grep -E "^$1(\{[^}]*${2:-}[^}]*\})? " | head -n1 | awk '{print $2}'
 }
 
+# Every results.json and requests.jsonl a test writes must match
+# docs/results.schema.json: finish validates, in one validator run, every
+# output directory left under $TMP, plus the copies keep_outputs made of
+# directories the test then wrote again. A mismatch fails the test (the
+# outputs are kept for a look); without node/npm or the npm registry the
+# validation is skipped with a message.
+E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+KEPT=0
+# keep_outputs DIR: sets DIR's outputs aside before the test reuses DIR.
+keep_outputs() {
+  KEPT=$((KEPT + 1))
+  local dst f
+  dst="$TMP/schema-kept/$KEPT-$(basename "$1")"
+  mkdir -p "$dst"
+  for f in results.json requests.jsonl; do
+    [ -f "$1/$f" ] && cp "$1/$f" "$dst/"
+  done
+  return 0
+}
+validate_outputs() {
+  local dirs=() d
+  while IFS= read -r d; do dirs+=("$d"); done < <(
+    find "$TMP" -type f \( -name results.json -o -name requests.jsonl \) -printf '%h\n' | sort -u)
+  [ ${#dirs[@]} -eq 0 ] && return 0
+  IM_NPM_CACHE=${IM_NPM_CACHE:-$(cd "$(dirname "$BIN")" && pwd)/npm-cache} \
+    bash "$E2E_DIR/../schema/validate.sh" "${dirs[@]}" >"$TMP/schema.out" 2>&1
+  local rc=$?
+  if [ $rc -eq 0 ]; then
+    ok
+  elif [ $rc -eq 77 ]; then
+    echo "schema validation skipped: $(tail -n 1 "$TMP/schema.out")" >&2
+  else
+    local keep
+    keep=$(mktemp -d "${TMPDIR:-/tmp}/infermeter-schema-fail.XXXXXX")
+    for d in "${dirs[@]}"; do
+      mkdir -p "$keep/${d#"$TMP"/}" && cp "$d"/results.json "$d"/requests.jsonl "$keep/${d#"$TMP"/}/" 2>/dev/null
+    done
+    fail "outputs do not match docs/results.schema.json (kept in $keep):"$'\n'"$(head -n 40 "$TMP/schema.out")"
+  fi
+}
+
 finish() {
+  validate_outputs
   echo "$(basename "$0"): $CHECKS checks, $FAILS failed"
   [ "$FAILS" -eq 0 ]
 }

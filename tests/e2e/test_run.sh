@@ -71,6 +71,7 @@ for f in "reset@after_tokens=2:reset" "fin@after_tokens=2:truncated" "error-even
   RUN --url "$BASE" --requests 3 --rate 50 --warmup 0 --grace 5s --input-len 16 --output-len 8 \
     --header "X-Infermeter-Fault: $spec" --out "$TMP/f" --quiet
   check_eq "fault $spec -> $want" "$(jq -r -s 'map(.error) | unique | join(",")' "$TMP/f/requests.jsonl")" "$want"
+  keep_outputs "$TMP/f" # $TMP/f is written again: validated against the schema at the end
 done
 # A stream that delivered tokens is never retried.
 RUN --url "$BASE" --requests 2 --rate 50 --warmup 0 --grace 5s --input-len 16 --output-len 8 --retries 3 \
@@ -201,6 +202,7 @@ check "unreachable message" grep -q unreachable "$TMP/err"
 # ten has one multi-millisecond stall, before and after the workload
 # changes alike).
 for try in 1 2 3; do
+  [ -d "$TMP/d" ] && keep_outputs "$TMP/d"
   rm -rf "$TMP/d"
   RUN --duration 4s --warmup 1s --output-len 16 --out "$TMP/d" >"$TMP/d.out" 2>&1
   rc=$?
