@@ -1,6 +1,7 @@
+/* Latency by context length, content class and session: see
+ * analyze/breakdown.h. */
 #include "analyze/breakdown.h"
 
-#include <jansson.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -26,179 +27,106 @@ int im_breakdown_bucket(unsigned tokens) {
   return b;
 }
 
-static bool counted(const struct im_record *r) {
-  return r->kind == IM_KIND_MEASURED && r->error == IM_EC_NONE && r->t_first >= 0;
-}
-
 static unsigned context_of(const struct im_record *r) {
   return r->prompt_tokens ? r->prompt_tokens : r->context_tokens;
 }
 
-/* TTFT and TPOT (ms) of the counted records that `pick` selects. */
-struct group {
-  double *ttft, *tpot, *ttft_tok; /* ms; ttft_tok: TTFT per uncached prompt token */
-  size_t n, n_tpot, n_tok;
-};
+static void dist_fill(struct im_bd_dist *d, double *x, size_t n,
+                      const struct im_summary_config *sc) {
+  d->n = n;
+  im_stats_sort(x, n);
+  d->mean = n ? im_stats_mean(x, n) : NAN;
+  d->p50 = n ? im_stats_pct_nearest(x, n, 0.5) : NAN;
+  d->p90 = n ? im_stats_pct_nearest(x, n, 0.9) : NAN;
+  d->p99 = n ? im_stats_pct_nearest(x, n, 0.99) : NAN;
+  for (size_t i = 0; i < IM_MAX_PERCENTILES; i++)
+    d->pct[i] = n && i < sc->n_percentiles
+                    ? im_stats_pct_nearest(x, n, sc->percentiles[i] / 100.0)
+                    : NAN;
+}
 
-static void group_fill(struct group *g, const struct im_record *r, size_t n, int key,
-                       int (*pick)(const struct im_record *)) {
-  memset(g, 0, sizeof *g);
-  g->ttft = malloc((n ? n : 1) * sizeof *g->ttft);
-  g->tpot = malloc((n ? n : 1) * sizeof *g->tpot);
-  g->ttft_tok = malloc((n ? n : 1) * sizeof *g->ttft_tok);
-  if (!g->ttft || !g->tpot || !g->ttft_tok)
-    return;
-  for (size_t i = 0; i < n; i++) {
-    if (!counted(&r[i]) || pick(&r[i]) != key)
+/* The group of the completed requests `pick` maps to `key`; scratch holds
+ * room for 3 * n doubles. */
+static void group_fill(struct im_bd_group *g, const struct im_population *pop, int key,
+                       int (*pick)(const struct im_record *), const struct im_summary_config *sc,
+                       double *scratch) {
+  size_t cap = pop->n_req, n = 0, n_tpot = 0, n_tok = 0;
+  double *ttft = scratch, *tpot = scratch + cap, *tok = scratch + 2 * cap;
+  for (size_t i = 0; i < pop->n_req; i++) {
+    const struct im_record *r = pop->req[i].final;
+    if (pop->req[i].outcome != IM_OUTCOME_COMPLETED || pick(r) != key)
       continue;
-    double ttft = (double)(r[i].t_first - r[i].t_start) / 1e6;
-    g->ttft[g->n++] = ttft;
-    if (r[i].prompt_tokens > r[i].cached_tokens)
-      g->ttft_tok[g->n_tok++] = ttft / (double)(r[i].prompt_tokens - r[i].cached_tokens);
-    if (r[i].output_tokens >= 2)
-      g->tpot[g->n_tpot++] =
-          (double)(r[i].t_last - r[i].t_first) / 1e6 / (double)(r[i].output_tokens - 1);
+    double t = (double)(r->t_first - r->t_start) / 1e6;
+    ttft[n++] = t;
+    if (r->prompt_tokens > r->cached_tokens)
+      tok[n_tok++] = t / (double)(r->prompt_tokens - r->cached_tokens);
+    if (r->output_tokens >= 2)
+      tpot[n_tpot++] = (double)(r->t_last - r->t_first) / 1e6 / (double)(r->output_tokens - 1);
   }
-  im_stats_sort(g->ttft, g->n);
-  im_stats_sort(g->tpot, g->n_tpot);
-  im_stats_sort(g->ttft_tok, g->n_tok);
-}
-
-static void group_free(struct group *g) {
-  free(g->ttft);
-  free(g->tpot);
-  free(g->ttft_tok);
-}
-
-static json_t *dist_json(const double *x, size_t n, const struct im_summary_config *sc) {
-  if (!n)
-    return json_null();
-  json_t *o = json_pack("{s:f}", "mean", im_stats_mean(x, n));
-  for (size_t i = 0; i < sc->n_percentiles; i++) {
-    char key[32];
-    snprintf(key, sizeof key, "p%g", sc->percentiles[i]);
-    json_object_set_new(o, key, json_real(im_stats_pct_nearest(x, n, sc->percentiles[i] / 100.0)));
-  }
-  return o;
+  g->n = n;
+  dist_fill(&g->ttft, ttft, n, sc);
+  dist_fill(&g->tpot, tpot, n_tpot, sc);
+  dist_fill(&g->ttft_per_uncached_token, tok, n_tok, sc);
 }
 
 static int pick_bucket(const struct im_record *r) { return im_breakdown_bucket(context_of(r)); }
 static int pick_class(const struct im_record *r) { return (int)r->content_class; }
 
-json_t *im_breakdown_context_json(const struct im_record *r, size_t n,
-                                  const struct im_summary_config *sc) {
-  json_t *arr = json_array();
-  for (int b = 0; b < IM_CTX_BUCKETS; b++) {
-    struct group g;
-    group_fill(&g, r, n, b, pick_bucket);
-    json_t *o = json_pack("{s:s, s:I, s:o, s:I}", "bucket", bucket_names[b], "lo",
-                          (json_int_t)bucket_lo[b], "hi",
-                          b + 1 < IM_CTX_BUCKETS ? json_integer(bucket_lo[b + 1]) : json_null(),
-                          "n", (json_int_t)g.n);
-    json_object_set_new(o, "ttft_ms", dist_json(g.ttft, g.n, sc));
-    json_object_set_new(o, "tpot_ms", dist_json(g.tpot, g.n_tpot, sc));
-    /* docs/metrics.md §9 long-context robustness: uncached prefill per token. */
-    json_object_set_new(o, "ttft_per_uncached_token_ms", dist_json(g.ttft_tok, g.n_tok, sc));
-    json_array_append_new(arr, o);
-    group_free(&g);
-  }
-  return arr;
-}
-
-json_t *im_breakdown_class_json(const struct im_record *r, size_t n,
-                                const struct im_summary_config *sc) {
-  json_t *obj = json_object();
-  for (int c = IM_CLASS_TEXT; c < IM_CLASS_COUNT_; c++) {
-    struct group g;
-    group_fill(&g, r, n, c, pick_class);
-    json_t *o = json_pack("{s:I}", "n", (json_int_t)g.n);
-    json_object_set_new(o, "ttft_ms", dist_json(g.ttft, g.n, sc));
-    json_object_set_new(o, "tpot_ms", dist_json(g.tpot, g.n_tpot, sc));
-    json_object_set_new(obj, im_req_class_name((enum im_req_class)c), o);
-    group_free(&g);
-  }
-  return obj;
-}
-
-json_t *im_breakdown_sessions_json(const struct im_record *r, size_t n) {
-  uint64_t sessions = 0, turns = 0, failed = 0, max_ctx = 0, max_turn = 0;
-  /* Sessions are numbered densely from 1 per run: a bitmap counts them. */
+/* Sessions are numbered densely from 1 per run: a bitmap counts them. */
+static enum im_err sessions_fill(struct im_breakdown *b, const struct im_population *pop) {
   uint64_t max_sid = 0;
-  for (size_t i = 0; i < n; i++)
-    if (r[i].session > max_sid)
-      max_sid = r[i].session;
+  for (size_t i = 0; i < pop->n_req; i++)
+    if (pop->req[i].outcome != IM_OUTCOME_WARMUP && pop->req[i].final->session > max_sid)
+      max_sid = pop->req[i].final->session;
+  if (max_sid > (uint64_t)pop->n_recs + 1) /* ids beyond the records: not dense, count anyway */
+    max_sid = (uint64_t)pop->n_recs + 1;
   unsigned char *seen = calloc(max_sid + 1, 1);
-  for (size_t i = 0; seen && i < n; i++) {
-    if (!r[i].session || r[i].kind == IM_KIND_RETRY)
+  if (!seen)
+    return IM_NOMEM;
+  for (size_t i = 0; i < pop->n_req; i++) {
+    const struct im_logical *g = &pop->req[i];
+    const struct im_record *r = g->final;
+    if (g->outcome == IM_OUTCOME_WARMUP || !r->session)
       continue;
-    if (!seen[r[i].session]) {
-      seen[r[i].session] = 1;
-      sessions++;
-    }
-    if (r[i].error == IM_EC_NONE && r[i].t_first >= 0)
-      turns++;
-    else if (r[i].kind != IM_KIND_ABORTED)
-      failed++;
-    if (r[i].turn > max_turn)
-      max_turn = r[i].turn;
-    if (context_of(&r[i]) > max_ctx)
-      max_ctx = context_of(&r[i]);
+    uint64_t sid = r->session <= max_sid ? r->session : max_sid;
+    b->sess.sessions += !seen[sid];
+    seen[sid] = 1;
+    if (g->outcome == IM_OUTCOME_COMPLETED)
+      b->sess.turns_completed++;
+    else if (g->outcome == IM_OUTCOME_FAILED)
+      b->sess.turns_failed++;
+    if (r->turn > b->sess.max_turn)
+      b->sess.max_turn = r->turn;
+    if (context_of(r) > b->sess.context_tokens_max)
+      b->sess.context_tokens_max = context_of(r);
   }
   free(seen);
-  return json_pack("{s:I, s:I, s:o, s:I, s:I, s:I}", "sessions", (json_int_t)sessions,
-                   "turns_completed", (json_int_t)turns, "turns_per_session_mean",
-                   sessions ? json_real((double)turns / (double)sessions) : json_null(),
-                   "max_turn", (json_int_t)max_turn, "context_tokens_max", (json_int_t)max_ctx,
-                   "turns_failed", (json_int_t)failed);
+  b->sess.turns_per_session_mean =
+      b->sess.sessions ? (double)b->sess.turns_completed / (double)b->sess.sessions : NAN;
+  return IM_OK;
 }
 
-static void row(FILE *f, const char *name, const struct group *g) {
-  if (!g->n) {
-    fprintf(f, "  %-8s %6s\n", name, "0");
-    return;
-  }
-  fprintf(f, "  %-8s %6zu  %9.1f %9.1f %9.1f   %8.2f %8.2f %8.2f\n", name, g->n,
-          im_stats_pct_nearest(g->ttft, g->n, 0.5), im_stats_pct_nearest(g->ttft, g->n, 0.9),
-          im_stats_pct_nearest(g->ttft, g->n, 0.99),
-          g->n_tpot ? im_stats_pct_nearest(g->tpot, g->n_tpot, 0.5) : NAN,
-          g->n_tpot ? im_stats_pct_nearest(g->tpot, g->n_tpot, 0.9) : NAN,
-          g->n_tpot ? im_stats_pct_nearest(g->tpot, g->n_tpot, 0.99) : NAN);
-}
-
-void im_breakdown_text(FILE *f, const struct im_record *r, size_t n,
-                       const struct im_summary_config *sc, bool by_class) {
-  (void)sc;
-  bool any_session = false;
-  int first = -1, buckets = 0;
-  for (size_t i = 0; i < n; i++) {
-    if (!counted(&r[i]))
+enum im_err im_breakdown_compute(const struct im_population *pop,
+                                 const struct im_summary_config *sc, struct im_breakdown *b) {
+  memset(b, 0, sizeof *b);
+  double *scratch = malloc(3 * (pop->n_req ? pop->n_req : 1) * sizeof *scratch);
+  if (!scratch)
+    return IM_NOMEM;
+  int first = -1;
+  for (size_t i = 0; i < pop->n_req; i++) {
+    if (pop->req[i].outcome != IM_OUTCOME_COMPLETED)
       continue;
-    any_session |= r[i].session != 0;
-    int b = pick_bucket(&r[i]);
+    b->any_session |= pop->req[i].final->session != 0;
+    int k = pick_bucket(pop->req[i].final);
     if (first < 0)
-      first = b;
-    else if (b != first)
-      buckets = 2;
+      first = k;
+    else if (k != first)
+      b->several_buckets = true;
   }
-  const char *hdr = "  %-8s %6s  %9s %9s %9s   %8s %8s %8s\n";
-  if (any_session || buckets > 1) {
-    fprintf(f, "By context length (tokens; K = 1024)\n");
-    fprintf(f, hdr, "context", "n", "TTFT p50", "p90", "p99 ms", "TPOT p50", "p90", "p99 ms");
-    for (int b = 0; b < IM_CTX_BUCKETS; b++) {
-      struct group g;
-      group_fill(&g, r, n, b, pick_bucket);
-      row(f, bucket_names[b], &g);
-      group_free(&g);
-    }
-  }
-  if (by_class) {
-    fprintf(f, "By content class\n");
-    fprintf(f, hdr, "class", "n", "TTFT p50", "p90", "p99 ms", "TPOT p50", "p90", "p99 ms");
-    for (int c = IM_CLASS_TEXT; c < IM_CLASS_COUNT_; c++) {
-      struct group g;
-      group_fill(&g, r, n, c, pick_class);
-      row(f, im_req_class_name((enum im_req_class)c), &g);
-      group_free(&g);
-    }
-  }
+  for (int k = 0; k < IM_CTX_BUCKETS; k++)
+    group_fill(&b->ctx[k], pop, k, pick_bucket, sc, scratch);
+  for (int c = IM_CLASS_TEXT; c < IM_CLASS_COUNT_; c++)
+    group_fill(&b->cls[c], pop, c, pick_class, sc, scratch);
+  free(scratch);
+  return sessions_fill(b, pop);
 }

@@ -1,20 +1,25 @@
 /* Latency broken down by what a request was: its context length (buckets
  * 0-4K, 4-8K, 8-16K, 16-32K, 32K+, K = 1024 tokens) and its content class,
- * plus the shape of multi-turn sessions. Over completed measured requests
- * (warm-up, retries' failed attempts and errors excluded); the context of a
- * request is its prompt tokens (the server's usage count when it sent one,
- * else the client's). Percentiles nearest-rank, as ours in docs/metrics.md. */
+ * plus the shape of multi-turn sessions.
+ *
+ * Population (analyze/population.h): the final attempts of completed
+ * non-warm-up logical requests (so a request that succeeded on a retry
+ * counts once, with that attempt); sessions count the final attempts of
+ * every non-warm-up logical request. The context of a request is its prompt
+ * tokens (the server's usage count when it sent one, else the client's).
+ * Rows are small subsets of the run, so their percentiles are exact nearest
+ * rank over the per-request values (not read from histograms: nothing
+ * merges them). Pure: no I/O, no global state. */
 #ifndef IM_ANALYZE_BREAKDOWN_H
 #define IM_ANALYZE_BREAKDOWN_H
 
 #include <stdbool.h>
 #include <stddef.h>
-#include <stdio.h>
+#include <stdint.h>
 
-#include "record/record.h"
+#include "analyze/population.h"
 #include "analyze/summary.h"
-
-struct json_t;
+#include "record/record.h"
 
 #define IM_CTX_BUCKETS 5
 /* Lower bound (tokens) of context bucket i; bucket i is [lo(i), lo(i+1)). */
@@ -24,19 +29,34 @@ const char *im_breakdown_bucket_name(int i);
 /* The bucket of a context length. */
 int im_breakdown_bucket(unsigned tokens);
 
-/* [{"bucket":"0-4K","lo":0,"hi":4096,"n":..,"ttft_ms":{"mean","p50","p90","p99"},
- *   "tpot_ms":{...}}, ...] (every bucket, n 0 with nulls when empty). */
-struct json_t *im_breakdown_context_json(const struct im_record *r, size_t n,
-                                         const struct im_summary_config *sc);
-/* {"text": {...}, "code": {...}}: the same figures per content class. */
-struct json_t *im_breakdown_class_json(const struct im_record *r, size_t n,
-                                       const struct im_summary_config *sc);
-/* {"sessions", "turns_completed", "turns_per_session_mean", "max_turn",
- *  "context_tokens_max", "ended_by_failure"}. */
-struct json_t *im_breakdown_sessions_json(const struct im_record *r, size_t n);
-/* The tables for people: by context when any request belongs to a session
- * or spans more than one bucket; by class when by_class. */
-void im_breakdown_text(FILE *f, const struct im_record *r, size_t n,
-                       const struct im_summary_config *sc, bool by_class);
+/* A small distribution in ms: n == 0 -> every double NaN. pct[i] belongs to
+ * the summary config's percentiles[i]; p50/p90/p99 for the terminal. */
+struct im_bd_dist {
+  uint64_t n;
+  double mean, p50, p90, p99;
+  double pct[IM_MAX_PERCENTILES];
+};
+
+struct im_bd_group {
+  uint64_t n;                    /* completed requests in the group */
+  struct im_bd_dist ttft, tpot;  /* tpot over those with >= 2 output tokens */
+  struct im_bd_dist ttft_per_uncached_token; /* docs/metrics.md §9 long-context input */
+};
+
+struct im_breakdown {
+  struct im_bd_group ctx[IM_CTX_BUCKETS];
+  struct im_bd_group cls[IM_CLASS_COUNT_]; /* by enum im_req_class; [IM_CLASS_NONE] unused */
+  bool any_session;              /* a completed request belongs to a session */
+  bool several_buckets;          /* completed requests span more than one bucket */
+  struct {
+    uint64_t sessions, turns_completed, turns_failed, max_turn, context_tokens_max;
+    double turns_per_session_mean; /* NaN without sessions */
+  } sess;
+};
+
+/* Fills b. IM_NOMEM on allocation failure (b then undefined). */
+enum im_err im_breakdown_compute(const struct im_population *pop,
+                                 const struct im_summary_config *sc,
+                                 struct im_breakdown *b) IM_WUR;
 
 #endif

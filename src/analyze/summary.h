@@ -1,27 +1,18 @@
-/* The figures of a run, computed from its records (docs/metrics.md §1-§3, §10).
- * Pure: no I/O, records are not modified, no global state (thread-safe on
- * distinct outputs). docs/results-schema-summary.md documents every figure
- * and the JSON written from it.
+/* The figures of a run, computed from its records (docs/metrics.md §1-§3,
+ * §10). Pure: no I/O, records are not modified, no global state
+ * (thread-safe on distinct outputs). docs/results-schema.md documents every
+ * figure and the JSON that src/report/summary_json.c writes from it.
  *
- * Which records count (docs/metrics.md is silent on the grouping; our rule):
- *   - Attempts of kind measured, retry, aborted and warmup are grouped into
- *     logical requests by logical_id (id when logical_id is 0). A group that
- *     holds a warmup record is a warm-up request and is left out of every
- *     latency and vLLM figure.
- *   - The group's final attempt is the one with the highest attempt number.
- *     It decides the outcome, once per logical request: kind aborted ->
- *     aborted; error IM_EC_NONE and at least one token chunk -> completed;
- *     anything else -> failed.
- *   - A completed request's latencies come from its final attempt (ttft,
- *     e2el, tpot, itl from that attempt's t_start); the user-visible
- *     ttft_sched / e2el_sched count from t_sched_first, the first attempt's
- *     schedule (falling back to the first attempt's t_sched, then the final
- *     attempt's t_sched, when t_sched_first is absent).
- *   - Health and probe records take part only in by_kind, by_error, the
- *     effective rate and kind_mean_e2el_ms.
+ * Which records count: the population rule of analyze/population.h, the
+ * same for every figure. infermeter's own distributions (struct im_dist)
+ * are read from HDR histograms (core/hist.h, 3 significant digits: each
+ * percentile within 0.1 % of the exact nearest-rank value; mean, min and
+ * max exact; std from bucket midpoints), and the histograms are kept, so
+ * merging the histograms of several runs gives exactly the distribution of
+ * their union. The vLLM block keeps vLLM's definitions over exact values.
  *
  * Undefined figures (no samples, an empty window, no SLO given) are NaN in
- * the struct and null in JSON; JSON never holds NaN or infinity. */
+ * the struct; the JSON writer turns them into null with the reason. */
 #ifndef INFERMETER_SUMMARY_H
 #define INFERMETER_SUMMARY_H
 
@@ -29,7 +20,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analyze/population.h"
 #include "core/err.h"
+#include "core/hist.h"
 #include "record/record.h"
 
 #define IM_MAX_PERCENTILES 8
@@ -47,14 +40,23 @@ struct im_summary_config {
  * 99 99.9, no SLO. */
 void im_summary_config_default(struct im_summary_config *cfg);
 
-/* A distribution in ms, ours: nearest-rank percentiles (docs/metrics.md §2).
- * n == 0: every double is NaN; std is NaN for n < 2. pct[i] belongs to
- * cfg->percentiles[i]. */
+/* A distribution in ms, ours: nearest-rank percentiles (docs/metrics.md §2)
+ * read from its histogram. n == 0: every double is NaN; std is NaN for
+ * n < 2. pct[i] belongs to cfg->percentiles[i]. below: values < 0 (a clock
+ * that went backwards), counted apart and in no other field. */
 struct im_dist {
-  uint64_t n;
+  uint64_t n, below;
   double mean, std, min, max; /* std: sample standard deviation */
   double pct[IM_MAX_PERCENTILES];
 };
+
+/* The histograms behind the distributions, in ns (owned by the summary). */
+enum im_summary_hist {
+  IM_H_TTFT, IM_H_TTFT_SCHED, IM_H_TTFA, IM_H_TPOT, IM_H_ITL, IM_H_ITL_TOKEN, IM_H_E2EL,
+  IM_H_E2EL_SCHED, IM_H_DISPATCH_LAG, IM_H_QUEUE_WAIT, IM_H_CONNECT, IM_H_COUNT_
+};
+/* "ttft_ns", "ttft_sched_ns", ... (the keys of metrics.histograms). */
+const char *im_summary_hist_name(enum im_summary_hist h);
 
 /* vLLM's figures for one metric (benchmark_serving.py): mean, median,
  * population std, and percentiles by linear interpolation (np.percentile). */
@@ -77,7 +79,8 @@ struct im_summary {
   struct im_vllm_stat v_ttft, v_tpot, v_itl, v_e2el;
   uint64_t aborted; /* measured logical requests whose final attempt was aborted */
 
-  /* Ours. */
+  /* Ours (from hist[]). */
+  struct im_hist hist[IM_H_COUNT_];
   struct im_dist ttft, ttft_sched, ttfa, tpot, itl, itl_token, e2el, e2el_sched;
   struct im_dist dispatch_lag, queue_wait, connect;
   double window_s;
@@ -108,28 +111,29 @@ struct im_summary {
   /* Mean latency per kind over every record of the kind: t_last - t_start
    * when a token arrived, else t_end - t_start. */
   double kind_mean_e2el_ms[IM_KIND_COUNT_];
+  /* What the responses said about the prefix cache, over completed
+   * requests (final attempts): usage.prompt_tokens_details.cached_tokens,
+   * DeepSeek's prompt_cache_hit_tokens, llama.cpp's timings.cache_n. */
+  uint64_t cache_prompt_tokens, cache_cached_tokens;
+  double cache_hit_rate; /* NaN when no prompt token was reported */
 };
 
-/* Computes s from n records (recs may be NULL when n == 0). IM_INVAL when
- * cfg is invalid (n_percentiles > IM_MAX_PERCENTILES, a percentile outside
- * (0, 100], a window that ends before it starts, a negative SLO); IM_NOMEM
- * on allocation failure. *s is fully written on IM_OK only. */
+/* Computes s over a population (analyze/population.h) built for the
+ * window cfg->window_start_ns..window_end_ns. IM_INVAL when cfg is invalid
+ * (n_percentiles > IM_MAX_PERCENTILES, a percentile outside (0, 100], a
+ * negative SLO) or its window differs from the population's; IM_NOMEM on
+ * allocation failure. *s is fully written on IM_OK only; release it with
+ * im_summary_cleanup. */
+enum im_err im_summary_compute_pop(const struct im_population *pop,
+                                   const struct im_summary_config *cfg,
+                                   struct im_summary *s) IM_WUR;
+/* The same from n records (recs may be NULL when n == 0): builds the
+ * population for cfg's window and computes over it. */
 enum im_err im_summary_compute(const struct im_record *recs, size_t n,
                                const struct im_summary_config *cfg, struct im_summary *s) IM_WUR;
-
-struct json_t;
-/* Adds the vLLM-named keys (duration, completed, ..., mean_ttft_ms,
- * median_ttft_ms, std_ttft_ms, p99_ttft_ms, ... for ttft, tpot, itl, e2el;
- * the percentile word as vLLM writes it: p99, p99.9, p50) to obj, a JSON
- * object. IM_NOMEM on allocation failure (obj may then hold some keys). */
-enum im_err im_summary_vllm_json(const struct im_summary *s, const struct im_summary_config *cfg,
-                                 struct json_t *obj) IM_WUR;
-/* Adds ours to obj, a JSON object: window, counts, rates, concurrency,
- * latency_ms {ttft, ttft_sched, ttfa, tpot, itl, itl_token, e2el,
- * e2el_sched}, client_ms {dispatch_lag, queue_wait, connect} (each {n, mean,
- * std, min, max, p50, ...}), slo, kinds, errors, output, effective_rate.
- * Layout in docs/results-schema-summary.md. IM_NOMEM as above. */
-enum im_err im_summary_metrics_json(const struct im_summary *s, const struct im_summary_config *cfg,
-                                    struct json_t *obj) IM_WUR;
+/* Frees the histograms; NULL-safe. */
+void im_summary_cleanup(struct im_summary *s);
+/* Whether cfg names any SLO. */
+bool im_summary_has_slo(const struct im_summary_config *cfg);
 
 #endif

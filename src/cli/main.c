@@ -15,6 +15,7 @@ static void usage(FILE *out) {
           "commands:\n"
           "  run        drive load at a server (default: the built-in one) and record it\n"
           "  serve      run the built-in simulated LLM server (OpenAI-compatible)\n"
+          "  report     recompute results.json and the summary of a run directory\n"
           "  tokenize   count or encode text with a tokenizer.json\n"
           "\n"
           "options:\n"
@@ -39,6 +40,8 @@ int main(int argc, char **argv) {
   }
   if (!strcmp(cmd, "run"))
     return im_cli_run(argc - 1, argv + 1);
+  if (!strcmp(cmd, "report"))
+    return im_cli_report(argc - 1, argv + 1);
   if (!strcmp(cmd, "tokenize"))
     return im_cli_tokenize(argc - 1, argv + 1);
   if (!strcmp(cmd, "serve"))

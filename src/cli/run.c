@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <math.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <signal.h>
@@ -19,7 +20,9 @@
 
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "cli/report.h"
 #include "cli/run_int.h"
+#include "cli/rundir.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/rng.h"
@@ -92,18 +95,6 @@ static void builtin_stop(struct builtin *b) {
   b->tok = NULL;
 }
 
-static int write_results(const char *dir, json_t *root) {
-  char path[4096], tmp[4200];
-  snprintf(path, sizeof path, "%s/results.json", dir);
-  snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  if (json_dump_file(root, tmp, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) != 0 ||
-      rename(tmp, path) != 0) {
-    fprintf(stderr, "infermeter: cannot write %s: %s\n", path, strerror(errno));
-    return -1;
-  }
-  return 0;
-}
-
 static int make_out_dir(struct run_opts *o, char *buf, size_t cap) {
   if (!o->out_dir) {
     time_t t = time(NULL);
@@ -166,15 +157,15 @@ struct run {
   size_t *order;
   struct builtin srv;
   char url[2048], out_dir[4096], model[512], scrape_default[2100];
-  json_t *models, *version, *root, *stages_json;
-  int jsonl_fd, raw_fd;
+  json_t *models, *version;
+  int jsonl_fd, raw_fd, stages_fd;
   char *api_key;
   struct run_plan plan;
   bool autosweep;
   struct im_stage *stages;
   struct stage_res *res;
   size_t ran;
-  bool stopped_early, sweep_has_point, has_sweep_verdict;
+  bool stopped_early;
   double discovery_ms;
   bool curl_inited;
 };
@@ -586,7 +577,7 @@ static bool sweep_stops(const struct run *r, size_t i) {
   const struct stage_res *sr = &r->res[i];
   bool sweeping_rate = p->has_sweep && p->sweep.param == IM_PARAM_RATE && (!r->autosweep || i > 0);
   return sweeping_rate && r->o.stop_on_saturation && i + 1 < r->env.n_stages &&
-         ((sr->sat_judged && sr->sat.growing) || sr->slo_failed) &&
+         (sr->oversaturated || sr->slo_failed) &&
          (!r->o.n_grid || (i + 1) % (p->has_sweep ? p->sweep.nvalues : 1) == 0);
 }
 
@@ -594,30 +585,23 @@ static bool sweep_stops(const struct run *r, size_t i) {
 static int run_stages(struct run *r) {
   const struct run_opts *o = &r->o;
   struct run_env *env = &r->env;
-  r->root = json_object();
-  json_object_set_new(r->root, "schema", json_string("infermeter/results/v1"));
-  if (env->n_stages > 1) {
-    r->stages_json = json_array();
-    json_object_set_new(r->root, "stages", r->stages_json);
-  }
   for (size_t i = 0; i < env->n_stages && !im__run_interrupted; i++) {
     if (r->autosweep && i == 1 && plan_auto_rates(r))
       break;
     struct run_opts so = *o;
     im__run_apply_stage(&so, &r->stages[i]);
-    json_t *dst = r->root;
-    if (r->stages_json) {
-      dst = json_pack("{s:I, s:s, s:o}", "index", (json_int_t)i, "label", r->stages[i].label,
-                      "params", im__run_stage_params_json(&r->stages[i]));
-      json_array_append_new(r->stages_json, dst);
+    json_t *params = NULL;
+    if (env->n_stages > 1) {
+      params = im__run_stage_params_json(&r->stages[i]);
       if (!o->quiet)
         fprintf(stderr, "infermeter: stage %zu/%zu %s\n", i + 1, env->n_stages, r->stages[i].label);
     }
-    if (im__run_stage(env, &so, (uint32_t)i, i + 1 == env->n_stages, dst, &r->res[i]))
+    int rc = im__run_stage(env, &so, (uint32_t)i, i + 1 == env->n_stages,
+                           env->n_stages > 1 ? r->stages[i].label : "", params, &r->res[i]);
+    json_decref(params);
+    if (rc)
       return -1;
     r->ran = i + 1;
-    if (r->stages_json && !o->quiet)
-      im__run_stage_line(stdout, i, r->stages[i].label, &r->res[i], &r->res[i].sc);
     if (sweep_stops(r, i)) {
       if (!o->quiet)
         fprintf(stdout, "sweep stops: stage %zu %s\n", i,
@@ -631,61 +615,55 @@ static int run_stages(struct run *r) {
   return r->ran ? 0 : -1;
 }
 
-/* A rate sweep's verdict: the highest rate whose goodput meets the SLOs. */
-static void sweep_verdict(struct run *r) {
+/* The server's, TCP and GPU figures of a stage, from the observer of this
+ * run (cli/report.h's hook). */
+static void observer_hook(void *ctx, size_t stage, const struct im_stage_figures *f,
+                          const struct im_stage_input *in, int64_t t0_mono, json_t *metrics,
+                          json_t *series) {
+  struct run *r = ctx;
   const struct run_opts *o = &r->o;
-  const struct run_plan *p = &r->plan;
-  if (!p->has_sweep || p->sweep.param != IM_PARAM_RATE || p->n_grid != 1)
+  const struct im_summary *sum = &f->sum;
+  if (!r->env.obs || stage >= r->ran)
     return;
-  bool has_slo = o->scfg.has_slo_ttft || o->scfg.has_slo_tpot || o->scfg.has_slo_e2el;
-  size_t first = r->autosweep ? 1 : 0, n = r->ran > first ? r->ran - first : 0;
-  double rates[IM_STAGE_MAX_VALUES], attain[IM_STAGE_MAX_VALUES];
-  int over[IM_STAGE_MAX_VALUES];
-  for (size_t k = 0; k < n; k++) {
-    const struct stage_res *sr = &r->res[first + k];
-    rates[k] = r->stages[first + k].values[IM_PARAM_RATE];
-    attain[k] = has_slo ? sr->sum.slo_all_attain : 1.0;
-    over[k] = sr->sat_judged && sr->sat.growing;
+  struct im_observer_context octx = {
+      .t0_mono = t0_mono,
+      .window_start_ns = in->cfg.window_start_ns,
+      .window_end_ns = in->cfg.window_end_ns,
+      .client_ttft_p50_ms = NAN,
+      .client_ttft_p99_ms = NAN,
+      .output_tokens = sum->window_output_tok_rate * sum->window_s,
+      .attempts = in->n_recs,
+      .connections_opened = r->res[stage].connections_opened,
+      .kv_residency_ref = o->kv_residency_ref,
+      .kv_bytes_per_token = o->kv_bytes_per_token,
+      .gpu_memory_bytes = o->gpu_memory,
+      .bw_util_ref = o->bw_util_ref,
+  };
+  if (r->env.n_stages > 1) {
+    /* A stage's series: from a little before its start (the sample before
+     * the load) to its end. */
+    octx.series_from_ns = -o->scrape_interval_ns - 1;
+    octx.series_to_ns = r->res[stage].elapsed_ns + o->scrape_interval_ns;
   }
-  size_t idx = 0;
-  enum im_err e = n ? im_sweep_saturation_point(rates, attain, over, n, o->slo_target, &idx)
-                    : IM_NOTFOUND;
-  r->has_sweep_verdict = true;
-  r->sweep_has_point = e == IM_OK;
-  json_t *sw = json_pack("{s:s, s:b, s:b}", "param", "rate", "auto", r->autosweep, "stopped_early",
-                         r->stopped_early);
-  if (r->autosweep)
-    json_object_set_new(sw, "max_throughput_rps", json_real(r->res[0].throughput));
-  json_object_set_new(sw, "slo_target", json_real(o->slo_target));
-  json_object_set_new(sw, "saturation_point",
-                      e == IM_OK ? json_pack("{s:I, s:f, s:s}", "stage", (json_int_t)(first + idx),
-                                             "rate", rates[idx], "label", r->stages[first + idx].label)
-                                 : json_null());
-  json_object_set_new(r->root, "sweep", sw);
-  if (o->quiet)
-    return;
-  if (e == IM_OK)
-    fprintf(stdout, "Saturation point: %.4g req/s (stage %zu): the highest rate whose goodput "
-                    "meets the SLOs%s\n", rates[idx], first + idx,
-            has_slo ? "" : " (no SLO given: over-saturation only)");
-  else
-    fprintf(stdout, "Saturation point: none (the lowest rate already fails)\n");
+  for (size_t i = 0; i < in->cfg.n_percentiles && sum->ttft.n; i++) {
+    if (in->cfg.percentiles[i] == 50)
+      octx.client_ttft_p50_ms = sum->ttft.pct[i];
+    if (in->cfg.percentiles[i] == 99)
+      octx.client_ttft_p99_ms = sum->ttft.pct[i];
+  }
+  if (im_observer_json(r->env.obs, &octx, metrics, series) != IM_OK)
+    im_warn("out of memory writing the observers' figures");
 }
 
 /* The manifest: the run's settings, the target's answers, the workload as
- * it was made. */
-static json_t *manifest_json(const struct run *r, bool interrupted) {
+ * it was made; written before the load (manifest.json), completed by the
+ * report with what the stages told. */
+static json_t *manifest_json(const struct run *r) {
   const struct run_opts *o = &r->o;
   const struct run_env *env = &r->env;
   json_t *m = im__run_manifest_json(o, r->argc, r->argv, env->url, env->builtin, env->model,
-                                    r->models, r->version, r->res[0].wall_start_ns, env->salt);
+                                    r->models, r->version, im_wall_ns(), env->salt);
   json_object_set_new(m, "discovery_ms", json_real(r->discovery_ms));
-  /* Record times are relative to this CLOCK_MONOTONIC instant (per stage:
-   * stages[].t0_monotonic_ns); with it they join a server's truth log on the
-   * same machine. */
-  json_object_set_new(m, "t0_monotonic_ns", json_integer((json_int_t)r->res[0].t0_mono));
-  json_object_set_new(m, "interrupted", json_boolean(interrupted));
-  json_object_set_new(m, "stages", json_integer((json_int_t)r->ran));
   json_t *wl = json_object_get(m, "workload");
   json_object_set_new(wl, "exact_lengths", json_boolean(env->exact));
   json_object_set_new(wl, "tokenizer", json_string(o->tokenizer ? o->tokenizer : "built-in"));
@@ -705,22 +683,28 @@ static json_t *manifest_json(const struct run *r, bool interrupted) {
   return m;
 }
 
-/* The exit status, in its precedence (README). */
-static int exit_code(const struct run *r, bool interrupted) {
-  bool invalid = false, slo = false, unreachable = true;
-  bool rate_sweep = r->plan.has_sweep && r->plan.sweep.param == IM_PARAM_RATE;
-  for (size_t i = 0; i < r->ran; i++) {
-    invalid |= !r->res[i].check.valid;
-    unreachable &= r->res[i].unreachable;
-    /* In a rate sweep failing SLOs is what finds the point: only the
-     * missing point counts. */
-    if (!rate_sweep)
-      slo |= r->res[i].slo_failed;
+/* manifest.json and stages.jsonl, before the load. */
+static int open_run_files(struct run *r) {
+  const struct run_opts *o = &r->o;
+  const struct run_plan *p = &r->plan;
+  char path[4200];
+  snprintf(path, sizeof path, "%s/stages.jsonl", o->out_dir);
+  r->stages_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+  if (r->stages_fd < 0) {
+    fprintf(stderr, "infermeter run: cannot write %s: %s\n", path, strerror(errno));
+    return -1;
   }
-  if (r->has_sweep_verdict && !r->sweep_has_point)
-    slo = true;
-  return interrupted ? EXIT_INTERRUPTED : unreachable ? EXIT_UNREACHABLE : invalid ? EXIT_INVALID
-         : slo ? EXIT_SLO : EXIT_OK;
+  r->env.stages_fd = r->stages_fd;
+  bool rate_sweep = p->has_sweep && p->sweep.param == IM_PARAM_RATE && p->n_grid == 1;
+  json_t *m = manifest_json(r);
+  int rc = m ? im__rundir_write_manifest(o->out_dir, m, &o->scfg, o->slo_target, r->env.n_stages,
+                                         rate_sweep, r->autosweep)
+             : -1;
+  json_decref(m);
+  if (rc)
+    fprintf(stderr, "infermeter run: cannot write %s/manifest.json: %s\n", o->out_dir,
+            strerror(errno));
+  return rc;
 }
 
 static void run_cleanup(struct run *r) {
@@ -728,13 +712,14 @@ static void run_cleanup(struct run *r) {
   free(r->stages);
   if (r->jsonl_fd >= 0)
     close(r->jsonl_fd);
+  if (r->stages_fd >= 0)
+    close(r->stages_fd);
   im_observer_free(r->env.obs);
   if (r->raw_fd >= 0)
     close(r->raw_fd);
   builtin_stop(&r->srv);
   json_decref(r->models);
   json_decref(r->version);
-  json_decref(r->root);
   json_decref(r->scenario_keep);
   free(r->order);
   im_dataset_cleanup(&r->ds);
@@ -762,9 +747,9 @@ int im_cli_run(int argc, char **argv) {
   }
   r->argc = argc;
   r->argv = argv;
-  r->jsonl_fd = r->raw_fd = -1;
+  r->jsonl_fd = r->raw_fd = r->stages_fd = -1;
   r->env.o = &r->o;
-  r->env.jsonl_fd = -1;
+  r->env.jsonl_fd = r->env.stages_fd = -1;
   struct run_opts *o = &r->o;
   int rc = parse_args(r);
   if (rc >= 0)
@@ -790,7 +775,7 @@ int im_cli_run(int argc, char **argv) {
     rc = d;
     goto out;
   }
-  if (open_outputs(r))
+  if (open_outputs(r) || open_run_files(r))
     goto out;
   install_signals();
   r->env.tty = isatty(STDERR_FILENO);
@@ -801,16 +786,19 @@ int im_cli_run(int argc, char **argv) {
             o->out_dir);
   if (run_stages(r))
     goto out;
-  sweep_verdict(r);
-  bool interrupted = false;
-  for (size_t i = 0; i < r->ran; i++)
-    interrupted |= r->res[i].interrupted;
-  json_object_set_new(r->root, "manifest", manifest_json(r, interrupted));
-  if (write_results(o->out_dir, r->root))
+  /* The results: read back from the directory, by the same path as
+   * `infermeter report DIR`. */
+  if (im__rundir_append(r->stages_fd, im__rundir_run_end_json(r->stopped_early,
+                                                              im__run_interrupted > 0)))
+    im_warn("cannot write stages.jsonl: %s", strerror(errno));
+  struct report_opts ro = {.text = o->quiet ? NULL : stdout, .stage_lines = false,
+                           .observer = observer_hook, .observer_ctx = r};
+  struct report_outcome outcome;
+  if (im__report_dir(o->out_dir, &ro, &outcome))
     goto out;
   if (!o->quiet)
     fprintf(stdout, "Results: %s/results.json, %s/requests.jsonl\n", o->out_dir, o->out_dir);
-  rc = exit_code(r, interrupted);
+  rc = im__report_exit_code(&outcome);
 out:
   run_cleanup(r);
   free(r);

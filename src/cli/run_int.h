@@ -16,7 +16,6 @@
 #include "workload/stages.h"
 #include "analyze/summary.h"
 #include "load/loader.h"
-#include "report/results.h"
 
 #define MAX_TAGS 64
 #define MAX_HEADERS 32
@@ -106,6 +105,7 @@ struct run_env {
   bool use_ds, replay;
   char salt[40];
   int jsonl_fd;
+  int stages_fd;                  /* stages.jsonl (cli/rundir.h) */
   struct im_observer *obs;
   bool tty;
   size_t n_stages;
@@ -119,16 +119,15 @@ struct run_env {
 };
 
 
-/* One stage's outcome, for the verdicts and the sweep. */
+/* One stage's outcome in memory, for the sweep while the run goes on. The
+ * published figures come from the run directory (cli/report.h). */
 struct stage_res {
-  struct im_summary sum;
-  struct im_summary_config sc;
-  struct im_client_check check;
-  bool interrupted, unreachable, slo_failed;
+  bool interrupted, unreachable, slo_failed, oversaturated, valid;
   int64_t t0_mono, wall_start_ns;
-  struct im_saturation sat;
-  bool sat_judged;
-  double throughput;              /* completed requests per s of the window */
+  double throughput;              /* vLLM's request_throughput of the stage */
+  double slo_all_attain;
+  int64_t elapsed_ns;
+  uint64_t connections_opened;
   char first_error[256];
 };
 
@@ -138,11 +137,12 @@ extern volatile int im__run_interrupted;
 extern int im__run_wake_fd;
 
 /* run_stage.c */
-/* Runs one stage and writes its figures into dst (the results' root for a
- * single-stage run, else the stage's object). 0, or -1 when the stage could
- * not run (the reason said). */
+/* Runs one stage: its start, t0 and end events go to stages.jsonl, its
+ * records to requests.jsonl; its figures (computed in memory too, for the
+ * sweep) into out, and a multi-stage run's stage line to stdout. 0, or -1
+ * when the stage could not run (the reason said). */
 int im__run_stage(struct run_env *env, const struct run_opts *so, uint32_t stage, bool last_stage,
-                  struct json_t *dst, struct stage_res *out);
+                  const char *label, struct json_t *params, struct stage_res *out);
 
 /* run_plan.c: the stages of a run, grid x sweep (grid outer). */
 #define IM__RUN_MAX_STAGES IM_GRID_MAX_STAGES
@@ -158,9 +158,6 @@ int im__run_plan_stage(const struct run_plan *p, size_t i, struct im_stage *st);
 /* The stage's settings applied to a copy of the run's options. */
 void im__run_apply_stage(struct run_opts *so, const struct im_stage *st);
 struct json_t *im__run_stage_params_json(const struct im_stage *st);
-/* One line per stage for the terminal. */
-void im__run_stage_line(FILE *f, size_t i, const char *label, const struct stage_res *sr,
-                        const struct im_summary_config *sc);
 
 /* run_opts.c */
 void im__run_usage(FILE *o);

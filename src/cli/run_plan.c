@@ -90,22 +90,3 @@ json_t *im__run_stage_params_json(const struct im_stage *st) {
       json_object_set_new(p, im_stage_param_name((enum im_stage_param)k), json_real(st->values[k]));
   return p;
 }
-
-void im__run_stage_line(FILE *f, size_t i, const char *label, const struct stage_res *sr,
-                        const struct im_summary_config *sc) {
-  double p50 = NAN, p99 = NAN;
-  for (size_t k = 0; k < sc->n_percentiles && sr->sum.ttft.n; k++) {
-    if (sc->percentiles[k] == 50)
-      p50 = sr->sum.ttft.pct[k];
-    if (sc->percentiles[k] == 99)
-      p99 = sr->sum.ttft.pct[k];
-  }
-  char slo[16] = "-";
-  if (sc->has_slo_ttft || sc->has_slo_tpot || sc->has_slo_e2el)
-    snprintf(slo, sizeof slo, "%.3f", sr->sum.slo_all_attain);
-  fprintf(f, "stage %zu %-36s %7.2f req/s  %8.1f out tok/s  TTFT p50/p99 %7.1f/%7.1f ms  "
-             "SLO %5s%s%s\n",
-          i, label[0] ? label : "-", sr->throughput, sr->sum.output_throughput, p50, p99,
-          slo, sr->sat_judged && sr->sat.growing ? "  OVERSATURATED" : "",
-          sr->check.valid ? "" : "  INVALID");
-}

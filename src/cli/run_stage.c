@@ -3,6 +3,7 @@
  * breakdowns, over-saturation). */
 #include <inttypes.h>
 
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <pthread.h>
@@ -11,9 +12,8 @@
 #include <string.h>
 
 #include "cli/run_int.h"
-#include "analyze/breakdown.h"
-#include "core/hist.h"
-#include "record/hist_json.h"
+#include "analyze/stage.h"
+#include "cli/rundir.h"
 #include "core/log.h"
 #include "core/stats.h"
 #include "text/tokenizer.h"
@@ -21,6 +21,7 @@
 #include "workload/session.h"
 #include "workload/synth.h"
 #include "observe/observer.h"
+#include "report/results.h"
 #include "text/simpletok.h"
 
 /* ---- loader threads ------------------------------------------------------ */
@@ -55,61 +56,6 @@ static void on_drained(void *ctx) {
   pthread_mutex_unlock(&d->mu);
 }
 
-static double lag_p99_ms(const struct im_record *r, size_t n) {
-  double *v = malloc((n ? n : 1) * sizeof *v);
-  size_t k = 0;
-  if (!v)
-    return NAN;
-  for (size_t i = 0; i < n; i++)
-    if (r[i].t_dispatch >= 0 && r[i].t_sched >= 0)
-      v[k++] = (double)(r[i].t_dispatch - r[i].t_sched) / 1e6;
-  im_stats_sort(v, k);
-  double p = k ? im_stats_pct_nearest(v, k, 0.99) : 0.0;
-  free(v);
-  return p;
-}
-
-/* HDR histograms (ns, 3 significant digits) of the latency metrics over
- * successful measured attempts: they merge by adding counts, so threads,
- * repeated runs and MPI ranks combine exactly (docs/results-schema.md). */
-static json_t *histograms_json(const struct im_record *recs, size_t n) {
-  enum { TTFT, TPOT, ITL, E2EL, N_H };
-  static const char *const names[N_H] = {"ttft_ns", "tpot_ns", "itl_ns", "e2el_ns"};
-  struct im_hist h[N_H];
-  json_t *out = json_object();
-  for (int i = 0; i < N_H; i++)
-    if (im_hist_init_default(&h[i]) != IM_OK) {
-      for (int j = 0; j < i; j++)
-        im_hist_cleanup(&h[j]);
-      return out;
-    }
-  for (size_t i = 0; i < n; i++) {
-    const struct im_record *r = &recs[i];
-    if (r->kind != IM_KIND_MEASURED || r->error != IM_EC_NONE || r->t_first < 0)
-      continue;
-    (void)im_hist_record(&h[TTFT], r->t_first - r->t_start);
-    (void)im_hist_record(&h[E2EL], r->t_last - r->t_start);
-    if (r->output_tokens >= 2)
-      (void)im_hist_record(&h[TPOT], (r->t_last - r->t_first) / (int64_t)(r->output_tokens - 1));
-    for (uint32_t k = 1; k < r->n_chunks; k++)
-      (void)im_hist_record(&h[ITL], ((int64_t)r->chunk_us[k] - (int64_t)r->chunk_us[k - 1]) * 1000);
-  }
-  for (int i = 0; i < N_H; i++) {
-    json_t *j = NULL;
-    if (im_hist_to_json(&h[i], &j) == IM_OK)
-      json_object_set_new(out, names[i], j);
-    im_hist_cleanup(&h[i]);
-  }
-  return out;
-}
-
-static bool slo_failed(const struct im_summary *sum, const struct im_summary_config *sc,
-                       double target) {
-  return (sc->has_slo_ttft && sum->slo_ttft_attain < target) ||
-         (sc->has_slo_tpot && sum->slo_tpot_attain < target) ||
-         (sc->has_slo_e2el && sum->slo_e2el_attain < target);
-}
-
 /* Output tokens of a stream without usage, with --tokenizer: ctx is the
  * loader thread's own workload (its own tokenizer). */
 static uint32_t count_output(void *ctx, const char *text, size_t len) {
@@ -138,48 +84,6 @@ struct workload {
   struct im_session_ops sops;
 };
 
-/* Over-saturation of a stage (stages.h): the client's in-flight count per
- * second and the TTFT of measured requests by arrival, warm-up dropped. */
-static void judge_saturation(const struct shard *shards, uint32_t threads,
-                             const struct im_load_result *all, const struct im_summary_config *sc,
-                             struct stage_res *out) {
-  const struct im_load_result *r0 = &shards[0].res;
-  size_t n = r0->n_samples, k = 0, m = 0;
-  struct im_tpoint *inf = calloc(n ? n : 1, sizeof *inf);
-  struct im_tpoint *tt = calloc(all->n_records ? all->n_records : 1, sizeof *tt);
-  if (!inf || !tt)
-    goto done;
-  for (size_t i = 0; i < n; i++) {
-    if (r0->samples[i].t < sc->window_start_ns)
-      continue;
-    double v = 0;
-    for (uint32_t t = 0; t < threads; t++)
-      if (i < shards[t].res.n_samples)
-        v += shards[t].res.samples[i].in_flight;
-    inf[k++] = (struct im_tpoint){(double)r0->samples[i].t / 1e9, v};
-  }
-  for (size_t i = 0; i < all->n_records; i++) {
-    const struct im_record *r = &all->records[i];
-    if (r->kind == IM_KIND_MEASURED && r->t_first >= 0)
-      tt[m++] = (struct im_tpoint){(double)r->t_sched / 1e9, (double)(r->t_first - r->t_sched) / 1e6};
-  }
-  out->sat_judged = im_stage_check_saturation(inf, k, tt, m, &out->sat) == IM_OK;
-done:
-  free(inf);
-  free(tt);
-}
-
-static json_t *saturation_json(const struct stage_res *sr) {
-  if (!sr->sat_judged)
-    return json_null();
-  const struct im_saturation *s = &sr->sat;
-  return json_pack("{s:b, s:f, s:f, s:f, s:f, s:s}", "oversaturated", s->growing,
-                   "inflight_slope_per_s", isfinite(s->slope) ? s->slope : 0.0, "t_stat",
-                   isfinite(s->t_stat) ? s->t_stat : 1e300, "inflight_first_third",
-                   s->first_mean, "inflight_last_third", s->last_mean, "reason",
-                   s->reason ? s->reason : "");
-}
-
 /* A stage being run: what its steps share. */
 struct stage {
   struct run_env *env;
@@ -196,6 +100,7 @@ struct stage {
   struct im_load_result all;  /* the shards' records merged */
   double cpu_share;           /* the busiest loader thread's */
   struct stage_res *out;
+  const char *label;
 };
 
 /* The schedule, computed ahead: a trace's own timestamps, or a process (of
@@ -399,179 +304,112 @@ static int stage_merge(struct stage *st) {
   return 0;
 }
 
-/* The measured window (end of warm-up to the last scheduled arrival), the
- * summary, the client self-check and the verdicts. */
-static int stage_summary(struct stage *st) {
-  const struct run_opts *o = st->o, *so = st->so;
+/* The window rule of this stage (analyze/stage.h). */
+static struct im_window_rule window_rule(const struct stage *st) {
+  const struct run_opts *so = st->so;
+  return (struct im_window_rule){.warmup_ns = so->warmup_ns,
+                                 .warmup_by_requests = so->warmup_requests && !st->sessions &&
+                                                       !st->closed,
+                                 .closed = st->closed != 0, .duration_ns = so->duration_ns};
+}
+
+/* The client's own samples of every loader thread, on the stage's clock. */
+static struct im_client_sample *client_samples(const struct stage *st, size_t *n) {
+  size_t total = 0;
+  for (uint32_t k = 0; k < st->o->threads; k++)
+    total += st->shards[k].res.n_samples;
+  struct im_client_sample *v = calloc(total ? total : 1, sizeof *v);
+  *n = 0;
+  for (uint32_t k = 0; v && k < st->o->threads; k++) {
+    const struct im_load_result *r = &st->shards[k].res;
+    for (size_t i = 0; i < r->n_samples; i++)
+      v[(*n)++] = (struct im_client_sample){.thread = k, .t = r->samples[i].t,
+                                            .cpu_share = r->samples[i].cpu_share,
+                                            .lag_max_ms = r->samples[i].lag_max_ms,
+                                            .in_flight = r->samples[i].in_flight};
+  }
+  return v;
+}
+
+/* What the stage did, on disk (stages.jsonl: its t0 and its end), then its
+ * figures in memory for the sweep and the stage line (the same functions
+ * `report` runs on the records read back). */
+static int stage_finish(struct stage *st) {
+  const struct run_opts *o = st->o;
+  struct run_env *env = st->env;
   const struct im_load_result *all = &st->all;
   struct stage_res *out = st->out;
-  struct im_summary_config *sc = &out->sc;
-  *sc = o->scfg;
-  sc->window_start_ns = so->warmup_ns;
-  if (so->warmup_requests && st->times && so->warmup_requests < st->n_times && !st->sessions)
-    sc->window_start_ns = st->times[so->warmup_requests];
-  int64_t last_sched = 0;
-  for (size_t i = 0; i < all->n_records; i++)
-    if (all->records[i].t_sched > last_sched && all->records[i].kind != IM_KIND_RETRY)
-      last_sched = all->records[i].t_sched;
-  sc->window_end_ns = st->closed ? (so->duration_ns ? so->duration_ns : last_sched) : last_sched;
-  if (all->interrupted && sc->window_end_ns > all->elapsed_ns)
-    sc->window_end_ns = all->elapsed_ns;
-  if (sc->window_end_ns <= sc->window_start_ns)
-    sc->window_start_ns = 0;
-
-  struct im_summary *sum = &out->sum;
-  if (im_summary_compute(all->records, all->n_records, sc, sum) != IM_OK) {
-    fprintf(stderr, "infermeter run: out of memory computing the summary\n");
+  size_t n_samples = 0;
+  struct im_client_sample *samples = client_samples(st, &n_samples);
+  struct im_client_counters k = {.scheduled = all->scheduled, .dispatched = all->dispatched,
+                                 .cpu_share = st->cpu_share, .fd_exhausted = all->fd_exhausted,
+                                 .port_exhausted = all->port_exhausted};
+  uint64_t opened = 0;
+  for (uint32_t t = 0; t < o->threads; t++)
+    opened += st->shards[t].res.connections_opened;
+  if (!samples ||
+      im__rundir_append(env->stages_fd, im__rundir_t0_json(st->index, out->t0_mono,
+                                                           out->wall_start_ns)) ||
+      im__rundir_append(env->stages_fd,
+                        im__rundir_end_json(st->index, all->elapsed_ns, all->interrupted, &k,
+                                            opened, all->first_error, samples, n_samples))) {
+    fprintf(stderr, "infermeter run: cannot write stages.jsonl: %s\n", strerror(errno));
+    free(samples);
     return -1;
   }
-  sum->scheduled = all->scheduled;
-  sum->dispatched = all->dispatched;
-  im_client_check_compute(lag_p99_ms(all->records, all->n_records), all->scheduled, all->dispatched,
-                          sc->slo_ttft_ms, sc->has_slo_ttft, st->cpu_share, all->fd_exhausted,
-                          all->port_exhausted, &out->check);
-  /* vLLM's request_throughput: completed requests over the stage, first send
-   * to last completion (the window may hold no completion in a short
-   * closed-loop stage of long requests). */
-  out->throughput = sum->request_throughput;
-  out->slo_failed = slo_failed(sum, sc, o->slo_target);
-  out->unreachable = sum->completed == 0 && all->n_records && all->first_error[0] &&
+  struct im_window_rule rule = window_rule(st);
+  rule.interrupted = all->interrupted;
+  rule.elapsed_ns = all->elapsed_ns;
+  struct im_stage_input in = {.recs = all->records, .n_recs = all->n_records, .cfg = o->scfg,
+                              .slo_target = o->slo_target, .counters = k, .samples = samples,
+                              .n_samples = n_samples, .threads = o->threads};
+  im_stage_window(all->records, all->n_records, &rule, &in.cfg.window_start_ns,
+                  &in.cfg.window_end_ns);
+  struct im_stage_figures f;
+  if (im_stage_analyze(&in, &f) != IM_OK) {
+    fprintf(stderr, "infermeter run: out of memory computing the stage's figures\n");
+    free(samples);
+    return -1;
+  }
+  out->elapsed_ns = all->elapsed_ns;
+  out->connections_opened = opened;
+  out->throughput = f.sum.request_throughput;
+  out->slo_all_attain = f.sum.slo_all_attain;
+  out->slo_failed = f.slo_failed;
+  out->oversaturated = f.sat_judged && f.sat.growing;
+  out->valid = f.check.valid;
+  out->unreachable = f.sum.completed == 0 && all->n_records && all->first_error[0] &&
                      !strncmp(all->first_error, "connect", 7);
-  judge_saturation(st->shards, o->threads, all, sc, out);
-  return 0;
-}
-
-/* The server's and the machine's figures over the stage's window. */
-static void observer_json(const struct stage *st, json_t *metrics, json_t *series) {
-  const struct run_opts *o = st->o;
-  const struct stage_res *out = st->out;
-  const struct im_summary *sum = &out->sum;
-  const struct im_summary_config *sc = &out->sc;
-  struct im_observer_context octx = {
-      .t0_mono = out->t0_mono,
-      .window_start_ns = sc->window_start_ns,
-      .window_end_ns = sc->window_end_ns,
-      .client_ttft_p50_ms = NAN,
-      .client_ttft_p99_ms = NAN,
-      .output_tokens = sum->window_output_tok_rate * sum->window_s,
-      .attempts = st->all.n_records,
-      .kv_residency_ref = o->kv_residency_ref,
-      .kv_bytes_per_token = o->kv_bytes_per_token,
-      .gpu_memory_bytes = o->gpu_memory,
-      .bw_util_ref = o->bw_util_ref,
-  };
-  if (st->env->n_stages > 1) {
-    /* A stage's series: from a little before its start (the sample before
-     * the load) to its end. */
-    octx.series_from_ns = -o->scrape_interval_ns - 1;
-    octx.series_to_ns = st->all.elapsed_ns + o->scrape_interval_ns;
-  }
-  for (uint32_t k = 0; k < o->threads; k++)
-    octx.connections_opened += st->shards[k].res.connections_opened;
-  for (size_t i = 0; i < sc->n_percentiles && sum->ttft.n; i++) {
-    if (sc->percentiles[i] == 50)
-      octx.client_ttft_p50_ms = sum->ttft.pct[i];
-    if (sc->percentiles[i] == 99)
-      octx.client_ttft_p99_ms = sum->ttft.pct[i];
-  }
-  if (im_observer_json(st->env->obs, &octx, metrics, series) != IM_OK)
-    im_warn("out of memory writing the observers' figures");
-}
-
-/* The generator's own samples, per thread. */
-static json_t *client_series_json(const struct stage *st) {
-  json_t *self = json_array();
-  for (uint32_t k = 0; k < st->o->threads; k++) {
-    const struct im_load_result *r = &st->shards[k].res;
-    json_t *t = json_array(), *cpu = json_array(), *lag = json_array(), *inf = json_array();
-    for (size_t i = 0; i < r->n_samples; i++) {
-      json_array_append_new(t, json_real((double)r->samples[i].t / 1e9));
-      json_array_append_new(cpu, json_real(r->samples[i].cpu_share));
-      json_array_append_new(lag, json_real(r->samples[i].lag_max_ms));
-      json_array_append_new(inf, json_integer(r->samples[i].in_flight));
-    }
-    json_array_append_new(self, json_pack("{s:o, s:o, s:o, s:o}", "t_s", t, "cpu_share", cpu,
-                                          "dispatch_lag_max_ms", lag, "in_flight", inf));
-  }
-  return self;
-}
-
-/* What the responses say about the cache (usage.prompt_tokens_details,
- * DeepSeek's prompt_cache_hit_tokens, llama.cpp's timings.cache_n). */
-static json_t *cache_client_json(const struct im_load_result *all) {
-  uint64_t ctok = 0, ptok = 0;
-  for (size_t i = 0; i < all->n_records; i++) {
-    const struct im_record *r = &all->records[i];
-    if (r->kind == IM_KIND_MEASURED && r->error == IM_EC_NONE) {
-      ctok += r->cached_tokens;
-      ptok += r->prompt_tokens;
-    }
-  }
-  return json_pack("{s:I, s:I, s:o}", "prompt_tokens", (json_int_t)ptok, "cached_tokens",
-                   (json_int_t)ctok, "hit_rate",
-                   ptok ? json_real((double)ctok / (double)ptok) : json_null());
-}
-
-/* Everything the stage measured, into dst. */
-static int stage_json(const struct stage *st, json_t *dst) {
-  const struct run_opts *o = st->o;
-  const struct stage_res *out = st->out;
-  const struct im_load_result *all = &st->all;
-  const struct im_summary_config *sc = &out->sc;
-  json_t *summary = json_object(), *metrics = json_object(), *audit = json_object();
-  json_t *series = json_object();
-  json_object_set_new(dst, "summary", summary);
-  json_object_set_new(dst, "metrics", metrics);
-  json_object_set_new(dst, "audit", audit);
-  json_object_set_new(dst, "series", series);
-  if (im_summary_vllm_json(&out->sum, sc, summary) || im_summary_metrics_json(&out->sum, sc, metrics) ||
-      im_client_check_json(&out->check, audit)) {
-    fprintf(stderr, "infermeter run: out of memory writing results\n");
-    return -1;
-  }
-  if (st->env->obs)
-    observer_json(st, metrics, series);
-  json_object_set_new(metrics, "histograms", histograms_json(all->records, all->n_records));
-  json_object_set_new(metrics, "by_context", im_breakdown_context_json(all->records, all->n_records, sc));
-  if (st->so->mix)
-    json_object_set_new(metrics, "by_class", im_breakdown_class_json(all->records, all->n_records, sc));
-  if (st->sessions)
-    json_object_set_new(metrics, "sessions", im_breakdown_sessions_json(all->records, all->n_records));
-  json_object_set_new(series, "client", client_series_json(st));
-  json_object_set_new(metrics, "cache_client", cache_client_json(all));
-  json_object_set_new(metrics, "client",
-                      json_pack("{s:f, s:I, s:I, s:I, s:f, s:I}", "elapsed_s",
-                                (double)all->elapsed_ns / 1e9, "scheduled", (json_int_t)all->scheduled,
-                                "dispatched", (json_int_t)all->dispatched, "attempts",
-                                (json_int_t)all->n_records, "cpu_share", st->cpu_share, "threads",
-                                (json_int_t)o->threads));
-  json_object_set_new(dst, "saturation", saturation_json(out));
-  json_object_set_new(dst, "t0_monotonic_ns", json_integer((json_int_t)out->t0_mono));
+  if (!o->quiet && env->n_stages > 1)
+    im_report_stage_line(stdout, st->index, st->label, &f, &in.cfg);
+  im_stage_figures_cleanup(&f);
+  free(samples);
   return 0;
 }
 
 /* See run_int.h. */
 int im__run_stage(struct run_env *env, const struct run_opts *so, uint32_t index, bool last_stage,
-                  json_t *dst, struct stage_res *out) {
+                  const char *label, json_t *params, struct stage_res *out) {
   memset(out, 0, sizeof *out);
   struct stage st = {.env = env, .o = env->o, .so = so, .index = index, .out = out,
-                     .sessions = so->sessions || so->session_rate};
+                     .label = label, .sessions = so->sessions || so->session_rate};
   st.closed = st.sessions ? so->sessions : so->concurrency;
   int rc = -1;
+  struct im_window_rule rule = window_rule(&st);
+  if (im__rundir_append(env->stages_fd, im__rundir_start_json(index, label, params, &rule,
+                                                              st.o->threads, so->mix != NULL,
+                                                              st.sessions))) {
+    fprintf(stderr, "infermeter run: cannot write stages.jsonl: %s\n", strerror(errno));
+    return -1;
+  }
   if (stage_schedule(&st) || stage_workloads(&st) ||
       !(st.shards = calloc(st.o->threads, sizeof *st.shards)))
     goto out;
   for (uint32_t k = 0; k < st.o->threads; k++)
     if (shard_config(&st, k))
       goto out;
-  if (stage_load(&st, last_stage) || stage_merge(&st) || stage_summary(&st) || stage_json(&st, dst))
+  if (stage_load(&st, last_stage) || stage_merge(&st) || stage_finish(&st))
     goto out;
-  if (!st.o->quiet && env->n_stages == 1) {
-    im_report_text(stdout, &out->sum, &out->sc, &out->check);
-    im_breakdown_text(stdout, st.all.records, st.all.n_records, &out->sc, so->mix != NULL);
-    if (st.all.first_error[0] && out->sum.failed)
-      fprintf(stdout, "First error: %s\n", st.all.first_error);
-  }
   rc = 0;
 out:
   im_load_result_cleanup(&st.all);

@@ -12,7 +12,9 @@
 
 /* 16M chunks: far above any real stream (a 1M-token output sends at most 1M
  * token-bearing chunks), small enough that a runaway server costs 96 MiB. */
-#define MAX_CHUNKS ((uint32_t)1 << 24)
+/* 4M token-bearing chunks: beyond any context length served today, and a
+ * record that long still fits in IM_RECORD_LINE_MAX when written. */
+#define MAX_CHUNKS ((uint32_t)1 << 22)
 #define FIRST_CHUNKS 64
 
 static const char *const kind_names[IM_KIND_COUNT_] = {

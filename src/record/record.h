@@ -18,6 +18,11 @@
 #include "core/buf.h"
 #include "core/err.h"
 
+/* The longest requests.jsonl line written or read: a record of the most
+ * chunks a record can hold (4M, each offset at most 10 digits and a comma,
+ * each token count at most 5 digits and a comma) with every other field. */
+#define IM_RECORD_LINE_MAX ((size_t)96 << 20)
+
 enum im_req_kind {
   IM_KIND_MEASURED,
   IM_KIND_WARMUP,   /* scheduled inside the warm-up */
@@ -126,7 +131,7 @@ void im_record_cleanup(struct im_record *r);
  * tokens. Stores (t - t_start) in µs (0 when t < t_start; t_start -1 counts
  * as 0), saturating at UINT32_MAX; n saturates at 65535. The first n != 1
  * allocates chunk_tokens (earlier chunks get 1). Arrays grow geometrically.
- * Bounded: at most 16M chunks (IM_LIMIT beyond); on IM_LIMIT or IM_NOMEM the
+ * Bounded: at most 4M chunks (IM_LIMIT beyond); on IM_LIMIT or IM_NOMEM the
  * record is unchanged. */
 enum im_err im_record_add_chunk(struct im_record *r, int64_t t, uint32_t n) IM_WUR;
 /* Tokens of chunk i. */

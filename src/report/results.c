@@ -1,37 +1,22 @@
+/* The client self-check's JSON and the terminal summary. */
 #include "report/results.h"
 
 #include <jansson.h>
 #include <math.h>
 #include <string.h>
 
-void im_client_check_compute(double lag_p99_ms, unsigned long long scheduled,
-                             unsigned long long dispatched, double ttft_slo_ms, bool has_ttft_slo,
-                             double cpu_share, unsigned long long fd_exhausted,
-                             unsigned long long port_exhausted, struct im_client_check *c) {
-  memset(c, 0, sizeof *c);
-  /* p99 dispatch lag <= max(1 ms, 1 % of the TTFT SLO) (docs/metrics.md §10). */
-  c->dispatch_lag_limit_ms = 1.0;
-  if (has_ttft_slo && ttft_slo_ms * 0.01 > c->dispatch_lag_limit_ms)
-    c->dispatch_lag_limit_ms = ttft_slo_ms * 0.01;
-  c->dispatch_lag_p99_ms = lag_p99_ms;
-  c->pass_lag = c->dispatch_lag_p99_ms <= c->dispatch_lag_limit_ms;
-  c->dispatched_share = scheduled ? (double)dispatched / (double)scheduled : 1.0;
-  c->pass_dispatched = c->dispatched_share >= 0.999;
-  c->cpu_share = cpu_share;
-  c->pass_cpu = cpu_share <= 0.8;
-  c->fd_exhausted = fd_exhausted;
-  c->port_exhausted = port_exhausted;
-  c->pass_fd = fd_exhausted == 0;
-  c->pass_port = port_exhausted == 0;
-  c->valid = c->pass_lag && c->pass_dispatched && c->pass_cpu && c->pass_fd && c->pass_port;
-}
+#include "report/jsonw.h"
 
 static json_t *check(const char *name, double value, double limit, const char *op, bool pass,
                      const char *fix) {
-  json_t *o = json_pack("{s:s, s:f, s:f, s:s, s:b}", "name", name, "value", value, "limit", limit,
-                        "op", op, "pass", pass);
-  if (o && !pass)
-    json_object_set_new(o, "fix", json_string(fix));
+  json_t *o = json_pack("{s:s}", "name", name);
+  if (!o || im_jw_num(o, "value", value, "nothing to judge") || im_jw_num(o, "limit", limit, NULL) ||
+      json_object_set_new(o, "op", json_string(op)) ||
+      json_object_set_new(o, "pass", json_boolean(pass)) ||
+      (!pass && json_object_set_new(o, "fix", json_string(fix)))) {
+    json_decref(o);
+    return NULL;
+  }
   return o;
 }
 
@@ -42,10 +27,24 @@ enum im_err im_client_check_json(const struct im_client_check *c, json_t *audit)
     json_decref(checks);
     return IM_NOMEM;
   }
-  json_array_append_new(checks, check("dispatch_lag_p99_ms", c->dispatch_lag_p99_ms,
-                                      c->dispatch_lag_limit_ms, "<=", c->pass_lag,
-                                      "the client could not send on time: use --threads, lower "
-                                      "the rate, or run the generator on an idle machine"));
+  /* Dispatch lag: the share of dispatches later than L, judged by a
+   * one-sided binomial test (analyze/audit.h); the p99 and the test's
+   * p-value are its evidence. */
+  json_t *lag = check("dispatch_lag_late_share",
+                      c->lag_n ? (double)c->lag_late / (double)c->lag_n : NAN,
+                      IM_CHECK_LATE_SHARE, "<=", c->pass_lag,
+                      "the client could not send on time: use --threads, lower the rate, or "
+                      "run the generator on an idle machine");
+  if (!lag || im_jw_num(lag, "lag_limit_ms", c->dispatch_lag_limit_ms, NULL) ||
+      im_jw_uint(lag, "dispatches", c->lag_n) || im_jw_uint(lag, "late", c->lag_late) ||
+      im_jw_num(lag, "p_value", c->lag_p_value, NULL) ||
+      im_jw_num(lag, "dispatch_lag_p99_ms", c->dispatch_lag_p99_ms, "no dispatch")) {
+    json_decref(lag);
+    json_decref(cc);
+    json_decref(checks);
+    return IM_NOMEM;
+  }
+  json_array_append_new(checks, lag);
   json_array_append_new(checks, check("dispatched_share", c->dispatched_share, 0.999, ">=",
                                       c->pass_dispatched,
                                       "requests were scheduled but never sent: the client fell "
@@ -144,7 +143,6 @@ void im_report_text(FILE *o, const struct im_summary *s, const struct im_summary
       continue;
     line2(o, "P99 TTFT from schedule / queue (ms):", "%.2f",
           s->ttft_sched.n ? s->ttft_sched.pct[i] : NAN, s->queue_wait.n ? s->queue_wait.pct[i] : NAN);
-    line(o, "P99 dispatch lag (ms):", "%.3f", s->dispatch_lag.n ? s->dispatch_lag.pct[i] : NAN);
   }
   if (cfg->has_slo_ttft || cfg->has_slo_tpot || cfg->has_slo_e2el) {
     line(o, "SLO attainment, all (%):", "%.1f", 100.0 * s->slo_all_attain);
@@ -168,9 +166,29 @@ void im_report_text(FILE *o, const struct im_summary *s, const struct im_summary
   }
   if (c) {
     fprintf(o, "Client self-check:                       %s", c->valid ? "VALID" : "INVALID");
-    fprintf(o, " (dispatch lag p99 %.3f ms <= %.3f; dispatched %.2f%%; CPU %.0f%%)\n",
-            c->dispatch_lag_p99_ms, c->dispatch_lag_limit_ms, 100.0 * c->dispatched_share,
-            100.0 * c->cpu_share);
+    fprintf(o, " (dispatch lag p99 %.3f ms, %llu of %llu later than %.3f ms; dispatched %.2f%%;"
+               " CPU %.0f%%)\n",
+            c->dispatch_lag_p99_ms, (unsigned long long)c->lag_late, (unsigned long long)c->lag_n,
+            c->dispatch_lag_limit_ms, 100.0 * c->dispatched_share, 100.0 * c->cpu_share);
   }
   fprintf(o, "==================================================\n");
+}
+
+void im_report_stage_line(FILE *f, size_t i, const char *label, const struct im_stage_figures *fg,
+                       const struct im_summary_config *sc) {
+  double p50 = NAN, p99 = NAN;
+  for (size_t k = 0; k < sc->n_percentiles && fg->sum.ttft.n; k++) {
+    if (sc->percentiles[k] == 50)
+      p50 = fg->sum.ttft.pct[k];
+    if (sc->percentiles[k] == 99)
+      p99 = fg->sum.ttft.pct[k];
+  }
+  char slo[16] = "-";
+  if (im_summary_has_slo(sc))
+    snprintf(slo, sizeof slo, "%.3f", fg->sum.slo_all_attain);
+  fprintf(f, "stage %zu %-36s %7.2f req/s  %8.1f out tok/s  TTFT p50/p99 %7.1f/%7.1f ms  "
+             "SLO %5s%s%s\n",
+          i, label[0] ? label : "-", fg->sum.request_throughput, fg->sum.output_throughput, p50, p99,
+          slo, fg->sat_judged && fg->sat.growing ? "  OVERSATURATED" : "",
+          fg->check.valid ? "" : "  INVALID");
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "analyze/breakdown.h"
+#include "report/breakdown_json.h"
 #include "check.h"
 #include "text/chattmpl.h"
 #include "workload/session.h"
@@ -173,6 +174,10 @@ static struct im_record rec(uint32_t prompt, int64_t ttft_ms, uint32_t out, enum
   r.output_tokens = out;
   r.session = session;
   r.turn = turn;
+  static uint64_t next_id = 1; /* each record its own logical request */
+  r.id = r.logical_id = next_id++;
+  r.attempt = 1;
+  r.n_chunks = e == IM_EC_NONE ? 1 : 0;
   return r;
 }
 
@@ -200,7 +205,11 @@ static void test_breakdown(void) {
   sc.percentiles[0] = 50;
   sc.percentiles[1] = 99;
   sc.n_percentiles = 2;
-  json_t *b = im_breakdown_context_json(r, 6, &sc);
+  struct im_population pop;
+  struct im_breakdown bd;
+  CHECK_OK(im_population_build(r, 6, 0, 0, &pop));
+  CHECK_OK(im_breakdown_compute(&pop, &sc, &bd));
+  json_t *b = im_breakdown_context_json(&bd, &sc);
   CHECK(json_array_size(b) == IM_CTX_BUCKETS);
   CHECK_EQ(json_integer_value(json_object_get(json_array_get(b, 0), "n")), 1);
   CHECK_EQ(json_integer_value(json_object_get(json_array_get(b, 1), "n")), 2);
@@ -215,17 +224,20 @@ static void test_breakdown(void) {
   json_t *pt = json_object_get(json_object_get(json_array_get(b, 4), "ttft_per_uncached_token_ms"), "p50");
   CHECK_NEAR(json_real_value(pt), 900.0 / 40000.0, 1e-12);
   json_decref(b);
-  json_t *c = im_breakdown_class_json(r, 6, &sc);
+  json_t *c = im_breakdown_class_json(&bd, &sc);
   CHECK_EQ(json_integer_value(json_object_get(json_object_get(c, "code"), "n")), 1);
   CHECK_EQ(json_integer_value(json_object_get(json_object_get(c, "text"), "n")), 0);
   json_decref(c);
-  json_t *s = im_breakdown_sessions_json(r, 6);
+  /* The warm-up turn of session 3 counts in no figure (population rule);
+   * its failed second turn still makes it a session. */
+  json_t *s = im_breakdown_sessions_json(&bd);
   CHECK_EQ(json_integer_value(json_object_get(s, "sessions")), 3);
-  CHECK_EQ(json_integer_value(json_object_get(s, "turns_completed")), 5);
+  CHECK_EQ(json_integer_value(json_object_get(s, "turns_completed")), 4);
   CHECK_EQ(json_integer_value(json_object_get(s, "turns_failed")), 1);
   CHECK_EQ(json_integer_value(json_object_get(s, "max_turn")), 2);
   CHECK_EQ(json_integer_value(json_object_get(s, "context_tokens_max")), 40000);
   json_decref(s);
+  im_population_cleanup(&pop);
 }
 
 int main(void) {

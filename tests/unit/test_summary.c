@@ -6,6 +6,7 @@
 
 #include "check.h"
 #include "analyze/summary.h"
+#include "report/summary_json.h"
 
 #define MS INT64_C(1000000)
 #define SEC INT64_C(1000000000)
@@ -204,8 +205,11 @@ static void test_percentiles(void) {
   CHECK_OK(im_summary_compute(r, 5, &c, &s));
   /* ttft = {10, 20, 30, 40, 100} ms. Nearest rank ceil(p n), n = 5:
    * p50 -> rank ceil(2.5) = 3 -> 30; p90 -> ceil(4.5) = 5 -> 100;
-   * p99 -> ceil(4.95) = 5 -> 100; p99.9 -> 100. */
-  CHECK_NEAR(s.ttft.pct[0], 30.0, 1e-9);
+   * p99 -> ceil(4.95) = 5 -> 100; p99.9 -> 100. Ours are read from the
+   * histogram: within its 0.1 % bound of the exact value (docs/metrics.md
+   * §2), and exact at the ends (min and max are kept exactly). */
+  CHECK_NEAR(s.ttft.pct[0], 30.0, 30.0 * 1e-3);
+  CHECK(s.ttft.pct[0] >= 30.0);
   CHECK_NEAR(s.ttft.pct[1], 100.0, 1e-9);
   CHECK_NEAR(s.ttft.pct[2], 100.0, 1e-9);
   CHECK_NEAR(s.ttft.pct[3], 100.0, 1e-9);
@@ -223,7 +227,8 @@ static void test_percentiles(void) {
   CHECK_NEAR(s.ttft.mean, 40.0, 1e-9);
   CHECK_NEAR(s.v_ttft.mean, 40.0, 1e-9);
   CHECK_NEAR(s.v_ttft.std, 31.6227766017, 1e-9);
-  CHECK_NEAR(s.ttft.std, 35.3553390593, 1e-9);
+  /* From bucket midpoints: within 0.1 %. */
+  CHECK_NEAR(s.ttft.std, 35.3553390593, 35.36 * 1e-3);
   CHECK_NEAR(s.ttft.min, 10.0, 1e-9);
   CHECK_NEAR(s.ttft.max, 100.0, 1e-9);
   /* One chunk each: no itl, no tpot. */
@@ -440,7 +445,7 @@ static void test_json(void) {
   CHECK_EQ(json_integer_value(json_object_get(ttft, "n")), 5);
   CHECK_NEAR(num(ttft, "p90"), 100.0, 1e-9);
   CHECK_NEAR(num(ttft, "p99.9"), 100.0, 1e-9);
-  CHECK_NEAR(num(ttft, "std"), 35.3553390593, 1e-9);
+  CHECK_NEAR(num(ttft, "std"), 35.3553390593, 35.36 * 1e-3);
   /* No t_answer anywhere: ttfa's figures are null. */
   const json_t *ttfa = json_object_get(json_object_get(m, "latency_ms"), "ttfa");
   CHECK_EQ(json_integer_value(json_object_get(ttfa, "n")), 0);

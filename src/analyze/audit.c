@@ -1,0 +1,44 @@
+/* The client self-check: see analyze/audit.h. */
+#include "analyze/audit.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "core/stats.h"
+
+void im_client_check_compute(const struct im_population *pop, const struct im_summary *s,
+                             const struct im_summary_config *cfg,
+                             const struct im_client_counters *k, struct im_client_check *c) {
+  memset(c, 0, sizeof *c);
+  c->dispatch_lag_limit_ms = IM_CHECK_LAG_FLOOR_MS;
+  if (cfg->has_slo_ttft && cfg->slo_ttft_ms * IM_CHECK_LAG_SLO_SHARE > c->dispatch_lag_limit_ms)
+    c->dispatch_lag_limit_ms = cfg->slo_ttft_ms * IM_CHECK_LAG_SLO_SHARE;
+  const struct im_hist *h = &s->hist[IM_H_DISPATCH_LAG];
+  c->dispatch_lag_p99_ms = im_hist_count(h) ? (double)im_hist_percentile(h, 0.99) / 1e6 : NAN;
+  /* The same attempts as the histogram: every attempt of a non-warm-up
+   * logical request that was dispatched. */
+  int64_t limit_ns = (int64_t)llround(c->dispatch_lag_limit_ms * 1e6);
+  for (size_t i = 0; i < pop->n_req; i++) {
+    const struct im_logical *g = &pop->req[i];
+    if (g->outcome == IM_OUTCOME_WARMUP)
+      continue;
+    for (size_t a = g->begin; a < g->end; a++) {
+      const struct im_record *r = pop->attempts[a];
+      if (r->t_sched < 0 || r->t_dispatch < 0)
+        continue;
+      c->lag_n++;
+      c->lag_late += r->t_dispatch - r->t_sched > limit_ns;
+    }
+  }
+  c->lag_p_value = im_stats_binom_sf((int64_t)c->lag_late, (int64_t)c->lag_n, IM_CHECK_LATE_SHARE);
+  c->pass_lag = !(c->lag_p_value < 1.0 - IM_CHECK_CONFIDENCE);
+  c->dispatched_share = k->scheduled ? (double)k->dispatched / (double)k->scheduled : 1.0;
+  c->pass_dispatched = c->dispatched_share >= IM_CHECK_DISPATCHED_MIN;
+  c->cpu_share = k->cpu_share;
+  c->pass_cpu = k->cpu_share <= IM_CHECK_CPU_MAX;
+  c->fd_exhausted = k->fd_exhausted;
+  c->port_exhausted = k->port_exhausted;
+  c->pass_fd = k->fd_exhausted == 0;
+  c->pass_port = k->port_exhausted == 0;
+  c->valid = c->pass_lag && c->pass_dispatched && c->pass_cpu && c->pass_fd && c->pass_port;
+}

@@ -1,0 +1,58 @@
+/* The client self-check (docs/metrics.md §10): whether a run's figures
+ * describe the server or the client. It decides exit status 3 (INVALID).
+ *
+ * Dispatch lag is judged statistically, not by its maximum or p99: with
+ * L = max(1 ms, 1 % of the TTFT SLO), the check fails only when the share
+ * of dispatches later than L is significantly above 1 % (one-sided exact
+ * binomial test, 95 % confidence: P(B >= late | n, 0.01) < 0.05). A single
+ * scheduler hiccup among a few dozen requests on a shared machine does not
+ * fail a run; a client that falls behind does. Its p99 is reported too,
+ * read from the same histogram as the summary's (one figure, one rule).
+ * Also: dispatched >= 99.9 % of scheduled, generator CPU <= 80 % per
+ * thread, no file-descriptor or ephemeral-port exhaustion.
+ *
+ * Pure: no I/O, no global state. */
+#ifndef IM_ANALYZE_AUDIT_H
+#define IM_ANALYZE_AUDIT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "analyze/population.h"
+#include "analyze/summary.h"
+
+/* Thresholds (docs/metrics.md §10). */
+#define IM_CHECK_LAG_FLOOR_MS 1.0     /* L is at least this */
+#define IM_CHECK_LAG_SLO_SHARE 0.01   /* ... or this share of the TTFT SLO */
+#define IM_CHECK_LATE_SHARE 0.01      /* tolerated share of dispatches later than L */
+#define IM_CHECK_CONFIDENCE 0.95
+#define IM_CHECK_DISPATCHED_MIN 0.999
+#define IM_CHECK_CPU_MAX 0.8
+
+/* What the load engine counted over a stage (not derivable from records:
+ * an arrival that was never dispatched leaves no record). */
+struct im_client_counters {
+  uint64_t scheduled, dispatched;   /* arrivals due before the stage ended, and sent */
+  double cpu_share;                 /* the busiest loader thread's CPU / wall */
+  uint64_t fd_exhausted, port_exhausted;
+};
+
+struct im_client_check {
+  double dispatch_lag_p99_ms;       /* nearest rank, from the summary's histogram */
+  double dispatch_lag_limit_ms;     /* L */
+  uint64_t lag_n, lag_late;         /* dispatches judged, and those later than L */
+  double lag_p_value;               /* P(B >= lag_late | lag_n, 0.01) */
+  double dispatched_share;          /* dispatched / scheduled (1 when nothing was scheduled) */
+  double cpu_share;
+  uint64_t fd_exhausted, port_exhausted;
+  bool pass_lag, pass_dispatched, pass_cpu, pass_fd, pass_port;
+  bool valid;
+};
+
+/* Fills c from the population and summary of a stage (the summary computed
+ * over that population with cfg) and the engine's counters. */
+void im_client_check_compute(const struct im_population *pop, const struct im_summary *s,
+                             const struct im_summary_config *cfg,
+                             const struct im_client_counters *k, struct im_client_check *c);
+
+#endif

@@ -1,0 +1,75 @@
+/* Everything infermeter computes about one stage of a run (a grid
+ * combination or a sweep point; the whole run when it has one stage), from
+ * what the stage left on disk: its records, its window, the engine's
+ * counters and the client's own samples. `run` calls it as each stage ends
+ * (its verdicts steer a sweep) and `report DIR` calls it again on the
+ * records read back, so both give the same figures.
+ *
+ * Pure: no I/O, no global state; the figures point into the input's
+ * records, which must outlive them. */
+#ifndef IM_ANALYZE_STAGE_H
+#define IM_ANALYZE_STAGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analyze/audit.h"
+#include "analyze/breakdown.h"
+#include "analyze/population.h"
+#include "analyze/summary.h"
+#include "workload/stages.h"
+
+/* One self-sample of a loader thread (once a second): docs/metrics.md §10. */
+struct im_client_sample {
+  uint32_t thread;
+  int64_t t;          /* stage-relative ns */
+  double cpu_share;   /* the thread's CPU over the interval / wall */
+  double lag_max_ms;  /* largest dispatch lag in the interval */
+  uint32_t in_flight;
+};
+
+/* How the measured window is found (docs/metrics.md §2). */
+struct im_window_rule {
+  int64_t warmup_ns;          /* time-based warm-up (0: none) */
+  bool warmup_by_requests;    /* --warmup-requests N: the window starts at arrival N */
+  bool closed;                /* closed loop: the window ends at duration_ns */
+  int64_t duration_ns;        /* closed loop's duration (0: until the requests run out) */
+  bool interrupted;           /* the stage was cut short ... */
+  int64_t elapsed_ns;         /* ... after this long (the window ends there at the latest) */
+};
+
+/* The measured window of a stage from its records: from the end of the
+ * warm-up (warmup_ns, or the first non-warm-up arrival) to the last
+ * scheduled arrival (closed loop: the duration), never past an
+ * interruption; [0, end] when that leaves nothing. */
+void im_stage_window(const struct im_record *recs, size_t n, const struct im_window_rule *rule,
+                     int64_t *start_ns, int64_t *end_ns);
+
+struct im_stage_input {
+  const struct im_record *recs;  /* the stage's attempts (not owned) */
+  size_t n_recs;
+  struct im_summary_config cfg;  /* percentiles, SLOs and the window */
+  double slo_target;             /* share of requests that must meet the SLOs (e.g. 0.99) */
+  struct im_client_counters counters;
+  const struct im_client_sample *samples; /* (not owned) */
+  size_t n_samples;
+  uint32_t threads;
+};
+
+struct im_stage_figures {
+  struct im_population pop;
+  struct im_summary sum;
+  struct im_client_check check;
+  struct im_breakdown bd;
+  struct im_saturation sat;
+  bool sat_judged;               /* enough samples to judge over-saturation */
+  bool slo_failed;               /* an SLO's attainment fell below slo_target */
+};
+
+/* Computes every figure of the stage. IM_INVAL for an invalid config,
+ * IM_NOMEM; on failure f is empty (cleanup is safe). */
+enum im_err im_stage_analyze(const struct im_stage_input *in, struct im_stage_figures *f) IM_WUR;
+void im_stage_figures_cleanup(struct im_stage_figures *f);
+
+#endif

@@ -1,0 +1,362 @@
+/* `infermeter report DIR` and the end of every run: see cli/report.h. */
+#include "cli/report.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/cli.h"
+#include "cli/run_int.h"
+#include "cli/rundir.h"
+#include "core/clock.h"
+#include "record/reader.h"
+#include "report/breakdown_json.h"
+#include "report/results.h"
+#include "report/stage_json.h"
+#include "workload/stages.h"
+
+
+int im__report_exit_code(const struct report_outcome *o) {
+  return o->interrupted ? EXIT_INTERRUPTED : o->unreachable ? EXIT_UNREACHABLE
+         : o->invalid ? EXIT_INVALID : o->slo_failed ? EXIT_SLO : EXIT_OK;
+}
+
+/* One stage's records, shallow copies (the chunk arrays stay with the
+ * array read from disk). */
+static struct im_record *stage_records(const struct im_record *all, size_t n, uint32_t stage,
+                                       size_t *out_n) {
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    k += all[i].stage == stage;
+  struct im_record *v = malloc((k ? k : 1) * sizeof *v);
+  *out_n = 0;
+  if (!v)
+    return NULL;
+  for (size_t i = 0; i < n; i++)
+    if (all[i].stage == stage)
+      v[(*out_n)++] = all[i];
+  return v;
+}
+
+/* A stage without its end line (the run was killed): what the records say. */
+static void derive_counters(struct rundir_stage *s, const struct im_record *r, size_t n) {
+  int64_t last = 0;
+  memset(&s->counters, 0, sizeof s->counters);
+  s->counters.cpu_share = NAN;
+  for (size_t i = 0; i < n; i++) {
+    if (r[i].attempt <= 1 && r[i].kind != IM_KIND_HEALTH && r[i].kind != IM_KIND_PROBE) {
+      s->counters.scheduled++;
+      s->counters.dispatched += r[i].t_dispatch >= 0;
+    }
+    if (r[i].t_end > last)
+      last = r[i].t_end;
+  }
+  s->elapsed_ns = last;
+  s->rule.interrupted = true;
+  s->rule.elapsed_ns = last;
+}
+
+/* What a rate sweep's verdict needs of each stage. */
+struct sweep_point {
+  double rate, attain, throughput;
+  int over;
+};
+
+/* A rate sweep's verdict: the highest rate whose goodput meets the SLOs
+ * (workload/stages.h im_sweep_saturation_point). */
+static json_t *sweep_json(const struct rundir *rd, const struct sweep_point *pts, size_t n,
+                          FILE *text, bool *has_point) {
+  bool has_slo = im_summary_has_slo(&rd->scfg);
+  size_t first = rd->autosweep ? 1 : 0, m = n > first ? n - first : 0;
+  double rates[IM_STAGE_MAX_VALUES], attain[IM_STAGE_MAX_VALUES];
+  int over[IM_STAGE_MAX_VALUES];
+  for (size_t k = 0; k < m && k < IM_STAGE_MAX_VALUES; k++) {
+    rates[k] = pts[first + k].rate;
+    attain[k] = has_slo ? pts[first + k].attain : 1.0;
+    over[k] = pts[first + k].over;
+  }
+  size_t idx = 0;
+  enum im_err e = m ? im_sweep_saturation_point(rates, attain, over, m, rd->slo_target, &idx)
+                    : IM_NOTFOUND;
+  *has_point = e == IM_OK;
+  json_t *sw = json_pack("{s:s, s:b, s:b}", "param", "rate", "auto", rd->autosweep,
+                         "stopped_early", rd->stopped_early);
+  if (!sw)
+    return NULL;
+  if (rd->autosweep && n)
+    json_object_set_new(sw, "max_throughput_rps",
+                        isfinite(pts[0].throughput) ? json_real(pts[0].throughput) : json_null());
+  json_object_set_new(sw, "slo_target", json_real(rd->slo_target));
+  json_object_set_new(sw, "saturation_point",
+                      e == IM_OK ? json_pack("{s:I, s:f, s:s}", "stage", (json_int_t)(first + idx),
+                                             "rate", rates[idx], "label",
+                                             rd->st[first + idx].label)
+                                 : json_null());
+  if (text && e == IM_OK)
+    fprintf(text, "Saturation point: %.4g req/s (stage %zu): the highest rate whose goodput "
+                  "meets the SLOs%s\n", rates[idx], first + idx,
+            has_slo ? "" : " (no SLO given: over-saturation only)");
+  else if (text)
+    fprintf(text, "Saturation point: none (the lowest rate already fails)\n");
+  return sw;
+}
+
+static int write_results(const char *dir, json_t *root) {
+  char path[4200], tmp[4300];
+  snprintf(path, sizeof path, "%s/results.json", dir);
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  if (json_dump_file(root, tmp, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) != 0 ||
+      rename(tmp, path) != 0) {
+    fprintf(stderr, "infermeter: cannot write %s: %s\n", path, strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
+static void iso_time(int64_t wall_ns, char *buf, size_t len) {
+  time_t secs = (time_t)(wall_ns / 1000000000);
+  struct tm tm;
+  gmtime_r(&secs, &tm);
+  strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* State of one report. */
+struct rep {
+  const char *dir;
+  const struct report_opts *ro;
+  struct report_outcome *out;
+  struct rundir rd;
+  struct im_record *recs;
+  size_t n_recs;
+  struct im_read_report rr;
+  json_t *root, *stages;
+  struct sweep_point *pts;
+};
+
+/* Figures and JSON of stage i. 0 or -1 (said). */
+static int report_stage(struct rep *p, size_t i, bool single) {
+  struct rundir_stage *s = &p->rd.st[i];
+  size_t n = 0;
+  struct im_record *recs = stage_records(p->recs, p->n_recs, (uint32_t)i, &n);
+  struct im_stage_figures f;
+  int rc = -1;
+  memset(&f, 0, sizeof f);
+  if (!recs) {
+    fprintf(stderr, "infermeter report: out of memory\n");
+    return -1;
+  }
+  if (!s->ended)
+    derive_counters(s, recs, n);
+  struct im_stage_input in = {.recs = recs, .n_recs = n, .cfg = p->rd.scfg,
+                              .slo_target = p->rd.slo_target, .counters = s->counters,
+                              .samples = s->samples, .n_samples = s->n_samples,
+                              .threads = s->threads ? s->threads : 1};
+  im_stage_window(recs, n, &s->rule, &in.cfg.window_start_ns, &in.cfg.window_end_ns);
+  if (im_stage_analyze(&in, &f) != IM_OK) {
+    fprintf(stderr, "infermeter report: stage %zu: out of memory computing its figures\n", i);
+    goto out;
+  }
+  json_t *dst = p->root;
+  if (p->stages) {
+    dst = json_pack("{s:I, s:s, s:O?}", "index", (json_int_t)i, "label", s->label, "params",
+                    s->params ? s->params : NULL);
+    if (!dst || json_array_append_new(p->stages, dst))
+      goto oom;
+  }
+  struct im_stage_meta meta = {.t0_mono = s->has_t0 ? s->t0_mono : -1,
+                               .elapsed_ns = s->elapsed_ns, .by_class = s->by_class,
+                               .sessions = s->sessions};
+  if (im_stage_json(&f, &in, &meta, dst) ||
+      json_object_set_new(dst, "interrupted", json_boolean(s->rule.interrupted)))
+    goto oom;
+  if (p->ro->observer)
+    p->ro->observer(p->ro->observer_ctx, i, &f, &in, meta.t0_mono, json_object_get(dst, "metrics"),
+                    json_object_get(dst, "series"));
+  bool unreachable = f.sum.completed == 0 && n && !strncmp(s->first_error, "connect", 7);
+  p->out->unreachable = i == 0 ? unreachable : p->out->unreachable && unreachable;
+  p->out->invalid |= !f.check.valid;
+  p->out->interrupted |= s->rule.interrupted;
+  if (!p->rd.rate_sweep)
+    p->out->slo_failed |= f.slo_failed;
+  json_t *rate = s->params ? json_object_get(s->params, "rate") : NULL;
+  p->pts[i] = (struct sweep_point){json_is_number(rate) ? json_number_value(rate) : NAN,
+                                   f.sum.slo_all_attain, f.sum.request_throughput,
+                                   f.sat_judged && f.sat.growing};
+  FILE *t = p->ro->text;
+  if (t && single) {
+    im_report_text(t, &f.sum, &in.cfg, &f.check);
+    im_breakdown_text(t, &f.bd, s->by_class);
+    if (s->first_error[0] && f.sum.failed)
+      fprintf(t, "First error: %s\n", s->first_error);
+  } else if (t && p->ro->stage_lines) {
+    im_report_stage_line(t, i, s->label, &f, &in.cfg);
+  }
+  rc = 0;
+  goto out;
+oom:
+  fprintf(stderr, "infermeter report: out of memory writing the results\n");
+out:
+  im_stage_figures_cleanup(&f);
+  free(recs);
+  return rc;
+}
+
+/* results.json's manifest: manifest.json and what the stages told. */
+static int add_manifest(struct rep *p, size_t n_stages) {
+  json_t *m = json_deep_copy(p->rd.manifest);
+  const struct rundir_stage *s0 = p->rd.n_st ? &p->rd.st[0] : NULL;
+  if (!m)
+    return -1;
+  if (s0 && s0->has_t0 && s0->wall_start_ns >= 0) {
+    char ts[64];
+    iso_time(s0->wall_start_ns, ts, sizeof ts);
+    json_object_set_new(m, "started_at", json_string(ts));
+  }
+  /* Record times are relative to this CLOCK_MONOTONIC instant (per stage:
+   * stages[].t0_monotonic_ns); with it they join a server's truth log on
+   * the same machine. */
+  json_object_set_new(m, "t0_monotonic_ns",
+                      s0 && s0->has_t0 ? json_integer(s0->t0_mono) : json_null());
+  json_object_set_new(m, "interrupted", json_boolean(p->out->interrupted));
+  json_object_set_new(m, "stages", json_integer((json_int_t)n_stages));
+  json_t *in = json_pack("{s:I, s:I, s:b, s:I}", "requests_lines", (json_int_t)p->rr.lines,
+                         "requests_skipped", (json_int_t)p->rr.bad, "requests_truncated_tail",
+                         p->rr.truncated_tail, "stages_lines_skipped",
+                         (json_int_t)p->rd.bad_lines);
+  json_t *notes = json_array();
+  for (size_t i = 0; notes && i < p->rr.n_notes; i++)
+    json_array_append_new(notes, json_string(p->rr.notes[i]));
+  if (in && notes)
+    json_object_set_new(in, "notes", notes);
+  else
+    json_decref(notes);
+  json_object_set_new(m, "input", in);
+  return json_object_set_new(p->root, "manifest", m);
+}
+
+static int report_all(struct rep *p) {
+  char err[512];
+  if (im__rundir_read(p->dir, &p->rd, err, sizeof err)) {
+    fprintf(stderr, "infermeter report: %s\n", err);
+    return -1;
+  }
+  char path[4200];
+  snprintf(path, sizeof path, "%s/requests.jsonl", p->dir);
+  enum im_err e = im_records_read_path(path, &p->recs, &p->n_recs, &p->rr);
+  if (e == IM_NOMEM || (e == IM_IO && errno != ENOENT)) {
+    fprintf(stderr, "infermeter report: %s: %s\n", path,
+            e == IM_NOMEM ? "out of memory" : strerror(errno));
+    return -1;
+  }
+  for (size_t i = 0; i < p->rr.n_notes; i++)
+    fprintf(stderr, "infermeter report: %s: %s\n", path, p->rr.notes[i]);
+  p->out->read_problems = p->rr.bad || p->rd.bad_lines;
+  /* Stages: those the run started, and any that left records. */
+  size_t n_stages = p->rd.n_st;
+  for (size_t i = 0; i < p->n_recs; i++)
+    if (p->recs[i].stage >= n_stages && p->recs[i].stage < 100000)
+      n_stages = p->recs[i].stage + 1;
+  if (n_stages > p->rd.n_st) {
+    struct rundir_stage *v = realloc(p->rd.st, n_stages * sizeof *v);
+    if (!v)
+      return -1;
+    for (size_t i = p->rd.n_st; i < n_stages; i++) {
+      memset(&v[i], 0, sizeof v[i]);
+      v[i].t0_mono = v[i].wall_start_ns = -1;
+      v[i].threads = 1;
+    }
+    p->rd.st = v;
+    p->rd.n_st = n_stages;
+  }
+  if (!(p->pts = calloc(n_stages ? n_stages : 1, sizeof *p->pts)) || !(p->root = json_object()))
+    return -1;
+  json_object_set_new(p->root, "schema", json_string("infermeter/results/v1"));
+  if (p->rd.stages_planned > 1) {
+    p->stages = json_array();
+    if (!p->stages || json_object_set_new(p->root, "stages", p->stages))
+      return -1;
+  }
+  for (size_t i = 0; i < n_stages; i++)
+    if (report_stage(p, i, p->stages == NULL))
+      return -1;
+  p->out->stages = n_stages;
+  p->out->interrupted |= !p->rd.run_ended || p->rd.run_interrupted;
+  if (p->rd.rate_sweep) {
+    bool has_point = false;
+    json_t *sw = sweep_json(&p->rd, p->pts, n_stages, p->ro->text, &has_point);
+    if (!sw || json_object_set_new(p->root, "sweep", sw))
+      return -1;
+    p->out->slo_failed |= !has_point;
+  }
+  if (add_manifest(p, n_stages))
+    return -1;
+  char ts[64];
+  iso_time(im_wall_ns(), ts, sizeof ts);
+  json_object_set_new(p->root, "generated_at", json_string(ts));
+  return write_results(p->dir, p->root);
+}
+
+int im__report_dir(const char *dir, const struct report_opts *ro, struct report_outcome *out) {
+  struct rep p = {.dir = dir, .ro = ro, .out = out};
+  memset(out, 0, sizeof *out);
+  int rc = report_all(&p);
+  im__rundir_free(&p.rd);
+  im_records_free(p.recs, p.n_recs);
+  json_decref(p.root);
+  free(p.pts);
+  return rc;
+}
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: infermeter report DIR [--quiet]\n"
+          "\n"
+          "Recomputes DIR/results.json and the summary from what a run left in DIR\n"
+          "(manifest.json, stages.jsonl, requests.jsonl): the figures `run` wrote,\n"
+          "or, for a run that was killed, the figures of every record that reached\n"
+          "the disk (marked interrupted). Bad lines are skipped and reported with\n"
+          "their line numbers.\n"
+          "\n"
+          "  --quiet     no summary on stdout\n"
+          "  -h, --help  this help\n"
+          "\n"
+          "Exit status: as `run` (0 valid, 2 unreachable, 3 client self-check failed,\n"
+          "99 SLO failed, 130 interrupted run), 1 when DIR cannot be read.\n");
+}
+
+int im_cli_report(int argc, char **argv) {
+  static const struct option opts[] = {{"quiet", no_argument, NULL, 'q'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
+  bool quiet = false;
+  int c;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
+    if (c == 'q') {
+      quiet = true;
+    } else if (c == 'h') {
+      usage(stdout);
+      return EXIT_OK;
+    } else {
+      usage(stderr);
+      return EXIT_USAGE;
+    }
+  }
+  if (optind + 1 != argc) {
+    fprintf(stderr, "infermeter report: give one run directory\n");
+    usage(stderr);
+    return EXIT_USAGE;
+  }
+  const char *dir = argv[optind];
+  struct report_opts ro = {.text = quiet ? NULL : stdout, .stage_lines = true};
+  struct report_outcome out;
+  if (im__report_dir(dir, &ro, &out))
+    return EXIT_USAGE;
+  if (!quiet)
+    fprintf(stdout, "Results: %s/results.json%s\n", dir,
+            out.interrupted ? " (the run was interrupted: figures of the records on disk)" : "");
+  return im__report_exit_code(&out);
+}

@@ -1,0 +1,45 @@
+/* `infermeter report DIR`: results.json and the terminal summary of a run
+ * directory, recomputed from what is on disk (cli/rundir.h). `run` writes
+ * its own results through the same function at the end of every run, so a
+ * directory always reproduces its results.json (apart from generated_at). */
+#ifndef IM_CLI_REPORT_H
+#define IM_CLI_REPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "analyze/stage.h"
+
+/* Adds the server's, TCP and GPU figures of stage i to metrics and series
+ * (the in-memory observer of a run in progress). */
+typedef void (*im_report_observer_fn)(void *ctx, size_t stage, const struct im_stage_figures *f,
+                                      const struct im_stage_input *in, int64_t t0_mono,
+                                      json_t *metrics, json_t *series);
+
+struct report_opts {
+  FILE *text;                 /* the terminal summary (NULL: none) */
+  bool stage_lines;           /* multi-stage: one line per stage (run printed them already) */
+  im_report_observer_fn observer;
+  void *observer_ctx;
+};
+
+/* What the figures say, for the exit status (README, "Exit status"). */
+struct report_outcome {
+  size_t stages;              /* stages with figures */
+  bool interrupted;           /* a stage was cut short, or the run did not end */
+  bool unreachable;           /* every stage failed to connect */
+  bool invalid;               /* a stage failed the client self-check */
+  bool slo_failed;            /* an SLO failed (a rate sweep: no saturation point) */
+  bool read_problems;         /* lines of the directory's files were skipped */
+};
+
+/* Reads dir, writes dir/results.json (atomically), prints the summary.
+ * 0, or -1 after saying why on stderr. */
+int im__report_dir(const char *dir, const struct report_opts *ro, struct report_outcome *out);
+/* The exit status for an outcome (0, 2, 3, 99, 130). */
+int im__report_exit_code(const struct report_outcome *out);
+
+#endif

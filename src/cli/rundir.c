@@ -1,0 +1,326 @@
+/* The run directory's manifest and stage events: see cli/rundir.h. */
+#include "cli/rundir.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "record/reader.h"
+
+/* ---- writing */
+
+int im__rundir_write_manifest(const char *dir, json_t *manifest, const struct im_summary_config *sc,
+                              double slo_target, size_t stages_planned, bool rate_sweep,
+                              bool autosweep) {
+  json_t *m = json_deep_copy(manifest), *pct = json_array();
+  if (!m || !pct) {
+    json_decref(m);
+    json_decref(pct);
+    errno = ENOMEM;
+    return -1;
+  }
+  for (size_t i = 0; i < sc->n_percentiles; i++)
+    json_array_append_new(pct, json_real(sc->percentiles[i]));
+  json_t *a = json_pack("{s:o, s:o?, s:o?, s:o?, s:f, s:I, s:b, s:b}", "percentiles", pct,
+                        "slo_ttft_ms", sc->has_slo_ttft ? json_real(sc->slo_ttft_ms) : NULL,
+                        "slo_tpot_ms", sc->has_slo_tpot ? json_real(sc->slo_tpot_ms) : NULL,
+                        "slo_e2el_ms", sc->has_slo_e2el ? json_real(sc->slo_e2el_ms) : NULL,
+                        "slo_target", slo_target, "stages_planned", (json_int_t)stages_planned,
+                        "rate_sweep", rate_sweep, "autosweep", autosweep);
+  if (!a || json_object_set_new(m, "analysis", a)) {
+    json_decref(m);
+    errno = ENOMEM;
+    return -1;
+  }
+  char path[4200], tmp[4300];
+  snprintf(path, sizeof path, "%s/manifest.json", dir);
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  int rc = json_dump_file(m, tmp, JSON_INDENT(2) | JSON_REAL_PRECISION(17)) == 0 &&
+                   rename(tmp, path) == 0
+               ? 0
+               : -1;
+  json_decref(m);
+  return rc;
+}
+
+int im__rundir_append(int fd, json_t *line) {
+  char *s = line ? json_dumps(line, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
+  json_decref(line);
+  if (!s) {
+    errno = ENOMEM;
+    return -1;
+  }
+  size_t len = strlen(s);
+  s[len] = '\n'; /* json_dumps's NUL: replaced, written with the line */
+  ssize_t w = write(fd, s, len + 1);
+  free(s);
+  if (w != (ssize_t)(len + 1)) {
+    if (w >= 0)
+      errno = ENOSPC;
+    return -1;
+  }
+  return 0;
+}
+
+json_t *im__rundir_start_json(size_t stage, const char *label, json_t *params,
+                              const struct im_window_rule *rule, uint32_t threads, bool by_class,
+                              bool sessions) {
+  return json_pack("{s:s, s:I, s:s, s:O?, s:{s:I, s:b, s:b, s:I}, s:I, s:b, s:b}", "event", "start",
+                   "stage", (json_int_t)stage, "label", label ? label : "", "params", params,
+                   "rule", "warmup_ns", (json_int_t)rule->warmup_ns, "warmup_by_requests",
+                   rule->warmup_by_requests, "closed", rule->closed, "duration_ns",
+                   (json_int_t)rule->duration_ns, "threads", (json_int_t)threads, "by_class",
+                   by_class, "sessions", sessions);
+}
+
+json_t *im__rundir_t0_json(size_t stage, int64_t t0_mono, int64_t wall_start_ns) {
+  return json_pack("{s:s, s:I, s:I, s:I}", "event", "t0", "stage", (json_int_t)stage,
+                   "t0_monotonic_ns", (json_int_t)t0_mono, "wall_start_ns",
+                   (json_int_t)wall_start_ns);
+}
+
+json_t *im__rundir_end_json(size_t stage, int64_t elapsed_ns, bool interrupted,
+                            const struct im_client_counters *k, uint64_t connections_opened,
+                            const char *first_error, const struct im_client_sample *samples,
+                            size_t n_samples) {
+  json_t *arr = json_array();
+  for (size_t i = 0; arr && i < n_samples; i++) {
+    const struct im_client_sample *s = &samples[i];
+    /* NaN (not measured) as null: jansson refuses NaN. */
+    json_array_append_new(arr, json_pack("[I, I, o, o, I]", (json_int_t)s->thread, (json_int_t)s->t,
+                                         isfinite(s->cpu_share) ? json_real(s->cpu_share) : json_null(),
+                                         isfinite(s->lag_max_ms) ? json_real(s->lag_max_ms) : json_null(),
+                                         (json_int_t)s->in_flight));
+  }
+  return json_pack("{s:s, s:I, s:I, s:b, s:I, s:I, s:f, s:I, s:I, s:I, s:s, s:o}", "event", "end",
+                   "stage", (json_int_t)stage, "elapsed_ns", (json_int_t)elapsed_ns, "interrupted",
+                   interrupted, "scheduled", (json_int_t)k->scheduled, "dispatched",
+                   (json_int_t)k->dispatched, "cpu_share", isfinite(k->cpu_share) ? k->cpu_share : 0.0, "fd_exhausted",
+                   (json_int_t)k->fd_exhausted, "port_exhausted", (json_int_t)k->port_exhausted,
+                   "connections_opened", (json_int_t)connections_opened, "first_error",
+                   first_error ? first_error : "", "samples", arr);
+}
+
+json_t *im__rundir_run_end_json(bool stopped_early, bool interrupted) {
+  return json_pack("{s:s, s:b, s:b}", "event", "run_end", "stopped_early", stopped_early,
+                   "interrupted", interrupted);
+}
+
+/* ---- reading */
+
+static int64_t get_int(const json_t *o, const char *key, int64_t dflt) {
+  json_t *v = json_object_get(o, key);
+  return json_is_integer(v) ? (int64_t)json_integer_value(v) : dflt;
+}
+
+static double get_num(const json_t *o, const char *key, double dflt) {
+  json_t *v = json_object_get(o, key);
+  return json_is_number(v) ? json_number_value(v) : dflt;
+}
+
+static bool get_bool(const json_t *o, const char *key) {
+  return json_is_true(json_object_get(o, key));
+}
+
+static int read_analysis(struct rundir *rd, const json_t *a, char *err, size_t errlen) {
+  im_summary_config_default(&rd->scfg);
+  rd->slo_target = 0.99;
+  rd->stages_planned = 1;
+  if (!json_is_object(a)) {
+    snprintf(err, errlen, "manifest.json has no \"analysis\" object");
+    return -1;
+  }
+  json_t *pct = json_object_get(a, "percentiles");
+  if (json_is_array(pct) && json_array_size(pct) && json_array_size(pct) <= IM_MAX_PERCENTILES) {
+    rd->scfg.n_percentiles = json_array_size(pct);
+    for (size_t i = 0; i < rd->scfg.n_percentiles; i++)
+      rd->scfg.percentiles[i] = json_number_value(json_array_get(pct, i));
+  }
+  const char *keys[3] = {"slo_ttft_ms", "slo_tpot_ms", "slo_e2el_ms"};
+  bool *has[3] = {&rd->scfg.has_slo_ttft, &rd->scfg.has_slo_tpot, &rd->scfg.has_slo_e2el};
+  double *val[3] = {&rd->scfg.slo_ttft_ms, &rd->scfg.slo_tpot_ms, &rd->scfg.slo_e2el_ms};
+  for (int i = 0; i < 3; i++) {
+    json_t *v = json_object_get(a, keys[i]);
+    *has[i] = json_is_number(v);
+    *val[i] = *has[i] ? json_number_value(v) : 0;
+  }
+  rd->slo_target = get_num(a, "slo_target", 0.99);
+  int64_t sp = get_int(a, "stages_planned", 1);
+  rd->stages_planned = sp > 0 ? (size_t)sp : 1;
+  rd->rate_sweep = get_bool(a, "rate_sweep");
+  rd->autosweep = get_bool(a, "autosweep");
+  return 0;
+}
+
+static struct rundir_stage *stage_at(struct rundir *rd, int64_t i) {
+  if (i < 0 || i > 100000)
+    return NULL;
+  while ((size_t)i >= rd->n_st) {
+    struct rundir_stage *v = realloc(rd->st, (rd->n_st + 1) * sizeof *v);
+    if (!v)
+      return NULL;
+    rd->st = v;
+    memset(&rd->st[rd->n_st], 0, sizeof *rd->st);
+    rd->st[rd->n_st].t0_mono = rd->st[rd->n_st].wall_start_ns = -1;
+    rd->st[rd->n_st].threads = 1;
+    rd->n_st++;
+  }
+  return &rd->st[i];
+}
+
+static int read_samples(struct rundir_stage *s, const json_t *arr) {
+  size_t n = json_array_size(arr);
+  if (!n)
+    return 0;
+  if (!(s->samples = calloc(n, sizeof *s->samples)))
+    return -1;
+  for (size_t i = 0; i < n; i++) {
+    json_t *e = json_array_get(arr, i);
+    if (!json_is_array(e) || json_array_size(e) != 5)
+      continue;
+    struct im_client_sample *c = &s->samples[s->n_samples++];
+    c->thread = (uint32_t)json_integer_value(json_array_get(e, 0));
+    c->t = (int64_t)json_integer_value(json_array_get(e, 1));
+    json_t *cpu = json_array_get(e, 2), *lag = json_array_get(e, 3);
+    c->cpu_share = json_is_number(cpu) ? json_number_value(cpu) : NAN;
+    c->lag_max_ms = json_is_number(lag) ? json_number_value(lag) : NAN;
+    c->in_flight = (uint32_t)json_integer_value(json_array_get(e, 4));
+  }
+  return 0;
+}
+
+/* One stages.jsonl event; -1 only when out of memory. */
+static int apply_event(struct rundir *rd, const json_t *ev) {
+  const char *kind = json_string_value(json_object_get(ev, "event"));
+  if (!kind)
+    return 1;
+  if (!strcmp(kind, "run_end")) {
+    rd->run_ended = true;
+    rd->stopped_early = get_bool(ev, "stopped_early");
+    rd->run_interrupted = get_bool(ev, "interrupted");
+    return 0;
+  }
+  struct rundir_stage *s = stage_at(rd, get_int(ev, "stage", -1));
+  if (!s)
+    return 1;
+  if (!strcmp(kind, "start")) {
+    const json_t *rule = json_object_get(ev, "rule");
+    s->started = true;
+    const char *label = json_string_value(json_object_get(ev, "label"));
+    snprintf(s->label, sizeof s->label, "%s", label ? label : "");
+    json_t *p = json_object_get(ev, "params");
+    json_decref(s->params);
+    s->params = json_is_object(p) ? json_incref(p) : NULL;
+    s->rule.warmup_ns = get_int(rule, "warmup_ns", 0);
+    s->rule.warmup_by_requests = get_bool(rule, "warmup_by_requests");
+    s->rule.closed = get_bool(rule, "closed");
+    s->rule.duration_ns = get_int(rule, "duration_ns", 0);
+    s->threads = (uint32_t)get_int(ev, "threads", 1);
+    s->by_class = get_bool(ev, "by_class");
+    s->sessions = get_bool(ev, "sessions");
+  } else if (!strcmp(kind, "t0")) {
+    s->has_t0 = true;
+    s->t0_mono = get_int(ev, "t0_monotonic_ns", -1);
+    s->wall_start_ns = get_int(ev, "wall_start_ns", -1);
+  } else if (!strcmp(kind, "end")) {
+    s->ended = true;
+    s->elapsed_ns = get_int(ev, "elapsed_ns", 0);
+    s->rule.interrupted = get_bool(ev, "interrupted");
+    s->rule.elapsed_ns = s->elapsed_ns;
+    s->counters.scheduled = (uint64_t)get_int(ev, "scheduled", 0);
+    s->counters.dispatched = (uint64_t)get_int(ev, "dispatched", 0);
+    s->counters.cpu_share = get_num(ev, "cpu_share", 0);
+    s->counters.fd_exhausted = (uint64_t)get_int(ev, "fd_exhausted", 0);
+    s->counters.port_exhausted = (uint64_t)get_int(ev, "port_exhausted", 0);
+    s->connections_opened = (uint64_t)get_int(ev, "connections_opened", 0);
+    const char *fe = json_string_value(json_object_get(ev, "first_error"));
+    snprintf(s->first_error, sizeof s->first_error, "%s", fe ? fe : "");
+    free(s->samples);
+    s->samples = NULL;
+    s->n_samples = 0;
+    if (read_samples(s, json_object_get(ev, "samples")))
+      return -1;
+  } else {
+    return 1;
+  }
+  return 0;
+}
+
+static int read_stages(struct rundir *rd, const char *dir, char *err, size_t errlen) {
+  char path[4200];
+  snprintf(path, sizeof path, "%s/stages.jsonl", dir);
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return 0; /* killed before the first stage started: no stage */
+  struct im_jsonl_reader *r = NULL;
+  int rc = -1;
+  if (im_jsonl_open(f, (size_t)64 << 20, &r) != IM_OK) {
+    snprintf(err, errlen, "out of memory");
+    goto out;
+  }
+  for (;;) {
+    const char *line;
+    size_t len;
+    uint64_t no;
+    enum im_err e = im_jsonl_next(r, &line, &len, &no);
+    if (e == IM_NOTFOUND)
+      break;
+    if (e == IM_IO) {
+      snprintf(err, errlen, "%s: read error", path);
+      goto out;
+    }
+    json_t *ev = e == IM_OK ? json_loadb(line, len, 0, NULL) : NULL;
+    int a = ev ? apply_event(rd, ev) : 1;
+    json_decref(ev);
+    if (a < 0) {
+      snprintf(err, errlen, "out of memory");
+      goto out;
+    }
+    rd->bad_lines += a > 0;
+  }
+  rc = 0;
+out:
+  im_jsonl_close(r);
+  fclose(f);
+  return rc;
+}
+
+int im__rundir_read(const char *dir, struct rundir *rd, char *err, size_t errlen) {
+  memset(rd, 0, sizeof *rd);
+  char path[4200];
+  snprintf(path, sizeof path, "%s/manifest.json", dir);
+  json_error_t je;
+  rd->manifest = json_load_file(path, 0, &je);
+  if (!rd->manifest) {
+    if (access(path, F_OK) != 0)
+      snprintf(err, errlen, "%s has no manifest.json: not a directory written by infermeter run "
+                            "(or the run stopped before it began)", dir);
+    else
+      snprintf(err, errlen, "%s:%d: %s", path, je.line, je.text);
+    return -1;
+  }
+  json_t *a = json_incref(json_object_get(rd->manifest, "analysis"));
+  json_object_del(rd->manifest, "analysis");
+  int rc = read_analysis(rd, a, err, errlen);
+  json_decref(a);
+  if (rc || read_stages(rd, dir, err, errlen)) {
+    im__rundir_free(rd);
+    return -1;
+  }
+  return 0;
+}
+
+void im__rundir_free(struct rundir *rd) {
+  if (!rd)
+    return;
+  json_decref(rd->manifest);
+  for (size_t i = 0; i < rd->n_st; i++) {
+    json_decref(rd->st[i].params);
+    free(rd->st[i].samples);
+  }
+  free(rd->st);
+  memset(rd, 0, sizeof *rd);
+}

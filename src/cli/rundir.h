@@ -1,0 +1,79 @@
+/* A run directory, as `run` writes it and `report DIR` reads it back
+ * (docs/results-schema.md "Run directory"):
+ *
+ *   manifest.json   the run's settings, target and analysis configuration,
+ *                   written once before the load (atomically)
+ *   stages.jsonl    one line per event, appended as it happens: a stage's
+ *                   start (its plan), its t0 (the start instant), its end
+ *                   (the engine's counters and the client's own samples),
+ *                   and the run's end
+ *   requests.jsonl  one line per attempt (record/record.h)
+ *   scrapes.prom    the raw /metrics pages
+ *   results.json    derived: written by `report` (and by `run` through it)
+ *
+ * A directory whose run was killed has no end lines for the last stage:
+ * the reader marks that stage interrupted and report derives what it can
+ * from the records. */
+#ifndef IM_CLI_RUNDIR_H
+#define IM_CLI_RUNDIR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "analyze/stage.h"
+#include "analyze/summary.h"
+
+struct rundir_stage {
+  bool started, has_t0, ended;
+  char label[160];
+  json_t *params;                 /* owned; NULL for a one-stage run */
+  struct im_window_rule rule;
+  uint32_t threads;
+  bool by_class, sessions;
+  int64_t t0_mono, wall_start_ns; /* -1 when unknown */
+  int64_t elapsed_ns;
+  struct im_client_counters counters;
+  uint64_t connections_opened;
+  char first_error[256];
+  struct im_client_sample *samples; /* owned */
+  size_t n_samples;
+};
+
+struct rundir {
+  json_t *manifest;               /* manifest.json (owned), its "analysis" removed */
+  struct im_summary_config scfg;  /* percentiles and SLOs; the window is per stage */
+  double slo_target;
+  size_t stages_planned;
+  bool rate_sweep, autosweep;     /* a rate sweep (without a grid); rate=auto */
+  struct rundir_stage *st;        /* owned */
+  size_t n_st;
+  bool run_ended, stopped_early, run_interrupted;
+  uint64_t bad_lines;             /* stages.jsonl lines skipped */
+};
+
+/* Reads manifest.json and stages.jsonl of dir. 0, or -1 with the reason in
+ * err (no manifest: not a run directory, or a file that does not parse). */
+int im__rundir_read(const char *dir, struct rundir *rd, char *err, size_t errlen);
+void im__rundir_free(struct rundir *rd);
+
+/* Writers, for `run`. Each returns 0, or -1 with errno set. */
+/* manifest.json (atomically), with analysis = the analysis configuration. */
+int im__rundir_write_manifest(const char *dir, json_t *manifest, const struct im_summary_config *sc,
+                              double slo_target, size_t stages_planned, bool rate_sweep,
+                              bool autosweep);
+/* Appends one event line to stages.jsonl (fd opened O_APPEND) with one write. */
+int im__rundir_append(int fd, json_t *line);
+json_t *im__rundir_start_json(size_t stage, const char *label, json_t *params,
+                              const struct im_window_rule *rule, uint32_t threads, bool by_class,
+                              bool sessions);
+json_t *im__rundir_t0_json(size_t stage, int64_t t0_mono, int64_t wall_start_ns);
+json_t *im__rundir_end_json(size_t stage, int64_t elapsed_ns, bool interrupted,
+                            const struct im_client_counters *k, uint64_t connections_opened,
+                            const char *first_error, const struct im_client_sample *samples,
+                            size_t n_samples);
+json_t *im__rundir_run_end_json(bool stopped_early, bool interrupted);
+
+#endif
