@@ -21,7 +21,8 @@ build: deps-build
 
 # Normal build (the system compiler, gcc on Debian) and its tests, then a
 # clang build with AddressSanitizer + UndefinedBehaviorSanitizer and the
-# libFuzzer targets, running every test again plus each fuzzer briefly.
+# libFuzzer targets, running every test again (but the `timing` ones, which
+# measure this machine's speed) plus each fuzzer briefly.
 test: deps test-fast test-asan
 
 test-fast: deps
@@ -33,7 +34,7 @@ test-asan: deps
 	@CC=clang cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug \
 	  -DIM_SANITIZE=address,undefined -DIM_FUZZ=ON -DIM_FUZZ_SECONDS=$(FUZZ_SECONDS) >/dev/null
 	@cmake --build $(ASAN_BUILD) -j$(JOBS)
-	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j$(JOBS)
+	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j$(JOBS) -LE timing
 
 # The main job: the default load test against the built-in simulated server
 # (DeepSeek-V3 on 8xH200, real time): Poisson 2 req/s for 30 s, 5 s warm-up.

@@ -14,8 +14,9 @@ static json_t *dist_json(const struct im_bd_dist *d, const struct im_summary_con
     return NULL;
   }
   for (size_t i = 0; i < sc->n_percentiles && i < IM_MAX_PERCENTILES; i++) {
-    char key[32];
-    snprintf(key, sizeof key, "p%g", sc->percentiles[i]);
+    char key[40], word[32];
+    im_jw_pct_word(sc->percentiles[i], word, sizeof word);
+    snprintf(key, sizeof key, "p%s", word);
     if (im_jw_num(o, key, d->pct[i], NULL)) {
       json_decref(o);
       return NULL;

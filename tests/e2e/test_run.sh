@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # `infermeter run` against `infermeter serve` on loopback: records agree with
 # the server's ground truth, faults become error classes and retries, Ctrl-C
-# keeps every finished record, and the default run is VALID.
+# keeps every finished record. The checks that depend on this machine's
+# timing (chunks within 50 ms of the truth, the default run VALID) are in
+# timing_run.sh (CTest label `timing`).
 . "$(dirname "$0")/lib.sh"
 RUN() { "$BIN" run --no-progress "$@"; }
 
@@ -33,20 +35,27 @@ t0=$(jq .manifest.t0_monotonic_ns "$R")
 jq -c --argjson t0 "$t0" 'select(.error==null) | {id: .request_id, t: [.chunks_us[] * 1000 + .t_start + $t0]}' "$J" >"$TMP/client_chunks"
 jq -c -s 'map(select(.type=="chunk")) | group_by(.id) | map({id: .[0].id, t: (sort_by(.index) | map(.ns))}) | .[]' \
   "$TMP/truth.jsonl" >"$TMP/truth_chunks"
-check_eq "every chunk received after it was written, and within 50 ms" \
+check_eq "every chunk received after it was written" \
   "$(jq -s -n --slurpfile c "$TMP/client_chunks" --slurpfile t "$TMP/truth_chunks" \
      '($t | map({key: .id, value: .t}) | from_entries) as $w
       | [$c[] | . as $r | [range(0; $r.t|length)] | map($r.t[.] - $w[$r.id][.])[]
-         | . >= -1000 and . < 50000000] | all')" true
+         | . >= -1000] | all')" true
 check_eq "HDR histogram holds every success" "$(jq '.metrics.histograms.ttft_ns.count' "$R")" "$ok_measured"
 check_eq "its exact minimum is the records' minimum TTFT" "$(jq '.metrics.histograms.ttft_ns.min' "$R")" \
   "$(jq -s '[.[] | select(.kind=="measured" and .error==null) | .t_first - .t_start] | min' "$J")"
 check "vLLM keys present" jq -e '.summary | has("mean_ttft_ms") and has("p99_itl_ms") and has("request_throughput") and has("output_throughput")' "$R"
 check "client check recorded" jq -e '.audit.client_check.verdict | test("VALID|INVALID")' "$R"
-# Every figure is recomputable from requests.jsonl: the self-check's p99.
-p99=$(jq -s '[.[] | (.t_dispatch - .t_sched) / 1e6] | sort | .[((length * 0.99) | ceil) - 1]' "$J")
-check "self-check p99 dispatch lag = nearest rank over the records ($p99)" \
-  jq -e --argjson p "$p99" '.audit.client_check.checks[] | select(.name == "dispatch_lag_p99_ms") | (.value - $p) | fabs < 1e-6' "$R"
+# Every figure is recomputable from requests.jsonl: the dispatch lag's p99
+# is the nearest rank over the non-warm-up attempts, read from the
+# histogram (within its 0.1 %), and the self-check shows the same figure.
+p99=$(jq -s '[.[] | select(.kind != "warmup") | (.t_dispatch - .t_sched) / 1e6] | sort | .[((length * 0.99) | ceil) - 1]' "$J")
+check "p99 dispatch lag = nearest rank over the records ($p99)" \
+  jq -e --argjson p "$p99" '.metrics.client_ms.dispatch_lag.p99 as $h | ($h - $p) | fabs <= $p * 0.001 + 1e-6' "$R"
+check "one dispatch-lag p99: the self-check's is the summary's" \
+  jq -e '.metrics.client_ms.dispatch_lag.p99 == (.audit.client_check.checks[] | select(.name == "dispatch_lag_late_share") | .dispatch_lag_p99_ms)' "$R"
+late=$(jq -s '[.[] | select(.kind != "warmup" and (.t_dispatch - .t_sched) > 1000000)] | length' "$J")
+check "late dispatches counted over the same records ($late)" \
+  jq -e --argjson n "$late" '.audit.client_check.checks[] | select(.name == "dispatch_lag_late_share") | .late == $n' "$R"
 check_eq "summary.completed over measured records" \
   "$(jq '.metrics.counts.completed // .summary.completed' "$R")" "$(jq .summary.completed "$R")"
 check "manifest records the seed and target" jq -e '.manifest.seed == 7 and .manifest.target.model == "deepseek-v3"' "$R"
@@ -193,25 +202,5 @@ check "message names the flag" grep -q -- '--rate' "$TMP/err"
 RUN --url http://127.0.0.1:1 --requests 1 --out "$TMP/u" >/dev/null 2>"$TMP/err"
 check_eq "unreachable target exits 2" $? 2
 check "unreachable message" grep -q unreachable "$TMP/err"
-
-# --- 6. the default run (built-in server, real time), shortened: VALID
-# With ~60 requests the p99 dispatch lag is their maximum, so one scheduler
-# hiccup of a shared machine makes the run INVALID (correctly). The claim
-# tested is that the default run can be VALID: up to three tries when only
-# the dispatch-lag check failed (on this 2-vCPU VM about one short run in
-# ten has one multi-millisecond stall, before and after the workload
-# changes alike).
-for try in 1 2 3; do
-  [ -d "$TMP/d" ] && keep_outputs "$TMP/d"
-  rm -rf "$TMP/d"
-  RUN --duration 4s --warmup 1s --output-len 16 --out "$TMP/d" >"$TMP/d.out" 2>&1
-  rc=$?
-  [ $rc -eq 3 ] && [ "$(jq -r '[.audit.client_check.checks[] | select(.pass == false) | .name] | join(",")' "$TMP/d/results.json")" = dispatch_lag_p99_ms ] || break
-  echo "default run: INVALID on dispatch lag alone (try $try)" >&2
-done
-check_eq "default run exits 0" "$rc" 0
-check_eq "default run VALID" "$(jq -r .audit.client_check.verdict "$TMP/d/results.json")" VALID
-check "summary printed" grep -q 'Serving Benchmark Result' "$TMP/d.out"
-check "built-in server recorded" jq -e '.manifest.target.builtin_server == true' "$TMP/d/results.json"
 
 finish

@@ -191,18 +191,18 @@ res '.metrics.histograms.ttft_ns.buckets = [[1, 2, 3]]'
 reject "a histogram bucket of three numbers" "/metrics/histograms/ttft_ns/buckets/0: must NOT have more than 2 items"
 res '.audit.client_check.checks |= map(select(.name != "fd_exhaustion"))'
 reject "a self-check dropped" "/audit/client_check/checks: must contain at least 1 valid item(s)"
-res '.audit.client_check.verdict = "VALID"'
+res '.audit.client_check.verdict = "VALID" | .audit.client_check.checks[0] |= (.pass = false | .fix = "x")'
 reject "VALID with a failed check" "/audit/client_check/checks/0/pass: must be equal to constant: true"
-res '.audit.client_check.checks |= map(.pass = true | del(.fix))'
+res '.audit.client_check.verdict = "INVALID" | .audit.client_check.checks |= map(.pass = true | del(.fix))'
 reject "INVALID with every check passed" "/audit/client_check/checks: must contain at least 1 valid item(s)"
-res '.audit.client_check.checks[0] |= del(.fix)'
+res '.audit.client_check.verdict = "INVALID" | .audit.client_check.checks[0] |= (.pass = false | del(.fix))'
 reject "a failed check without its fix" "/audit/client_check/checks/0: must have required property 'fix'"
 res '.manifest.started_at = "yesterday"'
 reject "started_at not UTC ISO 8601" "/manifest/started_at: must match pattern"
 res '.manifest.schedule.kind = "bursty"'
 reject "an unknown schedule kind" "/manifest/schedule/kind: must be equal to one of the allowed values"
-res '.series.client[0].cpu_share |= .[1:]'
-reject "a series shorter than its t_s" "/series/client/0/cpu_share: has "
+res '.series.client[0].cpu_share |= . + [0.5]'
+reject "a series longer than its t_s" "/series/client/0/cpu_share: has "
 res '.stages = [] | .manifest.stages = 1'
 reject "stages next to a top-level summary" "must NOT have fewer than 1 items"
 res 'del(.stages[1].metrics)' stages
