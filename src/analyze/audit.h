@@ -20,6 +20,7 @@
 
 #include "analyze/population.h"
 #include "analyze/summary.h"
+#include "record/rundir.h"
 
 /* Thresholds (docs/metrics.md §10). */
 #define IM_CHECK_LAG_FLOOR_MS 1.0     /* L is at least this */
@@ -28,14 +29,6 @@
 #define IM_CHECK_CONFIDENCE 0.95
 #define IM_CHECK_DISPATCHED_MIN 0.999
 #define IM_CHECK_CPU_MAX 0.8
-
-/* What the load engine counted over a stage (not derivable from records:
- * an arrival that was never dispatched leaves no record). */
-struct im_client_counters {
-  uint64_t scheduled, dispatched;   /* arrivals due before the stage ended, and sent */
-  double cpu_share;                 /* the busiest loader thread's CPU / wall */
-  uint64_t fd_exhausted, port_exhausted;
-};
 
 struct im_client_check {
   double dispatch_lag_p99_ms;       /* nearest rank, from the summary's histogram */

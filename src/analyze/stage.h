@@ -20,25 +20,6 @@
 #include "analyze/summary.h"
 #include "workload/stages.h"
 
-/* One self-sample of a loader thread (once a second): docs/metrics.md §10. */
-struct im_client_sample {
-  uint32_t thread;
-  int64_t t;          /* stage-relative ns */
-  double cpu_share;   /* the thread's CPU over the interval / wall */
-  double lag_max_ms;  /* largest dispatch lag in the interval */
-  uint32_t in_flight;
-};
-
-/* How the measured window is found (docs/metrics.md §2). */
-struct im_window_rule {
-  int64_t warmup_ns;          /* time-based warm-up (0: none) */
-  bool warmup_by_requests;    /* --warmup-requests N: the window starts at arrival N */
-  bool closed;                /* closed loop: the window ends at duration_ns */
-  int64_t duration_ns;        /* closed loop's duration (0: until the requests run out) */
-  bool interrupted;           /* the stage was cut short ... */
-  int64_t elapsed_ns;         /* ... after this long (the window ends there at the latest) */
-};
-
 /* The measured window of a stage from its records: from the end of the
  * warm-up (warmup_ns, or the first non-warm-up arrival) to the last
  * scheduled arrival (closed loop: the duration), never past an

@@ -24,8 +24,10 @@
 #include "core/err.h"
 #include "core/hist.h"
 #include "record/record.h"
+#include "record/rundir.h"
 
 #define IM_MAX_PERCENTILES 8
+_Static_assert(IM_MAX_PERCENTILES == IM_RUNDIR_MAX_PERCENTILES, "one limit on disk and in memory");
 
 struct im_summary_config {
   int64_t window_start_ns;                /* end of warm-up (run-relative) */

@@ -10,7 +10,7 @@
 
 #include "cli/cli.h"
 #include "cli/run_int.h"
-#include "cli/rundir.h"
+#include "record/rundir.h"
 #include "core/clock.h"
 #include "record/reader.h"
 #include "report/breakdown_json.h"
@@ -42,7 +42,7 @@ static struct im_record *stage_records(const struct im_record *all, size_t n, ui
 }
 
 /* A stage without its end line (the run was killed): what the records say. */
-static void derive_counters(struct rundir_stage *s, const struct im_record *r, size_t n) {
+static void derive_counters(struct im_rundir_stage *s, const struct im_record *r, size_t n) {
   int64_t last = 0;
   memset(&s->counters, 0, sizeof s->counters);
   s->counters.cpu_share = NAN;
@@ -67,10 +67,10 @@ struct sweep_point {
 
 /* A rate sweep's verdict: the highest rate whose goodput meets the SLOs
  * (workload/stages.h im_sweep_saturation_point). */
-static json_t *sweep_json(const struct rundir *rd, const struct sweep_point *pts, size_t n,
-                          FILE *text, bool *has_point) {
-  bool has_slo = im_summary_has_slo(&rd->scfg);
-  size_t first = rd->autosweep ? 1 : 0, m = n > first ? n - first : 0;
+static json_t *sweep_json(const struct im_rundir *rd, const struct im_summary_config *sc,
+                          const struct sweep_point *pts, size_t n, FILE *text, bool *has_point) {
+  bool has_slo = im_summary_has_slo(sc);
+  size_t first = rd->an.autosweep ? 1 : 0, m = n > first ? n - first : 0;
   double rates[IM_STAGE_MAX_VALUES], attain[IM_STAGE_MAX_VALUES];
   int over[IM_STAGE_MAX_VALUES];
   for (size_t k = 0; k < m && k < IM_STAGE_MAX_VALUES; k++) {
@@ -79,17 +79,17 @@ static json_t *sweep_json(const struct rundir *rd, const struct sweep_point *pts
     over[k] = pts[first + k].over;
   }
   size_t idx = 0;
-  enum im_err e = m ? im_sweep_saturation_point(rates, attain, over, m, rd->slo_target, &idx)
+  enum im_err e = m ? im_sweep_saturation_point(rates, attain, over, m, rd->an.slo_target, &idx)
                     : IM_NOTFOUND;
   *has_point = e == IM_OK;
-  json_t *sw = json_pack("{s:s, s:b, s:b}", "param", "rate", "auto", rd->autosweep,
+  json_t *sw = json_pack("{s:s, s:b, s:b}", "param", "rate", "auto", rd->an.autosweep,
                          "stopped_early", rd->stopped_early);
   if (!sw)
     return NULL;
-  if (rd->autosweep && n)
+  if (rd->an.autosweep && n)
     json_object_set_new(sw, "max_throughput_rps",
                         isfinite(pts[0].throughput) ? json_real(pts[0].throughput) : json_null());
-  json_object_set_new(sw, "slo_target", json_real(rd->slo_target));
+  json_object_set_new(sw, "slo_target", json_real(rd->an.slo_target));
   json_object_set_new(sw, "saturation_point",
                       e == IM_OK ? json_pack("{s:I, s:f, s:s}", "stage", (json_int_t)(first + idx),
                                              "rate", rates[idx], "label",
@@ -128,7 +128,8 @@ struct rep {
   const char *dir;
   const struct report_opts *ro;
   struct report_outcome *out;
-  struct rundir rd;
+  struct im_rundir rd;
+  struct im_summary_config scfg; /* from rd.an; the window is per stage */
   struct im_record *recs;
   size_t n_recs;
   struct im_read_report rr;
@@ -138,7 +139,7 @@ struct rep {
 
 /* Figures and JSON of stage i. 0 or -1 (said). */
 static int report_stage(struct rep *p, size_t i, bool single) {
-  struct rundir_stage *s = &p->rd.st[i];
+  struct im_rundir_stage *s = &p->rd.st[i];
   size_t n = 0;
   struct im_record *recs = stage_records(p->recs, p->n_recs, (uint32_t)i, &n);
   struct im_stage_figures f;
@@ -150,8 +151,8 @@ static int report_stage(struct rep *p, size_t i, bool single) {
   }
   if (!s->ended)
     derive_counters(s, recs, n);
-  struct im_stage_input in = {.recs = recs, .n_recs = n, .cfg = p->rd.scfg,
-                              .slo_target = p->rd.slo_target, .counters = s->counters,
+  struct im_stage_input in = {.recs = recs, .n_recs = n, .cfg = p->scfg,
+                              .slo_target = p->rd.an.slo_target, .counters = s->counters,
                               .samples = s->samples, .n_samples = s->n_samples,
                               .threads = s->threads ? s->threads : 1};
   im_stage_window(recs, n, &s->rule, &in.cfg.window_start_ns, &in.cfg.window_end_ns);
@@ -179,7 +180,7 @@ static int report_stage(struct rep *p, size_t i, bool single) {
   p->out->unreachable = i == 0 ? unreachable : p->out->unreachable && unreachable;
   p->out->invalid |= !f.check.valid;
   p->out->interrupted |= s->rule.interrupted;
-  if (!p->rd.rate_sweep)
+  if (!p->rd.an.rate_sweep)
     p->out->slo_failed |= f.slo_failed;
   json_t *rate = s->params ? json_object_get(s->params, "rate") : NULL;
   p->pts[i] = (struct sweep_point){json_is_number(rate) ? json_number_value(rate) : NAN,
@@ -207,7 +208,7 @@ out:
 /* results.json's manifest: manifest.json and what the stages told. */
 static int add_manifest(struct rep *p, size_t n_stages) {
   json_t *m = json_deep_copy(p->rd.manifest);
-  const struct rundir_stage *s0 = p->rd.n_st ? &p->rd.st[0] : NULL;
+  const struct im_rundir_stage *s0 = p->rd.n_st ? &p->rd.st[0] : NULL;
   if (!m)
     return -1;
   if (s0 && s0->has_t0 && s0->wall_start_ns >= 0) {
@@ -239,10 +240,20 @@ static int add_manifest(struct rep *p, size_t n_stages) {
 
 static int report_all(struct rep *p) {
   char err[512];
-  if (im__rundir_read(p->dir, &p->rd, err, sizeof err)) {
+  if (im_rundir_read(p->dir, &p->rd, err, sizeof err)) {
     fprintf(stderr, "infermeter report: %s\n", err);
     return -1;
   }
+  const struct im_rundir_analysis *an = &p->rd.an;
+  im_summary_config_default(&p->scfg);
+  p->scfg.n_percentiles = an->n_percentiles;
+  memcpy(p->scfg.percentiles, an->percentiles, sizeof an->percentiles);
+  p->scfg.has_slo_ttft = an->has_slo_ttft;
+  p->scfg.has_slo_tpot = an->has_slo_tpot;
+  p->scfg.has_slo_e2el = an->has_slo_e2el;
+  p->scfg.slo_ttft_ms = an->slo_ttft_ms;
+  p->scfg.slo_tpot_ms = an->slo_tpot_ms;
+  p->scfg.slo_e2el_ms = an->slo_e2el_ms;
   char path[4200];
   snprintf(path, sizeof path, "%s/requests.jsonl", p->dir);
   enum im_err e = im_records_read_path(path, &p->recs, &p->n_recs, &p->rr);
@@ -260,7 +271,7 @@ static int report_all(struct rep *p) {
     if (p->recs[i].stage >= n_stages && p->recs[i].stage < 100000)
       n_stages = p->recs[i].stage + 1;
   if (n_stages > p->rd.n_st) {
-    struct rundir_stage *v = realloc(p->rd.st, n_stages * sizeof *v);
+    struct im_rundir_stage *v = realloc(p->rd.st, n_stages * sizeof *v);
     if (!v)
       return -1;
     for (size_t i = p->rd.n_st; i < n_stages; i++) {
@@ -274,7 +285,7 @@ static int report_all(struct rep *p) {
   if (!(p->pts = calloc(n_stages ? n_stages : 1, sizeof *p->pts)) || !(p->root = json_object()))
     return -1;
   json_object_set_new(p->root, "schema", json_string("infermeter/results/v1"));
-  if (p->rd.stages_planned > 1) {
+  if (p->rd.an.stages_planned > 1) {
     p->stages = json_array();
     if (!p->stages || json_object_set_new(p->root, "stages", p->stages))
       return -1;
@@ -284,9 +295,9 @@ static int report_all(struct rep *p) {
       return -1;
   p->out->stages = n_stages;
   p->out->interrupted |= !p->rd.run_ended || p->rd.run_interrupted;
-  if (p->rd.rate_sweep) {
+  if (p->rd.an.rate_sweep) {
     bool has_point = false;
-    json_t *sw = sweep_json(&p->rd, p->pts, n_stages, p->ro->text, &has_point);
+    json_t *sw = sweep_json(&p->rd, &p->scfg, p->pts, n_stages, p->ro->text, &has_point);
     if (!sw || json_object_set_new(p->root, "sweep", sw))
       return -1;
     p->out->slo_failed |= !has_point;
@@ -303,7 +314,7 @@ int im__report_dir(const char *dir, const struct report_opts *ro, struct report_
   struct rep p = {.dir = dir, .ro = ro, .out = out};
   memset(out, 0, sizeof *out);
   int rc = report_all(&p);
-  im__rundir_free(&p.rd);
+  im_rundir_free(&p.rd);
   im_records_free(p.recs, p.n_recs);
   json_decref(p.root);
   free(p.pts);

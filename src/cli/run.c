@@ -22,7 +22,7 @@
 #include "cli/cli.h"
 #include "cli/report.h"
 #include "cli/run_int.h"
-#include "cli/rundir.h"
+#include "record/rundir.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/rng.h"
@@ -697,9 +697,19 @@ static int open_run_files(struct run *r) {
   r->env.stages_fd = r->stages_fd;
   bool rate_sweep = p->has_sweep && p->sweep.param == IM_PARAM_RATE && p->n_grid == 1;
   json_t *m = manifest_json(r);
-  int rc = m ? im__rundir_write_manifest(o->out_dir, m, &o->scfg, o->slo_target, r->env.n_stages,
-                                         rate_sweep, r->autosweep)
-             : -1;
+  struct im_rundir_analysis an = {.n_percentiles = o->scfg.n_percentiles,
+                                  .has_slo_ttft = o->scfg.has_slo_ttft,
+                                  .has_slo_tpot = o->scfg.has_slo_tpot,
+                                  .has_slo_e2el = o->scfg.has_slo_e2el,
+                                  .slo_ttft_ms = o->scfg.slo_ttft_ms,
+                                  .slo_tpot_ms = o->scfg.slo_tpot_ms,
+                                  .slo_e2el_ms = o->scfg.slo_e2el_ms,
+                                  .slo_target = o->slo_target,
+                                  .stages_planned = r->env.n_stages,
+                                  .rate_sweep = rate_sweep,
+                                  .autosweep = r->autosweep};
+  memcpy(an.percentiles, o->scfg.percentiles, sizeof an.percentiles);
+  int rc = m ? im_rundir_write_manifest(o->out_dir, m, &an) : -1;
   json_decref(m);
   if (rc)
     fprintf(stderr, "infermeter run: cannot write %s/manifest.json: %s\n", o->out_dir,
@@ -788,7 +798,7 @@ int im_cli_run(int argc, char **argv) {
     goto out;
   /* The results: read back from the directory, by the same path as
    * `infermeter report DIR`. */
-  if (im__rundir_append(r->stages_fd, im__rundir_run_end_json(r->stopped_early,
+  if (im_rundir_append(r->stages_fd, im_rundir_run_end_json(r->stopped_early,
                                                               im__run_interrupted > 0)))
     im_warn("cannot write stages.jsonl: %s", strerror(errno));
   struct report_opts ro = {.text = o->quiet ? NULL : stdout, .stage_lines = false,

@@ -13,7 +13,7 @@
 
 #include "cli/run_int.h"
 #include "analyze/stage.h"
-#include "cli/rundir.h"
+#include "record/rundir.h"
 #include "core/log.h"
 #include "core/stats.h"
 #include "text/tokenizer.h"
@@ -348,10 +348,10 @@ static int stage_finish(struct stage *st) {
   for (uint32_t t = 0; t < o->threads; t++)
     opened += st->shards[t].res.connections_opened;
   if (!samples ||
-      im__rundir_append(env->stages_fd, im__rundir_t0_json(st->index, out->t0_mono,
+      im_rundir_append(env->stages_fd, im_rundir_t0_json(st->index, out->t0_mono,
                                                            out->wall_start_ns)) ||
-      im__rundir_append(env->stages_fd,
-                        im__rundir_end_json(st->index, all->elapsed_ns, all->interrupted, &k,
+      im_rundir_append(env->stages_fd,
+                        im_rundir_end_json(st->index, all->elapsed_ns, all->interrupted, &k,
                                             opened, all->first_error, samples, n_samples))) {
     fprintf(stderr, "infermeter run: cannot write stages.jsonl: %s\n", strerror(errno));
     free(samples);
@@ -396,7 +396,7 @@ int im__run_stage(struct run_env *env, const struct run_opts *so, uint32_t index
   st.closed = st.sessions ? so->sessions : so->concurrency;
   int rc = -1;
   struct im_window_rule rule = window_rule(&st);
-  if (im__rundir_append(env->stages_fd, im__rundir_start_json(index, label, params, &rule,
+  if (im_rundir_append(env->stages_fd, im_rundir_start_json(index, label, params, &rule,
                                                               st.o->threads, so->mix != NULL,
                                                               st.sessions))) {
     fprintf(stderr, "infermeter run: cannot write stages.jsonl: %s\n", strerror(errno));

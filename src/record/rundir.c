@@ -1,5 +1,5 @@
 /* The run directory's manifest and stage events: see cli/rundir.h. */
-#include "cli/rundir.h"
+#include "record/rundir.h"
 
 #include <errno.h>
 #include <math.h>
@@ -12,9 +12,8 @@
 
 /* ---- writing */
 
-int im__rundir_write_manifest(const char *dir, json_t *manifest, const struct im_summary_config *sc,
-                              double slo_target, size_t stages_planned, bool rate_sweep,
-                              bool autosweep) {
+int im_rundir_write_manifest(const char *dir, json_t *manifest,
+                             const struct im_rundir_analysis *an) {
   json_t *m = json_deep_copy(manifest), *pct = json_array();
   if (!m || !pct) {
     json_decref(m);
@@ -22,14 +21,15 @@ int im__rundir_write_manifest(const char *dir, json_t *manifest, const struct im
     errno = ENOMEM;
     return -1;
   }
-  for (size_t i = 0; i < sc->n_percentiles; i++)
-    json_array_append_new(pct, json_real(sc->percentiles[i]));
+  for (size_t i = 0; i < an->n_percentiles && i < IM_RUNDIR_MAX_PERCENTILES; i++)
+    json_array_append_new(pct, json_real(an->percentiles[i]));
   json_t *a = json_pack("{s:o, s:o?, s:o?, s:o?, s:f, s:I, s:b, s:b}", "percentiles", pct,
-                        "slo_ttft_ms", sc->has_slo_ttft ? json_real(sc->slo_ttft_ms) : NULL,
-                        "slo_tpot_ms", sc->has_slo_tpot ? json_real(sc->slo_tpot_ms) : NULL,
-                        "slo_e2el_ms", sc->has_slo_e2el ? json_real(sc->slo_e2el_ms) : NULL,
-                        "slo_target", slo_target, "stages_planned", (json_int_t)stages_planned,
-                        "rate_sweep", rate_sweep, "autosweep", autosweep);
+                        "slo_ttft_ms", an->has_slo_ttft ? json_real(an->slo_ttft_ms) : NULL,
+                        "slo_tpot_ms", an->has_slo_tpot ? json_real(an->slo_tpot_ms) : NULL,
+                        "slo_e2el_ms", an->has_slo_e2el ? json_real(an->slo_e2el_ms) : NULL,
+                        "slo_target", an->slo_target, "stages_planned",
+                        (json_int_t)an->stages_planned, "rate_sweep", an->rate_sweep,
+                        "autosweep", an->autosweep);
   if (!a || json_object_set_new(m, "analysis", a)) {
     json_decref(m);
     errno = ENOMEM;
@@ -46,7 +46,7 @@ int im__rundir_write_manifest(const char *dir, json_t *manifest, const struct im
   return rc;
 }
 
-int im__rundir_append(int fd, json_t *line) {
+int im_rundir_append(int fd, json_t *line) {
   char *s = line ? json_dumps(line, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
   json_decref(line);
   if (!s) {
@@ -65,7 +65,7 @@ int im__rundir_append(int fd, json_t *line) {
   return 0;
 }
 
-json_t *im__rundir_start_json(size_t stage, const char *label, json_t *params,
+json_t *im_rundir_start_json(size_t stage, const char *label, json_t *params,
                               const struct im_window_rule *rule, uint32_t threads, bool by_class,
                               bool sessions) {
   return json_pack("{s:s, s:I, s:s, s:O?, s:{s:I, s:b, s:b, s:I}, s:I, s:b, s:b}", "event", "start",
@@ -76,13 +76,13 @@ json_t *im__rundir_start_json(size_t stage, const char *label, json_t *params,
                    by_class, "sessions", sessions);
 }
 
-json_t *im__rundir_t0_json(size_t stage, int64_t t0_mono, int64_t wall_start_ns) {
+json_t *im_rundir_t0_json(size_t stage, int64_t t0_mono, int64_t wall_start_ns) {
   return json_pack("{s:s, s:I, s:I, s:I}", "event", "t0", "stage", (json_int_t)stage,
                    "t0_monotonic_ns", (json_int_t)t0_mono, "wall_start_ns",
                    (json_int_t)wall_start_ns);
 }
 
-json_t *im__rundir_end_json(size_t stage, int64_t elapsed_ns, bool interrupted,
+json_t *im_rundir_end_json(size_t stage, int64_t elapsed_ns, bool interrupted,
                             const struct im_client_counters *k, uint64_t connections_opened,
                             const char *first_error, const struct im_client_sample *samples,
                             size_t n_samples) {
@@ -104,7 +104,7 @@ json_t *im__rundir_end_json(size_t stage, int64_t elapsed_ns, bool interrupted,
                    first_error ? first_error : "", "samples", arr);
 }
 
-json_t *im__rundir_run_end_json(bool stopped_early, bool interrupted) {
+json_t *im_rundir_run_end_json(bool stopped_early, bool interrupted) {
   return json_pack("{s:s, s:b, s:b}", "event", "run_end", "stopped_early", stopped_early,
                    "interrupted", interrupted);
 }
@@ -125,41 +125,44 @@ static bool get_bool(const json_t *o, const char *key) {
   return json_is_true(json_object_get(o, key));
 }
 
-static int read_analysis(struct rundir *rd, const json_t *a, char *err, size_t errlen) {
-  im_summary_config_default(&rd->scfg);
-  rd->slo_target = 0.99;
-  rd->stages_planned = 1;
+static int read_analysis(struct im_rundir *rd, const json_t *a, char *err, size_t errlen) {
+  static const double def[] = {50, 90, 95, 99, 99.9};
+  struct im_rundir_analysis *an = &rd->an;
+  memcpy(an->percentiles, def, sizeof def);
+  an->n_percentiles = sizeof def / sizeof def[0];
+  an->slo_target = 0.99;
+  an->stages_planned = 1;
   if (!json_is_object(a)) {
     snprintf(err, errlen, "manifest.json has no \"analysis\" object");
     return -1;
   }
   json_t *pct = json_object_get(a, "percentiles");
-  if (json_is_array(pct) && json_array_size(pct) && json_array_size(pct) <= IM_MAX_PERCENTILES) {
-    rd->scfg.n_percentiles = json_array_size(pct);
-    for (size_t i = 0; i < rd->scfg.n_percentiles; i++)
-      rd->scfg.percentiles[i] = json_number_value(json_array_get(pct, i));
+  if (json_is_array(pct) && json_array_size(pct) && json_array_size(pct) <= IM_RUNDIR_MAX_PERCENTILES) {
+    an->n_percentiles = json_array_size(pct);
+    for (size_t i = 0; i < an->n_percentiles; i++)
+      an->percentiles[i] = json_number_value(json_array_get(pct, i));
   }
   const char *keys[3] = {"slo_ttft_ms", "slo_tpot_ms", "slo_e2el_ms"};
-  bool *has[3] = {&rd->scfg.has_slo_ttft, &rd->scfg.has_slo_tpot, &rd->scfg.has_slo_e2el};
-  double *val[3] = {&rd->scfg.slo_ttft_ms, &rd->scfg.slo_tpot_ms, &rd->scfg.slo_e2el_ms};
+  bool *has[3] = {&an->has_slo_ttft, &an->has_slo_tpot, &an->has_slo_e2el};
+  double *val[3] = {&an->slo_ttft_ms, &an->slo_tpot_ms, &an->slo_e2el_ms};
   for (int i = 0; i < 3; i++) {
     json_t *v = json_object_get(a, keys[i]);
     *has[i] = json_is_number(v);
     *val[i] = *has[i] ? json_number_value(v) : 0;
   }
-  rd->slo_target = get_num(a, "slo_target", 0.99);
+  an->slo_target = get_num(a, "slo_target", 0.99);
   int64_t sp = get_int(a, "stages_planned", 1);
-  rd->stages_planned = sp > 0 ? (size_t)sp : 1;
-  rd->rate_sweep = get_bool(a, "rate_sweep");
-  rd->autosweep = get_bool(a, "autosweep");
+  an->stages_planned = sp > 0 ? (size_t)sp : 1;
+  an->rate_sweep = get_bool(a, "rate_sweep");
+  an->autosweep = get_bool(a, "autosweep");
   return 0;
 }
 
-static struct rundir_stage *stage_at(struct rundir *rd, int64_t i) {
+static struct im_rundir_stage *stage_at(struct im_rundir *rd, int64_t i) {
   if (i < 0 || i > 100000)
     return NULL;
   while ((size_t)i >= rd->n_st) {
-    struct rundir_stage *v = realloc(rd->st, (rd->n_st + 1) * sizeof *v);
+    struct im_rundir_stage *v = realloc(rd->st, (rd->n_st + 1) * sizeof *v);
     if (!v)
       return NULL;
     rd->st = v;
@@ -171,7 +174,7 @@ static struct rundir_stage *stage_at(struct rundir *rd, int64_t i) {
   return &rd->st[i];
 }
 
-static int read_samples(struct rundir_stage *s, const json_t *arr) {
+static int read_samples(struct im_rundir_stage *s, const json_t *arr) {
   size_t n = json_array_size(arr);
   if (!n)
     return 0;
@@ -193,7 +196,7 @@ static int read_samples(struct rundir_stage *s, const json_t *arr) {
 }
 
 /* One stages.jsonl event; -1 only when out of memory. */
-static int apply_event(struct rundir *rd, const json_t *ev) {
+static int apply_event(struct im_rundir *rd, const json_t *ev) {
   const char *kind = json_string_value(json_object_get(ev, "event"));
   if (!kind)
     return 1;
@@ -203,7 +206,7 @@ static int apply_event(struct rundir *rd, const json_t *ev) {
     rd->run_interrupted = get_bool(ev, "interrupted");
     return 0;
   }
-  struct rundir_stage *s = stage_at(rd, get_int(ev, "stage", -1));
+  struct im_rundir_stage *s = stage_at(rd, get_int(ev, "stage", -1));
   if (!s)
     return 1;
   if (!strcmp(kind, "start")) {
@@ -249,7 +252,7 @@ static int apply_event(struct rundir *rd, const json_t *ev) {
   return 0;
 }
 
-static int read_stages(struct rundir *rd, const char *dir, char *err, size_t errlen) {
+static int read_stages(struct im_rundir *rd, const char *dir, char *err, size_t errlen) {
   char path[4200];
   snprintf(path, sizeof path, "%s/stages.jsonl", dir);
   FILE *f = fopen(path, "rb");
@@ -288,7 +291,7 @@ out:
   return rc;
 }
 
-int im__rundir_read(const char *dir, struct rundir *rd, char *err, size_t errlen) {
+int im_rundir_read(const char *dir, struct im_rundir *rd, char *err, size_t errlen) {
   memset(rd, 0, sizeof *rd);
   char path[4200];
   snprintf(path, sizeof path, "%s/manifest.json", dir);
@@ -307,13 +310,13 @@ int im__rundir_read(const char *dir, struct rundir *rd, char *err, size_t errlen
   int rc = read_analysis(rd, a, err, errlen);
   json_decref(a);
   if (rc || read_stages(rd, dir, err, errlen)) {
-    im__rundir_free(rd);
+    im_rundir_free(rd);
     return -1;
   }
   return 0;
 }
 
-void im__rundir_free(struct rundir *rd) {
+void im_rundir_free(struct im_rundir *rd) {
   if (!rd)
     return;
   json_decref(rd->manifest);
