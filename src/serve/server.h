@@ -4,7 +4,21 @@
  * Lifecycle: im_server_new() binds and listens (port 0 picks a free port);
  * im_server_run() runs the loop on the calling thread until im_server_stop()
  * (safe from any thread or a signal-handling thread) or a fatal error;
- * im_server_free() releases everything. */
+ * im_server_free() releases everything.
+ *
+ * Ownership: the server copies the config and its faults; it borrows
+ * cfg->truth_log and cfg->tokenizer, which must outlive it (the server
+ * never closes or frees them).
+ *
+ * Threads: one loop thread does everything (HTTP, the engine's steps, the
+ * truth log, the tokenizer); no other function may be called while
+ * im_server_run() runs, except im_server_stop() and im_server_port().
+ *
+ * Failure: a bad request or a misbehaving client is answered (4xx) or
+ * dropped, never fatal; a client that stops reading is dropped once
+ * max_output_backlog bytes wait for it; every input is bounded (max_head,
+ * max_body, max_connections). im_server_run() returns an error only when
+ * the loop itself fails; the reason is logged. */
 #ifndef IM_SERVE_SERVER_H
 #define IM_SERVE_SERVER_H
 
@@ -53,6 +67,8 @@ int im_server_port(const struct im_server *s);
 enum im_err im_server_run(struct im_server *s) IM_WUR;
 /* Asks the loop to stop; thread-safe and async-signal-safe. */
 void im_server_stop(struct im_server *s);
+/* Releases everything; after im_server_run() has returned (or never ran).
+ * NULL is a no-op. */
 void im_server_free(struct im_server *s);
 
 #endif
