@@ -31,7 +31,15 @@ void im_client_check_compute(const struct im_population *pop, const struct im_su
     }
   }
   c->lag_p_value = im_stats_binom_sf((int64_t)c->lag_late, (int64_t)c->lag_n, IM_CHECK_LATE_SHARE);
-  c->pass_lag = !(c->lag_p_value < 1.0 - IM_CHECK_CONFIDENCE);
+  c->pass_lag_test = !(c->lag_p_value < 1.0 - IM_CHECK_CONFIDENCE);
+  const struct im_hist *ttft = &s->hist[IM_H_TTFT];
+  double median_ttft_ms = im_hist_count(ttft) ? (double)im_hist_percentile(ttft, 0.5) / 1e6 : 0.0;
+  c->dispatch_lag_cap_ms = IM_CHECK_LAG_CAP_FLOOR_MS;
+  if (median_ttft_ms * IM_CHECK_LAG_CAP_TTFT_SHARE > c->dispatch_lag_cap_ms)
+    c->dispatch_lag_cap_ms = median_ttft_ms * IM_CHECK_LAG_CAP_TTFT_SHARE;
+  c->dispatch_lag_max_ms = im_hist_count(h) ? (double)im_hist_max(h) / 1e6 : NAN;
+  c->pass_lag_cap = !(c->dispatch_lag_max_ms > c->dispatch_lag_cap_ms);
+  c->pass_lag = c->pass_lag_test && c->pass_lag_cap;
   c->dispatched_share = k->scheduled ? (double)k->dispatched / (double)k->scheduled : 1.0;
   c->pass_dispatched = c->dispatched_share >= IM_CHECK_DISPATCHED_MIN;
   c->cpu_share = k->cpu_share;

@@ -8,6 +8,9 @@
  * scheduler hiccup among a few dozen requests on a shared machine does not
  * fail a run; a client that falls behind does. Its p99 is reported too,
  * read from the same histogram as the summary's (one figure, one rule).
+ * A hard cap stands beside the test: any single dispatch later than
+ * max(10 ms, 10 % of the median TTFT) fails the check whatever the sample
+ * size (a 2 s stall is never excused by a large run).
  * Also: dispatched >= 99.9 % of scheduled, generator CPU <= 80 % per
  * thread, no file-descriptor or ephemeral-port exhaustion.
  *
@@ -27,6 +30,8 @@
 #define IM_CHECK_LAG_SLO_SHARE 0.01   /* ... or this share of the TTFT SLO */
 #define IM_CHECK_LATE_SHARE 0.01      /* tolerated share of dispatches later than L */
 #define IM_CHECK_CONFIDENCE 0.95
+#define IM_CHECK_LAG_CAP_FLOOR_MS 10.0  /* the hard cap is at least this ... */
+#define IM_CHECK_LAG_CAP_TTFT_SHARE 0.1 /* ... or this share of the median TTFT */
 #define IM_CHECK_DISPATCHED_MIN 0.999
 #define IM_CHECK_CPU_MAX 0.8
 
@@ -35,6 +40,9 @@ struct im_client_check {
   double dispatch_lag_limit_ms;     /* L */
   uint64_t lag_n, lag_late;         /* dispatches judged, and those later than L */
   double lag_p_value;               /* P(B >= lag_late | lag_n, 0.01) */
+  double dispatch_lag_max_ms;       /* the largest dispatch lag (exact) */
+  double dispatch_lag_cap_ms;       /* the hard cap */
+  bool pass_lag_test, pass_lag_cap; /* pass_lag = both */
   double dispatched_share;          /* dispatched / scheduled (1 when nothing was scheduled) */
   double cpu_share;
   uint64_t fd_exhausted, port_exhausted;

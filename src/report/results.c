@@ -38,7 +38,11 @@ enum im_err im_client_check_json(const struct im_client_check *c, json_t *audit)
   if (!lag || im_jw_num(lag, "lag_limit_ms", c->dispatch_lag_limit_ms, NULL) ||
       im_jw_uint(lag, "dispatches", c->lag_n) || im_jw_uint(lag, "late", c->lag_late) ||
       im_jw_num(lag, "p_value", c->lag_p_value, NULL) ||
-      im_jw_num(lag, "dispatch_lag_p99_ms", c->dispatch_lag_p99_ms, "no dispatch")) {
+      im_jw_num(lag, "dispatch_lag_p99_ms", c->dispatch_lag_p99_ms, "no dispatch") ||
+      im_jw_num(lag, "dispatch_lag_max_ms", c->dispatch_lag_max_ms, "no dispatch") ||
+      im_jw_num(lag, "dispatch_lag_cap_ms", c->dispatch_lag_cap_ms, NULL) ||
+      json_object_set_new(lag, "pass_test", json_boolean(c->pass_lag_test)) ||
+      json_object_set_new(lag, "pass_cap", json_boolean(c->pass_lag_cap))) {
     json_decref(lag);
     json_decref(cc);
     json_decref(checks);
@@ -166,10 +170,11 @@ void im_report_text(FILE *o, const struct im_summary *s, const struct im_summary
   }
   if (c) {
     fprintf(o, "Client self-check:                       %s", c->valid ? "VALID" : "INVALID");
-    fprintf(o, " (dispatch lag p99 %.3f ms, %llu of %llu later than %.3f ms; dispatched %.2f%%;"
-               " CPU %.0f%%)\n",
-            c->dispatch_lag_p99_ms, (unsigned long long)c->lag_late, (unsigned long long)c->lag_n,
-            c->dispatch_lag_limit_ms, 100.0 * c->dispatched_share, 100.0 * c->cpu_share);
+    fprintf(o, " (dispatch lag p99 %.3f ms, max %.3f ms; %llu of %llu later than %.3f ms;"
+               " dispatched %.2f%%; CPU %.0f%%)\n",
+            c->dispatch_lag_p99_ms, c->dispatch_lag_max_ms, (unsigned long long)c->lag_late,
+            (unsigned long long)c->lag_n, c->dispatch_lag_limit_ms, 100.0 * c->dispatched_share,
+            100.0 * c->cpu_share);
   }
   fprintf(o, "==================================================\n");
 }

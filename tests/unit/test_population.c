@@ -217,6 +217,18 @@ static void test_self_check(void) {
   CHECK(!f.check.pass_lag);
   CHECK(!f.check.valid);
   im_stage_figures_cleanup(&f);
+  /* One late dispatch again, but 15 ms late: the binomial test passes, the
+   * hard cap max(10 ms, 10 % of the median TTFT = 10 ms) does not. */
+  r[0].t_dispatch -= 5 * MS;
+  r[8].t_dispatch = r[8].t_sched + 15 * MS;
+  CHECK_OK(im_stage_analyze(&in, &f));
+  CHECK_EQ(f.check.lag_late, 1);
+  CHECK(f.check.pass_lag_test);
+  CHECK_NEAR(f.check.dispatch_lag_cap_ms, 10.0, 10.0 * 1e-3); /* the median from the histogram */
+  CHECK_NEAR(f.check.dispatch_lag_max_ms, 15.0, 1e-9);
+  CHECK(!f.check.pass_lag_cap);
+  CHECK(!f.check.valid);
+  im_stage_figures_cleanup(&f);
 }
 
 /* The window rule: warm-up by time or by requests, closed loops, cuts. */
