@@ -90,12 +90,18 @@ enum im_err im_stage_analyze(const struct im_stage_input *in, struct im_stage_fi
     err = im_breakdown_compute(&f->pop, &in->cfg, &f->bd);
   if (!err)
     err = judge_saturation(in, f);
+  struct im_tokens_config tc = in->tokens;
+  if (!tc.window) /* not configured: docs/metrics.md §4's defaults */
+    im_tokens_config_default(&tc);
+  if (!err)
+    err = im_tokens_compute(&f->pop, &tc, &f->tokens);
   if (err) {
     im_stage_figures_cleanup(f);
     return err;
   }
   im_client_check_compute(&f->pop, &f->sum, &in->cfg, &in->counters, &f->check);
   f->slo_failed = slo_failed(&f->sum, &in->cfg, in->slo_target);
+  im_slo_verdicts(&f->sum, &in->cfg, in->slo_target, &f->slo);
   return IM_OK;
 }
 
@@ -103,6 +109,7 @@ void im_stage_figures_cleanup(struct im_stage_figures *f) {
   if (!f)
     return;
   im_summary_cleanup(&f->sum);
+  im_tokens_cleanup(&f->tokens);
   im_population_cleanup(&f->pop);
   memset(f, 0, sizeof *f);
 }

@@ -17,7 +17,9 @@
 #include "analyze/audit.h"
 #include "analyze/breakdown.h"
 #include "analyze/population.h"
+#include "analyze/slo.h"
 #include "analyze/summary.h"
+#include "analyze/tokens.h"
 #include "workload/stages.h"
 
 /* The measured window of a stage from its records: from the end of the
@@ -36,6 +38,7 @@ struct im_stage_input {
   const struct im_client_sample *samples; /* (not owned) */
   size_t n_samples;
   uint32_t threads;
+  struct im_tokens_config tokens; /* segmented sampling and stalls (window 0: defaults) */
 };
 
 struct im_stage_figures {
@@ -46,6 +49,8 @@ struct im_stage_figures {
   struct im_saturation sat;
   bool sat_judged;               /* enough samples to judge over-saturation */
   bool slo_failed;               /* an SLO's attainment fell below slo_target */
+  struct im_slo_verdicts slo;    /* early-stopping verdicts of the SLOs */
+  struct im_tokens tokens;       /* segmented sampling and stalls */
 };
 
 /* Computes every figure of the stage. IM_INVAL for an invalid config,

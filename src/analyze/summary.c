@@ -167,8 +167,8 @@ static void collect_client(struct im_hist *h, const struct im_record *r) {
 
 /* ---- distributions */
 
-static void dist_from_hist(struct im_dist *d, const struct im_hist *h,
-                           const struct im_summary_config *cfg) {
+void im_dist_from_hist(struct im_dist *d, const struct im_hist *h,
+                       const struct im_summary_config *cfg) {
   memset(d, 0, sizeof *d);
   int64_t n = im_hist_count(h);
   d->n = (uint64_t)n;
@@ -571,6 +571,11 @@ static void finish_rates(struct pass *p, const struct im_summary_config *cfg,
   s->completed_rate = s->window_request_rate;
 
   double den = (double)(s->completed + s->failed + s->aborted);
+  s->slo_requests = s->completed + s->failed + s->aborted;
+  s->slo_met_ttft = p->slo.ttft;
+  s->slo_met_tpot = p->slo.tpot;
+  s->slo_met_e2el = p->slo.e2el;
+  s->slo_met_all = p->slo.all;
   s->slo_ttft_attain = cfg->has_slo_ttft && den > 0 ? (double)p->slo.ttft / den : NAN;
   s->slo_tpot_attain = cfg->has_slo_tpot && den > 0 ? (double)p->slo.tpot / den : NAN;
   s->slo_e2el_attain = cfg->has_slo_e2el && den > 0 ? (double)p->slo.e2el / den : NAN;
@@ -607,7 +612,7 @@ static void fill_dists(struct samples *sm, const struct im_summary_config *cfg,
       [IM_H_DISPATCH_LAG] = &s->dispatch_lag, [IM_H_QUEUE_WAIT] = &s->queue_wait,
       [IM_H_CONNECT] = &s->connect};
   for (int i = 0; i < IM_H_COUNT_; i++)
-    dist_from_hist(d[i], &s->hist[i], cfg);
+    im_dist_from_hist(d[i], &s->hist[i], cfg);
   vstat_fill(&s->v_ttft, &sm->ttft, cfg);
   vstat_fill(&s->v_tpot, &sm->tpot, cfg);
   vstat_fill_us(&s->v_itl, &sm->itl_us, cfg);

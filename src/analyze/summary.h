@@ -95,6 +95,8 @@ struct im_summary {
   /* SLOs: share of measured logical requests (completed + failed + aborted)
    * meeting each, and all; NaN for an SLO not given. */
   double slo_ttft_attain, slo_tpot_attain, slo_e2el_attain, slo_all_attain;
+  uint64_t slo_requests;     /* the attainments' denominator: completed + failed + aborted */
+  uint64_t slo_met_ttft, slo_met_tpot, slo_met_e2el, slo_met_all; /* completed meeting it */
   uint64_t goodput_requests; /* completed in the window meeting every SLO */
   double goodput_rps;        /* per s of the window; NaN without SLOs */
   /* Counts. */
@@ -135,6 +137,10 @@ enum im_err im_summary_compute(const struct im_record *recs, size_t n,
                                const struct im_summary_config *cfg, struct im_summary *s) IM_WUR;
 /* Frees the histograms; NULL-safe. */
 void im_summary_cleanup(struct im_summary *s);
+/* A distribution in ms read from a histogram in ns (nearest rank, as every
+ * one of ours; cfg gives the percentiles). */
+void im_dist_from_hist(struct im_dist *d, const struct im_hist *h,
+                       const struct im_summary_config *cfg);
 /* Whether cfg names any SLO. */
 bool im_summary_has_slo(const struct im_summary_config *cfg);
 

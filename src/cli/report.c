@@ -13,6 +13,7 @@
 #include "record/rundir.h"
 #include "core/clock.h"
 #include "record/reader.h"
+#include "report/analysis_json.h"
 #include "report/breakdown_json.h"
 #include "report/results.h"
 #include "report/stage_json.h"
@@ -190,6 +191,7 @@ static int report_stage(struct rep *p, size_t i, bool single) {
   if (t && single) {
     im_report_text(t, &f.sum, &in.cfg, &f.check);
     im_breakdown_text(t, &f.bd, s->by_class);
+    im_analysis_text(t, &f, &in.cfg);
     if (s->first_error[0] && f.sum.failed)
       fprintf(t, "First error: %s\n", s->first_error);
   } else if (t && p->ro->stage_lines) {

@@ -3,6 +3,7 @@
 
 #include <math.h>
 
+#include "report/analysis_json.h"
 #include "report/breakdown_json.h"
 #include "report/jsonw.h"
 #include "report/results.h"
@@ -69,6 +70,8 @@ enum im_err im_stage_json(const struct im_stage_figures *f, const struct im_stag
   if (set(metrics, "by_context", im_breakdown_context_json(&f->bd, sc)) ||
       (m->by_class && set(metrics, "by_class", im_breakdown_class_json(&f->bd, sc))) ||
       (m->sessions && set(metrics, "sessions", im_breakdown_sessions_json(&f->bd))))
+    return IM_NOMEM;
+  if (im_analysis_json(f, sc, dst))
     return IM_NOMEM;
   if (im_jw_num(client, "elapsed_s", (double)m->elapsed_ns / 1e9, NULL) ||
       im_jw_uint(client, "scheduled", in->counters.scheduled) ||

@@ -55,9 +55,8 @@ enum im_err im_summary_vllm_json(const struct im_summary *s, const struct im_sum
   return IM_OK;
 }
 
-/* Adds key: {n, mean, std, min, max, p50, ...} to parent. */
-static int dist_json(json_t *parent, const char *key, const struct im_dist *d,
-                     const struct im_summary_config *cfg) {
+int im_dist_json(json_t *parent, const char *key, const struct im_dist *d,
+                 const struct im_summary_config *cfg) {
   json_t *o = json_object();
   if (!o || json_object_set_new(parent, key, o))
     return -1;
@@ -101,14 +100,14 @@ static int json_window(json_t *obj, const struct im_summary *s,
 static int json_dists(json_t *obj, const struct im_summary *s,
                       const struct im_summary_config *cfg) {
   json_t *l = im_jw_child(obj, "latency_ms"), *c = im_jw_child(obj, "client_ms");
-  return !l || !c || dist_json(l, "ttft", &s->ttft, cfg) ||
-         dist_json(l, "ttft_sched", &s->ttft_sched, cfg) || dist_json(l, "ttfa", &s->ttfa, cfg) ||
-         dist_json(l, "tpot", &s->tpot, cfg) || dist_json(l, "itl", &s->itl, cfg) ||
-         dist_json(l, "itl_token", &s->itl_token, cfg) || dist_json(l, "e2el", &s->e2el, cfg) ||
-         dist_json(l, "e2el_sched", &s->e2el_sched, cfg) ||
-         dist_json(c, "dispatch_lag", &s->dispatch_lag, cfg) ||
-         dist_json(c, "queue_wait", &s->queue_wait, cfg) ||
-         dist_json(c, "connect", &s->connect, cfg);
+  return !l || !c || im_dist_json(l, "ttft", &s->ttft, cfg) ||
+         im_dist_json(l, "ttft_sched", &s->ttft_sched, cfg) || im_dist_json(l, "ttfa", &s->ttfa, cfg) ||
+         im_dist_json(l, "tpot", &s->tpot, cfg) || im_dist_json(l, "itl", &s->itl, cfg) ||
+         im_dist_json(l, "itl_token", &s->itl_token, cfg) || im_dist_json(l, "e2el", &s->e2el, cfg) ||
+         im_dist_json(l, "e2el_sched", &s->e2el_sched, cfg) ||
+         im_dist_json(c, "dispatch_lag", &s->dispatch_lag, cfg) ||
+         im_dist_json(c, "queue_wait", &s->queue_wait, cfg) ||
+         im_dist_json(c, "connect", &s->connect, cfg);
 }
 
 static int json_slo(json_t *obj, const struct im_summary *s, const struct im_summary_config *cfg) {

@@ -29,4 +29,9 @@ enum im_err im_summary_hists_json(const struct im_summary *s, json_t *obj) IM_WU
  * the prefix cache. */
 enum im_err im_summary_cache_json(const struct im_summary *s, json_t *obj) IM_WUR;
 
+/* Adds key: {n, below_zero, mean, std, min, max, p50, ...} (ms) to parent;
+ * 0, or -1 when out of memory. */
+int im_dist_json(json_t *parent, const char *key, const struct im_dist *d,
+                 const struct im_summary_config *cfg);
+
 #endif

@@ -1,0 +1,73 @@
+/* Token-level latency (docs/metrics.md §4): segmented sampling and stalls.
+ *
+ * Pooled per-gap percentiles are dominated by the few longest requests. Here
+ * each request's gaps between token-bearing chunks (the first token
+ * excluded) are cut into windows of w gaps, moved by s gaps (w = 8, s = 4:
+ * half overlap; only whole windows), and each window gives its mean and its
+ * largest gap: two distributions in which every stretch of every request
+ * weighs the same.
+ *
+ * A stall is a gap longer than k times its own request's median gap
+ * (k = 5). Each stall is placed by its token index (tokens received before
+ * the gap ends), the context length there (prompt tokens + that index) and
+ * its time (the arrival that ends it). A stall is time-aligned when stalls
+ * of at least two other requests end within +-tol of it, tol = max(2 ms,
+ * 10 % of the median gap over all requests): a server-wide hiccup stalls
+ * every stream at once, a per-request stall (a KV block boundary, a
+ * preemption) does not.
+ *
+ * Population (analyze/population.h): the final attempts of completed
+ * requests. Pure: no I/O, no global state. */
+#ifndef IM_ANALYZE_TOKENS_H
+#define IM_ANALYZE_TOKENS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analyze/breakdown.h"
+#include "analyze/population.h"
+#include "core/hist.h"
+
+#define IM_TOKENS_DEFAULT_WINDOW 8
+#define IM_TOKENS_DEFAULT_STRIDE 4
+#define IM_TOKENS_DEFAULT_STALL_K 5.0
+#define IM_TOKENS_ALIGN_FLOOR_NS INT64_C(2000000) /* 2 ms */
+#define IM_TOKENS_ALIGN_GAP_SHARE 0.1
+#define IM_TOKENS_ALIGN_OTHERS 2                  /* other requests stalled at once */
+/* Stall positions: buckets of this many tokens; the last bucket takes
+ * every index beyond. */
+#define IM_TOKENS_POS_WIDTH 64
+#define IM_TOKENS_POS_BUCKETS 512
+
+struct im_tokens_config {
+  uint32_t window;   /* w >= 1 */
+  uint32_t stride;   /* s >= 1 */
+  double stall_k;    /* > 1 */
+};
+
+struct im_tokens {
+  struct im_tokens_config cfg;
+  struct im_hist win_mean, win_max; /* ns, one value per window (owned) */
+  uint64_t windows;                 /* whole windows over all requests */
+  uint64_t requests;                /* completed requests with >= 2 chunks */
+  uint64_t gaps;
+  int64_t median_gap_ns;            /* over every gap; 0 without gaps */
+  uint64_t stalls, stalled_requests;
+  uint64_t by_position[IM_TOKENS_POS_BUCKETS]; /* bucket i: [i*W, (i+1)*W) tokens */
+  int64_t peak_position;            /* start index of the fullest bucket; -1 without stalls */
+  uint64_t by_context[IM_CTX_BUCKETS];
+  int64_t align_tol_ns;
+  uint64_t aligned;                 /* stalls aligned with >= 2 other requests' */
+  double aligned_share;             /* aligned / stalls; NaN without stalls */
+};
+
+void im_tokens_config_default(struct im_tokens_config *cfg);
+/* Computes t over pop. IM_INVAL for a bad config, IM_NOMEM; on failure t is
+ * empty (cleanup is safe). */
+enum im_err im_tokens_compute(const struct im_population *pop, const struct im_tokens_config *cfg,
+                              struct im_tokens *t) IM_WUR;
+/* Frees the histograms; NULL-safe. */
+void im_tokens_cleanup(struct im_tokens *t);
+
+#endif
