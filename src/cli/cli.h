@@ -7,5 +7,6 @@ int im_cli_serve(int argc, char **argv);
 int im_cli_run(int argc, char **argv);
 int im_cli_tokenize(int argc, char **argv);
 int im_cli_report(int argc, char **argv);
+int im_cli_audit(int argc, char **argv);
 
 #endif

@@ -16,6 +16,7 @@ static void usage(FILE *out) {
           "  run        drive load at a server (default: the built-in one) and record it\n"
           "  serve      run the built-in simulated LLM server (OpenAI-compatible)\n"
           "  report     recompute results.json and the summary of a run directory\n"
+          "  audit      the validity audit of a run directory: valid? publishable? why?\n"
           "  tokenize   count or encode text with a tokenizer.json\n"
           "\n"
           "options:\n"
@@ -40,6 +41,8 @@ int main(int argc, char **argv) {
   }
   if (!strcmp(cmd, "run"))
     return im_cli_run(argc - 1, argv + 1);
+  if (!strcmp(cmd, "audit"))
+    return im_cli_audit(argc - 1, argv + 1);
   if (!strcmp(cmd, "report"))
     return im_cli_report(argc - 1, argv + 1);
   if (!strcmp(cmd, "tokenize"))

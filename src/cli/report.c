@@ -13,7 +13,9 @@
 #include "record/rundir.h"
 #include "core/clock.h"
 #include "record/reader.h"
+#include "analyze/validity.h"
 #include "report/analysis_json.h"
+#include "report/audit_json.h"
 #include "report/breakdown_json.h"
 #include "report/results.h"
 #include "report/stage_json.h"
@@ -22,7 +24,8 @@
 
 int im__report_exit_code(const struct report_outcome *o) {
   return o->interrupted ? EXIT_INTERRUPTED : o->unreachable ? EXIT_UNREACHABLE
-         : o->invalid ? EXIT_INVALID : o->slo_failed ? EXIT_SLO : EXIT_OK;
+         : o->invalid ? EXIT_INVALID : o->publish && o->not_publishable ? EXIT_NOT_PUBLISHABLE
+         : o->slo_failed ? EXIT_SLO : EXIT_OK;
 }
 
 /* One stage's records, shallow copies (the chunk arrays stay with the
@@ -138,6 +141,67 @@ struct rep {
   struct sweep_point *pts;
 };
 
+static const char *str_at(const json_t *root, const char *a, const char *b, const char *c) {
+  const json_t *v = json_object_get(root, a);
+  if (b)
+    v = json_object_get(v, b);
+  if (c)
+    v = json_object_get(v, c);
+  return json_string_value(v);
+}
+
+/* A setting is declared by --tag KEY=... or by the server's /version
+ * "config" (the built-in server declares its own). */
+static const char *declared(const json_t *manifest, const char *key) {
+  const char *tag = str_at(manifest, "tags", key, NULL);
+  if (tag)
+    return tag;
+  const json_t *cfg = json_object_get(json_object_get(json_object_get(manifest, "server"),
+                                                      "version"), "config");
+  const json_t *v = json_object_get(cfg, key);
+  return json_is_string(v) ? json_string_value(v) : v ? "declared by the server" : NULL;
+}
+
+/* The publishable audit of a stage: its figures, the manifest, and what
+ * the observers' renderer put in metrics (the server's hit rate, TCP). */
+static int stage_validity(struct rep *p, const struct im_stage_figures *f,
+                          const struct im_stage_input *in, const struct im_rundir_stage *s,
+                          json_t *dst, struct im_validity *v) {
+  const json_t *m = p->rd.manifest, *metrics = json_object_get(dst, "metrics");
+  const json_t *srv = json_object_get(metrics, "server"), *tcp = json_object_get(metrics, "tcp");
+  char engine[200] = "";
+  const char *e = declared(m, "engine");
+  const char *ve = str_at(m, "server", "version", "engine");
+  const char *vv = str_at(m, "server", "version", "version");
+  if (e)
+    snprintf(engine, sizeof engine, "%s", e);
+  else if (ve)
+    snprintf(engine, sizeof engine, "%s%s%s", ve, vv ? " " : "", vv ? vv : "");
+  else if (json_is_string(json_array_get(json_object_get(srv, "engines"), 0)))
+    snprintf(engine, sizeof engine, "%s (from its metric names)",
+             json_string_value(json_array_get(json_object_get(srv, "engines"), 0)));
+  const json_t *hr = json_object_get(srv, "prefix_cache_hit_rate");
+  const char *why = json_string_value(json_object_get(srv, "not_collected"));
+  struct im_validity_input vin = {
+      .f = f, .cfg = &in->cfg, .repeats = 1, .engine = engine,
+      .model = str_at(m, "target", "model", NULL), .torch_compile = declared(m, "torch_compile"),
+      .server_hit_rate = json_is_number(hr) ? json_number_value(hr) : NAN,
+      .server_hit_rate_why = srv ? (why ? why : "the server exports no prefix-cache counters")
+                                 : "no /metrics scraped",
+      .time_wait_growing = json_is_true(json_object_get(tcp, "time_wait_growing")),
+      .time_wait_slope = json_is_number(json_object_get(tcp, "time_wait_growth_per_s"))
+                             ? json_number_value(json_object_get(tcp, "time_wait_growth_per_s"))
+                             : NAN,
+      .connections_opened = s->connections_opened};
+  for (int k = 0; k < IM_VALID_N_SETTINGS; k++)
+    vin.declared[k] = declared(m, im_valid_settings[k]) != NULL;
+  if (im_validity_compute(&vin, v) != IM_OK ||
+      im_validity_json(v, json_object_get(dst, "audit")) != IM_OK)
+    return -1;
+  p->out->not_publishable |= !v->publishable;
+  return 0;
+}
+
 /* Figures and JSON of stage i. 0 or -1 (said). */
 static int report_stage(struct rep *p, size_t i, bool single) {
   struct im_rundir_stage *s = &p->rd.st[i];
@@ -177,6 +241,9 @@ static int report_stage(struct rep *p, size_t i, bool single) {
   if (p->ro->observer)
     p->ro->observer(p->ro->observer_ctx, i, &f, &in, meta.t0_mono, json_object_get(dst, "metrics"),
                     json_object_get(dst, "series"));
+  struct im_validity val;
+  if (stage_validity(p, &f, &in, s, dst, &val))
+    goto oom;
   bool unreachable = f.sum.completed == 0 && n && !strncmp(s->first_error, "connect", 7);
   p->out->unreachable = i == 0 ? unreachable : p->out->unreachable && unreachable;
   p->out->invalid |= !f.check.valid;
@@ -188,10 +255,15 @@ static int report_stage(struct rep *p, size_t i, bool single) {
                                    f.sum.slo_all_attain, f.sum.request_throughput,
                                    f.sat_judged && f.sat.growing};
   FILE *t = p->ro->text;
-  if (t && single) {
+  if (t && p->ro->audit_only) {
+    if (!single)
+      fprintf(t, "stage %zu %s\n", i, s->label);
+    im_validity_text(t, &val, true);
+  } else if (t && single) {
     im_report_text(t, &f.sum, &in.cfg, &f.check);
     im_breakdown_text(t, &f.bd, s->by_class);
     im_analysis_text(t, &f, &in.cfg);
+    im_validity_text(t, &val, false);
     if (s->first_error[0] && f.sum.failed)
       fprintf(t, "First error: %s\n", s->first_error);
   } else if (t && p->ro->stage_lines) {
@@ -309,18 +381,37 @@ static int report_all(struct rep *p) {
   char ts[64];
   iso_time(im_wall_ns(), ts, sizeof ts);
   json_object_set_new(p->root, "generated_at", json_string(ts));
-  return write_results(p->dir, p->root);
+  return p->ro->audit_only ? 0 : write_results(p->dir, p->root);
 }
 
 int im__report_dir(const char *dir, const struct report_opts *ro, struct report_outcome *out) {
   struct rep p = {.dir = dir, .ro = ro, .out = out};
   memset(out, 0, sizeof *out);
+  out->publish = ro->publish;
   int rc = report_all(&p);
   im_rundir_free(&p.rd);
   im_records_free(p.recs, p.n_recs);
   json_decref(p.root);
   free(p.pts);
   return rc;
+}
+
+static void audit_usage(FILE *f) {
+  fprintf(f,
+          "usage: infermeter audit DIR [--publish] [--quiet]\n"
+          "\n"
+          "The validity audit of a run directory, from the directory alone: the\n"
+          "client self-check (VALID/INVALID) and whether the figures can be\n"
+          "published (PUBLISHABLE/NOT_PUBLISHABLE), each check PASS, WARN or FAIL\n"
+          "with its evidence and the fix (docs/audit.md). Writes nothing.\n"
+          "\n"
+          "  --publish   NOT_PUBLISHABLE exits 4\n"
+          "  --quiet     no output, the exit status only\n"
+          "  -h, --help  this help\n"
+          "\n"
+          "Exit status: as `run` (0, 2 unreachable, 3 client self-check INVALID,\n"
+          "4 not publishable under --publish, 99 SLO failed, 130 interrupted run),\n"
+          "1 when DIR cannot be read.\n");
 }
 
 static void usage(FILE *f) {
@@ -334,42 +425,54 @@ static void usage(FILE *f) {
           "their line numbers.\n"
           "\n"
           "  --quiet     no summary on stdout\n"
+          "  --publish   NOT_PUBLISHABLE (the validity audit, docs/audit.md) exits 4\n"
           "  -h, --help  this help\n"
           "\n"
           "Exit status: as `run` (0 valid, 2 unreachable, 3 client self-check failed,\n"
-          "99 SLO failed, 130 interrupted run), 1 when DIR cannot be read.\n");
+          "4 not publishable under --publish, 99 SLO failed, 130 interrupted run),\n"
+          "1 when DIR cannot be read.\n");
 }
 
-int im_cli_report(int argc, char **argv) {
+/* report and audit: the same options, the same path. */
+static int report_main(int argc, char **argv, bool audit) {
   static const struct option opts[] = {{"quiet", no_argument, NULL, 'q'},
+                                       {"publish", no_argument, NULL, 'p'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
-  bool quiet = false;
+  void (*help)(FILE *) = audit ? audit_usage : usage;
+  const char *name = audit ? "audit" : "report";
+  bool quiet = false, publish = false;
   int c;
   optind = 1;
   while ((c = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
     if (c == 'q') {
       quiet = true;
+    } else if (c == 'p') {
+      publish = true;
     } else if (c == 'h') {
-      usage(stdout);
+      help(stdout);
       return EXIT_OK;
     } else {
-      usage(stderr);
+      help(stderr);
       return EXIT_USAGE;
     }
   }
   if (optind + 1 != argc) {
-    fprintf(stderr, "infermeter report: give one run directory\n");
-    usage(stderr);
+    fprintf(stderr, "infermeter %s: give one run directory\n", name);
+    help(stderr);
     return EXIT_USAGE;
   }
   const char *dir = argv[optind];
-  struct report_opts ro = {.text = quiet ? NULL : stdout, .stage_lines = true};
+  struct report_opts ro = {.text = quiet ? NULL : stdout, .stage_lines = true,
+                           .audit_only = audit, .publish = publish};
   struct report_outcome out;
   if (im__report_dir(dir, &ro, &out))
     return EXIT_USAGE;
-  if (!quiet)
+  if (!quiet && !audit)
     fprintf(stdout, "Results: %s/results.json%s\n", dir,
             out.interrupted ? " (the run was interrupted: figures of the records on disk)" : "");
   return im__report_exit_code(&out);
 }
+
+int im_cli_report(int argc, char **argv) { return report_main(argc, argv, false); }
+int im_cli_audit(int argc, char **argv) { return report_main(argc, argv, true); }

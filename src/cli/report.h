@@ -22,6 +22,8 @@ typedef void (*im_report_observer_fn)(void *ctx, size_t stage, const struct im_s
 struct report_opts {
   FILE *text;                 /* the terminal summary (NULL: none) */
   bool stage_lines;           /* multi-stage: one line per stage (run printed them already) */
+  bool audit_only;            /* `infermeter audit`: print the audit alone, write nothing */
+  bool publish;               /* --publish: NOT_PUBLISHABLE decides the exit status (4) */
   im_report_observer_fn observer;
   void *observer_ctx;
 };
@@ -34,12 +36,14 @@ struct report_outcome {
   bool invalid;               /* a stage failed the client self-check */
   bool slo_failed;            /* an SLO failed (a rate sweep: no saturation point) */
   bool read_problems;         /* lines of the directory's files were skipped */
+  bool not_publishable;       /* a stage's publishable audit has a FAIL */
+  bool publish;               /* copied from the options */
 };
 
 /* Reads dir, writes dir/results.json (atomically), prints the summary.
  * 0, or -1 after saying why on stderr. */
 int im__report_dir(const char *dir, const struct report_opts *ro, struct report_outcome *out);
-/* The exit status for an outcome (0, 2, 3, 99, 130). */
+/* The exit status for an outcome (0, 2, 3, 4 under --publish, 99, 130). */
 int im__report_exit_code(const struct report_outcome *out);
 
 #endif

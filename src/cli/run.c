@@ -802,6 +802,7 @@ int im_cli_run(int argc, char **argv) {
                                                               im__run_interrupted > 0)))
     im_warn("cannot write stages.jsonl: %s", strerror(errno));
   struct report_opts ro = {.text = o->quiet ? NULL : stdout, .stage_lines = false,
+                           .publish = o->publish,
                            .observer = observer_hook, .observer_ctx = r};
   struct report_outcome outcome;
   if (im__report_dir(o->out_dir, &ro, &outcome))

@@ -20,8 +20,8 @@
 #define MAX_TAGS 64
 #define MAX_HEADERS 32
 
-enum { EXIT_OK = 0, EXIT_USAGE = 1, EXIT_UNREACHABLE = 2, EXIT_INVALID = 3, EXIT_SLO = 99,
-       EXIT_INTERRUPTED = 130 };
+enum { EXIT_OK = 0, EXIT_USAGE = 1, EXIT_UNREACHABLE = 2, EXIT_INVALID = 3,
+       EXIT_NOT_PUBLISHABLE = 4, EXIT_SLO = 99, EXIT_INTERRUPTED = 130 };
 
 struct run_opts {
   const char *url;
@@ -51,7 +51,7 @@ struct run_opts {
   uint32_t retries;
   int64_t t_connect, t_ttft, t_idle, t_total;
   uint64_t max_total_tokens;
-  bool yes, insecure, keepalive, http2, cache_salt, shared_cache, quiet, no_progress;
+  bool yes, insecure, keepalive, http2, cache_salt, shared_cache, quiet, no_progress, publish;
   const char *api_key_file;
   uint32_t threads;
   const char *scrape[8];

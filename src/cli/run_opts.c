@@ -148,6 +148,8 @@ void im__run_usage(FILE *o) {
 "  --tag key=value           declared server setting, e.g. torch_compile=on, tp=8\n"
 "                            (repeatable; recorded in the manifest)\n"
 "  --quiet                   no summary table;  --no-progress: no progress line\n"
+"  --publish                 a run the validity audit finds NOT_PUBLISHABLE exits 4\n"
+"                            (docs/audit.md; `infermeter audit DIR` says why)\n"
 "\n"
 "Exit status: 130 interrupted, 2 target unreachable, 1 usage or configuration\n"
 "error, 3 client self-check INVALID, 99 an SLO failed, 0 otherwise.\n");
@@ -239,7 +241,7 @@ enum {
   O_URL = 256, O_BACKEND, O_MODEL, O_RATE, O_BURST, O_SCHED, O_RATE_END, O_CONC, O_MAXCONC,
   O_MAXCONN, O_DURATION, O_REQUESTS, O_WARMUP, O_GRACE, O_SEED, O_OUT, O_INLEN, O_OUTLEN, O_RANGE,
   O_IGNORE_EOS, O_TEMP, O_TOPP, O_SLO, O_SLO_TARGET, O_PCT, O_TAG, O_HEADER, O_RETRIES, O_TIMEOUT,
-  O_MAXTOK, O_YES, O_KEYFILE, O_INSECURE, O_KEEPALIVE, O_HTTP2, O_CACHE_SALT, O_SHARED, O_QUIET,
+  O_MAXTOK, O_YES, O_KEYFILE, O_INSECURE, O_KEEPALIVE, O_HTTP2, O_CACHE_SALT, O_SHARED, O_QUIET, O_PUBLISH,
   O_NOPROG, O_THREADS, O_SCRAPE, O_NOSCRAPE, O_SCRAPE_INT, O_DCGM, O_NOSOCK, O_NOGPU, O_KVREF,
   O_BWREF, O_PGROUPS, O_PLEN, O_PSHARE, O_KVBPT, O_GPUMEM, O_DATASET, O_DSPATH, O_TSPEED, O_PERTURB,
   O_SESSIONS, O_SRATE, O_TURNS, O_GROWTH, O_THINK, O_GRID, O_SWEEP, O_SWEEP_STEPS, O_SWEEP_ALL,
@@ -267,7 +269,7 @@ const struct option im__run_options[] = {
     {"api-key-file", required_argument, 0, O_KEYFILE}, {"insecure", no_argument, 0, O_INSECURE},
     {"keepalive", required_argument, 0, O_KEEPALIVE}, {"http2", no_argument, 0, O_HTTP2},
     {"cache-salt", no_argument, 0, O_CACHE_SALT}, {"shared-cache", no_argument, 0, O_SHARED},
-    {"quiet", no_argument, 0, O_QUIET}, {"no-progress", no_argument, 0, O_NOPROG},
+    {"quiet", no_argument, 0, O_QUIET}, {"publish", no_argument, 0, O_PUBLISH}, {"no-progress", no_argument, 0, O_NOPROG},
     {"threads", required_argument, 0, O_THREADS}, {"scrape", required_argument, 0, O_SCRAPE},
     {"no-scrape", no_argument, 0, O_NOSCRAPE},
     {"scrape-interval", required_argument, 0, O_SCRAPE_INT},
@@ -439,6 +441,7 @@ int im__run_apply(struct run_opts *o, int opt, const char *arg, bool *rate_given
   case O_CACHE_SALT: o->cache_salt = true; return 0;
   case O_SHARED: o->shared_cache = true; return 0;
   case O_QUIET: o->quiet = true; return 0;
+  case O_PUBLISH: o->publish = true; return 0;
   case O_NOPROG: o->no_progress = true; return 0;
   case O_THREADS: return im_arg_u32("--threads", arg, 1, 256, &o->threads);
   case O_SCRAPE:

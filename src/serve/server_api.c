@@ -499,14 +499,25 @@ static void handle_models(struct conn *c) {
 static void handle_version(struct conn *c) {
   struct im_server *s = c->srv;
   const struct im_profile *p = im_engine_profile(s->engine);
-  char body[1024];
+  const struct im_engine_config *e = &s->cfg.engine;
+  char body[2048];
+  /* "config": the settings a load test must declare (docs/serve.md): the
+   * simulated engine knows its own, so it says them. It has no compiler:
+   * torch_compile is "n/a". */
   int n = snprintf(body, sizeof body,
                    "{\"version\":\"%s\",\"engine\":\"infermeter-sim\",\"git\":\"%s\","
                    "\"profile\":\"%s\",\"model\":\"%s\",\"time_scale\":%g,"
-                   "\"num_gpu_blocks\":%u,\"block_size\":%u,\"max_model_len\":%u}",
-                   IM_VERSION, IM_GIT_HASH, p->name, s->model, s->cfg.engine.time_scale,
+                   "\"num_gpu_blocks\":%u,\"block_size\":%u,\"max_model_len\":%u,"
+                   "\"config\":{\"torch_compile\":\"n/a\",\"tp\":%u,\"dp\":%u,"
+                   "\"quantization\":\"%s\",\"kv_cache_dtype\":\"%s\",\"max_num_seqs\":%u,"
+                   "\"enable_prefix_caching\":%s,\"speculative\":\"%s\"}}",
+                   IM_VERSION, IM_GIT_HASH, p->name, s->model, e->time_scale,
                    im_engine_num_blocks(s->engine), im_engine_block_size(s->engine),
-                   im_engine_max_model_len(s->engine));
+                   im_engine_max_model_len(s->engine), p->tp,
+                   p->dp_attention ? p->dp_attention : 1, p->weight_bytes <= 1.0 ? "fp8" : "none",
+                   "auto" /* every profile's KV cache is 2-byte (docs/perf-model.md) */,
+                   e->max_num_seqs,
+                   e->prefix_caching ? "true" : "false", e->mtp_k ? "mtp" : "none");
   im__srv_respond(c, 200, "application/json", body, (size_t)n, NULL);
 }
 

@@ -1,0 +1,343 @@
+/* The publishable audit: see analyze/validity.h and docs/audit.md. */
+#include "analyze/validity.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/stats.h"
+
+const char *const im_valid_settings[IM_VALID_N_SETTINGS] = {
+    "tp", "dp", "kv_cache_dtype", "quantization", "max_num_seqs", "enable_prefix_caching",
+    "speculative"};
+
+const char *im_check_status_name(enum im_check_status s) {
+  return s == IM_CHECK_PASS ? "PASS" : s == IM_CHECK_WARN ? "WARN" : "FAIL";
+}
+
+/* Appends a check; evidence and fix are printf formats (fix may be NULL). */
+static struct im_valid_check *add(struct im_validity *v, const char *id, enum im_check_status st) {
+  struct im_valid_check *c = &v->checks[v->n++];
+  memset(c, 0, sizeof *c);
+  c->id = id;
+  c->status = st;
+  if (st == IM_CHECK_FAIL)
+    v->publishable = false;
+  return c;
+}
+
+static void say(char *buf, size_t cap, const char *fmt, ...) {
+  size_t len = strlen(buf);
+  if (len + 1 >= cap)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf + len, cap - len, fmt, ap);
+  va_end(ap);
+}
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* Prompt and output lengths of the completed requests. */
+static enum im_err lengths(const struct im_population *pop, struct im_validity *v) {
+  size_t n = 0;
+  uint64_t *p = malloc((pop->n_req ? pop->n_req : 1) * sizeof *p);
+  uint64_t *o = malloc((pop->n_req ? pop->n_req : 1) * sizeof *o);
+  if (!p || !o) {
+    free(p);
+    free(o);
+    return IM_NOMEM;
+  }
+  for (size_t i = 0; i < pop->n_req; i++) {
+    if (pop->req[i].outcome != IM_OUTCOME_COMPLETED)
+      continue;
+    const struct im_record *r = pop->req[i].final;
+    p[n] = r->prompt_tokens ? r->prompt_tokens : r->context_tokens;
+    o[n++] = r->output_tokens;
+  }
+  qsort(p, n, sizeof *p, cmp_u64);
+  qsort(o, n, sizeof *o, cmp_u64);
+  if (n) {
+    v->prompt_min = p[0];
+    v->prompt_max = p[n - 1];
+    v->prompt_p50 = p[(n - 1) / 2];
+    v->output_min = o[0];
+    v->output_max = o[n - 1];
+    v->output_p50 = o[(n - 1) / 2];
+  }
+  for (size_t i = 0; i < n; i++)
+    v->prompt_distinct += !i || p[i] != p[i - 1];
+  free(p);
+  free(o);
+  return IM_OK;
+}
+
+static void check_client(const struct im_validity_input *in, struct im_validity *v) {
+  const struct im_client_check *cc = &in->f->check;
+  struct im_valid_check *c = add(v, "client_check", cc->valid ? IM_CHECK_PASS : IM_CHECK_FAIL);
+  say(c->evidence, sizeof c->evidence,
+      "client self-check %s: %llu of %llu dispatches later than %.3f ms (p99 %.3f ms, max %.3f ms), "
+      "dispatched %.2f%% of scheduled, generator CPU %.0f%%",
+      cc->valid ? "VALID" : "INVALID", (unsigned long long)cc->lag_late,
+      (unsigned long long)cc->lag_n, cc->dispatch_lag_limit_ms, cc->dispatch_lag_p99_ms,
+      cc->dispatch_lag_max_ms, 100.0 * cc->dispatched_share, 100.0 * cc->cpu_share);
+  if (!cc->valid)
+    say(c->fix, sizeof c->fix, "the figures describe the client: use --threads, a lower rate, or "
+                               "an idle machine for the generator, then run again");
+}
+
+static void check_repeats(const struct im_validity_input *in, struct im_validity *v) {
+  bool ok = in->repeats >= IM_VALID_MIN_REPEATS;
+  struct im_valid_check *c = add(v, "repeats", ok ? IM_CHECK_PASS : IM_CHECK_FAIL);
+  say(c->evidence, sizeof c->evidence, "%u run%s of this configuration; at least %d independent "
+                                       "runs are needed for a confidence interval",
+      in->repeats, in->repeats == 1 ? "" : "s", IM_VALID_MIN_REPEATS);
+  if (!ok)
+    say(c->fix, sizeof c->fix, "run the same configuration %d times (independent runs, each "
+                               "with its own salt) and report the mean with its 95%% CI",
+        IM_VALID_MIN_REPEATS);
+}
+
+static void check_workload(const struct im_validity_input *in, struct im_validity *v) {
+  const struct im_summary *s = &in->f->sum;
+  uint32_t lc = in->long_context ? in->long_context : IM_VALID_LONG_CONTEXT;
+  bool one_length = s->completed >= 2 && v->prompt_distinct == 1;
+  bool no_long = v->prompt_max < lc;
+  bool short_out = s->output_shortfall_requests > 0;
+  enum im_check_status st = one_length ? IM_CHECK_FAIL
+                            : no_long || short_out ? IM_CHECK_WARN
+                                                   : IM_CHECK_PASS;
+  struct im_valid_check *c = add(v, "workload", st);
+  say(c->evidence, sizeof c->evidence,
+      "prompt tokens min %llu, median %llu, max %llu (%llu distinct); output tokens min %llu, "
+      "median %llu, max %llu",
+      (unsigned long long)v->prompt_min, (unsigned long long)v->prompt_p50,
+      (unsigned long long)v->prompt_max, (unsigned long long)v->prompt_distinct,
+      (unsigned long long)v->output_min, (unsigned long long)v->output_p50,
+      (unsigned long long)v->output_max);
+  if (one_length)
+    say(c->fix, sizeof c->fix, "every prompt had one length: vary it (--range-ratio, a dataset, "
+                               "sessions with --context-growth)");
+  if (no_long) {
+    say(c->evidence, sizeof c->evidence, "; no prompt reaches the long-context range (%u tokens)",
+        lc);
+    say(c->fix, sizeof c->fix, "%sinclude contexts up to %u tokens (--context-growth, "
+                               "--input-len)", c->fix[0] ? "; " : "", lc);
+  }
+  if (short_out) {
+    say(c->evidence, sizeof c->evidence, "; %llu requests returned fewer tokens than asked "
+                                         "under ignore_eos (%llu tokens short)",
+        (unsigned long long)s->output_shortfall_requests,
+        (unsigned long long)s->output_shortfall_tokens);
+    say(c->fix, sizeof c->fix, "%sthe server ignored ignore_eos: check its support or drop "
+                               "--ignore-eos", c->fix[0] ? "; " : "");
+  }
+}
+
+static void check_server_config(const struct im_validity_input *in, struct im_validity *v) {
+  bool eng = in->engine && in->engine[0], mod = in->model && in->model[0];
+  bool tc = in->torch_compile && in->torch_compile[0];
+  char missing[200] = "";
+  size_t n_missing = 0;
+  for (int i = 0; i < IM_VALID_N_SETTINGS; i++)
+    if (!in->declared[i]) {
+      say(missing, sizeof missing, "%s%s", n_missing ? ", " : "", im_valid_settings[i]);
+      n_missing++;
+    }
+  enum im_check_status st = !eng || !mod || !tc ? IM_CHECK_FAIL
+                            : n_missing         ? IM_CHECK_WARN
+                                                : IM_CHECK_PASS;
+  struct im_valid_check *c = add(v, "server_config", st);
+  say(c->evidence, sizeof c->evidence, "engine %s, model %s, torch_compile %s",
+      eng ? in->engine : "unknown", mod ? in->model : "unknown", tc ? in->torch_compile : "unknown");
+  if (n_missing)
+    say(c->evidence, sizeof c->evidence, "; undeclared: %s", missing);
+  if (!tc)
+    say(c->fix, sizeof c->fix, "declare --tag torch_compile=on|off (it changes throughput up to "
+                               "3x)");
+  if (!eng)
+    say(c->fix, sizeof c->fix, "%sdeclare --tag engine=NAME@VERSION", c->fix[0] ? "; " : "");
+  if (n_missing)
+    say(c->fix, sizeof c->fix, "%sdeclare the other settings: --tag KEY=VALUE for %s",
+        c->fix[0] ? "; " : "", missing);
+}
+
+static void check_cache(const struct im_validity_input *in, struct im_validity *v) {
+  const struct im_summary *s = &in->f->sum;
+  bool server = !isnan(in->server_hit_rate);
+  bool client = s->cache_cached_tokens > 0 && !isnan(s->cache_hit_rate);
+  struct im_valid_check *c = add(v, "cache_metrics", server || client ? IM_CHECK_PASS
+                                                                       : IM_CHECK_FAIL);
+  if (server)
+    say(c->evidence, sizeof c->evidence, "prefix-cache hit rate %.3f from the server's metrics",
+        in->server_hit_rate);
+  else
+    say(c->evidence, sizeof c->evidence, "no hit rate from the server's metrics (%s)",
+        in->server_hit_rate_why ? in->server_hit_rate_why : "not scraped");
+  if (client)
+    say(c->evidence, sizeof c->evidence, "; %.3f from the responses' cached tokens",
+        s->cache_hit_rate);
+  else
+    say(c->evidence, sizeof c->evidence, "; the responses reported no cached tokens");
+  if (!server && !client)
+    say(c->fix, sizeof c->fix, "scrape the server's /metrics (--scrape URL) or use a server that "
+                               "reports cached tokens in usage, so the cache's effect is known");
+}
+
+static void check_samples(const struct im_validity_input *in, struct im_validity *v) {
+  const struct im_summary *s = &in->f->sum;
+  const struct im_summary_config *cfg = in->cfg;
+  char ev[480] = "", fix[320] = "";
+  bool warn = false;
+  /* The highest percentile asked for: how many requests bound it. */
+  double top = 0;
+  for (size_t i = 0; i < cfg->n_percentiles; i++)
+    top = cfg->percentiles[i] > top ? cfg->percentiles[i] : top;
+  struct im_stats_early_stop es;
+  if (top > 0 && top < 100 &&
+      im_stats_early_stop((int64_t)(s->completed ? s->completed : 1), 0, top / 100.0,
+                          IM_SLO_CONFIDENCE, &es) == IM_OK &&
+      es.verdict == IM_VERDICT_INCONCLUSIVE && es.more_min > 0) {
+    warn = true;
+    say(ev, sizeof ev, "p%g of %llu requests has no 99%% upper bound (%lld more needed); ", top,
+        (unsigned long long)s->completed, (long long)es.more_min);
+    say(fix, sizeof fix, "run at least %lld requests for p%g, or report lower percentiles; ",
+        (long long)(s->completed + (uint64_t)es.more_min), top);
+  }
+  for (int k = 0; k < IM_SLO_COUNT_; k++) {
+    const struct im_stats_early_stop *e = &in->f->slo.es[k];
+    if (in->f->slo.given[k] && e->verdict == IM_VERDICT_INCONCLUSIVE) {
+      warn = true;
+      say(ev, sizeof ev, "SLO %s INCONCLUSIVE (%lld more requests needed); ",
+          im_slo_name((enum im_slo_kind)k), (long long)e->more_min);
+    }
+  }
+  double p99_e2el_s = (double)im_hist_percentile(&s->hist[IM_H_E2EL], 0.99) / 1e9;
+  if (s->window_s < IM_VALID_MIN_WINDOW_S || s->window_s < IM_VALID_WINDOW_E2E_FACTOR * p99_e2el_s) {
+    warn = true;
+    say(ev, sizeof ev, "measured window %.1f s (p99 E2E %.2f s)", s->window_s, p99_e2el_s);
+    say(fix, sizeof fix, "measure at least %.0f s (60 s and 10 x the p99 E2E)",
+        fmax(IM_VALID_MIN_WINDOW_S, IM_VALID_WINDOW_E2E_FACTOR * p99_e2el_s));
+  } else {
+    say(ev, sizeof ev, "measured window %.1f s", s->window_s);
+  }
+  struct im_valid_check *c = add(v, "samples", warn ? IM_CHECK_WARN : IM_CHECK_PASS);
+  snprintf(c->evidence, sizeof c->evidence, "%s", ev);
+  if (warn)
+    snprintf(c->fix, sizeof c->fix, "%s", fix);
+}
+
+/* Welch's t on log TTFT: the first against the second half of the window. */
+static enum im_err check_steady(const struct im_validity_input *in, struct im_validity *v) {
+  const struct im_population *pop = &in->f->pop;
+  int64_t mid = pop->window_start_ns + (pop->window_end_ns - pop->window_start_ns) / 2;
+  double *a = malloc((pop->n_req ? pop->n_req : 1) * sizeof *a);
+  double *b = malloc((pop->n_req ? pop->n_req : 1) * sizeof *b);
+  size_t na = 0, nb = 0;
+  if (!a || !b) {
+    free(a);
+    free(b);
+    return IM_NOMEM;
+  }
+  for (size_t i = 0; i < pop->n_req; i++) {
+    const struct im_logical *g = &pop->req[i];
+    int64_t t = im_logical_sched_base(g);
+    if (g->outcome != IM_OUTCOME_COMPLETED || !im_population_in_window(pop, t))
+      continue;
+    double x = log(fmax((double)(g->final->t_first - g->final->t_start), 1.0));
+    if (t < mid)
+      a[na++] = x;
+    else
+      b[nb++] = x;
+  }
+  struct im_stats_welch w;
+  bool judged = na >= 2 && nb >= 2 && im_stats_welch(a, na, b, nb, 0.95, &w) == IM_OK;
+  double ratio = judged ? exp(-w.diff) : NAN; /* second half over first */
+  bool drift = judged && w.p < IM_VALID_STEADY_P && fabs(ratio - 1.0) > IM_VALID_STEADY_RATIO;
+  struct im_valid_check *c = add(v, "steady_state", drift ? IM_CHECK_WARN : IM_CHECK_PASS);
+  if (judged)
+    say(c->evidence, sizeof c->evidence, "TTFT (geometric mean) second half / first half of the "
+                                         "window = %.3f (Welch p = %.3g; %zu and %zu requests)",
+        ratio, w.p, na, nb);
+  else
+    say(c->evidence, sizeof c->evidence, "too few requests in a half of the window to compare "
+                                         "(%zu and %zu)", na, nb);
+  if (drift)
+    say(c->fix, sizeof c->fix, "the server did not reach a steady state: lengthen the warm-up "
+                               "(--warmup) or lower the rate if TTFT keeps growing");
+  free(a);
+  free(b);
+  return IM_OK;
+}
+
+static void check_effective(const struct im_validity_input *in, struct im_validity *v) {
+  const struct im_summary *s = &in->f->sum;
+  bool low = s->effective_ratio < IM_VALID_MIN_EFFECTIVE;
+  struct im_valid_check *c = add(v, "effective_rate", low ? IM_CHECK_WARN : IM_CHECK_PASS);
+  say(c->evidence, sizeof c->evidence, "raw %.3f req/s, effective %.3f req/s (ratio %.3f): retry "
+                                       "%llu, health %llu, probe %llu, dup_fail %llu of %llu",
+      s->raw_qps, s->effective_qps, s->effective_ratio, (unsigned long long)s->retry_attempts,
+      (unsigned long long)s->health_attempts, (unsigned long long)s->probe_attempts,
+      (unsigned long long)s->dup_fail, (unsigned long long)s->raw_attempts);
+  if (low)
+    say(c->fix, sizeof c->fix, "report the effective rate, not the raw one: the classes above "
+                               "are not user work");
+}
+
+static void check_connections(const struct im_validity_input *in, struct im_validity *v) {
+  uint64_t attempts = in->f->pop.n_attempts;
+  double share = attempts ? (double)in->connections_opened / (double)attempts : 0.0;
+  bool churn = attempts >= 10 && share >= IM_VALID_NEW_CONN_SHARE;
+  bool tw = in->time_wait_growing;
+  struct im_valid_check *c = add(v, "connections", churn || tw ? IM_CHECK_WARN : IM_CHECK_PASS);
+  say(c->evidence, sizeof c->evidence, "%llu connections opened for %llu attempts",
+      (unsigned long long)in->connections_opened, (unsigned long long)attempts);
+  if (!isnan(in->time_wait_slope))
+    say(c->evidence, sizeof c->evidence, "; TIME_WAIT %+.1f sockets/s", in->time_wait_slope);
+  if (churn || tw)
+    say(c->fix, sizeof c->fix, "connections are not reused: keep them alive (--keepalive on, "
+                               "and a server that does not send Connection: close); connect "
+                               "time is inside TTFT");
+}
+
+static void check_errors(const struct im_validity_input *in, struct im_validity *v) {
+  const struct im_summary *s = &in->f->sum;
+  uint64_t all = s->completed + s->failed;
+  double share = all ? (double)s->failed / (double)all : 0.0;
+  enum im_check_status st = share > IM_VALID_ERRORS_FAIL   ? IM_CHECK_FAIL
+                            : share > IM_VALID_ERRORS_WARN ? IM_CHECK_WARN
+                                                           : IM_CHECK_PASS;
+  struct im_valid_check *c = add(v, "errors", st);
+  say(c->evidence, sizeof c->evidence, "%llu of %llu requests failed (%.2f%%); latencies are over "
+                                       "the successes, with this share beside them",
+      (unsigned long long)s->failed, (unsigned long long)all, 100.0 * share);
+  if (st != IM_CHECK_PASS)
+    say(c->fix, sizeof c->fix, "a server that refuses load looks faster: lower the rate until "
+                               "failures stay under 1%%, or report the failure share with every "
+                               "latency");
+}
+
+enum im_err im_validity_compute(const struct im_validity_input *in, struct im_validity *v) {
+  memset(v, 0, sizeof *v);
+  v->publishable = true;
+  enum im_err err = lengths(&in->f->pop, v);
+  if (err)
+    return err;
+  check_client(in, v);
+  check_repeats(in, v);
+  check_workload(in, v);
+  check_server_config(in, v);
+  check_cache(in, v);
+  check_samples(in, v);
+  if ((err = check_steady(in, v)))
+    return err;
+  check_effective(in, v);
+  check_connections(in, v);
+  check_errors(in, v);
+  return IM_OK;
+}

@@ -1,0 +1,75 @@
+/* The publishable audit (docs/metrics.md §10; docs/audit.md has every rule
+ * with its thresholds): whether a stage's figures can be published, why,
+ * and what to change. Kept apart from the client self-check (audit.h),
+ * which decides exit status 3: this verdict changes the exit status only
+ * under `--publish`.
+ *
+ * Each check is PASS, WARN (a caveat printed with the figures) or FAIL (not
+ * publishable), with its evidence and its fix. Pure: no I/O. */
+#ifndef IM_ANALYZE_VALIDITY_H
+#define IM_ANALYZE_VALIDITY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analyze/stage.h"
+
+/* Thresholds (docs/audit.md). */
+#define IM_VALID_MIN_REPEATS 3
+#define IM_VALID_LONG_CONTEXT 32768       /* tokens: the declared long-context range */
+#define IM_VALID_MIN_WINDOW_S 60.0
+#define IM_VALID_WINDOW_E2E_FACTOR 10.0   /* window >= 10 x p99 E2E */
+#define IM_VALID_MIN_EFFECTIVE 0.9
+#define IM_VALID_ERRORS_WARN 0.01
+#define IM_VALID_ERRORS_FAIL 0.05
+#define IM_VALID_STEADY_RATIO 0.1         /* halves differing by more than 10 % ... */
+#define IM_VALID_STEADY_P 0.05            /* ... with Welch p below this */
+#define IM_VALID_NEW_CONN_SHARE 0.9       /* a new connection for this share of attempts */
+
+/* The settings a published run must declare besides engine, model and
+ * torch_compile (which are required). */
+#define IM_VALID_N_SETTINGS 7
+extern const char *const im_valid_settings[IM_VALID_N_SETTINGS];
+
+struct im_validity_input {
+  const struct im_stage_figures *f;
+  const struct im_summary_config *cfg;
+  uint32_t repeats;              /* runs of this configuration */
+  uint32_t long_context;         /* tokens (0: IM_VALID_LONG_CONTEXT) */
+  const char *engine;            /* NULL or "": unknown */
+  const char *model;
+  const char *torch_compile;
+  bool declared[IM_VALID_N_SETTINGS]; /* by --tag or by the server */
+  double server_hit_rate;        /* the server's prefix-cache hit rate; NaN: none */
+  const char *server_hit_rate_why; /* why there is none (NULL: not scraped) */
+  bool time_wait_growing;        /* the TCP observer's warning */
+  double time_wait_slope;        /* sockets per second; NaN unknown */
+  uint64_t connections_opened;
+};
+
+enum im_check_status { IM_CHECK_PASS, IM_CHECK_WARN, IM_CHECK_FAIL };
+
+struct im_valid_check {
+  const char *id;                /* "client_check", "repeats", ... (static) */
+  enum im_check_status status;
+  char evidence[480];
+  char fix[320];                 /* "" when it passes */
+};
+
+#define IM_VALID_MAX_CHECKS 12
+struct im_validity {
+  bool publishable;              /* no FAIL */
+  size_t n;
+  struct im_valid_check checks[IM_VALID_MAX_CHECKS];
+  /* The workload as it was: prompt and output lengths of completed requests. */
+  uint64_t prompt_min, prompt_p50, prompt_max, prompt_distinct;
+  uint64_t output_min, output_p50, output_max;
+};
+
+/* "PASS", "WARN", "FAIL". */
+const char *im_check_status_name(enum im_check_status s);
+/* Runs every check. IM_NOMEM only. */
+enum im_err im_validity_compute(const struct im_validity_input *in, struct im_validity *v) IM_WUR;
+
+#endif
