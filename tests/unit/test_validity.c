@@ -1,0 +1,150 @@
+/* The publishable audit (analyze/validity.h): each check on hand-built
+ * records, one planted problem at a time, and a clean fixture that passes
+ * every check it can. */
+#include <math.h>
+#include <string.h>
+
+#include "analyze/validity.h"
+#include "check.h"
+
+#define MS INT64_C(1000000)
+#define SEC INT64_C(1000000000)
+#define N 40
+
+static uint32_t chunks[4] = {0, 10000, 20000, 30000};
+
+/* Request i: scheduled at i * 2 s (window [0, 80 s]), TTFT ttft, prompt
+ * tokens `prompt`, 4 chunks 10 ms apart. */
+static struct im_record rec(uint64_t i, int64_t ttft, uint32_t prompt) {
+  struct im_record r;
+  memset(&r, 0, sizeof r);
+  im_record_reset(&r);
+  r.id = r.logical_id = i + 1;
+  r.attempt = 1;
+  r.t_sched = r.t_sched_first = r.t_dispatch = r.t_start = r.t_send = (int64_t)i * 2 * SEC;
+  r.t_first = r.t_start + ttft;
+  r.t_last = r.t_first + 30 * MS;
+  r.t_end = r.t_last;
+  r.chunk_us = chunks;
+  r.n_chunks = 4;
+  r.output_tokens = 4;
+  r.prompt_tokens = prompt;
+  r.cached_tokens = prompt / 2;
+  r.content_hash = i + 1;
+  return r;
+}
+
+/* Varied prompt lengths up to 40,000 tokens, steady TTFT 100-119 ms. */
+static void clean(struct im_record *r) {
+  for (int i = 0; i < N; i++)
+    r[i] = rec((uint64_t)i, (100 + i % 20) * MS, 1000u + (uint32_t)i * 1000u);
+}
+
+static const struct im_valid_check *find(const struct im_validity *v, const char *id) {
+  for (size_t i = 0; i < v->n; i++)
+    if (!strcmp(v->checks[i].id, id))
+      return &v->checks[i];
+  return NULL;
+}
+
+static enum im_check_status status(struct im_record *r, size_t n, const char *id,
+                                   void (*tweak)(struct im_validity_input *)) {
+  struct im_stage_input in = {.recs = r, .n_recs = n, .slo_target = 0.99,
+                              .counters = {.scheduled = n, .dispatched = n, .cpu_share = 0.1},
+                              .threads = 1};
+  im_summary_config_default(&in.cfg);
+  in.cfg.window_end_ns = 80 * SEC;
+  struct im_stage_figures f;
+  CHECK_OK(im_stage_analyze(&in, &f));
+  struct im_validity_input vin = {.f = &f, .cfg = &in.cfg, .repeats = 3, .engine = "vllm 0.11",
+                                  .model = "deepseek-v3", .torch_compile = "on",
+                                  .server_hit_rate = NAN, .time_wait_slope = NAN,
+                                  .connections_opened = 2};
+  for (int k = 0; k < IM_VALID_N_SETTINGS; k++)
+    vin.declared[k] = true;
+  if (tweak)
+    tweak(&vin);
+  struct im_validity v;
+  CHECK_OK(im_validity_compute(&vin, &v));
+  const struct im_valid_check *c = find(&v, id);
+  CHECK(c != NULL);
+  enum im_check_status st = c ? c->status : IM_CHECK_PASS;
+  /* The verdict follows the checks: any FAIL -> not publishable. */
+  bool any_fail = false;
+  for (size_t i = 0; i < v.n; i++) {
+    any_fail |= v.checks[i].status == IM_CHECK_FAIL;
+    CHECK(v.checks[i].evidence[0] != '\0');
+    CHECK(v.checks[i].status == IM_CHECK_PASS || v.checks[i].fix[0] != '\0');
+  }
+  CHECK_EQ(v.publishable, !any_fail);
+  im_stage_figures_cleanup(&f);
+  return st;
+}
+
+static void one_run(struct im_validity_input *v) { v->repeats = 1; }
+static void no_compile(struct im_validity_input *v) { v->torch_compile = NULL; }
+static void no_tp(struct im_validity_input *v) { v->declared[0] = false; }
+static void churn(struct im_validity_input *v) { v->connections_opened = N; }
+
+static void test_checks(void) {
+  struct im_record r[N];
+  clean(r);
+  CHECK_EQ(status(r, N, "workload", NULL), IM_CHECK_PASS);
+  CHECK_EQ(status(r, N, "repeats", NULL), IM_CHECK_PASS);
+  CHECK_EQ(status(r, N, "repeats", one_run), IM_CHECK_FAIL);
+  CHECK_EQ(status(r, N, "server_config", NULL), IM_CHECK_PASS);
+  CHECK_EQ(status(r, N, "server_config", no_compile), IM_CHECK_FAIL);
+  CHECK_EQ(status(r, N, "server_config", no_tp), IM_CHECK_WARN);
+  /* Cached tokens in the responses: the cache's effect is known. */
+  CHECK_EQ(status(r, N, "cache_metrics", NULL), IM_CHECK_PASS);
+  CHECK_EQ(status(r, N, "errors", NULL), IM_CHECK_PASS);
+  CHECK_EQ(status(r, N, "steady_state", NULL), IM_CHECK_PASS);
+  CHECK_EQ(status(r, N, "connections", NULL), IM_CHECK_PASS);
+  CHECK_EQ(status(r, N, "connections", churn), IM_CHECK_WARN);
+  CHECK_EQ(status(r, N, "client_check", NULL), IM_CHECK_PASS);
+  /* 40 requests, 80 s: too few for p99.9 -> samples WARN. */
+  CHECK_EQ(status(r, N, "samples", NULL), IM_CHECK_WARN);
+
+  /* One prompt length: the fixed-prompt benchmark. */
+  for (int i = 0; i < N; i++)
+    r[i].prompt_tokens = 2048;
+  CHECK_EQ(status(r, N, "workload", NULL), IM_CHECK_FAIL);
+  /* Several lengths, none long: a caveat. */
+  clean(r);
+  for (int i = 0; i < N; i++)
+    r[i].prompt_tokens = 1000u + (uint32_t)i;
+  CHECK_EQ(status(r, N, "workload", NULL), IM_CHECK_WARN);
+
+  /* No cached tokens anywhere and no server metric. */
+  clean(r);
+  for (int i = 0; i < N; i++)
+    r[i].cached_tokens = 0;
+  CHECK_EQ(status(r, N, "cache_metrics", NULL), IM_CHECK_FAIL);
+
+  /* Failures: 2 of 40 = 5 % -> WARN (above 1 %); 3 of 40 = 7.5 % -> FAIL. */
+  clean(r);
+  r[0].error = r[1].error = IM_EC_HTTP_5XX;
+  CHECK_EQ(status(r, N, "errors", NULL), IM_CHECK_WARN);
+  r[2].error = IM_EC_HTTP_5XX;
+  CHECK_EQ(status(r, N, "errors", NULL), IM_CHECK_FAIL);
+
+  /* TTFT doubles in the second half of the window: no steady state. */
+  clean(r);
+  for (int i = N / 2; i < N; i++) {
+    r[i].t_first += 110 * MS;
+    r[i].t_last += 110 * MS;
+    r[i].t_end += 110 * MS;
+  }
+  CHECK_EQ(status(r, N, "steady_state", NULL), IM_CHECK_WARN);
+
+  /* A client that fell behind: every dispatch 20 ms late. */
+  clean(r);
+  for (int i = 0; i < N; i++)
+    r[i].t_dispatch += 20 * MS;
+  CHECK_EQ(status(r, N, "client_check", NULL), IM_CHECK_FAIL);
+}
+
+int main(void) {
+  test_checks();
+  return CHECK_DONE();
+}
