@@ -167,7 +167,8 @@ struct run {
   struct builtin srv;
   char url[2048], out_dir[4096], model[512], scrape_default[2100];
   json_t *models, *version, *root, *stages_json;
-  int jsonl_fd, raw_fd;
+  int jsonl_fd, raw_fd, series_fd;
+  char series_path[4200];
   char *api_key;
   struct run_plan plan;
   bool autosweep;
@@ -553,6 +554,14 @@ static void start_observers(struct run *r) {
     r->raw_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
     ocfg.raw_fd = r->raw_fd;
   }
+  /* Every sample, as it is taken (record/series.h); the figures are computed
+   * from it at the end of each stage. */
+  snprintf(r->series_path, sizeof r->series_path, "%s/series.jsonl", o->out_dir);
+  r->series_fd = open(r->series_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+  if (r->series_fd < 0)
+    im_warn("cannot write %s (%s); figures come from memory", r->series_path, strerror(errno));
+  ocfg.series_fd = r->env.series_fd = r->series_fd;
+  r->env.series_path = r->series_path;
   if (im_observer_start(&r->env.obs, &ocfg) != IM_OK) {
     im_warn("observers could not start; the run goes on without them");
     r->env.obs = NULL;
@@ -731,6 +740,8 @@ static void run_cleanup(struct run *r) {
   im_observer_free(r->env.obs);
   if (r->raw_fd >= 0)
     close(r->raw_fd);
+  if (r->series_fd >= 0)
+    close(r->series_fd);
   builtin_stop(&r->srv);
   json_decref(r->models);
   json_decref(r->version);
@@ -762,9 +773,9 @@ int im_cli_run(int argc, char **argv) {
   }
   r->argc = argc;
   r->argv = argv;
-  r->jsonl_fd = r->raw_fd = -1;
+  r->jsonl_fd = r->raw_fd = r->series_fd = -1;
   r->env.o = &r->o;
-  r->env.jsonl_fd = -1;
+  r->env.jsonl_fd = r->env.series_fd = -1;
   struct run_opts *o = &r->o;
   int rc = parse_args(r);
   if (rc >= 0)

@@ -1,6 +1,7 @@
 /* One stage of `infermeter run`: its schedule, its workload per loader
  * thread, the loader threads, and its figures (summary, server metrics,
  * breakdowns, over-saturation). */
+#include <errno.h>
 #include <inttypes.h>
 
 #include <jansson.h>
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/run_int.h"
 #include "analyze/breakdown.h"
@@ -21,6 +23,9 @@
 #include "workload/session.h"
 #include "workload/synth.h"
 #include "observe/observer.h"
+#include "analyze/server.h"
+#include "record/series.h"
+#include "report/server_json.h"
 #include "text/simpletok.h"
 
 /* ---- loader threads ------------------------------------------------------ */
@@ -441,13 +446,16 @@ static int stage_summary(struct stage *st) {
   return 0;
 }
 
-/* The server's and the machine's figures over the stage's window. */
+/* The server's and the machine's figures over the stage's window, computed
+ * from series.jsonl as the run left it so far (the same figures a later
+ * analysis of the directory gives); from the observer's copy in memory when
+ * the file cannot be read. */
 static void observer_json(const struct stage *st, json_t *metrics, json_t *series) {
   const struct run_opts *o = st->o;
   const struct stage_res *out = st->out;
   const struct im_summary *sum = &out->sum;
   const struct im_summary_config *sc = &out->sc;
-  struct im_observer_context octx = {
+  struct im_server_ctx octx = {
       .t0_mono = out->t0_mono,
       .window_start_ns = sc->window_start_ns,
       .window_end_ns = sc->window_end_ns,
@@ -474,26 +482,48 @@ static void observer_json(const struct stage *st, json_t *metrics, json_t *serie
     if (sc->percentiles[i] == 99)
       octx.client_ttft_p99_ms = sum->ttft.pct[i];
   }
-  if (im_observer_json(st->env->obs, &octx, metrics, series) != IM_OK)
+  struct im_series_set *set = NULL;
+  struct im_server_figures figs = {0};
+  char why[256] = "";
+  if ((!st->env->series_path || st->env->series_fd < 0 ||
+       im_series_read(st->env->series_path, &set, why, sizeof why) != IM_OK) &&
+      im_observer_snapshot(st->env->obs, &set) != IM_OK)
+    im_warn("the observers' samples cannot be read (%s)", why[0] ? why : "out of memory");
+  else if (im_server_figures_compute(set, &octx, &figs) != IM_OK ||
+           im_server_json(&figs, metrics, series) != IM_OK)
     im_warn("out of memory writing the observers' figures");
+  im_server_figures_cleanup(&figs);
+  im_series_free(set);
 }
 
-/* The generator's own samples, per thread. */
+/* The generator's own samples, per thread: appended to series.jsonl, and
+ * rendered from those same lines read back. */
 static json_t *client_series_json(const struct stage *st) {
-  json_t *self = json_array();
-  for (uint32_t k = 0; k < st->o->threads; k++) {
+  struct im_series_set *set = NULL;
+  struct im_buf line;
+  json_t *self = NULL;
+  im_buf_init(&line, IM_SERIES_LINE_MAX);
+  enum im_err err = im_series_new(&set);
+  for (uint32_t k = 0; !err && k < st->o->threads; k++) {
     const struct im_load_result *r = &st->shards[k].res;
-    json_t *t = json_array(), *cpu = json_array(), *lag = json_array(), *inf = json_array();
-    for (size_t i = 0; i < r->n_samples; i++) {
-      json_array_append_new(t, json_real((double)r->samples[i].t / 1e9));
-      json_array_append_new(cpu, json_real(r->samples[i].cpu_share));
-      json_array_append_new(lag, json_real(r->samples[i].lag_max_ms));
-      json_array_append_new(inf, json_integer(r->samples[i].in_flight));
+    for (size_t i = 0; !err && i < r->n_samples; i++) {
+      const struct im_load_sample *p = &r->samples[i];
+      struct im_series_client c = {.stage = st->index, .thread = k, .t = p->t,
+                                   .cpu_share = p->cpu_share, .dispatch_lag_max_ms = p->lag_max_ms,
+                                   .in_flight = p->in_flight};
+      im_buf_reset(&line);
+      err = im_series_fmt_client(&line, &c);
+      if (!err && st->env->series_fd >= 0 && write(st->env->series_fd, line.data, line.len) < 0)
+        im_warn("cannot append to series.jsonl: %s", strerror(errno));
+      if (!err)
+        err = im_series_add_line(set, line.data, line.len - 1);
     }
-    json_array_append_new(self, json_pack("{s:o, s:o, s:o, s:o}", "t_s", t, "cpu_share", cpu,
-                                          "dispatch_lag_max_ms", lag, "in_flight", inf));
   }
-  return self;
+  if (err || im_client_series_json(set, st->index, st->o->threads, &self) != IM_OK)
+    im_warn("out of memory writing the client's series");
+  im_buf_cleanup(&line);
+  im_series_free(set);
+  return self ? self : json_array();
 }
 
 /* What the responses say about the cache (usage.prompt_tokens_details,
