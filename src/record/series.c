@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 void im_series_redact_url(const char *url, char *out, size_t outlen) {
@@ -37,10 +38,19 @@ static enum im_err rollback(struct im_buf *b, size_t len0, enum im_err err) {
   return err;
 }
 
+/* The shortest of %.15g, %.16g, %.17g that reads back as v: 17 significant
+ * digits always do (IEEE 754 binary64), fewer are kinder to the eye and
+ * the disk ("0.005", not "0.0050000000000000001"). */
 static enum im_err num(struct im_buf *b, double v) {
   if (!isfinite(v))
     return im_buf_puts(b, "null");
-  return im_buf_printf(b, "%.17g", v);
+  char s[40];
+  for (int prec = 15; prec <= 17; prec++) {
+    snprintf(s, sizeof s, "%.*g", prec, v);
+    if (strtod(s, NULL) == v)
+      break;
+  }
+  return im_buf_puts(b, s);
 }
 
 static enum im_err str(struct im_buf *b, const char *s) {

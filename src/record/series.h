@@ -16,8 +16,9 @@
  *   gpu            one NVML sample of every GPU
  *   not_collected  why the TCP states or the GPU counters were not sampled
  *   client         one self-sample of a loader thread (stage, thread, run-relative ns)
- * Doubles are written with %.17g (they read back bit-exactly); NaN and
- * infinities as null, except a bucket bound of +Inf, written "+Inf".
+ * Doubles are written with the fewest of 15, 16 or 17 significant digits
+ * (%.17g at most) that read back bit-exactly; NaN and infinities as null,
+ * except a bucket bound of +Inf, written "+Inf".
  *
  * Writers format one line ('\n' included) into a caller's struct im_buf,
  * whose own cap bounds it; the caller writes it with one write(2) on an
