@@ -62,6 +62,12 @@ static enum im_err str(struct im_buf *b, const char *s) {
   return err;
 }
 
+/* The last value of a line, a string, and the line's end. */
+static enum im_err str_end(struct im_buf *b, const char *s) {
+  enum im_err err = str(b, s);
+  return err ? err : im_buf_puts(b, "}\n");
+}
+
 /* ,"key": */
 static enum im_err key(struct im_buf *b, const char *k) {
   return im_buf_printf(b, ",\"%s\":", k);
@@ -149,44 +155,31 @@ static enum im_err server_values(struct im_buf *b, const struct im_series_scrape
   return err ? err : im_buf_puts(b, "}");
 }
 
+/* [s0, ..., value]: an element of per_series or raw. */
+static enum im_err tuple(struct im_buf *b, bool first, const char *const *strs, size_t n, double v) {
+  enum im_err err = im_buf_puts(b, first ? "[" : ",[");
+  for (size_t i = 0; !err && i < n; i++) {
+    err = str(b, strs[i]);
+    if (!err)
+      err = im_buf_puts(b, ",");
+  }
+  if (!err)
+    err = num(b, v);
+  return err ? err : im_buf_puts(b, "]");
+}
+
 static enum im_err server_labelled(struct im_buf *b, const struct im_series_scrape *s) {
   enum im_err err = im_buf_puts(b, ",\"per_series\":[");
   for (size_t i = 0; !err && i < s->n_per_series; i++) {
     const struct im_series_labelled *l = &s->per_series[i];
-    err = im_buf_puts(b, i ? ",[" : "[");
-    if (!err)
-      err = str(b, l->concept);
-    if (!err)
-      err = im_buf_puts(b, ",");
-    if (!err)
-      err = str(b, l->engine);
-    if (!err)
-      err = im_buf_puts(b, ",");
-    if (!err)
-      err = str(b, l->key);
-    if (!err)
-      err = im_buf_puts(b, ",");
-    if (!err)
-      err = num(b, l->value);
-    if (!err)
-      err = im_buf_puts(b, "]");
+    const char *strs[3] = {l->concept, l->engine, l->key};
+    err = tuple(b, i == 0, strs, 3, l->value);
   }
   if (!err)
     err = im_buf_puts(b, "],\"raw\":[");
   for (size_t i = 0; !err && i < s->n_raw; i++) {
-    err = im_buf_puts(b, i ? ",[" : "[");
-    if (!err)
-      err = str(b, s->raw[i].metric);
-    if (!err)
-      err = im_buf_puts(b, ",");
-    if (!err)
-      err = str(b, s->raw[i].label);
-    if (!err)
-      err = im_buf_puts(b, ",");
-    if (!err)
-      err = num(b, s->raw[i].value);
-    if (!err)
-      err = im_buf_puts(b, "]");
+    const char *strs[2] = {s->raw[i].metric, s->raw[i].label};
+    err = tuple(b, i == 0, strs, 2, s->raw[i].value);
   }
   return err ? err : im_buf_puts(b, "]");
 }
@@ -216,11 +209,7 @@ enum im_err im_series_fmt_scrape_error(struct im_buf *out, size_t source, const 
     err = url_field(out, url);
   if (!err)
     err = im_buf_printf(out, ",\"t_mono\":%" PRId64 ",\"reason\":", t_mono);
-  if (!err)
-    err = str(out, reason);
-  if (!err)
-    err = im_buf_puts(out, "}\n");
-  return rollback(out, len0, err);
+  return rollback(out, len0, err ? err : str_end(out, reason));
 }
 
 enum im_err im_series_fmt_tcp(struct im_buf *out, const struct im_series_tcp *p) {
@@ -279,11 +268,7 @@ enum im_err im_series_fmt_not_collected(struct im_buf *out, const char *what, co
     return IM_INVAL;
   size_t len0 = out->len;
   enum im_err err = im_buf_printf(out, "{\"src\":\"not_collected\",\"what\":\"%s\",\"reason\":", what);
-  if (!err)
-    err = str(out, reason);
-  if (!err)
-    err = im_buf_puts(out, "}\n");
-  return rollback(out, len0, err);
+  return rollback(out, len0, err ? err : str_end(out, reason));
 }
 
 enum im_err im_series_fmt_client(struct im_buf *out, const struct im_series_client *c) {
@@ -304,13 +289,6 @@ enum im_err im_series_fmt_client(struct im_buf *out, const struct im_series_clie
 }
 
 const char *im_series_bad_kind_name(enum im_series_bad_kind k) {
-  switch (k) {
-  case IM_SERIES_BAD_TOO_LONG:
-    return "too_long";
-  case IM_SERIES_BAD_TRUNCATED:
-    return "truncated";
-  case IM_SERIES_BAD_CORRUPT:
-    break;
-  }
-  return "corrupt";
+  static const char *const names[] = {"corrupt", "too_long", "truncated"};
+  return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "corrupt";
 }

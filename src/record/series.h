@@ -59,6 +59,9 @@
 #define IM_SERIES_URL_LEN 2200
 #define IM_SERIES_REASON_LEN 256
 #define IM_SERIES_MAX_BAD 64
+/* Times (ns) beyond ±2^61 (73 years) make a line corrupt: the difference
+ * of two readable times never overflows. */
+#define IM_SERIES_T_MAX ((int64_t)1 << 61)
 
 /* Kernel TCP states (include/net/tcp_states.h), the index of the "state"
  * array of a tcp line and of struct im_series_tcp.state. */

@@ -61,14 +61,22 @@ static size_t total_points(const struct im_series_set *s) {
   return n;
 }
 
-/* Room for one more element of size `size` in *arr; NULL when out of
- * memory (the array is unchanged). */
-static void *grow(void **arr, size_t *cap, size_t n, size_t size) {
+/* Room for one more point at the end of *arr (n elements of size, *cap
+ * allocated): NULL when the set is full (counted in points_dropped) or out
+ * of memory (*nomem set; the array is unchanged). */
+static void *room(struct im_series_set *s, void **arr, size_t *cap, size_t n, size_t size,
+                  bool *nomem) {
+  if (total_points(s) >= IM_SERIES_MAX_POINTS) {
+    s->points_dropped++;
+    return NULL;
+  }
   if (n == *cap) {
     size_t c = *cap ? *cap * 2 : 64;
     void *p = realloc(*arr, c * size);
-    if (!p)
+    if (!p) {
+      *nomem = true;
       return NULL;
+    }
     *arr = p;
     *cap = c;
   }
@@ -95,6 +103,12 @@ static bool get_int(const json_t *o, const char *k, int64_t *out) {
     return false;
   *out = (int64_t)json_integer_value(v);
   return true;
+}
+
+/* A time in ns: within IM_SERIES_T_MAX of 0, so that differences of two
+ * never overflow. */
+static bool get_time(const json_t *o, const char *k, int64_t *out) {
+  return get_int(o, k, out) && *out <= IM_SERIES_T_MAX && *out >= -IM_SERIES_T_MAX;
 }
 
 static bool get_u32(const json_t *o, const char *k, uint32_t *out) {
@@ -248,7 +262,7 @@ static bool add_server(struct im_series_set *s, const json_t *o, bool *nomem) {
   size_t n_raw = 0, n_lab = 0;
   const json_t *h = json_object_get(o, "hist"), *eng = json_object_get(o, "engines");
   int64_t malformed = 0;
-  if (!src || !get_int(o, "t_mono", &pt.t_mono) || !get_int(o, "malformed_lines", &malformed) ||
+  if (!src || !get_time(o, "t_mono", &pt.t_mono) || !get_int(o, "malformed_lines", &malformed) ||
       malformed < 0 || !json_is_object(h) || !read_hist(json_object_get(h, "ttft"), &pt.ttft) ||
       !read_hist(json_object_get(h, "itl"), &pt.itl) || !engines_valid(eng) ||
       !read_raw(json_object_get(o, "raw"), raw, &n_raw) ||
@@ -256,18 +270,14 @@ static bool add_server(struct im_series_set *s, const json_t *o, bool *nomem) {
       !read_labelled(json_object_get(o, "per_series"), &lab, &n_lab, nomem))
     return false;
   pt.malformed_lines = (uint64_t)malformed;
-  struct im_series_server *p = NULL;
-  if (total_points(s) < IM_SERIES_MAX_POINTS &&
-      !(p = grow((void **)&src->pts, &src->cap_pts, src->n_pts, sizeof *p))) {
+  struct im_series_server *p = room(s, (void **)&src->pts, &src->cap_pts, src->n_pts, sizeof *p, nomem);
+  if (*nomem) {
     free(lab);
-    *nomem = true;
     return false;
   }
   if (p) {
     *p = pt;
     src->n_pts++;
-  } else {
-    s->points_dropped++;
   }
   add_engines(src, eng);
   memcpy(src->raw, raw, n_raw * sizeof raw[0]);
@@ -282,7 +292,7 @@ static bool add_tcp(struct im_series_set *s, const json_t *o, bool *nomem) {
   struct im_series_tcp t = {0};
   const json_t *st = json_object_get(o, "state");
   const char *path = json_string_value(json_object_get(o, "path"));
-  if (!get_int(o, "t_mono", &t.t_mono) || !path || json_array_size(st) != IM_TCP_NSTATES ||
+  if (!get_time(o, "t_mono", &t.t_mono) || !path || json_array_size(st) != IM_TCP_NSTATES ||
       !get_u32(o, "total", &t.total) || !get_u32(o, "skipped", &t.skipped))
     return false;
   t.procfs = !strcmp(path, "procfs");
@@ -292,18 +302,12 @@ static bool add_tcp(struct im_series_set *s, const json_t *o, bool *nomem) {
       return false;
     t.state[i] = (uint32_t)v;
   }
-  if (total_points(s) >= IM_SERIES_MAX_POINTS) {
-    s->points_dropped++;
-    return true;
+  struct im_series_tcp *p = room(s, (void **)&s->tcp, &s->cap_tcp, s->n_tcp, sizeof *p, nomem);
+  if (p) {
+    *p = t;
+    s->n_tcp++;
   }
-  struct im_series_tcp *p = grow((void **)&s->tcp, &s->cap_tcp, s->n_tcp, sizeof *p);
-  if (!p) {
-    *nomem = true;
-    return false;
-  }
-  *p = t;
-  s->n_tcp++;
-  return true;
+  return !*nomem;
 }
 
 static bool get_u64_or_null(const json_t *o, const char *k, bool *has, uint64_t *out) {
@@ -330,17 +334,11 @@ static bool read_gpu(const json_t *o, struct im_gpu_sample *g) {
 static bool add_gpu(struct im_series_set *s, const json_t *o, bool *nomem) {
   const json_t *gpus = json_object_get(o, "gpus");
   int64_t t;
-  if (!get_int(o, "t_mono", &t) || !json_is_array(gpus) || json_array_size(gpus) > IM_GPU_MAX)
+  if (!get_time(o, "t_mono", &t) || !json_is_array(gpus) || json_array_size(gpus) > IM_GPU_MAX)
     return false;
-  if (total_points(s) >= IM_SERIES_MAX_POINTS) {
-    s->points_dropped++;
-    return true;
-  }
-  struct im_gpu_snapshot *g = grow((void **)&s->gpu, &s->cap_gpu, s->n_gpu, sizeof *g);
-  if (!g) {
-    *nomem = true;
-    return false;
-  }
+  struct im_gpu_snapshot *g = room(s, (void **)&s->gpu, &s->cap_gpu, s->n_gpu, sizeof *g, nomem);
+  if (!g)
+    return !*nomem;
   memset(g, 0, sizeof *g);
   g->t_ns = t;
   g->n_gpus = (unsigned)json_array_size(gpus);
@@ -353,22 +351,16 @@ static bool add_gpu(struct im_series_set *s, const json_t *o, bool *nomem) {
 
 static bool add_client(struct im_series_set *s, const json_t *o, bool *nomem) {
   struct im_series_client c;
-  if (!get_u32(o, "stage", &c.stage) || !get_u32(o, "thread", &c.thread) || !get_int(o, "t", &c.t) ||
+  if (!get_u32(o, "stage", &c.stage) || !get_u32(o, "thread", &c.thread) || !get_time(o, "t", &c.t) ||
       !get_num(o, "cpu_share", &c.cpu_share) ||
       !get_num(o, "dispatch_lag_max_ms", &c.dispatch_lag_max_ms) || !get_int(o, "in_flight", &c.in_flight))
     return false;
-  if (total_points(s) >= IM_SERIES_MAX_POINTS) {
-    s->points_dropped++;
-    return true;
+  struct im_series_client *p = room(s, (void **)&s->client, &s->cap_client, s->n_client, sizeof *p, nomem);
+  if (p) {
+    *p = c;
+    s->n_client++;
   }
-  struct im_series_client *p = grow((void **)&s->client, &s->cap_client, s->n_client, sizeof *p);
-  if (!p) {
-    *nomem = true;
-    return false;
-  }
-  *p = c;
-  s->n_client++;
-  return true;
+  return !*nomem;
 }
 
 static bool add_other(struct im_series_set *s, const char *kind, const json_t *o) {
@@ -378,7 +370,7 @@ static bool add_other(struct im_series_set *s, const char *kind, const json_t *o
     struct im_series_source *src = source_of(s, o);
     int64_t t;
     char why[IM_SERIES_REASON_LEN];
-    if (!src || !get_int(o, "t_mono", &t) || !get_str(o, "reason", why, sizeof why))
+    if (!src || !get_time(o, "t_mono", &t) || !get_str(o, "reason", why, sizeof why))
       return false;
     src->failures++;
     memcpy(src->last_error, why, sizeof why);

@@ -12,6 +12,15 @@ static json_t *num(double v) {
   return isfinite(v) ? json_real(v) : json_null();
 }
 
+/* o when ok, else NULL (o released). */
+static json_t *done(json_t *o, bool ok) {
+  if (!ok) {
+    json_decref(o);
+    return NULL;
+  }
+  return o;
+}
+
 /* Sets key to v in o; false when v is NULL (out of memory). */
 static bool put(json_t *o, const char *key, json_t *v) {
   return v && json_object_set_new(o, key, v) == 0;
@@ -80,11 +89,7 @@ static json_t *source_json(const struct im_server_source_figs *f) {
     ok = put(o, "not_collected", json_string(f->not_collected));
   else if (ok)
     ok = source_window(o, f);
-  if (!ok) {
-    json_decref(o);
-    return NULL;
-  }
-  return o;
+  return done(o, ok);
 }
 
 static json_t *tcp_json(const struct im_server_tcp_figs *t) {
@@ -101,22 +106,13 @@ static json_t *tcp_json(const struct im_server_tcp_figs *t) {
          put(o, "established_max", json_integer(t->established_max)) &&
          put(o, "time_wait_growing", json_boolean(t->time_wait_growing)) &&
          (!t->warning || put(o, "warning", json_string(t->warning)));
-  if (!ok) {
-    json_decref(o);
-    return NULL;
-  }
-  return o;
+  return done(o, ok);
 }
 
 static json_t *gpu_json(const struct im_server_gpu_figs *g) {
   json_t *o = json_object();
-  if (!o || g->not_available[0]) {
-    if (o && !put(o, "not_available", json_string(g->not_available))) {
-      json_decref(o);
-      return NULL;
-    }
-    return o;
-  }
+  if (!o || g->not_available[0])
+    return done(o, o && put(o, "not_available", json_string(g->not_available)));
   json_t *used = g->has_mem ? json_integer((json_int_t)g->memory_used_max_bytes) : json_null();
   json_t *total = g->has_mem ? json_integer((json_int_t)g->memory_total_bytes) : json_null();
   bool ok = put(o, "gpus", json_integer(g->gpus)) && put(o, "memory_used_max_bytes", used);
@@ -129,11 +125,7 @@ static json_t *gpu_json(const struct im_server_gpu_figs *g) {
        put(o, "power_w_mean", num(g->power_w_mean)) && put(o, "energy_j", num(g->energy_j)) &&
        put(o, "energy_source", json_string(im_gpu_energy_source_name(g->energy_source))) &&
        put(o, "tokens_per_joule", num(g->tokens_per_joule));
-  if (!ok) {
-    json_decref(o);
-    return NULL;
-  }
-  return o;
+  return done(o, ok);
 }
 
 /* Adds parallel arrays to o, one per name (NULL o: a new object); NULL
@@ -144,11 +136,7 @@ static json_t *columns(json_t *o, const char *const *names, size_t n, json_t **c
     cols[i] = json_array();
     ok = ok && put(o, names[i], cols[i]);
   }
-  if (!ok) {
-    json_decref(o);
-    return NULL;
-  }
-  return o;
+  return done(o, ok);
 }
 
 static json_t *source_series(const struct im_server_source_figs *f) {

@@ -146,6 +146,7 @@ static void test_round_trip(void) {
   char err[256];
   CHECK_EQ(im_series_read(path, &f, err, sizeof err), IM_OK);
   check_all_kinds(f);
+  im_series_free(f);
   unlink(path);
   CHECK_EQ(im_series_read(path, &f, err, sizeof err), IM_IO);
   CHECK(f == NULL);
