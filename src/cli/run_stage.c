@@ -502,6 +502,7 @@ static json_t *client_series_json(const struct stage *st) {
   struct im_series_set *set = NULL;
   struct im_buf line;
   json_t *self = NULL;
+  int warned = 0;
   im_buf_init(&line, IM_SERIES_LINE_MAX);
   enum im_err err = im_series_new(&set);
   for (uint32_t k = 0; !err && k < st->o->threads; k++) {
@@ -513,7 +514,8 @@ static json_t *client_series_json(const struct stage *st) {
                                    .in_flight = p->in_flight};
       im_buf_reset(&line);
       err = im_series_fmt_client(&line, &c);
-      if (!err && st->env->series_fd >= 0 && write(st->env->series_fd, line.data, line.len) < 0)
+      if (!err && st->env->series_fd >= 0 && write(st->env->series_fd, line.data, line.len) < 0 &&
+          !warned++)
         im_warn("cannot append to series.jsonl: %s", strerror(errno));
       if (!err)
         err = im_series_add_line(set, line.data, line.len - 1);
