@@ -162,7 +162,17 @@ static void test_window(void) {
   CHECK_NEAR(f.gpu.dram_bw_util_mean, 0.5, 0);
   CHECK(f.gpu.sampled);
   im_server_figures_cleanup(&f);
+  im_series_free(s);
+}
 
+/* The same samples, a stage's cut of the series, and undeclared KV bytes. */
+static void test_stage_cut(void) {
+  struct im_series_set *s = NULL;
+  CHECK_EQ(im_series_new(&s), IM_OK);
+  add_server(s);
+  add_machine(s);
+  struct im_server_ctx ctx = ctx_fixture();
+  struct im_server_figures f;
   /* A stage's series: 1 s to 3 s. */
   ctx.series_from_ns = NS;
   ctx.series_to_ns = 3 * NS;
@@ -217,6 +227,7 @@ static void test_quantile(void) {
 int main(void) {
   im_buf_init(&line, IM_SERIES_LINE_MAX + 1);
   test_window();
+  test_stage_cut();
   test_nothing_sampled();
   test_quantile();
   im_buf_cleanup(&line);
