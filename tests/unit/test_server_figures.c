@@ -87,6 +87,14 @@ static struct im_server_ctx ctx_fixture(void) {
                                 .gpu_memory_bytes = 8e9, .bw_util_ref = 0.78};
 }
 
+static struct im_series_set *set_fixture(void) {
+  struct im_series_set *s = NULL;
+  CHECK_EQ(im_series_new(&s), IM_OK);
+  add_server(s);
+  add_machine(s);
+  return s;
+}
+
 static const char *null_why(const struct im_server_source_figs *f, const char *key) {
   for (size_t i = 0; i < f->n_nulls; i++)
     if (!strcmp(f->nulls[i].key, key))
@@ -95,10 +103,7 @@ static const char *null_why(const struct im_server_source_figs *f, const char *k
 }
 
 static void test_window(void) {
-  struct im_series_set *s = NULL;
-  CHECK_EQ(im_series_new(&s), IM_OK);
-  add_server(s);
-  add_machine(s);
+  struct im_series_set *s = set_fixture();
   struct im_server_ctx ctx = ctx_fixture();
   struct im_server_figures f;
   CHECK_EQ(im_server_figures_compute(s, &ctx, &f), IM_OK);
@@ -167,10 +172,7 @@ static void test_window(void) {
 
 /* The same samples, a stage's cut of the series, and undeclared KV bytes. */
 static void test_stage_cut(void) {
-  struct im_series_set *s = NULL;
-  CHECK_EQ(im_series_new(&s), IM_OK);
-  add_server(s);
-  add_machine(s);
+  struct im_series_set *s = set_fixture();
   struct im_server_ctx ctx = ctx_fixture();
   struct im_server_figures f;
   /* A stage's series: 1 s to 3 s. */
