@@ -61,16 +61,18 @@ static size_t on_page(char *d, size_t s, size_t n, void *ud) {
   return im_buf_append(ud, d, s * n) == IM_OK ? s * n : 0;
 }
 
-static void write_all(int fd, const char *p, size_t len) {
+/* false when the file refused the bytes (disk full, ...). */
+static bool write_all(int fd, const char *p, size_t len) {
   while (len) {
     ssize_t w = write(fd, p, len);
     if (w < 0 && errno == EINTR)
       continue;
     if (w <= 0)
-      return;
+      return false;
     p += w;
     len -= (size_t)w;
   }
+  return true;
 }
 
 /* Writes the line in o->line to series.jsonl (one write(2): O_APPEND keeps
@@ -84,8 +86,11 @@ static void emit(struct im_observer *o, enum im_err fmt_err) {
     im_buf_reset(&o->line);
     return;
   }
-  if (o->cfg.series_fd >= 0)
-    write_all(o->cfg.series_fd, o->line.data, o->line.len);
+  if (o->cfg.series_fd >= 0 && !write_all(o->cfg.series_fd, o->line.data, o->line.len) && !o->warned) {
+    im_warn("observer: cannot append to series.jsonl (%s); samples kept in memory only",
+            strerror(errno));
+    o->warned = true;
+  }
   pthread_mutex_lock(&o->mu);
   enum im_err err = im_series_add_line(o->set, o->line.data, o->line.len - 1);
   pthread_mutex_unlock(&o->mu);
