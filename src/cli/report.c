@@ -7,13 +7,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "cli/run_int.h"
 #include "record/rundir.h"
 #include "core/clock.h"
 #include "record/reader.h"
+#include "analyze/server.h"
 #include "analyze/validity.h"
+#include "record/series.h"
+#include "report/server_json.h"
 #include "report/analysis_json.h"
 #include "report/audit_json.h"
 #include "report/breakdown_json.h"
@@ -137,6 +141,7 @@ struct rep {
   struct im_record *recs;
   size_t n_recs;
   struct im_read_report rr;
+  struct im_series_set *series;  /* series.jsonl; NULL when the run wrote none */
   json_t *root, *stages;
   struct sweep_point *pts;
 };
@@ -148,6 +153,49 @@ static const char *str_at(const json_t *root, const char *a, const char *b, cons
   if (c)
     v = json_object_get(v, c);
   return json_string_value(v);
+}
+
+/* The server's, TCP and GPU figures of a stage from series.jsonl
+ * (analyze/server.h), into metrics and series. 0, or -1 when out of memory. */
+static int server_figures(struct rep *p, const struct im_rundir_stage *s,
+                          const struct im_stage_figures *f, const struct im_stage_input *in,
+                          json_t *dst) {
+  const struct im_rundir_analysis *an = &p->rd.an;
+  const struct im_summary *sum = &f->sum;
+  struct im_server_ctx ctx = {
+      .t0_mono = s->has_t0 ? s->t0_mono : 0,
+      .window_start_ns = in->cfg.window_start_ns,
+      .window_end_ns = in->cfg.window_end_ns,
+      .client_ttft_p50_ms = NAN,
+      .client_ttft_p99_ms = NAN,
+      .output_tokens = sum->window_output_tok_rate * sum->window_s,
+      .connections_opened = s->connections_opened,
+      .attempts = in->n_recs,
+      .kv_residency_ref = an->kv_residency_ref,
+      .kv_bytes_per_token = an->kv_bytes_per_token,
+      .gpu_memory_bytes = an->gpu_memory_bytes,
+      .bw_util_ref = an->bw_util_ref,
+  };
+  if (p->stages) {
+    /* A stage's series: from a little before its start (the sample before
+     * the load) to its end. */
+    ctx.series_from_ns = -an->scrape_interval_ns - 1;
+    ctx.series_to_ns = s->elapsed_ns + an->scrape_interval_ns;
+  }
+  const struct im_hist *ttft = &sum->hist[IM_H_TTFT];
+  if (im_hist_count(ttft)) {
+    ctx.client_ttft_p50_ms = (double)im_hist_percentile(ttft, 0.5) / 1e6;
+    ctx.client_ttft_p99_ms = (double)im_hist_percentile(ttft, 0.99) / 1e6;
+  }
+  struct im_server_figures figs;
+  memset(&figs, 0, sizeof figs);
+  int rc = im_server_figures_compute(p->series, &ctx, &figs) != IM_OK ||
+                   im_server_json(&figs, json_object_get(dst, "metrics"),
+                                  json_object_get(dst, "series")) != IM_OK
+               ? -1
+               : 0;
+  im_server_figures_cleanup(&figs);
+  return rc;
 }
 
 /* A setting is declared by --tag KEY=... or by the server's /version
@@ -238,9 +286,8 @@ static int report_stage(struct rep *p, size_t i, bool single) {
   if (im_stage_json(&f, &in, &meta, dst) ||
       json_object_set_new(dst, "interrupted", json_boolean(s->rule.interrupted)))
     goto oom;
-  if (p->ro->observer)
-    p->ro->observer(p->ro->observer_ctx, i, &f, &in, meta.t0_mono, json_object_get(dst, "metrics"),
-                    json_object_get(dst, "series"));
+  if (p->series && server_figures(p, s, &f, &in, dst))
+    goto oom;
   struct im_validity val;
   if (stage_validity(p, &f, &in, s, dst, &val))
     goto oom;
@@ -338,6 +385,13 @@ static int report_all(struct rep *p) {
   }
   for (size_t i = 0; i < p->rr.n_notes; i++)
     fprintf(stderr, "infermeter report: %s: %s\n", path, p->rr.notes[i]);
+  /* The observers' samples; a run without observers has none. */
+  snprintf(path, sizeof path, "%s/series.jsonl", p->dir);
+  char why[256] = "";
+  if (access(path, F_OK) == 0 && im_series_read(path, &p->series, why, sizeof why) != IM_OK) {
+    fprintf(stderr, "infermeter report: %s: %s\n", path, why[0] ? why : "cannot be read");
+    return -1;
+  }
   p->out->read_problems = p->rr.bad || p->rd.bad_lines;
   /* Stages: those the run started, and any that left records. */
   size_t n_stages = p->rd.n_st;
@@ -391,6 +445,7 @@ int im__report_dir(const char *dir, const struct report_opts *ro, struct report_
   int rc = report_all(&p);
   im_rundir_free(&p.rd);
   im_records_free(p.recs, p.n_recs);
+  im_series_free(p.series);
   json_decref(p.root);
   free(p.pts);
   return rc;

@@ -13,19 +13,11 @@
 
 #include "analyze/stage.h"
 
-/* Adds the server's, TCP and GPU figures of stage i to metrics and series
- * (the in-memory observer of a run in progress). */
-typedef void (*im_report_observer_fn)(void *ctx, size_t stage, const struct im_stage_figures *f,
-                                      const struct im_stage_input *in, int64_t t0_mono,
-                                      json_t *metrics, json_t *series);
-
 struct report_opts {
   FILE *text;                 /* the terminal summary (NULL: none) */
   bool stage_lines;           /* multi-stage: one line per stage (run printed them already) */
   bool audit_only;            /* `infermeter audit`: print the audit alone, write nothing */
   bool publish;               /* --publish: NOT_PUBLISHABLE decides the exit status (4) */
-  im_report_observer_fn observer;
-  void *observer_ctx;
 };
 
 /* What the figures say, for the exit status (README, "Exit status"). */

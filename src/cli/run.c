@@ -158,7 +158,8 @@ struct run {
   struct builtin srv;
   char url[2048], out_dir[4096], model[512], scrape_default[2100];
   json_t *models, *version;
-  int jsonl_fd, raw_fd, stages_fd;
+  int jsonl_fd, raw_fd, stages_fd, series_fd;
+  char series_path[4200];
   char *api_key;
   struct run_plan plan;
   bool autosweep;
@@ -544,6 +545,15 @@ static void start_observers(struct run *r) {
     r->raw_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
     ocfg.raw_fd = r->raw_fd;
   }
+  /* Every sample, as it is taken (record/series.h); the figures are computed
+   * from it at the end of each stage. */
+  snprintf(r->series_path, sizeof r->series_path, "%s/series.jsonl", o->out_dir);
+  r->series_fd = open(r->series_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+  if (r->series_fd < 0)
+    im_warn("cannot write %s (%s): results.json will lack the server's figures", r->series_path,
+            strerror(errno));
+  ocfg.series_fd = r->env.series_fd = r->series_fd;
+  r->env.series_path = r->series_path;
   if (im_observer_start(&r->env.obs, &ocfg) != IM_OK) {
     im_warn("observers could not start; the run goes on without them");
     r->env.obs = NULL;
@@ -615,46 +625,6 @@ static int run_stages(struct run *r) {
   return r->ran ? 0 : -1;
 }
 
-/* The server's, TCP and GPU figures of a stage, from the observer of this
- * run (cli/report.h's hook). */
-static void observer_hook(void *ctx, size_t stage, const struct im_stage_figures *f,
-                          const struct im_stage_input *in, int64_t t0_mono, json_t *metrics,
-                          json_t *series) {
-  struct run *r = ctx;
-  const struct run_opts *o = &r->o;
-  const struct im_summary *sum = &f->sum;
-  if (!r->env.obs || stage >= r->ran)
-    return;
-  struct im_observer_context octx = {
-      .t0_mono = t0_mono,
-      .window_start_ns = in->cfg.window_start_ns,
-      .window_end_ns = in->cfg.window_end_ns,
-      .client_ttft_p50_ms = NAN,
-      .client_ttft_p99_ms = NAN,
-      .output_tokens = sum->window_output_tok_rate * sum->window_s,
-      .attempts = in->n_recs,
-      .connections_opened = r->res[stage].connections_opened,
-      .kv_residency_ref = o->kv_residency_ref,
-      .kv_bytes_per_token = o->kv_bytes_per_token,
-      .gpu_memory_bytes = o->gpu_memory,
-      .bw_util_ref = o->bw_util_ref,
-  };
-  if (r->env.n_stages > 1) {
-    /* A stage's series: from a little before its start (the sample before
-     * the load) to its end. */
-    octx.series_from_ns = -o->scrape_interval_ns - 1;
-    octx.series_to_ns = r->res[stage].elapsed_ns + o->scrape_interval_ns;
-  }
-  for (size_t i = 0; i < in->cfg.n_percentiles && sum->ttft.n; i++) {
-    if (in->cfg.percentiles[i] == 50)
-      octx.client_ttft_p50_ms = sum->ttft.pct[i];
-    if (in->cfg.percentiles[i] == 99)
-      octx.client_ttft_p99_ms = sum->ttft.pct[i];
-  }
-  if (im_observer_json(r->env.obs, &octx, metrics, series) != IM_OK)
-    im_warn("out of memory writing the observers' figures");
-}
-
 /* The manifest: the run's settings, the target's answers, the workload as
  * it was made; written before the load (manifest.json), completed by the
  * report with what the stages told. */
@@ -707,7 +677,12 @@ static int open_run_files(struct run *r) {
                                   .slo_target = o->slo_target,
                                   .stages_planned = r->env.n_stages,
                                   .rate_sweep = rate_sweep,
-                                  .autosweep = r->autosweep};
+                                  .autosweep = r->autosweep,
+                                  .kv_residency_ref = o->kv_residency_ref,
+                                  .bw_util_ref = o->bw_util_ref,
+                                  .kv_bytes_per_token = o->kv_bytes_per_token,
+                                  .gpu_memory_bytes = o->gpu_memory,
+                                  .scrape_interval_ns = o->scrape_interval_ns};
   memcpy(an.percentiles, o->scfg.percentiles, sizeof an.percentiles);
   int rc = m ? im_rundir_write_manifest(o->out_dir, m, &an) : -1;
   json_decref(m);
@@ -727,6 +702,8 @@ static void run_cleanup(struct run *r) {
   im_observer_free(r->env.obs);
   if (r->raw_fd >= 0)
     close(r->raw_fd);
+  if (r->series_fd >= 0)
+    close(r->series_fd);
   builtin_stop(&r->srv);
   json_decref(r->models);
   json_decref(r->version);
@@ -757,9 +734,9 @@ int im_cli_run(int argc, char **argv) {
   }
   r->argc = argc;
   r->argv = argv;
-  r->jsonl_fd = r->raw_fd = r->stages_fd = -1;
+  r->jsonl_fd = r->raw_fd = r->stages_fd = r->series_fd = -1;
   r->env.o = &r->o;
-  r->env.jsonl_fd = r->env.stages_fd = -1;
+  r->env.jsonl_fd = r->env.stages_fd = r->env.series_fd = -1;
   struct run_opts *o = &r->o;
   int rc = parse_args(r);
   if (rc >= 0)
@@ -802,8 +779,7 @@ int im_cli_run(int argc, char **argv) {
                                                               im__run_interrupted > 0)))
     im_warn("cannot write stages.jsonl: %s", strerror(errno));
   struct report_opts ro = {.text = o->quiet ? NULL : stdout, .stage_lines = false,
-                           .publish = o->publish,
-                           .observer = observer_hook, .observer_ctx = r};
+                           .publish = o->publish};
   struct report_outcome outcome;
   if (im__report_dir(o->out_dir, &ro, &outcome))
     goto out;

@@ -106,6 +106,8 @@ struct run_env {
   char salt[40];
   int jsonl_fd;
   int stages_fd;                  /* stages.jsonl (cli/rundir.h) */
+  int series_fd;                  /* DIR/series.jsonl (O_APPEND), -1: not written */
+  const char *series_path;        /* its path, or NULL */
   struct im_observer *obs;
   bool tty;
   size_t n_stages;

@@ -1,14 +1,20 @@
 /* What the server and the machine say during a run (docs/metrics.md §5): one
  * thread samples, on the run's CLOCK_MONOTONIC, the server's /metrics (and
  * a DCGM exporter's), the TCP sockets toward the target, and the GPUs when
- * NVML is present; at the end it reduces them to figures for results.json.
+ * NVML is present. Each sample becomes one line of series.jsonl
+ * (record/series.h), written by the observer thread as soon as it is taken
+ * (never by a load thread), and is kept in memory as the same line read
+ * back. The observer computes no figure: src/analyze/server.c does, from
+ * the lines.
  *
- * Lifecycle: im_observer_start() takes a baseline sample at once (before
- * the load starts), then one every interval; im_observer_stop() takes a
- * final sample and joins the thread; im_observer_json() writes
- * metrics.server, metrics.tcp, metrics.gpu and the time series. A missing
- * or unreachable endpoint never fails the run: its figures are null with a
- * reason under not_collected. */
+ * Lifecycle: im_observer_start() writes the sources' lines and the reasons
+ * for what cannot be sampled, takes a baseline sample at once (before the
+ * load starts), then one every interval; im_observer_stop() takes a final
+ * sample and joins the thread. A missing or unreachable endpoint never
+ * fails the run: its failures are lines with their reasons.
+ *
+ * Thread safety: start, stop and free from one thread; im_observer_snapshot
+ * from any thread, at any time, concurrently with the sampling. */
 #ifndef IM_OBSERVE_OBSERVER_H
 #define IM_OBSERVE_OBSERVER_H
 
@@ -34,39 +40,25 @@ struct im_observer_config {
   bool gpu;                     /* try NVML */
   const char *nvml_path;        /* NULL: default search */
   int raw_fd;                   /* every scraped page appended here, -1: not kept */
+  int series_fd;                /* series.jsonl lines appended here (O_APPEND), -1: none */
 };
 
 void im_observer_config_default(struct im_observer_config *cfg);
 
 struct im_observer;
 
-/* Starts sampling (baseline now). IM_NOMEM / IM_SYS on failure. */
+/* Starts sampling (baseline now). cfg's strings must outlive the observer.
+ * IM_NOMEM / IM_SYS on failure (nothing is left running). */
 enum im_err im_observer_start(struct im_observer **out, const struct im_observer_config *cfg) IM_WUR;
 /* Final sample, then the thread ends. Safe to call once. */
 void im_observer_stop(struct im_observer *o);
 void im_observer_free(struct im_observer *o);
 
-/* Figures the observer needs from the client side. */
-struct im_observer_context {
-  int64_t t0_mono;              /* the run's start: series times are relative to it */
-  int64_t window_start_ns, window_end_ns; /* run-relative measured window */
-  double client_ttft_p50_ms, client_ttft_p99_ms; /* NaN when unknown */
-  double output_tokens;         /* in the window, for tokens per joule */
-  uint64_t connections_opened;  /* by the load engine */
-  uint64_t attempts;            /* requests sent, for requests per connection */
-  double kv_residency_ref;      /* reference line (0.68) */
-  double kv_bytes_per_token;    /* KV bytes one GPU holds per token (declared), 0 unknown */
-  double gpu_memory_bytes;      /* per GPU (declared), 0: from NVML when present */
-  double bw_util_ref;           /* reference line (0.78) */
-  /* Series: only samples with run-relative t in [series_from_ns,
-   * series_to_ns] (a stage of a multi-stage run); both 0: every sample. */
-  int64_t series_from_ns, series_to_ns;
-};
-
-struct json_t;
-/* Adds "server", "tcp", "gpu" objects to metrics and the time series to
- * series. */
-enum im_err im_observer_json(const struct im_observer *o, const struct im_observer_context *ctx,
-                             struct json_t *metrics, struct json_t *series) IM_WUR;
+struct im_series_set;
+/* A copy of every sample taken so far (the lines written to series_fd, read
+ * back), taken under the observer's lock: the sampling thread never grows
+ * an array a reader holds. *out is the caller's (im_series_free). IM_NOMEM
+ * (*out NULL), IM_INVAL for a NULL observer. */
+enum im_err im_observer_snapshot(const struct im_observer *o, struct im_series_set **out) IM_WUR;
 
 #endif

@@ -16,7 +16,6 @@
 #include <linux/inet_diag.h>
 #include <linux/netlink.h>
 #include <linux/sock_diag.h>
-#include <math.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -630,57 +629,4 @@ void im_sockstat_close(struct im_sockstat *s) {
 void im__sockstat_inject_netlink_errno(struct im_sockstat *s, int err) {
   if (s)
     s->inject_errno = err;
-}
-
-/* ------------------------------------------------------------ summary */
-
-void im_sockstat_summarize(const struct im_sockstat_point *pts, size_t n,
-                           struct im_sockstat_summary *out) {
-  memset(out, 0, sizeof *out);
-  out->n = n;
-  out->time_wait_growth_per_s = NAN;
-  if (n == 0 || !pts)
-    return;
-  /* Times relative to the first point, in seconds, and two passes around
-   * the means: no cancellation with ns-sized absolute times. */
-  int64_t t0 = pts[0].t_ns;
-  double sx = 0, sy = 0;
-  for (size_t i = 0; i < n; i++) {
-    uint32_t tw = pts[i].counts.state[IM_TCP_TIME_WAIT];
-    uint32_t est = pts[i].counts.state[IM_TCP_ESTABLISHED];
-    if (tw > out->time_wait_max)
-      out->time_wait_max = tw;
-    if (est > out->established_max)
-      out->established_max = est;
-    sx += (double)(pts[i].t_ns - t0) / 1e9;
-    sy += tw;
-  }
-  out->span_s = (double)(pts[n - 1].t_ns - t0) / 1e9;
-  double mx = sx / (double)n, my = sy / (double)n, sxx = 0, sxy = 0, syy = 0;
-  for (size_t i = 0; i < n; i++) {
-    double dx = (double)(pts[i].t_ns - t0) / 1e9 - mx;
-    double dy = (double)pts[i].counts.state[IM_TCP_TIME_WAIT] - my;
-    sxx += dx * dx;
-    sxy += dx * dy;
-    syy += dy * dy;
-  }
-  if (n < 2 || !(sxx > 0))
-    return;
-  double slope = sxy / sxx;
-  out->time_wait_growth_per_s = slope;
-  if (n < 6 || !(slope > 1.0))
-    return;
-  size_t k = n / 3;
-  double first = 0, last = 0;
-  for (size_t i = 0; i < k; i++) {
-    first += pts[i].counts.state[IM_TCP_TIME_WAIT];
-    last += pts[n - k + i].counts.state[IM_TCP_TIME_WAIT];
-  }
-  if (!(last > first))
-    return;
-  double sse = syy - slope * sxy;
-  if (sse < 0)
-    sse = 0;
-  double se = sqrt(sse / (double)(n - 2) / sxx);
-  out->growing = se == 0 || slope / se >= 2.0;
 }

@@ -59,23 +59,9 @@
 #include <sys/socket.h>
 
 #include "core/err.h"
+#include "record/series.h"
 
-/* Kernel TCP states (include/net/tcp_states.h); also the values /proc/net/tcp
- * prints in its "st" column. */
-enum im_tcp_state {
-  IM_TCP_ESTABLISHED = 1,
-  IM_TCP_SYN_SENT = 2,
-  IM_TCP_SYN_RECV = 3,
-  IM_TCP_FIN_WAIT1 = 4,
-  IM_TCP_FIN_WAIT2 = 5,
-  IM_TCP_TIME_WAIT = 6,
-  IM_TCP_CLOSE = 7,
-  IM_TCP_CLOSE_WAIT = 8,
-  IM_TCP_LAST_ACK = 9,
-  IM_TCP_LISTEN = 10,
-  IM_TCP_CLOSING = 11,
-  IM_TCP_NSTATES = 12 /* size of im_sockstat_counts.state[]; index 0 unused */
-};
+/* enum im_tcp_state (the kernel's numbers) is in record/series.h. */
 
 enum im_sockstat_mode {
   IM_SOCKSTAT_AUTO,    /* netlink, falling back to /proc when refused */
@@ -144,35 +130,8 @@ enum im_err im_sockstat_parse_proc(const char *data, size_t len, const struct so
 /* English name of a state ("ESTABLISHED", "TIME_WAIT", ...); "?" otherwise. */
 const char *im_tcp_state_name(int state);
 
-/* ------------------------------------------------------------ summary */
-
-/* One sample of a series, t_ns on im_now_ns(). */
-struct im_sockstat_point {
-  int64_t t_ns;
-  struct im_sockstat_counts counts;
-};
-
-struct im_sockstat_summary {
-  size_t n;
-  double span_s; /* last t - first t */
-  uint32_t time_wait_max;
-  uint32_t established_max;
-  double time_wait_growth_per_s; /* least-squares slope of TIME_WAIT on t;
-                                    NaN with fewer than 2 distinct times */
-  bool growing;
-};
-
-/* Summarises n points given in time order. growing is true when TIME_WAIT
- * rises through the run, all of:
- *   - n >= 6 (so that thirds hold at least 2 points);
- *   - slope > 1 socket/s (smaller drifts are noise at a 1 s cadence);
- *   - mean TIME_WAIT of the last third of the points > mean of the first
- *     third (a slope pulled up by one burst alone is not growth);
- *   - slope / standard error of the slope >= 2 (about 95 % one-sided for
- *     long series; an exact line, with zero error, passes).
- * Pure; n == 0 gives zeros and a NaN slope. */
-void im_sockstat_summarize(const struct im_sockstat_point *pts, size_t n,
-                           struct im_sockstat_summary *out);
+/* The summary of a series of samples (TIME_WAIT growth) is in
+ * analyze/machine.h. */
 
 /* Internal, for tests: makes the next netlink dumps of s fail as if the
  * kernel had answered -err (0 clears). Exercises the AUTO fallback. */

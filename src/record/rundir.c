@@ -23,13 +23,17 @@ int im_rundir_write_manifest(const char *dir, json_t *manifest,
   }
   for (size_t i = 0; i < an->n_percentiles && i < IM_RUNDIR_MAX_PERCENTILES; i++)
     json_array_append_new(pct, json_real(an->percentiles[i]));
-  json_t *a = json_pack("{s:o, s:o?, s:o?, s:o?, s:f, s:I, s:b, s:b}", "percentiles", pct,
+  json_t *a = json_pack("{s:o, s:o?, s:o?, s:o?, s:f, s:I, s:b, s:b, s:f, s:f, s:f, s:f, s:I}",
+                        "percentiles", pct,
                         "slo_ttft_ms", an->has_slo_ttft ? json_real(an->slo_ttft_ms) : NULL,
                         "slo_tpot_ms", an->has_slo_tpot ? json_real(an->slo_tpot_ms) : NULL,
                         "slo_e2el_ms", an->has_slo_e2el ? json_real(an->slo_e2el_ms) : NULL,
                         "slo_target", an->slo_target, "stages_planned",
                         (json_int_t)an->stages_planned, "rate_sweep", an->rate_sweep,
-                        "autosweep", an->autosweep);
+                        "autosweep", an->autosweep, "kv_residency_ref", an->kv_residency_ref,
+                        "bw_util_ref", an->bw_util_ref, "kv_bytes_per_token",
+                        an->kv_bytes_per_token, "gpu_memory_bytes", an->gpu_memory_bytes,
+                        "scrape_interval_ns", (json_int_t)an->scrape_interval_ns);
   if (!a || json_object_set_new(m, "analysis", a)) {
     json_decref(m);
     errno = ENOMEM;
@@ -155,6 +159,11 @@ static int read_analysis(struct im_rundir *rd, const json_t *a, char *err, size_
   an->stages_planned = sp > 0 ? (size_t)sp : 1;
   an->rate_sweep = get_bool(a, "rate_sweep");
   an->autosweep = get_bool(a, "autosweep");
+  an->kv_residency_ref = get_num(a, "kv_residency_ref", 0.68);
+  an->bw_util_ref = get_num(a, "bw_util_ref", 0.78);
+  an->kv_bytes_per_token = get_num(a, "kv_bytes_per_token", 0);
+  an->gpu_memory_bytes = get_num(a, "gpu_memory_bytes", 0);
+  an->scrape_interval_ns = get_int(a, "scrape_interval_ns", 1000000000);
   return 0;
 }
 

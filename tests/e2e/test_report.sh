@@ -6,9 +6,7 @@
 # marked interrupted. Bad lines are skipped and named by their number.
 . "$(dirname "$0")/lib.sh"
 RUN() { "$BIN" run --no-progress --quiet "$@"; }
-# The observers' figures come from the live observer until they are read
-# back from disk too: these runs leave them out.
-NOOBS=(--no-scrape --no-sockstat --no-gpu)
+# The observers run too: their figures are recomputed from series.jsonl.
 
 same_results() { # DIR: results.json before and after `report DIR`, generated_at aside
   local d=$1
@@ -19,27 +17,33 @@ same_results() { # DIR: results.json before and after `report DIR`, generated_at
   cmp -s "$d/before" "$d/after" && echo "same:$rc" || { diff "$d/before" "$d/after" | head -20 >&2; echo "differ:$rc"; }
 }
 
+# The default run (built-in server, real time), shortened.
+RUN --duration 3s --warmup 1s --out "$TMP/default"
+rc=$?
+check_eq "report reproduces the default run's results.json" "$(same_results "$TMP/default")" "same:$rc"
+check "its server figures came from series.jsonl" jq -e '.metrics.server.scrapes > 0' "$TMP/default/results.json"
+
 start_server --time-scale 20
-RUN --url "$BASE" "${NOOBS[@]}" --rate 20 --duration 2s --warmup 0.5s --input-len 64 --output-len 16 \
+RUN --url "$BASE" --rate 20 --duration 2s --warmup 0.5s --input-len 64 --output-len 16 \
   --seed 11 --out "$TMP/one"
 rc=$?
 check_eq "one-stage run exits 0" $rc 0
 check_eq "report reproduces a one-stage run's results.json" "$(same_results "$TMP/one")" "same:0"
 
-RUN --url "$BASE" "${NOOBS[@]}" --sweep rate=5,15 --duration 1.5s --warmup 0.5s --input-len 64 \
+RUN --url "$BASE" --sweep rate=5,15 --duration 1.5s --warmup 0.5s --input-len 64 \
   --output-len 8 --seed 12 --out "$TMP/sweep"
 rc=$?
 check "sweep run exits 0 or 99 ($rc)" test $rc -eq 0 -o $rc -eq 99
 check_eq "report reproduces a sweep's results.json" "$(same_results "$TMP/sweep")" "same:$rc"
 check_eq "two stages" "$(jq '.stages | length' "$TMP/sweep/results.json")" 2
 
-RUN --url "$BASE" "${NOOBS[@]}" --threads 2 --rate 20 --duration 2s --warmup 0.5s --input-len 64 \
+RUN --url "$BASE" --threads 2 --rate 20 --duration 2s --warmup 0.5s --input-len 64 \
   --output-len 8 --seed 13 --out "$TMP/threads"
 rc=$?
 check_eq "report reproduces a --threads 2 run's results.json" "$(same_results "$TMP/threads")" "same:$rc"
 
 # kill -9 in the middle of a run: no results.json; report writes one.
-"$BIN" run --no-progress --quiet --url "$BASE" "${NOOBS[@]}" --rate 20 --duration 60s --warmup 0s \
+"$BIN" run --no-progress --quiet --url "$BASE" --rate 20 --duration 60s --warmup 0s \
   --input-len 32 --output-len 8 --seed 14 --out "$TMP/killed" &
 pid=$!
 # Blocks until ten records are on disk (tail waits for the file and the lines).

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "analyze/machine.h"
 #include "observe/gpu.h"
 
 #define NS INT64_C(1000000000)

@@ -3,6 +3,7 @@
  * paths, the /proc parser on handcrafted files, the AUTO fallback, and the
  * series summary on synthetic data. No sleeps: where the kernel may lag, the
  * sampler is polled until a deadline. */
+#include "analyze/machine.h"
 #include "observe/sockstat.h"
 
 #include <arpa/inet.h>
@@ -502,22 +503,22 @@ static void test_proc_files(void) {
 
 /* ------------------------------------------------------------ summary */
 
-static void series(struct im_sockstat_point *p, size_t n, const double *t_s, const uint32_t *tw) {
+static void series(struct im_series_tcp *p, size_t n, const double *t_s, const uint32_t *tw) {
   memset(p, 0, n * sizeof *p);
   for (size_t i = 0; i < n; i++) {
-    p[i].t_ns = 1000000000000LL + (int64_t)(t_s[i] * 1e9);
-    p[i].counts.state[IM_TCP_TIME_WAIT] = tw[i];
-    p[i].counts.state[IM_TCP_ESTABLISHED] = (uint32_t)(100 + i);
+    p[i].t_mono = 1000000000000LL + (int64_t)(t_s[i] * 1e9);
+    p[i].state[IM_TCP_TIME_WAIT] = tw[i];
+    p[i].state[IM_TCP_ESTABLISHED] = (uint32_t)(100 + i);
   }
 }
 
 static void test_summary(void) {
-  struct im_sockstat_point p[10] = {{0}};
-  struct im_sockstat_summary sm;
+  struct im_series_tcp p[10] = {{0}};
+  struct im_tcp_summary sm;
   double t[10];
   uint32_t tw[10];
 
-  im_sockstat_summarize(p, 0, &sm);
+  im_tcp_summarize(p, 0, &sm);
   CHECK_EQ(sm.n, 0);
   CHECK(isnan(sm.time_wait_growth_per_s));
   CHECK(!sm.growing);
@@ -528,7 +529,7 @@ static void test_summary(void) {
     tw[i] = (uint32_t)(10 + 5 * i);
   }
   series(p, 10, t, tw);
-  im_sockstat_summarize(p, 10, &sm);
+  im_tcp_summarize(p, 10, &sm);
   CHECK_NEAR(sm.time_wait_growth_per_s, 5.0, 1e-9);
   CHECK_EQ(sm.time_wait_max, 55);
   CHECK_EQ(sm.established_max, 109);
@@ -536,13 +537,13 @@ static void test_summary(void) {
   CHECK(sm.growing);
 
   /* One sample: slope undefined. */
-  im_sockstat_summarize(p, 1, &sm);
+  im_tcp_summarize(p, 1, &sm);
   CHECK(isnan(sm.time_wait_growth_per_s));
   CHECK_EQ(sm.time_wait_max, 10);
   CHECK(!sm.growing);
 
   /* Fewer than 6 points never count as growing. */
-  im_sockstat_summarize(p, 5, &sm);
+  im_tcp_summarize(p, 5, &sm);
   CHECK_NEAR(sm.time_wait_growth_per_s, 5.0, 1e-9);
   CHECK(!sm.growing);
 
@@ -551,7 +552,7 @@ static void test_summary(void) {
   for (int i = 0; i < 6; i++)
     tw[i] = (uint32_t)(2 * tu[i]);
   series(p, 6, tu, tw);
-  im_sockstat_summarize(p, 6, &sm);
+  im_tcp_summarize(p, 6, &sm);
   CHECK_NEAR(sm.time_wait_growth_per_s, 2.0, 1e-9);
   CHECK(sm.growing);
 
@@ -561,7 +562,7 @@ static void test_summary(void) {
     tw[i] = (uint32_t)(40 + i);
   }
   series(p, 10, t, tw);
-  im_sockstat_summarize(p, 10, &sm);
+  im_tcp_summarize(p, 10, &sm);
   CHECK_NEAR(sm.time_wait_growth_per_s, 0.5, 1e-9);
   CHECK(!sm.growing);
 
@@ -571,7 +572,7 @@ static void test_summary(void) {
     tw[i] = (uint32_t)(50 + (i % 2 ? 3 : -3));
   }
   series(p, 10, t, tw);
-  im_sockstat_summarize(p, 10, &sm);
+  im_tcp_summarize(p, 10, &sm);
   CHECK_NEAR(sm.time_wait_growth_per_s, 0.0, 0.7);
   CHECK(!sm.growing);
 
@@ -581,7 +582,7 @@ static void test_summary(void) {
   for (int i = 0; i < 6; i++)
     t[i] = i;
   series(p, 6, t, burst);
-  im_sockstat_summarize(p, 6, &sm);
+  im_tcp_summarize(p, 6, &sm);
   CHECK_NEAR(sm.time_wait_growth_per_s, 50.0 / 17.5, 1e-9);
   CHECK(!sm.growing);
 
@@ -589,14 +590,14 @@ static void test_summary(void) {
    * slope (t ~ 0.19): not significant. */
   const uint32_t noisy[6] = {50, 0, 0, 0, 0, 60};
   series(p, 6, t, noisy);
-  im_sockstat_summarize(p, 6, &sm);
+  im_tcp_summarize(p, 6, &sm);
   CHECK_NEAR(sm.time_wait_growth_per_s, 25.0 / 17.5, 1e-9);
   CHECK(!sm.growing);
 
   /* All samples at one instant: no slope. */
   const double same[6] = {3, 3, 3, 3, 3, 3};
   series(p, 6, same, tw);
-  im_sockstat_summarize(p, 6, &sm);
+  im_tcp_summarize(p, 6, &sm);
   CHECK(isnan(sm.time_wait_growth_per_s));
   CHECK(!sm.growing);
 }
