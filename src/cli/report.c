@@ -159,7 +159,7 @@ static const char *str_at(const json_t *root, const char *a, const char *b, cons
  * (analyze/server.h), into metrics and series. 0, or -1 when out of memory. */
 static int server_figures(struct rep *p, const struct im_rundir_stage *s,
                           const struct im_stage_figures *f, const struct im_stage_input *in,
-                          json_t *dst) {
+                          json_t *dst, struct im_server_figures *figs) {
   const struct im_rundir_analysis *an = &p->rd.an;
   const struct im_summary *sum = &f->sum;
   struct im_server_ctx ctx = {
@@ -187,15 +187,11 @@ static int server_figures(struct rep *p, const struct im_rundir_stage *s,
     ctx.client_ttft_p50_ms = (double)im_hist_percentile(ttft, 0.5) / 1e6;
     ctx.client_ttft_p99_ms = (double)im_hist_percentile(ttft, 0.99) / 1e6;
   }
-  struct im_server_figures figs;
-  memset(&figs, 0, sizeof figs);
-  int rc = im_server_figures_compute(p->series, &ctx, &figs) != IM_OK ||
-                   im_server_json(&figs, json_object_get(dst, "metrics"),
-                                  json_object_get(dst, "series")) != IM_OK
-               ? -1
-               : 0;
-  im_server_figures_cleanup(&figs);
-  return rc;
+  return im_server_figures_compute(p->series, &ctx, figs) != IM_OK ||
+                 im_server_json(figs, json_object_get(dst, "metrics"),
+                                json_object_get(dst, "series")) != IM_OK
+             ? -1
+             : 0;
 }
 
 /* A setting is declared by --tag KEY=... or by the server's /version
@@ -210,13 +206,16 @@ static const char *declared(const json_t *manifest, const char *key) {
   return json_is_string(v) ? json_string_value(v) : v ? "declared by the server" : NULL;
 }
 
-/* The publishable audit of a stage: its figures, the manifest, and what
- * the observers' renderer put in metrics (the server's hit rate, TCP). */
+/* The publishable audit of a stage: its figures, the manifest, and the
+ * server's figures (NULL when the run sampled nothing). */
 static int stage_validity(struct rep *p, const struct im_stage_figures *f,
                           const struct im_stage_input *in, const struct im_rundir_stage *s,
-                          json_t *dst, struct im_validity *v) {
-  const json_t *m = p->rd.manifest, *metrics = json_object_get(dst, "metrics");
-  const json_t *srv = json_object_get(metrics, "server"), *tcp = json_object_get(metrics, "tcp");
+                          const struct im_server_figures *sf, json_t *dst, struct im_validity *v) {
+  const json_t *m = p->rd.manifest;
+  /* The primary source: the first that is not a DCGM exporter. */
+  const struct im_server_source_figs *srv = NULL;
+  for (size_t k = 0; sf && k < sf->n_src && !srv; k++)
+    srv = sf->src[k].dcgm ? NULL : &sf->src[k];
   char engine[200] = "";
   const char *e = declared(m, "engine");
   const char *ve = str_at(m, "server", "version", "engine");
@@ -225,21 +224,19 @@ static int stage_validity(struct rep *p, const struct im_stage_figures *f,
     snprintf(engine, sizeof engine, "%s", e);
   else if (ve)
     snprintf(engine, sizeof engine, "%s%s%s", ve, vv ? " " : "", vv ? vv : "");
-  else if (json_is_string(json_array_get(json_object_get(srv, "engines"), 0)))
-    snprintf(engine, sizeof engine, "%s (from its metric names)",
-             json_string_value(json_array_get(json_object_get(srv, "engines"), 0)));
-  const json_t *hr = json_object_get(srv, "prefix_cache_hit_rate");
-  const char *why = json_string_value(json_object_get(srv, "not_collected"));
+  else if (srv && srv->n_engines)
+    snprintf(engine, sizeof engine, "%s (from its metric names)", srv->engines[0]);
+  bool have_hr = srv && !srv->not_collected[0] && !isnan(srv->prefix_cache_hit_rate);
+  const struct im_server_tcp_figs *tcp = sf && !sf->tcp.not_collected[0] ? &sf->tcp : NULL;
   struct im_validity_input vin = {
       .f = f, .cfg = &in->cfg, .repeats = 1, .engine = engine,
       .model = str_at(m, "target", "model", NULL), .torch_compile = declared(m, "torch_compile"),
-      .server_hit_rate = json_is_number(hr) ? json_number_value(hr) : NAN,
-      .server_hit_rate_why = srv ? (why ? why : "the server exports no prefix-cache counters")
-                                 : "no /metrics scraped",
-      .time_wait_growing = json_is_true(json_object_get(tcp, "time_wait_growing")),
-      .time_wait_slope = json_is_number(json_object_get(tcp, "time_wait_growth_per_s"))
-                             ? json_number_value(json_object_get(tcp, "time_wait_growth_per_s"))
-                             : NAN,
+      .server_hit_rate = have_hr ? srv->prefix_cache_hit_rate : NAN,
+      .server_hit_rate_why = !srv                    ? "no /metrics scraped"
+                             : srv->not_collected[0] ? srv->not_collected
+                                                     : "the server exports no prefix-cache counters",
+      .time_wait_growing = tcp && tcp->time_wait_growing,
+      .time_wait_slope = tcp ? tcp->time_wait_growth_per_s : NAN,
       .connections_opened = s->connections_opened};
   for (int k = 0; k < IM_VALID_N_SETTINGS; k++)
     vin.declared[k] = declared(m, im_valid_settings[k]) != NULL;
@@ -256,8 +253,10 @@ static int report_stage(struct rep *p, size_t i, bool single) {
   size_t n = 0;
   struct im_record *recs = stage_records(p->recs, p->n_recs, (uint32_t)i, &n);
   struct im_stage_figures f;
+  struct im_server_figures sf;
   int rc = -1;
   memset(&f, 0, sizeof f);
+  memset(&sf, 0, sizeof sf);
   if (!recs) {
     fprintf(stderr, "infermeter report: out of memory\n");
     return -1;
@@ -286,10 +285,10 @@ static int report_stage(struct rep *p, size_t i, bool single) {
   if (im_stage_json(&f, &in, &meta, dst) ||
       json_object_set_new(dst, "interrupted", json_boolean(s->rule.interrupted)))
     goto oom;
-  if (p->series && server_figures(p, s, &f, &in, dst))
+  if (p->series && server_figures(p, s, &f, &in, dst, &sf))
     goto oom;
   struct im_validity val;
-  if (stage_validity(p, &f, &in, s, dst, &val))
+  if (stage_validity(p, &f, &in, s, p->series ? &sf : NULL, dst, &val))
     goto oom;
   bool unreachable = f.sum.completed == 0 && n && !strncmp(s->first_error, "connect", 7);
   p->out->unreachable = i == 0 ? unreachable : p->out->unreachable && unreachable;
@@ -321,6 +320,7 @@ static int report_stage(struct rep *p, size_t i, bool single) {
 oom:
   fprintf(stderr, "infermeter report: out of memory writing the results\n");
 out:
+  im_server_figures_cleanup(&sf);
   im_stage_figures_cleanup(&f);
   free(recs);
   return rc;
