@@ -46,11 +46,11 @@ static void dist_fill(struct im_bd_dist *d, double *x, size_t n,
 }
 
 /* The group of the completed requests `pick` maps to `key`; scratch holds
- * room for 3 * n doubles. */
+ * room for 3 * n doubles, gaps for every gap of the completed requests. */
 static void group_fill(struct im_bd_group *g, const struct im_population *pop, int key,
                        int (*pick)(const struct im_record *), const struct im_summary_config *sc,
-                       double *scratch) {
-  size_t cap = pop->n_req, n = 0, n_tpot = 0, n_tok = 0;
+                       double *scratch, double *gaps) {
+  size_t cap = pop->n_req, n = 0, n_tpot = 0, n_tok = 0, n_gap = 0;
   double *ttft = scratch, *tpot = scratch + cap, *tok = scratch + 2 * cap;
   for (size_t i = 0; i < pop->n_req; i++) {
     const struct im_record *r = pop->req[i].final;
@@ -62,8 +62,11 @@ static void group_fill(struct im_bd_group *g, const struct im_population *pop, i
       tok[n_tok++] = t / (double)(r->prompt_tokens - r->cached_tokens);
     if (r->output_tokens >= 2)
       tpot[n_tpot++] = (double)(r->t_last - r->t_first) / 1e6 / (double)(r->output_tokens - 1);
+    for (uint32_t c = 1; r->chunk_us && c < r->n_chunks; c++)
+      gaps[n_gap++] = ((double)r->chunk_us[c] - (double)r->chunk_us[c - 1]) / 1e3;
   }
   g->n = n;
+  dist_fill(&g->itl, gaps, n_gap, sc);
   dist_fill(&g->ttft, ttft, n, sc);
   dist_fill(&g->tpot, tpot, n_tpot, sc);
   dist_fill(&g->ttft_per_uncached_token, tok, n_tok, sc);
@@ -106,12 +109,42 @@ static enum im_err sessions_fill(struct im_breakdown *b, const struct im_populat
   return IM_OK;
 }
 
+/* docs/metrics.md §9: uncached prefill per token, longest bucket over the
+ * shortest (raw TTFT always grows with the prompt; per token it should not). */
+static void long_context(struct im_breakdown *b) {
+  b->lc_short_bucket = b->lc_long_bucket = -1;
+  b->lc_growth = NAN;
+  for (int k = 0; k < IM_CTX_BUCKETS; k++) {
+    if (!b->ctx[k].ttft_per_uncached_token.n)
+      continue;
+    if (b->lc_short_bucket < 0)
+      b->lc_short_bucket = k;
+    b->lc_long_bucket = k;
+  }
+  if (b->lc_short_bucket < 0 || b->lc_long_bucket == b->lc_short_bucket)
+    return;
+  double lo = b->ctx[b->lc_short_bucket].ttft_per_uncached_token.p50;
+  double hi = b->ctx[b->lc_long_bucket].ttft_per_uncached_token.p50;
+  if (lo > 0) {
+    b->lc_growth = hi / lo - 1.0;
+    b->lc_flag = b->lc_growth > IM_LONG_CONTEXT_GROWTH_REF;
+  }
+}
+
 enum im_err im_breakdown_compute(const struct im_population *pop,
                                  const struct im_summary_config *sc, struct im_breakdown *b) {
   memset(b, 0, sizeof *b);
+  size_t total_gaps = 1;
+  for (size_t i = 0; i < pop->n_req; i++)
+    if (pop->req[i].outcome == IM_OUTCOME_COMPLETED && pop->req[i].final->n_chunks > 1)
+      total_gaps += pop->req[i].final->n_chunks - 1;
   double *scratch = malloc(3 * (pop->n_req ? pop->n_req : 1) * sizeof *scratch);
-  if (!scratch)
+  double *gaps = malloc(total_gaps * sizeof *gaps);
+  if (!scratch || !gaps) {
+    free(scratch);
+    free(gaps);
     return IM_NOMEM;
+  }
   int first = -1;
   for (size_t i = 0; i < pop->n_req; i++) {
     if (pop->req[i].outcome != IM_OUTCOME_COMPLETED)
@@ -124,9 +157,11 @@ enum im_err im_breakdown_compute(const struct im_population *pop,
       b->several_buckets = true;
   }
   for (int k = 0; k < IM_CTX_BUCKETS; k++)
-    group_fill(&b->ctx[k], pop, k, pick_bucket, sc, scratch);
+    group_fill(&b->ctx[k], pop, k, pick_bucket, sc, scratch, gaps);
   for (int c = IM_CLASS_TEXT; c < IM_CLASS_COUNT_; c++)
-    group_fill(&b->cls[c], pop, c, pick_class, sc, scratch);
+    group_fill(&b->cls[c], pop, c, pick_class, sc, scratch, gaps);
   free(scratch);
+  free(gaps);
+  long_context(b);
   return sessions_fill(b, pop);
 }

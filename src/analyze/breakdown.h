@@ -40,6 +40,7 @@ struct im_bd_dist {
 struct im_bd_group {
   uint64_t n;                    /* completed requests in the group */
   struct im_bd_dist ttft, tpot;  /* tpot over those with >= 2 output tokens */
+  struct im_bd_dist itl;         /* every gap between token-bearing chunks, pooled */
   struct im_bd_dist ttft_per_uncached_token; /* docs/metrics.md §9 long-context input */
 };
 
@@ -52,7 +53,17 @@ struct im_breakdown {
     uint64_t sessions, turns_completed, turns_failed, max_turn, context_tokens_max;
     double turns_per_session_mean; /* NaN without sessions */
   } sess;
+  /* Long-context robustness (docs/metrics.md §9): the median TTFT per
+   * uncached prompt token in the longest non-empty context bucket over the
+   * shortest, minus 1; flagged above IM_LONG_CONTEXT_GROWTH_REF. NaN (and
+   * buckets -1) with fewer than two non-empty buckets. */
+  int lc_short_bucket, lc_long_bucket;
+  double lc_growth;
+  bool lc_flag;
 };
+
+/* The reference line of long-context robustness: +210 % (docs/metrics.md §9). */
+#define IM_LONG_CONTEXT_GROWTH_REF 2.10
 
 /* Fills b. IM_NOMEM on allocation failure (b then undefined). */
 enum im_err im_breakdown_compute(const struct im_population *pop,

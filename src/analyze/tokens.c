@@ -115,6 +115,8 @@ static enum im_err stalls_of(struct im_tokens *t, struct pass *p, const struct i
 
 /* Stalls ending within +-tol of stalls of >= 2 other requests. */
 static void align(struct im_tokens *t, struct pass *p) {
+  if (!p->n_stalls)
+    return;
   qsort(p->stalls, p->n_stalls, sizeof *p->stalls, cmp_stall);
   size_t lo = 0;
   for (size_t i = 0; i < p->n_stalls; i++) {

@@ -3,6 +3,7 @@
 
 #include <math.h>
 
+#include "report/breakdown_json.h"
 #include "report/jsonw.h"
 #include "report/summary_json.h"
 
@@ -89,7 +90,9 @@ static int slo(json_t *a, const struct im_slo_verdicts *v, const struct im_summa
 enum im_err im_analysis_json(const struct im_stage_figures *f, const struct im_summary_config *sc,
                              json_t *dst) {
   json_t *a = im_jw_child(dst, "analysis");
-  if (!a || token_latency(a, &f->tokens, sc) || stalls(a, &f->tokens) || slo(a, &f->slo, sc))
+  json_t *lc = a ? im_breakdown_long_context_json(&f->bd) : NULL;
+  if (!a || !lc || json_object_set_new(a, "long_context", lc) || token_latency(a, &f->tokens, sc) ||
+      stalls(a, &f->tokens) || slo(a, &f->slo, sc))
     return IM_NOMEM;
   return IM_OK;
 }
@@ -121,6 +124,11 @@ void im_analysis_text(FILE *o, const struct im_stage_figures *f, const struct im
             (long long)t->peak_position, 100.0 * t->aligned_share);
   else
     fprintf(o, "Stalls (gap > %g x request median):     none\n", t->cfg.stall_k);
+  const struct im_breakdown *b = &f->bd;
+  if (!isnan(b->lc_growth))
+    fprintf(o, "TTFT per uncached token, %s vs %s:  %+.0f%%%s\n",
+            im_breakdown_bucket_name(b->lc_long_bucket), im_breakdown_bucket_name(b->lc_short_bucket),
+            100.0 * b->lc_growth, b->lc_flag ? "  (above +210%: long contexts degrade)" : "");
   for (int k = 0; k < IM_SLO_COUNT_; k++) {
     const struct im_stats_early_stop *e = &f->slo.es[k];
     if (!f->slo.given[k])

@@ -37,6 +37,7 @@ json_t *im_breakdown_context_json(const struct im_breakdown *b, const struct im_
         json_object_set_new(o, "hi", k + 1 < IM_CTX_BUCKETS ? json_integer(hi) : json_null()) ||
         im_jw_uint(o, "n", g->n) || json_object_set_new(o, "ttft_ms", dist_json(&g->ttft, sc)) ||
         json_object_set_new(o, "tpot_ms", dist_json(&g->tpot, sc)) ||
+        json_object_set_new(o, "itl_ms", dist_json(&g->itl, sc)) ||
         json_object_set_new(o, "ttft_per_uncached_token_ms",
                             dist_json(&g->ttft_per_uncached_token, sc))) {
       json_decref(arr);
@@ -53,7 +54,8 @@ json_t *im_breakdown_class_json(const struct im_breakdown *b, const struct im_su
     json_t *o = im_jw_child(obj, im_req_class_name((enum im_req_class)c));
     if (!o || im_jw_uint(o, "n", g->n) ||
         json_object_set_new(o, "ttft_ms", dist_json(&g->ttft, sc)) ||
-        json_object_set_new(o, "tpot_ms", dist_json(&g->tpot, sc))) {
+        json_object_set_new(o, "tpot_ms", dist_json(&g->tpot, sc)) ||
+        json_object_set_new(o, "itl_ms", dist_json(&g->itl, sc))) {
       json_decref(obj);
       return NULL;
     }
@@ -99,4 +101,23 @@ void im_breakdown_text(FILE *f, const struct im_breakdown *b, bool by_class) {
     for (int c = IM_CLASS_TEXT; c < IM_CLASS_COUNT_; c++)
       row(f, im_req_class_name((enum im_req_class)c), &b->cls[c]);
   }
+}
+
+json_t *im_breakdown_long_context_json(const struct im_breakdown *b) {
+  json_t *o = json_object();
+  if (!o ||
+      json_object_set_new(o, "shortest_bucket", b->lc_short_bucket >= 0
+                                                     ? json_string(im_breakdown_bucket_name(b->lc_short_bucket))
+                                                     : json_null()) ||
+      json_object_set_new(o, "longest_bucket", b->lc_long_bucket >= 0
+                                                    ? json_string(im_breakdown_bucket_name(b->lc_long_bucket))
+                                                    : json_null()) ||
+      im_jw_num(o, "ttft_per_uncached_token_growth", b->lc_growth,
+                "fewer than two context buckets with uncached prompts") ||
+      im_jw_num(o, "reference", IM_LONG_CONTEXT_GROWTH_REF, NULL) ||
+      json_object_set_new(o, "flagged", json_boolean(b->lc_flag))) {
+    json_decref(o);
+    return NULL;
+  }
+  return o;
 }

@@ -224,6 +224,12 @@ static void test_breakdown(void) {
   json_t *pt = json_object_get(json_object_get(json_array_get(b, 4), "ttft_per_uncached_token_ms"), "p50");
   CHECK_NEAR(json_real_value(pt), 900.0 / 40000.0, 1e-12);
   json_decref(b);
+  /* Long context (docs/metrics.md §9): TTFT per uncached token 100/1000 in
+   * 0-4K, 900/40000 in 32K+: growth 0.0225 / 0.1 - 1 = -0.775, not flagged. */
+  CHECK_EQ(bd.lc_short_bucket, 0);
+  CHECK_EQ(bd.lc_long_bucket, 4);
+  CHECK_NEAR(bd.lc_growth, 0.0225 / 0.1 - 1.0, 1e-12);
+  CHECK(!bd.lc_flag);
   json_t *c = im_breakdown_class_json(&bd, &sc);
   CHECK_EQ(json_integer_value(json_object_get(json_object_get(c, "code"), "n")), 1);
   CHECK_EQ(json_integer_value(json_object_get(json_object_get(c, "text"), "n")), 0);

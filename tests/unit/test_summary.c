@@ -63,6 +63,7 @@ static void test_itl_vs_itl_token(void) {
   chunks(&r[1], ub, NULL, 3);
   struct im_summary_config c = config(0, 10 * SEC);
   struct im_summary s;
+  memset(&s, 0, sizeof s);
   CHECK_OK(im_summary_compute(r, 2, &c, &s));
   CHECK_EQ(s.completed, 2);
   /* itl: {20, 30, 10, 10, 20}: n 5, mean 90/5 = 18, max 30. */
@@ -84,6 +85,7 @@ static void test_itl_vs_itl_token(void) {
   /* No t_answer: ttfa has no samples. */
   CHECK_EQ(s.ttfa.n, 0);
   CHECK(isnan(s.ttfa.mean));
+  im_summary_cleanup(&s);
 }
 
 /* Reasoning: the answer comes after the reasoning tokens; one-token outputs
@@ -98,6 +100,7 @@ static void test_ttfa_and_single_token(void) {
   chunks(&r[1], ub, NULL, 1); /* n_out 1 */
   struct im_summary_config c = config(0, 10 * SEC);
   struct im_summary s;
+  memset(&s, 0, sizeof s);
   CHECK_OK(im_summary_compute(r, 2, &c, &s));
   CHECK_EQ(s.ttfa.n, 1);
   CHECK_NEAR(s.ttfa.mean, 300.0, 1e-9);
@@ -107,6 +110,7 @@ static void test_ttfa_and_single_token(void) {
   CHECK_EQ(s.v_tpot.n, 1);
   CHECK_NEAR(s.tpot.mean, 100.0, 1e-9);
   CHECK_EQ(s.ttft.n, 2);
+  im_summary_cleanup(&s);
 }
 
 /* Warm-up, health, probe and aborted records stay out of the latency
@@ -128,6 +132,7 @@ static void test_exclusions(void) {
   r[5].t_first = r[5].t_last = -1;
   struct im_summary_config c = config(0, 10 * SEC);
   struct im_summary s;
+  memset(&s, 0, sizeof s);
   CHECK_OK(im_summary_compute(r, 6, &c, &s));
   CHECK_EQ(s.completed, 1);
   CHECK_EQ(s.failed, 1);
@@ -147,6 +152,7 @@ static void test_exclusions(void) {
   CHECK_NEAR(s.kind_mean_e2el_ms[IM_KIND_MEASURED], 20.5, 1e-9);
   CHECK_NEAR(s.kind_mean_e2el_ms[IM_KIND_HEALTH], 20.0, 1e-9);
   CHECK(isnan(s.kind_mean_e2el_ms[IM_KIND_RETRY]));
+  im_summary_cleanup(&s);
 }
 
 /* A retried request counts once, by its final attempt; its user-visible
@@ -173,6 +179,7 @@ static void test_retry(void) {
   struct im_record all[4] = {r[0], r[1], r[2], w};
   struct im_summary_config c = config(0, 10 * SEC);
   struct im_summary s;
+  memset(&s, 0, sizeof s);
   CHECK_OK(im_summary_compute(all, 4, &c, &s));
   CHECK_EQ(s.completed, 1);
   CHECK_EQ(s.failed, 0);
@@ -187,6 +194,7 @@ static void test_retry(void) {
   CHECK_NEAR(s.duration_s, 0.35, 1e-12);
   /* Client delays over both measured attempts (not the warm-up ones). */
   CHECK_EQ(s.dispatch_lag.n, 2);
+  im_summary_cleanup(&s);
 }
 
 /* vLLM's linear interpolation vs our nearest rank on five values. */
@@ -202,6 +210,7 @@ static void test_percentiles(void) {
   memcpy(c.percentiles, ps, sizeof ps);
   c.n_percentiles = 4;
   struct im_summary s;
+  memset(&s, 0, sizeof s);
   CHECK_OK(im_summary_compute(r, 5, &c, &s));
   /* ttft = {10, 20, 30, 40, 100} ms. Nearest rank ceil(p n), n = 5:
    * p50 -> rank ceil(2.5) = 3 -> 30; p90 -> ceil(4.5) = 5 -> 100;
@@ -234,6 +243,7 @@ static void test_percentiles(void) {
   /* One chunk each: no itl, no tpot. */
   CHECK_EQ(s.itl.n, 0);
   CHECK(isnan(s.v_itl.mean));
+  im_summary_cleanup(&s);
 }
 
 /* Window throughput counts only completions inside the window. */
@@ -245,6 +255,7 @@ static void test_window(void) {
   chunks(&r[1], u2, NULL, 2); /* completes at 12 s: after the window */
   struct im_summary_config c = config(0, 10 * SEC);
   struct im_summary s;
+  memset(&s, 0, sizeof s);
   CHECK_OK(im_summary_compute(r, 2, &c, &s));
   CHECK_NEAR(s.window_s, 10.0, 1e-12);
   CHECK_EQ(s.window_completed, 1);
@@ -264,6 +275,7 @@ static void test_window(void) {
   /* vLLM's token buckets from the first start (2 s): A's chunks at 3, 4, 5 s
    * -> buckets 1, 2, 3; B's at 8, 12 s -> 6, 10: at most 1 per second. */
   CHECK_NEAR(s.max_output_tokens_per_s, 1.0, 1e-12);
+  im_summary_cleanup(&s);
 }
 
 /* Concurrency over [t_start, t_last): [0,10), [5,15), [10,20) s. */
@@ -274,6 +286,7 @@ static void test_concurrency(void) {
     chunks(&r[i], u, NULL, 2);
   struct im_summary_config c = config(0, 30 * SEC);
   struct im_summary s;
+  memset(&s, 0, sizeof s);
   CHECK_OK(im_summary_compute(r, 3, &c, &s));
   /* In flight: 1 on [0,5), 2 on [5,10), 2 on [10,15) (the first ends as
    * the third starts: not 3), 1 on [15,20). Area 5 + 10 + 10 + 5 = 30
@@ -281,6 +294,7 @@ static void test_concurrency(void) {
   CHECK_NEAR(s.concurrency_mean, 1.5, 1e-12);
   CHECK_EQ(s.concurrency_max, 2);
   CHECK_EQ(s.max_concurrent_requests, 2);
+  im_summary_cleanup(&s);
 }
 
 /* SLO attainment per SLO and all; goodput. */
@@ -299,6 +313,7 @@ static void test_slo(void) {
   c.slo_ttft_ms = 50;
   c.slo_e2el_ms = 200;
   struct im_summary s;
+  memset(&s, 0, sizeof s);
   CHECK_OK(im_summary_compute(r, 4, &c, &s));
   /* Over 4 measured requests: ttft met by A and C -> 0.5; e2el by A and B
    * -> 0.5; all by A -> 0.25. */
@@ -318,14 +333,17 @@ static void test_slo(void) {
   struct im_summary_config c2 = config(0, 10 * SEC);
   c2.has_slo_tpot = true;
   c2.slo_tpot_ms = 1;
+  im_summary_cleanup(&s);
   CHECK_OK(im_summary_compute(&one, 1, &c2, &s));
   CHECK_NEAR(s.slo_tpot_attain, 1.0, 1e-12);
   /* No SLO: goodput undefined, vLLM's request_goodput 0. */
   struct im_summary_config c3 = config(0, 10 * SEC);
+  im_summary_cleanup(&s);
   CHECK_OK(im_summary_compute(r, 4, &c3, &s));
   CHECK(isnan(s.goodput_rps));
   CHECK(isnan(s.slo_all_attain));
   CHECK_NEAR(s.request_goodput, 0.0, 0);
+  im_summary_cleanup(&s);
 }
 
 /* Effective rate: retries, health, probes and dup_fail are not user work. */
@@ -372,6 +390,7 @@ static void test_effective_rate(void) {
   chunks(&r[7], u, NULL, 2);
   struct im_summary_config c = config(0, 10 * SEC);
   struct im_summary s;
+  memset(&s, 0, sizeof s);
   CHECK_OK(im_summary_compute(r, 8, &c, &s));
   /* raw = U1 R1 U2 U3 U4 H P = 7 in 10 s; excluded 1 + 1 + 1 + 1 = 4. */
   CHECK_EQ(s.raw_attempts, 7);
@@ -387,6 +406,7 @@ static void test_effective_rate(void) {
   /* The logical request U1/R1 completed once. */
   CHECK_EQ(s.failed, 0);
   CHECK_EQ(s.completed, 5);
+  im_summary_cleanup(&s);
 }
 
 static double num(const json_t *o, const char *key) {
@@ -408,6 +428,7 @@ static void test_json(void) {
   memcpy(c.percentiles, ps, sizeof ps);
   c.n_percentiles = 6;
   struct im_summary s;
+  memset(&s, 0, sizeof s);
   CHECK_OK(im_summary_compute(r, 5, &c, &s));
   json_t *v = json_object(), *m = json_object();
   CHECK_OK(im_summary_vllm_json(&s, &c, v));
@@ -464,6 +485,7 @@ static void test_json(void) {
   json_decref(m);
 
   /* No records: every figure null, the counts 0, still valid JSON. */
+  im_summary_cleanup(&s);
   CHECK_OK(im_summary_compute(NULL, 0, &c, &s));
   v = json_object();
   m = json_object();
@@ -478,27 +500,35 @@ static void test_json(void) {
   free(txt);
   json_decref(v);
   json_decref(m);
+  im_summary_cleanup(&s);
 }
 
 static void test_invalid_config(void) {
   struct im_summary s;
+  memset(&s, 0, sizeof s);
   struct im_summary_config c = config(10, 5); /* ends before it starts */
+  im_summary_cleanup(&s);
   CHECK_EQ(im_summary_compute(NULL, 0, &c, &s), IM_INVAL);
   c = config(0, 10);
   c.percentiles[0] = 0;
+  im_summary_cleanup(&s);
   CHECK_EQ(im_summary_compute(NULL, 0, &c, &s), IM_INVAL);
   c = config(0, 10);
   c.n_percentiles = IM_MAX_PERCENTILES + 1;
+  im_summary_cleanup(&s);
   CHECK_EQ(im_summary_compute(NULL, 0, &c, &s), IM_INVAL);
   c = config(0, 10);
   c.has_slo_ttft = true;
   c.slo_ttft_ms = NAN;
+  im_summary_cleanup(&s);
   CHECK_EQ(im_summary_compute(NULL, 0, &c, &s), IM_INVAL);
   /* An empty window: window rates undefined. */
   c = config(5, 5);
+  im_summary_cleanup(&s);
   CHECK_OK(im_summary_compute(NULL, 0, &c, &s));
   CHECK(isnan(s.window_request_rate));
   CHECK(isnan(s.raw_qps));
+  im_summary_cleanup(&s);
 }
 
 int main(void) {
