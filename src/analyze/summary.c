@@ -376,6 +376,29 @@ static double rec_latency_ms(const struct im_record *r) {
   return NAN;
 }
 
+const char *im_traffic_name(enum im_traffic t) {
+  static const char *const names[IM_TRAFFIC_COUNT_] = {"measured", "retry", "health", "probe",
+                                                       "dup_fail"};
+  return (unsigned)t < IM_TRAFFIC_COUNT_ ? names[t] : "?";
+}
+
+/* Mean and p99 (nearest rank) of each class's latencies (cls[i] is the
+ * class of lat[i]). */
+static void traffic_latency(struct im_summary *s, const double *lat, const unsigned char *cls,
+                            size_t m) {
+  double *v = malloc((m ? m : 1) * sizeof *v);
+  for (int t = 0; t < IM_TRAFFIC_COUNT_; t++) {
+    size_t k = 0;
+    for (size_t i = 0; v && i < m; i++)
+      if (cls[i] == t)
+        v[k++] = lat[i];
+    im_stats_sort(v, k);
+    s->traffic[t].mean_latency_ms = k ? im_stats_mean(v, k) : NAN;
+    s->traffic[t].p99_latency_ms = k ? im_stats_pct_nearest(v, k, 0.99) : NAN;
+  }
+  free(v);
+}
+
 /* Counts per class over the attempts dispatched in the window, and the
  * per-kind mean latencies. */
 static enum im_err effective_rate(const struct im_record *recs, size_t n,
@@ -394,29 +417,46 @@ static enum im_err effective_rate(const struct im_record *recs, size_t n,
   }
   qsort(fails, nf, sizeof *fails, cmp_fail_ref);
 
-  double dup_lat = 0;
-  uint64_t dup_lat_n = 0;
+  /* Each attempt's class, then its latency into that class's values. */
+  double *lat = malloc((n ? n : 1) * sizeof *lat);
+  unsigned char *cls = malloc(n ? n : 1);
+  if (!lat || !cls) {
+    free(fails);
+    free(lat);
+    free(cls);
+    return IM_NOMEM;
+  }
+  size_t m = 0;
   for (size_t i = 0; i < n; i++) {
     const struct im_record *r = &recs[i];
     if (!in_window(r->t_dispatch, cfg))
       continue;
     s->raw_attempts++;
+    enum im_traffic t = IM_TRAFFIC_MEASURED;
     if (r->kind == IM_KIND_HEALTH) {
       s->health_attempts++;
+      t = IM_TRAFFIC_HEALTH;
     } else if (r->kind == IM_KIND_PROBE) {
       s->probe_attempts++;
+      t = IM_TRAFFIC_PROBE;
     } else if (r->kind == IM_KIND_RETRY || r->attempt > 1) {
       s->retry_attempts++;
+      t = IM_TRAFFIC_RETRY;
     } else if (is_dup_fail(r, fails, nf)) {
       s->dup_fail++;
-      double l = rec_latency_ms(r);
-      if (!isnan(l)) {
-        dup_lat += l;
-        dup_lat_n++;
-      }
+      t = IM_TRAFFIC_DUP_FAIL;
+    }
+    s->traffic[t].count++;
+    double l = rec_latency_ms(r);
+    if (!isnan(l)) {
+      lat[m] = l;
+      cls[m++] = (unsigned char)t;
     }
   }
   free(fails);
+  traffic_latency(s, lat, cls, m);
+  free(lat);
+  free(cls);
 
   double window_s = (double)(cfg->window_end_ns - cfg->window_start_ns) / NS_PER_S;
   uint64_t excluded = s->retry_attempts + s->health_attempts + s->probe_attempts + s->dup_fail;
@@ -424,7 +464,10 @@ static enum im_err effective_rate(const struct im_record *recs, size_t n,
   s->effective_qps = per_window((double)(s->raw_attempts - excluded), window_s);
   s->effective_ratio =
       s->raw_attempts ? (double)(s->raw_attempts - excluded) / (double)s->raw_attempts : NAN;
-  s->dup_fail_mean_e2el_ms = dup_lat_n ? dup_lat / (double)dup_lat_n : NAN;
+  s->dup_fail_mean_e2el_ms = s->traffic[IM_TRAFFIC_DUP_FAIL].mean_latency_ms;
+  for (int t = 0; t < IM_TRAFFIC_COUNT_; t++)
+    s->traffic[t].share =
+        s->raw_attempts ? (double)s->traffic[t].count / (double)s->raw_attempts : NAN;
 
   double sum[IM_KIND_COUNT_] = {0};
   uint64_t cnt[IM_KIND_COUNT_] = {0};

@@ -68,6 +68,15 @@ struct im_vllm_stat {
   double pct[IM_MAX_PERCENTILES];
 };
 
+/* Classes of traffic (docs/metrics.md §3): user work ("measured"), and what
+ * the effective rate excludes. */
+enum im_traffic {
+  IM_TRAFFIC_MEASURED, IM_TRAFFIC_RETRY, IM_TRAFFIC_HEALTH, IM_TRAFFIC_PROBE, IM_TRAFFIC_DUP_FAIL,
+  IM_TRAFFIC_COUNT_
+};
+/* "measured", "retry", "health", "probe", "dup_fail". */
+const char *im_traffic_name(enum im_traffic t);
+
 struct im_summary {
   /* vLLM --save-result compatible (over successful measured requests;
    * duration from the first send to the last completion). */
@@ -112,6 +121,14 @@ struct im_summary {
   uint64_t raw_attempts, retry_attempts, health_attempts, probe_attempts;
   uint64_t dup_fail;
   double dup_fail_mean_e2el_ms;
+  /* The traffic classes of the effective rate (docs/metrics.md §3), over
+   * the attempts dispatched in the window, each attempt in one class: its
+   * count, share of the attempts, and latency (t_last - t_start when a
+   * token arrived, else t_end - t_start): mean and p99 (exact nearest rank). */
+  struct im_traffic_class {
+    uint64_t count;
+    double share, mean_latency_ms, p99_latency_ms;
+  } traffic[IM_TRAFFIC_COUNT_];
   /* Mean latency per kind over every record of the kind: t_last - t_start
    * when a token arrived, else t_end - t_start. */
   double kind_mean_e2el_ms[IM_KIND_COUNT_];

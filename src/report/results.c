@@ -141,6 +141,14 @@ void im_report_text(FILE *o, const struct im_summary *s, const struct im_summary
   line(o, "Completed in window (req/s):", "%.3f", s->window_request_rate);
   line(o, "Output tokens in window (tok/s):", "%.2f", s->window_output_tok_rate);
   line2(o, "Raw / effective rate (req/s):", "%.3f", s->raw_qps, s->effective_qps);
+  if (s->raw_attempts > s->traffic[IM_TRAFFIC_MEASURED].count) {
+    fprintf(o, "  %-38s", "traffic classes (count, p99 ms):");
+    for (int t = 0; t < IM_TRAFFIC_COUNT_; t++)
+      if (s->traffic[t].count)
+        fprintf(o, " %s %llu (%.1f)", im_traffic_name((enum im_traffic)t),
+                (unsigned long long)s->traffic[t].count, s->traffic[t].p99_latency_ms);
+    fputc('\n', o);
+  }
   line2(o, "Concurrency mean / max:", "%.2f", s->concurrency_mean, (double)s->concurrency_max);
   for (size_t i = 0; i < cfg->n_percentiles; i++) {
     if (cfg->percentiles[i] != 99.0)

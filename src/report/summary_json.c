@@ -146,6 +146,21 @@ static int json_counts(json_t *obj, const struct im_summary *s) {
          im_jw_uint(out, "shortfall_tokens", s->output_shortfall_tokens);
 }
 
+/* effective_rate.classes: each traffic class's count, share and latency. */
+static int traffic_json(json_t *e, const struct im_summary *s) {
+  json_t *c = im_jw_child(e, "classes");
+  for (int t = 0; c && t < IM_TRAFFIC_COUNT_; t++) {
+    const struct im_traffic_class *k = &s->traffic[t];
+    json_t *o = im_jw_child(c, im_traffic_name((enum im_traffic)t));
+    if (!o || im_jw_uint(o, "count", k->count) ||
+        im_jw_num(o, "share", k->share, "no attempt dispatched in the window") ||
+        im_jw_num(o, "mean_latency_ms", k->mean_latency_ms, "no attempt of this class") ||
+        im_jw_num(o, "p99_latency_ms", k->p99_latency_ms, "no attempt of this class"))
+      return -1;
+  }
+  return !c;
+}
+
 static int json_effective(json_t *obj, const struct im_summary *s) {
   json_t *e = im_jw_child(obj, "effective_rate");
   const char *ew = s->window_s > 0 ? NULL : "empty measured window";
@@ -154,7 +169,8 @@ static int json_effective(json_t *obj, const struct im_summary *s) {
          im_jw_uint(e, "attempts", s->raw_attempts) || im_jw_uint(e, "retry", s->retry_attempts) ||
          im_jw_uint(e, "health", s->health_attempts) || im_jw_uint(e, "probe", s->probe_attempts) ||
          im_jw_uint(e, "dup_fail", s->dup_fail) ||
-         im_jw_num(e, "dup_fail_mean_latency_ms", s->dup_fail_mean_e2el_ms, "no dup_fail attempt");
+         im_jw_num(e, "dup_fail_mean_latency_ms", s->dup_fail_mean_e2el_ms, "no dup_fail attempt") ||
+         traffic_json(e, s);
 }
 
 enum im_err im_summary_metrics_json(const struct im_summary *s, const struct im_summary_config *cfg,
