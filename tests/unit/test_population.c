@@ -176,6 +176,16 @@ static void test_figures(void) {
   CHECK_EQ(s.health_attempts, 1);
   CHECK_EQ(s.probe_attempts, 1);
   CHECK_NEAR(s.effective_ratio, 5.0 / 8.0, 1e-12);
+  /* The classes table: measured = ids 1, 2, 5, 6, 9; one each of retry,
+   * health, probe. The probe's latency: first token 10 ms + 20 ms. */
+  CHECK_EQ(s.traffic[IM_TRAFFIC_MEASURED].count, 5);
+  CHECK_EQ(s.traffic[IM_TRAFFIC_RETRY].count, 1);
+  CHECK_EQ(s.traffic[IM_TRAFFIC_HEALTH].count, 1);
+  CHECK_EQ(s.traffic[IM_TRAFFIC_PROBE].count, 1);
+  CHECK_EQ(s.traffic[IM_TRAFFIC_DUP_FAIL].count, 0);
+  CHECK_NEAR(s.traffic[IM_TRAFFIC_MEASURED].share, 5.0 / 8.0, 1e-12);
+  CHECK_NEAR(s.traffic[IM_TRAFFIC_PROBE].p99_latency_ms, 30.0, 1e-9);
+  CHECK(isnan(s.traffic[IM_TRAFFIC_DUP_FAIL].mean_latency_ms));
   /* Cache figures over completed final attempts: 3 x 40 of 3 x 100. */
   CHECK_EQ(s.cache_prompt_tokens, 300);
   CHECK_EQ(s.cache_cached_tokens, 120);
