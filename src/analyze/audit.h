@@ -43,6 +43,13 @@ struct im_client_check {
   double dispatch_lag_max_ms;       /* the largest dispatch lag (exact) */
   double dispatch_lag_cap_ms;       /* the hard cap */
   bool pass_lag_test, pass_lag_cap; /* pass_lag = both */
+  /* Receive lag (how late the loop read a readable socket), by the same
+   * rule as dispatch lag; counted from its histogram, so "later than L"
+   * is decided per bucket (within the histogram's 0.1 %). */
+  bool receive_measured;
+  uint64_t recv_n, recv_late;
+  double recv_p_value, receive_lag_p99_ms, receive_lag_max_ms;
+  bool pass_recv;                   /* true when not measured */
   double dispatched_share;          /* dispatched / scheduled (1 when nothing was scheduled) */
   double cpu_share;
   uint64_t fd_exhausted, port_exhausted;
@@ -51,9 +58,11 @@ struct im_client_check {
 };
 
 /* Fills c from the population and summary of a stage (the summary computed
- * over that population with cfg) and the engine's counters. */
+ * over that population with cfg), the engine's counters, and the engine's
+ * receive-lag histogram (ns; NULL when the engine did not measure it). */
 void im_client_check_compute(const struct im_population *pop, const struct im_summary *s,
                              const struct im_summary_config *cfg,
-                             const struct im_client_counters *k, struct im_client_check *c);
+                             const struct im_client_counters *k,
+                             const struct im_hist *receive_lag, struct im_client_check *c);
 
 #endif

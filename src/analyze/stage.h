@@ -39,6 +39,7 @@ struct im_stage_input {
   size_t n_samples;
   uint32_t threads;
   struct im_tokens_config tokens; /* segmented sampling and stalls (window 0: defaults) */
+  const struct im_hist *receive_lag; /* the engine's, ns (NULL: not measured) */
 };
 
 struct im_stage_figures {

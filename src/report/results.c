@@ -49,6 +49,24 @@ enum im_err im_client_check_json(const struct im_client_check *c, json_t *audit)
     return IM_NOMEM;
   }
   json_array_append_new(checks, lag);
+  if (c->receive_measured) {
+    json_t *rl = check("receive_lag_late_share", (double)c->recv_late / (double)c->recv_n,
+                       IM_CHECK_LATE_SHARE, "<=", c->pass_recv,
+                       "the client read arriving data late, so token times are late: use "
+                       "--threads, a lower rate, or an idle machine for the generator");
+    if (!rl || im_jw_num(rl, "lag_limit_ms", c->dispatch_lag_limit_ms, NULL) ||
+        im_jw_uint(rl, "reads", c->recv_n) || im_jw_uint(rl, "late", c->recv_late) ||
+        im_jw_num(rl, "p_value", c->recv_p_value, NULL) ||
+        im_jw_num(rl, "receive_lag_p99_ms", c->receive_lag_p99_ms, NULL) ||
+        im_jw_num(rl, "receive_lag_max_ms", c->receive_lag_max_ms, NULL) ||
+        im_jw_num(rl, "receive_lag_cap_ms", c->dispatch_lag_cap_ms, NULL)) {
+      json_decref(rl);
+      json_decref(cc);
+      json_decref(checks);
+      return IM_NOMEM;
+    }
+    json_array_append_new(checks, rl);
+  }
   json_array_append_new(checks, check("dispatched_share", c->dispatched_share, 0.999, ">=",
                                       c->pass_dispatched,
                                       "requests were scheduled but never sent: the client fell "

@@ -239,6 +239,31 @@ static void test_self_check(void) {
   CHECK(!f.check.pass_lag_cap);
   CHECK(!f.check.valid);
   im_stage_figures_cleanup(&f);
+  /* Receive lag, by the same rule from the engine's histogram: 100 reads,
+   * 1 later than 1 ms passes (P(B >= 1) = 0.63); 5 later fail
+   * (P(B >= 5 | 100, 0.01) = 0.0034). Dispatch lag back to clean. */
+  r[8].t_dispatch = r[8].t_sched;
+  struct im_hist rl;
+  CHECK_OK(im_hist_init_default(&rl));
+  for (int i = 0; i < 99; i++)
+    CHECK(im_hist_record(&rl, 200000));
+  CHECK(im_hist_record(&rl, 3 * MS));
+  in.receive_lag = &rl;
+  CHECK_OK(im_stage_analyze(&in, &f));
+  CHECK(f.check.receive_measured);
+  CHECK_EQ(f.check.recv_n, 100);
+  CHECK_EQ(f.check.recv_late, 1);
+  CHECK(f.check.pass_recv);
+  CHECK(f.check.valid);
+  im_stage_figures_cleanup(&f);
+  for (int i = 0; i < 4; i++)
+    CHECK(im_hist_record(&rl, 2 * MS));
+  CHECK_OK(im_stage_analyze(&in, &f));
+  CHECK_EQ(f.check.recv_late, 5);
+  CHECK(!f.check.pass_recv);
+  CHECK(!f.check.valid);
+  im_stage_figures_cleanup(&f);
+  im_hist_cleanup(&rl);
 }
 
 /* The window rule: warm-up by time or by requests, closed loops, cuts. */
