@@ -8,6 +8,7 @@
 #include <jansson.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,12 +31,15 @@
 
 /* ---- signals ------------------------------------------------------------ */
 
-volatile int im__run_interrupted;
+atomic_int im__run_interrupted;
 int im__run_wake_fd = -1;
 
+/* Async-signal-safe: a lock-free atomic (checked at compile time) and
+ * write(2). */
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the interrupt flag must be lock-free");
 static void on_signal(int sig) {
   (void)sig;
-  im__run_interrupted++;
+  atomic_fetch_add(&im__run_interrupted, 1);
   if (im__run_wake_fd >= 0) {
     uint64_t one = 1;
     ssize_t r = write(im__run_wake_fd, &one, sizeof one);

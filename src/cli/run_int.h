@@ -5,6 +5,7 @@
 #define IM_CLI_RUN_INT_H
 
 #include <getopt.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -134,7 +135,7 @@ struct stage_res {
 
 /* run.c: the signal handler's state (the first signal stops dispatching,
  * the second aborts requests in flight; wake_fd wakes loader 0). */
-extern volatile int im__run_interrupted;
+extern atomic_int im__run_interrupted;
 extern int im__run_wake_fd;
 
 /* run_stage.c */

@@ -5,10 +5,13 @@
 
 #include <jansson.h>
 #include <math.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/run_int.h"
 #include "analyze/breakdown.h"
@@ -193,6 +196,7 @@ struct stage {
   struct im_sched_spec sched;
   struct workload *wl;        /* one per loader thread */
   struct shard *shards;
+  struct im_load_start start; /* the shards' one start instant */
   struct im_load_result all;  /* the shards' records merged */
   double cpu_share;           /* the busiest loader thread's */
   struct stage_res *out;
@@ -296,6 +300,7 @@ static int shard_config(struct stage *st, uint32_t k) {
   c->shard = k;
   c->n_shards = n;
   c->stage = st->index;
+  c->start = &st->start;
   if (!st->closed) {
     size_t mine = st->n_times / n + (k < st->n_times % n);
     if (!(s->times = malloc((mine ? mine : 1) * sizeof *s->times)))
@@ -337,29 +342,72 @@ static int shard_config(struct stage *st, uint32_t k) {
   return 0;
 }
 
+/* The stage's start, on disk as it happens (one short line in
+ * DIR/stages.jsonl): a crash leaves the origin of requests.jsonl's times. */
+struct started {
+  const char *dir;
+  uint32_t stage;
+};
+
+static void on_start(void *ctx, int64_t t0_mono, int64_t wall_ns) {
+  const struct started *sd = ctx;
+  char path[4096], line[160];
+  if (!sd->dir || snprintf(path, sizeof path, "%s/stages.jsonl", sd->dir) >= (int)sizeof path)
+    return;
+  int n = snprintf(line, sizeof line,
+                   "{\"stage\":%" PRIu32 ",\"t0_monotonic_ns\":%" PRId64 ",\"wall_ns\":%" PRId64 "}\n",
+                   sd->stage, t0_mono, wall_ns);
+  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return;
+  ssize_t w = write(fd, line, (size_t)n);
+  (void)w; /* a label for crash recovery: results.json has the same */
+  close(fd);
+}
+
 /* Runs the loader threads to the end; on the last stage the observers take
- * their final sample when the last thread has drained. */
+ * their final sample when the last thread has drained. Loader threads block
+ * the run's signals: only the main thread (shard 0) handles them. */
 static int stage_load(struct stage *st, bool last_stage) {
-  uint32_t n = st->o->threads;
+  uint32_t n = st->o->threads, made = 1;
   struct drain drain = {.mu = PTHREAD_MUTEX_INITIALIZER, .left = n, .obs = st->env->obs};
+  struct started sd = {.dir = st->o->out_dir, .stage = st->index};
+  int rc = 0;
   for (uint32_t k = 0; k < n && st->env->obs && last_stage; k++) {
     st->shards[k].cfg.on_drained = on_drained;
     st->shards[k].cfg.on_drained_ctx = &drain;
   }
-  for (uint32_t k = 1; k < n; k++)
-    pthread_create(&st->shards[k].thread, NULL, shard_main, &st->shards[k]);
-  shard_main(&st->shards[0]);
-  for (uint32_t k = 1; k < n; k++)
-    pthread_join(st->shards[k].thread, NULL);
-  if (last_stage)
-    im_observer_stop(st->env->obs); /* no-op when on_drained did it (the usual case) */
-  for (uint32_t k = 0; k < n; k++) {
-    if (st->shards[k].err) {
-      fprintf(stderr, "infermeter run: load engine failed: %s\n", im_strerror(st->shards[k].err));
-      return -1;
+  if (im_load_start_init(&st->start, n, on_start, &sd) != IM_OK) {
+    fprintf(stderr, "infermeter run: cannot create the loaders' start barrier\n");
+    return -1;
+  }
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  for (; made < n; made++) {
+    int e = pthread_create(&st->shards[made].thread, NULL, shard_main, &st->shards[made]);
+    if (e) {
+      fprintf(stderr, "infermeter run: cannot start loader thread %" PRIu32 " of %" PRIu32 ": %s\n",
+              made + 1, n, strerror(e));
+      im_load_start_abandon(&st->start, n - made);
+      rc = -1;
+      break;
     }
   }
-  return 0;
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  shard_main(&st->shards[0]);
+  for (uint32_t k = 1; k < made; k++)
+    pthread_join(st->shards[k].thread, NULL);
+  im_load_start_cleanup(&st->start);
+  if (last_stage)
+    im_observer_stop(st->env->obs); /* no-op when on_drained did it (the usual case) */
+  for (uint32_t k = 0; k < made && !rc; k++) {
+    if (st->shards[k].err) {
+      fprintf(stderr, "infermeter run: load engine failed: %s\n", im_strerror(st->shards[k].err));
+      rc = -1;
+    }
+  }
+  return rc;
 }
 
 /* The shards' records and counters in one result. */

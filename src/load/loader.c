@@ -474,6 +474,8 @@ static void finish_attempt(struct loader *L, struct attempt *a, CURLcode res) {
     curl_easy_getinfo(a->easy, CURLINFO_NUM_CONNECTS, &nconn);
     curl_easy_getinfo(a->easy, CURLINFO_LOCAL_PORT, &port);
     curl_easy_getinfo(a->easy, CURLINFO_OS_ERRNO, &os_errno);
+    if (port <= 0)
+      port = a->local_port;
     if (os_errno == EMFILE || os_errno == ENFILE)
       L->res->fd_exhausted++;
     if (os_errno == EADDRNOTAVAIL)
@@ -481,7 +483,8 @@ static void finish_attempt(struct loader *L, struct attempt *a, CURLcode res) {
     r->conn_new = nconn > 0;
     if (port > 0 && port < 65536) {
       if (r->conn_new || !L->port_conn[port]) {
-        L->port_conn[port] = ++L->next_conn;
+        /* Unique across shards, as attempt ids are. */
+        L->port_conn[port] = 1 + L->cfg->shard + (uint64_t)L->cfg->n_shards * L->next_conn++;
         L->res->connections_opened++;
       }
       r->conn_id = L->port_conn[port];
@@ -731,7 +734,7 @@ static enum im_err loop(struct loader *L) {
   int64_t next_timeout_check = 0;
   while (!L->fatal) {
     int64_t now = rel_now(L);
-    int interrupt = L->cfg->interrupt ? *L->cfg->interrupt : 0;
+    int interrupt = L->cfg->interrupt ? atomic_load(L->cfg->interrupt) : 0;
     if (interrupt >= 1 && !L->stop_dispatch) {
       L->stop_dispatch = true;
       L->stop_t = now;
@@ -826,10 +829,14 @@ enum im_err im_load_run(const struct im_load_config *cfg, struct im_load_result 
   L.ep = L.tfd_sched = L.tfd_curl = -1;
   L.grace_deadline = INT64_MAX;
   enum im_err err = IM_SYS;
-  if (!cfg->workload || (!cfg->times && !cfg->concurrency))
-    return IM_INVAL;
+  bool arrived = false;
+  if (!cfg->workload || (!cfg->times && !cfg->concurrency) || !cfg->n_shards ||
+      cfg->shard >= cfg->n_shards || (cfg->n_shards > 1 && !cfg->start)) {
+    err = IM_INVAL;
+    goto out;
+  }
   im_oai_chunk_init(&L.chunk, 0);
-  im_buf_init(&L.line, 0);
+  im_buf_init(&L.line, IM_RECORD_LINE_MAX);
   if (im_hist_init_default(&L.ttft_hist)) {
     err = IM_NOMEM;
     goto out;
@@ -863,7 +870,11 @@ enum im_err im_load_run(const struct im_load_config *cfg, struct im_load_result 
     curl_multi_setopt(L.multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)cfg->max_connections);
     curl_multi_setopt(L.multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)cfg->max_connections);
   }
-  im_rng_seed(&L.rng, im_mix64((uint64_t)im_now_ns()));
+  im_rng_seed(&L.rng, im_mix64((uint64_t)im_now_ns() ^ cfg->shard));
+  /* W3C trace ids: one 64-bit half per run (the salt), the other per
+   * logical request; the same in every shard. */
+  L.trace_run = im_mix64(im_fnv1a64(cfg->run_salt ? cfg->run_salt : "0",
+                                    strlen(cfg->run_salt ? cfg->run_salt : "0")) ^ 0x7472616365ULL);
 
   /* The ring holds a closed loop's first round, or the first arrivals. */
   L.pre_cap = cfg->times ? 256 : (cfg->concurrency > 256 ? cfg->concurrency : 256);
@@ -877,10 +888,21 @@ enum im_err im_load_run(const struct im_load_config *cfg, struct im_load_result 
   L.t0 = im_now_ns(); /* provisional, for prepare_until's clock */
   prepare_until(&L, INT64_MAX);
 
+  /* Every shard of the stage starts at the same instant (loader.h). */
+  arrived = true;
+  if (cfg->start) {
+    if (!im__load_start_wait(cfg->start, true, &L.t0, &out->wall_start_ns)) {
+      im_error("load engine: another loader thread failed to start");
+      goto out;
+    }
+  } else {
+    out->wall_start_ns = im_wall_ns();
+    L.t0 = im_now_ns();
+  }
+  out->t0_mono = L.t0;
+
   struct rusage ru0, ru1;
   getrusage(RUSAGE_THREAD, &ru0);
-  out->wall_start_ns = im_wall_ns();
-  L.t0 = out->t0_mono = im_now_ns();
   /* Sessions' next turns are built on a thread of their own (t0 is final
    * now: requests read it); without one they are built on the loop. */
   if (cfg->session && (im__load_builder_start(&L) != IM_OK || add_fd(L.ep, L.builder.fd)))
@@ -912,6 +934,10 @@ enum im_err im_load_run(const struct im_load_config *cfg, struct im_load_result 
     out->scheduled = due > out->scheduled ? due : out->scheduled;
   }
 out:
+  if (!arrived && cfg->start) {
+    int64_t t0, wall;
+    (void)im__load_start_wait(cfg->start, false, &t0, &wall);
+  }
   im__load_builder_stop(&L);
   if (err)
     abort_all(&L);

@@ -14,6 +14,8 @@
 #ifndef IM_LOAD_LOADER_H
 #define IM_LOAD_LOADER_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -21,6 +23,41 @@
 #include "core/err.h"
 #include "record/record.h"
 #include "workload/spec.h"
+
+/* One start instant for the shards (threads) of a stage. Each shard
+ * prepares its first requests, then waits here; the shard that arrives last
+ * reads CLOCK_MONOTONIC once (t0_mono, with the wall clock for labels),
+ * calls on_start (when set) exactly once, before any shard dispatches, and
+ * releases all. Every shard's records are then run-relative to the same t0.
+ * A shard that fails its setup still arrives (marking the start failed):
+ * the others then return IM_SYS without dispatching, so none waits forever.
+ *
+ * Ownership: the caller embeds it, initialises it for n_shards before the
+ * shards start and cleans it up after every shard has returned; shards
+ * only use it through their config. Thread-safety: shared by the shards
+ * (internally locked). on_start runs on one shard's thread while the others
+ * wait: it must be short (a line to disk) and must not call into the
+ * loader. Read t0_mono/wall_ns only after the shards have returned. */
+struct im_load_start {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  uint32_t n, arrived;
+  bool released, failed, inited;
+  int64_t t0_mono, wall_ns;
+  void (*on_start)(void *ctx, int64_t t0_mono, int64_t wall_ns);
+  void *on_start_ctx;
+};
+
+/* IM_OK; IM_INVAL for n_shards 0; IM_SYS when the lock cannot be made. */
+enum im_err im_load_start_init(struct im_load_start *s, uint32_t n_shards,
+                               void (*on_start)(void *ctx, int64_t t0_mono, int64_t wall_ns),
+                               void *ctx) IM_WUR;
+/* For n shards that will never run (their thread could not be created):
+ * arrives for them, failing the start, so the running shards return
+ * instead of waiting. */
+void im_load_start_abandon(struct im_load_start *s, uint32_t n);
+/* NULL or never initialised: no-op. */
+void im_load_start_cleanup(struct im_load_start *s);
 
 struct im_load_config {
   const char *base_url;          /* "http://127.0.0.1:8000" (no trailing slash) */
@@ -64,9 +101,14 @@ struct im_load_config {
    * its attempt ids are unique the same way. */
   uint32_t shard, n_shards;
   uint32_t stage;                /* recorded in every attempt */
+  /* The stage's start barrier, shared by its n_shards shards (required when
+   * n_shards > 1; NULL: this loader takes its own t0 after preparing). */
+  struct im_load_start *start;
 
   int jsonl_fd;                  /* requests.jsonl (O_APPEND), -1 = none */
-  volatile int *interrupt;       /* >0: stop dispatching; >1: abort in flight */
+  /* >0: stop dispatching; >1: abort in flight. Written by a signal handler
+   * (lock-free atomic_int: async-signal-safe), read by every loader. */
+  const atomic_int *interrupt;
   int wake_fd;                   /* eventfd written by the signal handler, or -1 */
   /* Called on the loop's thread when the last attempt has ended, before the
    * connection pool is closed (observers take their final sample then). */

@@ -124,8 +124,14 @@ static size_t on_header(char *data, size_t size, size_t n, void *ud) {
       int code = (sp[1] - '0') * 100 + (sp[2] - '0') * 10 + (sp[3] - '0');
       if (code >= 200 || a->rec.t_hdr < 0) {
         a->rec.http_status = code;
-        if (a->rec.t_hdr < 0)
+        if (a->rec.t_hdr < 0) {
           a->rec.t_hdr = rel_now(a->L);
+          /* The local port while the connection is surely open (without
+           * keep-alive it is closed, and the port gone, at the end). */
+          long port = 0;
+          if (curl_easy_getinfo(a->easy, CURLINFO_LOCAL_PORT, &port) == CURLE_OK)
+            a->local_port = port;
+        }
       }
     }
   } else if (len > 12 && strncasecmp(data, "retry-after:", 12) == 0) {
@@ -175,7 +181,7 @@ enum im_err im__load_build_http(struct loader *L, struct attempt *a) {
   /* W3C trace context: version 00, a trace id per logical request, a span
    * id per attempt, sampled. */
   snprintf(line, sizeof line, "traceparent: 00-%016" PRIx64 "%016" PRIx64 "-%016" PRIx64 "-01",
-           im_mix64(L->t0 ^ 0x7472616365ULL), im_mix64(r->logical_id) | 1, im_mix64(r->id ^ L->t0) | 1);
+           L->trace_run, im_mix64(r->logical_id) | 1, im_mix64(r->id ^ L->trace_run) | 1);
   a->hdrs = add_header(a->hdrs, line, &ok);
   if (c->api_key) {
     struct im_buf auth;

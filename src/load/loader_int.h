@@ -37,6 +37,7 @@ struct attempt {
   int64_t last_chunk;            /* run-relative ns */
   int64_t usage_completion;      /* last continuous usage count, -1 none */
   int retry_after_s;
+  long local_port;               /* seen at the status line; 0 unknown */
   bool saw_done, error_event, malformed, usage_seen;
   bool in_multi;
   uint32_t slot;                 /* closed loop */
@@ -58,7 +59,8 @@ struct loader {
   const struct im_load_config *cfg;
   int ep, tfd_sched, tfd_curl;
   CURLM *multi;
-  int64_t t0;
+  int64_t t0;                    /* the stage's start (CLOCK_MONOTONIC ns) */
+  uint64_t trace_run;            /* traceparent's per-run half */
   struct im_rng rng;
   uint64_t next_id;
   size_t next_arrival;           /* open loop */
@@ -116,6 +118,12 @@ struct loader {
 };
 
 static inline int64_t rel_now(const struct loader *L) { return im_now_ns() - L->t0; }
+
+/* loader_start.c */
+/* Arrives at the stage's start barrier (ok false: this shard failed its
+ * setup) and waits for the others; t0 and wall are the stage's start.
+ * False when a shard failed: do not dispatch. */
+bool im__load_start_wait(struct im_load_start *s, bool ok, int64_t *t0, int64_t *wall);
 
 /* loader.c */
 struct attempt *im__load_attempt_new(struct loader *L);

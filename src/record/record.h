@@ -59,6 +59,11 @@ enum im_count_source {
   IM_COUNT_SOURCE_COUNT_
 };
 
+/* The longest requests.jsonl line the writer emits and the reader accepts
+ * (16 MiB: about 1.5M chunks' times; a longer record is a write failure,
+ * counted, never a torn line). */
+#define IM_RECORD_LINE_MAX ((size_t)16 << 20)
+
 struct im_record {
   uint64_t id;              /* attempt id, unique within the run (from 1) */
   uint64_t logical_id;      /* the user request; = id for a first attempt */
