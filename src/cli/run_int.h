@@ -51,6 +51,7 @@ struct run_opts {
   const char *headers[MAX_HEADERS + 1];
   size_t n_headers;
   uint32_t retries;
+  int64_t retry_backoff_max_ns;
   int64_t t_connect, t_ttft, t_idle, t_total;
   uint64_t max_total_tokens;
   bool yes, insecure, keepalive, http2, cache_salt, shared_cache, quiet, no_progress;

@@ -29,6 +29,7 @@ void im_load_config_default(struct im_load_config *cfg) {
   cfg->backend = IM_BACKEND_CHAT;
   cfg->keepalive = true;
   cfg->grace_ns = 10 * 1000000000LL;
+  cfg->retry_backoff_max_ns = 30 * 1000000000LL;
   cfg->timeout_connect_ns = 5 * 1000000000LL;
   cfg->timeout_ttft_ns = 60 * 1000000000LL;
   cfg->timeout_idle_ns = 30 * 1000000000LL;
@@ -116,6 +117,23 @@ static int on_curl_timer(CURLM *m, long timeout_ms, void *userp) {
   return 0;
 }
 
+/* ---- retries ------------------------------------------------------------ */
+
+int64_t im_load_backoff_ns(uint32_t attempt, double u, int64_t cap_ns) {
+  if (cap_ns <= 0)
+    return 0;
+  if (!(u >= 0.0 && u < 1.0))
+    u = 0.5;
+  /* 2^62 x 0.25 s is far above any cap: clamp the exponent first, then
+   * compare in double, where nothing overflows, and convert only a value
+   * at most cap_ns. */
+  uint32_t k = attempt ? attempt - 1 : 0;
+  if (k > 62)
+    k = 62;
+  double ns = ldexp(0.25e9, (int)k) * (0.5 + u);
+  return ns >= (double)cap_ns ? cap_ns : (int64_t)ns;
+}
+
 /* ---- attempts ----------------------------------------------------------- */
 
 void im__load_attempt_free(struct attempt *a) {
@@ -147,9 +165,11 @@ struct attempt *im__load_attempt_new(struct loader *L) {
   a->rec.logical_id = a->rec.id;
   a->rec.stage = L->cfg->stage;
   a->usage_completion = -1;
+  a->retry_after_s = -1;
   im_buf_init(&a->body, 64u << 20);
   im_buf_init(&a->errbody, ERRBODY_MAX);
   im_sse_init(&a->sse, NULL, im__load_on_sse_event, a);
+  im_sse_report_fields(&a->sse, 1); /* llama.cpp's "error:" lines */
   im_buf_init(&a->answer, 4u << 20);
   im_buf_init(&a->reasoning, 4u << 20);
   a->capture = L->cfg->session != NULL || L->cfg->count_output != NULL;
@@ -435,12 +455,13 @@ static void schedule_retry(struct loader *L, struct attempt *old, int64_t now) {
   r->session = o->session;
   r->turn = o->turn;
   r->content_class = o->content_class;
-  /* Exponential backoff with jitter (0.25 s x 2^(n-1) x U[0.5, 1.5)),
-   * or the server's Retry-After when it sent one. */
-  double backoff = 0.25 * pow(2.0, (double)(o->attempt - 1)) * (0.5 + im_rng_uniform(&L->rng));
-  if (old->retry_after_s > 0)
-    backoff = old->retry_after_s;
-  r->t_sched = now + (int64_t)(backoff * 1e9);
+  /* Exponential backoff with jitter, or the server's Retry-After when it
+   * sent one; both capped. */
+  int64_t cap = L->cfg->retry_backoff_max_ns;
+  int64_t wait = im_load_backoff_ns(o->attempt, im_rng_uniform(&L->rng), cap);
+  if (old->retry_after_s >= 0)
+    wait = old->retry_after_s > cap / 1000000000 ? cap : old->retry_after_s * 1000000000;
+  r->t_sched = now + wait;
   im__load_insert_pending(L, a);
 }
 
@@ -499,18 +520,19 @@ static void finish_attempt(struct loader *L, struct attempt *a, CURLcode res) {
                        L->cfg->count_output(L->cfg->count_ctx, a->reasoning.data, a->reasoning.len);
     r->output_source = IM_COUNT_TOKENIZER;
   } else if (r->n_chunks) {
-    uint32_t sum = 0;
+    /* At most 2^24 chunks of at most 2^16 tokens: a 64-bit sum cannot wrap. */
+    uint64_t sum = 0;
     for (uint32_t i = 0; i < r->n_chunks; i++)
       sum += im_record_chunk_tokens(r, i);
-    r->output_tokens = sum;
+    r->output_tokens = sum > UINT32_MAX ? UINT32_MAX : (uint32_t)sum;
     r->output_source = IM_COUNT_CHUNKS;
   }
   if (r->error != IM_EC_NONE) {
     L->errors++;
     if (!L->res->first_error[0]) {
+      const char *why = a->reason[0] ? a->reason : a->errbody.len ? a->errbody.data : "";
       snprintf(L->res->first_error, sizeof L->res->first_error, "%s (HTTP %d)%s%.160s",
-               im_errclass_name(r->error), r->http_status, a->errbody.len ? ": " : "",
-               a->errbody.len ? a->errbody.data : "");
+               im_errclass_name(r->error), r->http_status, why[0] ? ": " : "", why);
     }
   } else {
     L->done++;

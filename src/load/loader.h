@@ -85,6 +85,8 @@ struct im_load_config {
   int64_t grace_ns;              /* after the last arrival */
 
   uint32_t retries;              /* extra attempts for retryable failures */
+  int64_t retry_backoff_max_ns;  /* longest wait before a retry (backoff or
+                                    Retry-After); default 30 s */
   int64_t timeout_connect_ns, timeout_ttft_ns, timeout_idle_ns, timeout_total_ns;
 
   im_workload_fn workload;
@@ -119,6 +121,11 @@ struct im_load_config {
 };
 
 void im_load_config_default(struct im_load_config *cfg);
+
+/* The wait before retry number `attempt` (the attempt that failed, from 1):
+ * 0.25 s x 2^(attempt-1) x (0.5 + u), u uniform in [0, 1), never above
+ * cap_ns (cap_ns <= 0: no wait). Exact for any attempt: no overflow. */
+int64_t im_load_backoff_ns(uint32_t attempt, double u, int64_t cap_ns);
 
 /* The generator watching itself, once a second (docs/metrics.md §10). */
 struct im_load_sample {

@@ -19,6 +19,13 @@
 #include "proto/oai_request.h"
 
 #define ERRBODY_MAX 4096
+/* Bounds on what a server may claim (more is the class malformed, never an
+ * allocation): 2^24 tokens in any usage count (above the largest context
+ * window offered, 10M tokens), and 4096 tokens in one chunk's growth of
+ * continuous usage (speculative decoding adds a few per step; the summary
+ * expands each chunk's count into per-token gaps). */
+#define IM_LOAD_MAX_USAGE_TOKENS ((int64_t)1 << 24)
+#define IM_LOAD_MAX_CHUNK_TOKENS 4096
 
 struct loader;
 
@@ -36,9 +43,11 @@ struct attempt {
   struct im_buf errbody;
   int64_t last_chunk;            /* run-relative ns */
   int64_t usage_completion;      /* last continuous usage count, -1 none */
-  int retry_after_s;
+  int64_t retry_after_s;         /* Retry-After in seconds; -1 none */
   long local_port;               /* seen at the status line; 0 unknown */
   bool saw_done, error_event, malformed, usage_seen;
+  char reason[160];              /* why it failed, in words (the server's message
+                                    of an error event, truncated); "" none */
   bool in_multi;
   uint32_t slot;                 /* closed loop */
   /* Sessions: the workload's state (owned while non-NULL), the turn, and
