@@ -160,7 +160,7 @@ struct attempt *im__load_attempt_new(struct loader *L) {
     return NULL;
   a->L = L;
   im_record_reset(&a->rec);
-  a->rec.id = 1 + L->cfg->shard + L->cfg->n_shards * L->next_id++;
+  a->rec.id = 1 + L->cfg->shard + L->cfg->n_shards * atomic_fetch_add(&L->next_id, 1);
   a->rec.attempt = 1;
   a->rec.logical_id = a->rec.id;
   a->rec.stage = L->cfg->stage;
@@ -266,7 +266,7 @@ static uint64_t global_index(const struct loader *L, uint64_t local) {
 }
 
 /* Local requests this loader will ever send (UINT64_MAX: unbounded). */
-static uint64_t local_total(const struct loader *L) {
+uint64_t im__load_local_total(const struct loader *L) {
   if (L->cfg->times)
     return L->cfg->n_times;
   return L->cfg->max_requests ? L->cfg->max_requests : UINT64_MAX;
@@ -274,18 +274,18 @@ static uint64_t local_total(const struct loader *L) {
 
 
 /* A new attempt for request `index` with its workload filled in; NULL (and
- * L->fatal set) on failure. */
-static struct attempt *new_request(struct loader *L, uint64_t index) {
+ * *err set) on failure. Any thread. */
+static struct attempt *new_request(struct loader *L, uint64_t index, enum im_err *err) {
   struct attempt *a = im__load_attempt_new(L);
   if (!a) {
-    L->fatal = IM_NOMEM;
+    *err = IM_NOMEM;
     return NULL;
   }
   const struct im_session_ops *so = L->cfg->session;
-  enum im_err err = so ? so->turn(L->cfg->workload_ctx, index, 0, &a->sstate, NULL, 0, &a->spec)
-                       : L->cfg->workload(L->cfg->workload_ctx, index, &a->spec);
-  if (err != IM_OK) {
-    L->fatal = IM_INVAL;
+  enum im_err e = so ? so->turn(L->cfg->workload_ctx, index, 0, &a->sstate, NULL, 0, &a->spec)
+                     : L->cfg->workload(L->cfg->workload_ctx, index, &a->spec);
+  if (e != IM_OK) {
+    *err = IM_INVAL;
     im__load_attempt_free(a);
     return NULL;
   }
@@ -309,24 +309,32 @@ void im__load_fill_record(struct attempt *a) {
   r->content_class = a->spec.content_class;
 }
 
-/* Prepares one more request into the ring (workload, body, handle);
- * false when full or done. A build failure is left for start_http to
- * report when the request is due. */
-static bool prepare_one(struct loader *L) {
-  if (L->pre_n == L->pre_cap || L->pre_local_next >= local_total(L) || L->stop_dispatch ||
-      L->fatal)
-    return false;
-  uint64_t index = global_index(L, L->pre_local_next);
-  struct attempt *a = new_request(L, index);
-  if (!a)
-    return false;
-  if (im__load_build_http(L, a) != IM_OK && a->easy) {
+/* See loader_int.h. A build failure is left for start_http to report when
+ * the request is due. */
+struct attempt *im__load_prepare(struct loader *L, uint64_t local, enum im_err *err) {
+  struct attempt *a = new_request(L, global_index(L, local), err);
+  if (a && im__load_build_http(L, a) != IM_OK && a->easy) {
     curl_easy_cleanup(a->easy);
     a->easy = NULL;
   }
+  return a;
+}
+
+/* Prepares one more request into the ring on the loop (before t0, or
+ * always when there is no builder); false when full or done. */
+static bool prepare_one(struct loader *L) {
+  if (L->pre_n == L->pre_cap || L->pre_local_next >= im__load_local_total(L) || L->stop_dispatch ||
+      L->fatal)
+    return false;
+  enum im_err err = IM_OK;
+  struct attempt *a = im__load_prepare(L, L->pre_local_next, &err);
+  if (!a) {
+    L->fatal = err;
+    return false;
+  }
   L->pre[(L->pre_head + L->pre_n) % L->pre_cap] = a;
   if (!L->pre_n)
-    L->pre_first = index;
+    L->pre_first = a->index;
   L->pre_n++;
   L->pre_local_next++;
   return true;
@@ -338,21 +346,50 @@ static void prepare_until(struct loader *L, int64_t until) {
     ;
 }
 
-/* The prepared attempt for `index`, or a new one built now. */
+static struct attempt *ring_pop(struct loader *L) {
+  struct attempt *a = L->pre[L->pre_head];
+  L->pre[L->pre_head] = NULL;
+  L->pre_head = (L->pre_head + 1) % L->pre_cap;
+  L->pre_n--;
+  L->pre_first += L->cfg->n_shards;
+  return a;
+}
+
+/* The prepared attempt for `index` (requests are taken in order). With the
+ * builder, waits for it when it is late (the wait shows as dispatch lag;
+ * building it here would take the tokenizer on the loop); without, builds
+ * it now. */
 static struct attempt *take_request(struct loader *L, uint64_t index) {
-  if (L->pre_n && L->pre_first == index) {
-    struct attempt *a = L->pre[L->pre_head];
-    L->pre[L->pre_head] = NULL;
-    L->pre_head = (L->pre_head + 1) % L->pre_cap;
-    L->pre_n--;
-    L->pre_first += L->cfg->n_shards;
+  if (L->builder.on) {
+    struct attempt *a = NULL;
+    enum im_err err = IM_OK;
+    pthread_mutex_lock(&L->builder.mu);
+    while (!L->pre_n && !L->builder.prep_err && L->pre_local_next < im__load_local_total(L))
+      pthread_cond_wait(&L->builder.ring_cv, &L->builder.mu);
+    if (L->pre_n && L->pre_first == index) {
+      a = ring_pop(L);
+      pthread_cond_signal(&L->builder.cv); /* room to prepare */
+    } else if (!L->pre_n) {
+      err = L->builder.prep_err ? L->builder.prep_err : IM_STATE;
+    } else {
+      err = IM_STATE; /* out of order: a bug */
+    }
+    pthread_mutex_unlock(&L->builder.mu);
+    if (!a)
+      L->fatal = err;
     return a;
   }
+  if (L->pre_n && L->pre_first == index)
+    return ring_pop(L);
   /* Not prepared in time: the ring restarts after this one. */
   uint64_t local = (index - L->cfg->shard) / L->cfg->n_shards;
   if (!L->pre_n && local >= L->pre_local_next)
     L->pre_local_next = local + 1;
-  return new_request(L, index);
+  enum im_err err = IM_OK;
+  struct attempt *a = new_request(L, index, &err);
+  if (!a)
+    L->fatal = err;
+  return a;
 }
 
 /* A new logical request scheduled at t_sched. */
@@ -376,7 +413,7 @@ static void dispatch_new(struct loader *L, uint64_t index, int64_t t_sched, uint
 
 /* ---- completion --------------------------------------------------------- */
 
-static void store_record(struct loader *L, struct im_record *r) {
+void im__load_store_record(struct loader *L, struct im_record *r) {
   struct im_load_result *res = L->res;
   if (L->cfg->jsonl_fd >= 0) {
     im_buf_reset(&L->line);
@@ -475,9 +512,47 @@ static void start_queued(struct loader *L) {
   }
 }
 
+void im__load_count_output(struct loader *L, struct attempt *a) {
+  struct im_record *r = &a->rec;
+  uint64_t n = (uint64_t)L->cfg->count_output(L->cfg->count_ctx, a->answer.data, a->answer.len) +
+               L->cfg->count_output(L->cfg->count_ctx, a->reasoning.data, a->reasoning.len);
+  r->output_tokens = n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+  r->output_source = IM_COUNT_TOKENIZER;
+}
+
+/* Hands the record and the answer (copied when the session's next turn
+ * needs it) to the builder to count and store; false when that cannot be
+ * (no builder, no memory): count here. */
+static bool count_away(struct loader *L, struct attempt *a) {
+  if (!L->builder.on)
+    return false;
+  struct attempt *j = calloc(1, sizeof *j);
+  if (!j)
+    return false;
+  j->L = L;
+  j->count_job = true;
+  j->rec = a->rec; /* the chunk arrays move over */
+  a->rec.chunk_us = NULL;
+  a->rec.chunk_tokens = NULL;
+  a->rec.cap_chunks = a->rec.n_chunks = 0;
+  j->reasoning = a->reasoning;
+  im_buf_init(&a->reasoning, a->reasoning.max);
+  if (L->cfg->session) {
+    im_buf_init(&j->answer, a->answer.max);
+    if (a->answer.len && im_buf_append(&j->answer, a->answer.data, a->answer.len) != IM_OK)
+      j->rec.output_source = IM_COUNT_CHUNKS; /* counted from the part that fits */
+  } else {
+    j->answer = a->answer;
+    im_buf_init(&a->answer, a->answer.max);
+  }
+  im__load_builder_push(L, j);
+  return true;
+}
+
 static void finish_attempt(struct loader *L, struct attempt *a, CURLcode res) {
   struct im_record *r = &a->rec;
   int64_t now = rel_now(L);
+  bool count = false;
   if (a->in_multi) {
     curl_multi_remove_handle(L->multi, a->easy);
     a->in_multi = false;
@@ -516,9 +591,7 @@ static void finish_attempt(struct loader *L, struct attempt *a, CURLcode res) {
   if (r->n_chunks && a->usage_seen && r->output_tokens) {
     r->output_source = IM_COUNT_USAGE;
   } else if (r->n_chunks && L->cfg->count_output && a->capture && a->capture_reasoning) {
-    r->output_tokens = L->cfg->count_output(L->cfg->count_ctx, a->answer.data, a->answer.len) +
-                       L->cfg->count_output(L->cfg->count_ctx, a->reasoning.data, a->reasoning.len);
-    r->output_source = IM_COUNT_TOKENIZER;
+    count = true; /* below: on the builder when there is one */
   } else if (r->n_chunks) {
     /* At most 2^24 chunks of at most 2^16 tokens: a 64-bit sum cannot wrap. */
     uint64_t sum = 0;
@@ -542,7 +615,11 @@ static void finish_attempt(struct loader *L, struct attempt *a, CURLcode res) {
   /* A stream that already delivered tokens is never retried (docs/metrics.md §1). */
   bool retry = im__load_retryable(r->error) && r->n_chunks == 0 && r->attempt <= L->cfg->retries &&
                !L->res->interrupted && !L->aborting;
-  store_record(L, r);
+  if (!count || !count_away(L, a)) {
+    if (count)
+      im__load_count_output(L, a);
+    im__load_store_record(L, r);
+  }
   uint32_t slot = a->slot;
   bool closed = !L->cfg->times;
   bool session_over = false;
@@ -667,7 +744,7 @@ static void abort_all(struct loader *L) {
     a->rec.kind = IM_KIND_ABORTED;
     a->rec.error = IM_EC_ABORTED;
     a->rec.t_end = rel_now(L);
-    store_record(L, &a->rec);
+    im__load_store_record(L, &a->rec);
     im__load_attempt_free(a);
   }
   while ((a = L->retries)) {
@@ -797,7 +874,8 @@ static enum im_err loop(struct loader *L) {
      * attempt owns its prompt, body and curl handle). */
     if (!L->cfg->times)
       until = L->pre_n < 16 ? until : now;
-    prepare_until(L, until);
+    if (!L->builder.on)
+      prepare_until(L, until);
     int n = epoll_wait(L->ep, evs, 256, 50);
     if (n < 0) {
       if (errno == EINTR)
@@ -925,9 +1003,10 @@ enum im_err im_load_run(const struct im_load_config *cfg, struct im_load_result 
 
   struct rusage ru0, ru1;
   getrusage(RUSAGE_THREAD, &ru0);
-  /* Sessions' next turns are built on a thread of their own (t0 is final
-   * now: requests read it); without one they are built on the loop. */
-  if (cfg->session && (im__load_builder_start(&L) != IM_OK || add_fd(L.ep, L.builder.fd)))
+  /* Requests, sessions' next turns and output counts are built on a
+   * thread of their own; without one, on the loop (a fallback). */
+  L.builder.pre_target = cfg->times ? L.pre_cap : 16;
+  if (im__load_builder_start(&L) != IM_OK || add_fd(L.ep, L.builder.fd))
     im__load_builder_stop(&L);
   L.sample_cpu_s = thread_cpu_s();
   L.next_sample_t = 1000000000;
@@ -975,7 +1054,7 @@ out:
   im_hist_cleanup(&L.ttft_hist);
   im_oai_chunk_cleanup(&L.chunk);
   im_buf_cleanup(&L.line);
-  for (size_t i = 0; L.pre && i < L.pre_n; i++)
+  for (size_t i = 0; L.pre && i < L.pre_n; i++) /* the builder has stopped */
     im__load_attempt_free(L.pre[(L.pre_head + i) % L.pre_cap]);
   free(L.pre);
   return err;

@@ -6,6 +6,7 @@
 
 #include <curl/curl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -58,6 +59,7 @@ struct attempt {
   uint32_t budget;               /* turns this session may send */
   bool pending_turn;             /* a next turn waiting for its think time */
   enum im_err build_err;         /* the builder thread's verdict */
+  bool count_job;                /* only a record whose output the builder counts */
   bool capture;                  /* keep content/text in answer */
   bool capture_reasoning;        /* keep reasoning too (for counting) */
   struct im_buf answer;
@@ -71,7 +73,7 @@ struct loader {
   int64_t t0;                    /* the stage's start (CLOCK_MONOTONIC ns) */
   uint64_t trace_run;            /* traceparent's per-run half */
   struct im_rng rng;
-  uint64_t next_id;
+  atomic_uint_fast64_t next_id;  /* attempts are made on the loop and the builder */
   size_t next_arrival;           /* open loop */
   uint64_t closed_started;
   struct attempt *active;        /* in the multi handle */
@@ -85,18 +87,25 @@ struct loader {
   uint64_t turns_started;        /* sessions: requests created */
   uint64_t turns_reserved;       /* sessions under max_requests: turns promised to
                                     the sessions started (whole sessions first) */
-  /* Sessions' next turns are built on a builder thread: a 32K-token turn
-   * costs milliseconds, during which the loop would stamp no chunk. The
-   * loop hands an attempt over (in) and takes it back built (out, with
-   * bfd written); `building` counts those away. */
+  /* Nothing that builds or tokenizes runs on the loop once it measures: a
+   * 32K-token turn costs milliseconds, a prompt tens of µs, a tokenizer
+   * count of a long answer as much, during which the loop would stamp no
+   * chunk. The builder thread keeps the ring of prepared requests (pre,
+   * below) full, builds sessions' next turns and counts the output of
+   * streams without usage (count jobs). The loop hands attempts over (in)
+   * and takes them back (out, with fd written); `away` counts those it
+   * waits for. mu guards the queues, the ring and prep_err; ring_cv wakes
+   * a loop waiting for a request not yet prepared. */
   struct {
     bool on, stop;
     pthread_t thread;
     pthread_mutex_t mu;
-    pthread_cond_t cv;
+    pthread_cond_t cv, ring_cv;
     struct attempt *in_head, *in_tail, *out_head, *out_tail;
     int fd;
     uint32_t away;
+    enum im_err prep_err;        /* preparing failed: the loop stops */
+    size_t pre_target;           /* the ring is kept this full */
   } builder;
   int64_t stop_t;                /* run-relative time dispatching stopped */
   int64_t grace_deadline;        /* run-relative; INT64_MAX until known */
@@ -119,7 +128,9 @@ struct loader {
   enum im_err fatal;
   /* Requests prepared ahead, for consecutive global indexes starting at
    * pre_first: building a prompt costs tens of µs and must never sit
-   * between an arrival's due time and its send. */
+   * between an arrival's due time and its send. Filled on the loop before
+   * t0, then by the builder (under builder.mu); pre_local_next is the
+   * builder's once it runs. */
   struct attempt **pre;
   size_t pre_cap, pre_head, pre_n;
   uint64_t pre_first;            /* global index of the ring's head */
@@ -154,13 +165,29 @@ void im__load_drop_pending_turns(struct loader *L);
 /* Turns a new session may send, reserved now: whole sessions while
  * max_requests allows, then what is left (0: no new session). */
 uint32_t im__load_session_budget(struct loader *L);
-/* The builder thread: started once t0 is set (IM_SYS/IM_NOMEM when it
- * cannot be, and turns are then built on the loop); stopped and joined,
- * with whatever it still holds freed, on the loop's thread. */
+/* The builder thread: started once t0 is set (IM_SYS when it cannot be:
+ * everything is then built and counted on the loop, as a fallback);
+ * stopped and joined on the loop's thread, storing the records of count
+ * jobs it still holds (uncounted) and freeing the rest. */
 enum im_err im__load_builder_start(struct loader *L);
 void im__load_builder_stop(struct loader *L);
-/* Takes the built turns back into the pending list (bfd was readable). */
+/* Takes built turns into the pending list and stores counted records
+ * (fd was readable). */
 void im__load_builder_collect(struct loader *L);
+/* Hands a job (a next turn or a count job) to the builder. */
+void im__load_builder_push(struct loader *L, struct attempt *a);
+
+/* loader.c, for the builder */
+/* Local requests this loader will ever send (UINT64_MAX: unbounded). */
+uint64_t im__load_local_total(const struct loader *L);
+/* Prepares the request of local index `local` (workload, body, handle);
+ * NULL with *err set on failure. Any thread; touches only the attempt. */
+struct attempt *im__load_prepare(struct loader *L, uint64_t local, enum im_err *err);
+/* Counts a finished stream's output with cfg->count_output (any thread). */
+void im__load_count_output(struct loader *L, struct attempt *a);
+/* Appends a finished attempt's record to requests.jsonl and the result
+ * (the loop's thread). */
+void im__load_store_record(struct loader *L, struct im_record *r);
 
 /* loader_http.c */
 /* Builds an attempt's request (body, headers, easy handle) without sending. */
