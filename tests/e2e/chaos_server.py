@@ -62,6 +62,9 @@ def post(conn):
     with lock:
         posts += 1
         k = posts
+    if MODE == "good":  # a clean stream without usage: the client counts
+        conn.sendall(SSE_HEAD + GOOD + DONE)
+        return
     if MODE == "die":
         # Two good answers, then the third stream dies half-way with the
         # whole process: the rest find the port closed.

@@ -84,6 +84,16 @@ expect_class slowloris timeout_ttft "${FAST[@]}" --timeout ttft=1s
 check_eq "every failed attempt records its prompt size" \
   "$(jq -s '[.[] | .context_tokens > 0 and .prompt_tokens > 0] | all' "$TMP"/{errorfield,html,silent}/requests.jsonl)" true
 
+# A stream without usage: output tokens counted with the tokenizer, off the
+# loop (the builder thread), on two threads.
+start_chaos good
+run_case good "$CBASE" --rate 50 --requests 6 --threads 2 --tokenizer built-in
+stop_chaos
+check_eq "good: no error" "$(classes)" none
+check_eq "good: output counted by the tokenizer" \
+  "$(jq -r -s '[.[] | .output_tokens_source] | unique | join(",")' "$J")" tokenizer
+every_record_kept good
+
 # A server killed mid-run: two answers, a stream cut half-way, then a
 # closed port. Nothing lost: the successes and the failures are recorded.
 start_chaos die
