@@ -635,6 +635,17 @@ static void finish_attempt(struct loader *L, struct attempt *a, CURLcode res) {
 
 /* ---- schedule ----------------------------------------------------------- */
 
+void im__load_session_abandon(struct loader *L, struct attempt *n) {
+  if (!L->abandoned++)
+    im_warn("a session's history outgrew its bound (the server answers more than asked?): "
+            "such sessions end early");
+  if (n->turn < n->budget)
+    L->turns_reserved -= n->budget - n->turn; /* its unsent turns go back */
+  L->turns_started--;
+  if (!L->cfg->times && !L->aborting)
+    closed_loop_next(L, n->slot, rel_now(L));
+}
+
 static void closed_loop_next(struct loader *L, uint32_t slot, int64_t t) {
   const struct im_load_config *c = L->cfg;
   uint32_t budget = 0;

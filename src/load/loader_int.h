@@ -107,6 +107,7 @@ struct loader {
     enum im_err prep_err;        /* preparing failed: the loop stops */
     size_t pre_target;           /* the ring is kept this full */
   } builder;
+  uint64_t abandoned;            /* sessions ended by their history's bound */
   int64_t stop_t;                /* run-relative time dispatching stopped */
   int64_t grace_deadline;        /* run-relative; INT64_MAX until known */
   bool aborting;
@@ -160,6 +161,10 @@ void im__load_insert_pending(struct loader *L, struct attempt *a);
  * and due after the think time. False when the session is over (last turn,
  * a failure, dispatching stopped). */
 bool im__load_session_next(struct loader *L, struct attempt *a, int64_t now);
+/* A session's next turn could not be built because its history hit its
+ * bound (IM_LIMIT): the session ends there, a closed loop's slot starting
+ * a new one; n is not freed. */
+void im__load_session_abandon(struct loader *L, struct attempt *n);
 /* Dispatching stopped: sessions' next turns are never sent. */
 void im__load_drop_pending_turns(struct loader *L);
 /* Turns a new session may send, reserved now: whole sessions while

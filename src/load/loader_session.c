@@ -75,8 +75,12 @@ bool im__load_session_next(struct loader *L, struct attempt *a, int64_t now) {
   n->index = L->turns_started; /* the turn's rank, for --warmup N */
   n->rec.t_sched = n->rec.t_sched_first = due;
   if (!L->builder.on) {
-    if (build_turn(L, n) != IM_OK) {
-      L->fatal = IM_INVAL;
+    enum im_err err = build_turn(L, n);
+    if (err != IM_OK) {
+      if (err != IM_LIMIT)
+        L->fatal = IM_INVAL;
+      else
+        L->turns_started--; /* ends here: the caller gives its turns back */
       im__load_attempt_free(n);
       return false;
     }
@@ -241,6 +245,9 @@ void im__load_builder_collect(struct loader *L) {
     L->builder.away--;
     if (a->count_job) {
       im__load_store_record(L, &a->rec);
+      im__load_attempt_free(a);
+    } else if (a->build_err == IM_LIMIT) {
+      im__load_session_abandon(L, a);
       im__load_attempt_free(a);
     } else if (a->build_err) {
       L->fatal = IM_INVAL;

@@ -65,6 +65,9 @@ def post(conn):
     if MODE == "good":  # a clean stream without usage: the client counts
         conn.sendall(SSE_HEAD + GOOD + DONE)
         return
+    if MODE == "long":  # an answer far longer than max_tokens
+        conn.sendall(SSE_HEAD + chunk("x" * (256 << 10), finish="stop") + DONE)
+        return
     if MODE == "die":
         # Two good answers, then the third stream dies half-way with the
         # whole process: the rest find the port closed.

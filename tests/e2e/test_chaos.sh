@@ -94,6 +94,17 @@ check_eq "good: output counted by the tokenizer" \
   "$(jq -r -s '[.[] | .output_tokens_source] | unique | join(",")' "$J")" tokenizer
 every_record_kept good
 
+# Sessions against a server whose answers exceed any max_tokens: the
+# history's bound (the target context) ends each session after its first
+# turn; the run goes on with new sessions and ends well.
+start_chaos long
+run_case long "$CBASE" --sessions 2 --turns 3 --duration 2s
+stop_chaos
+check "long: exit 0 or 3 ($RC)" test "$RC" -eq 0 -o "$RC" -eq 3
+check_eq "long: every attempt a first turn, and a success" \
+  "$(jq -s '[.[] | .turn == 1 and .error == null] | all and length >= 2' "$J")" true
+every_record_kept long
+
 # A server killed mid-run: two answers, a stream cut half-way, then a
 # closed port. Nothing lost: the successes and the failures are recorded.
 start_chaos die

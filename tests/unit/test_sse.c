@@ -39,7 +39,7 @@ struct run {
 static void run_cuts(struct run *r, const struct im_sse_limits *lim, const char *in,
                      const size_t *cuts, size_t ncuts) {
   struct im_sse p;
-  im_buf_init(&r->log, 0);
+  im_buf_init(&r->log, IM_TEST_BUF_MAX);
   im_buf_reset(&r->log);
   CHECK_OK(im_buf_puts(&r->log, "")); /* data non-NULL */
   im_sse_init(&p, lim, log_cb, &r->log);
