@@ -6,6 +6,8 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "core/clock.h"
+
 static const char *const wkday[7] = {"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"};
 static const char *const weekday[7] = {"Monday", "Tuesday", "Wednesday", "Thursday",
                                        "Friday", "Saturday", "Sunday"};
@@ -44,17 +46,6 @@ static int name_index(struct cur *c, const char *const *names, int n) {
     if (lit(c, names[i]))
       return i;
   return -1;
-}
-
-/* Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
- * days_from_civil). */
-static int64_t days_from_civil(int64_t y, int m, int d) {
-  y -= m <= 2;
-  int64_t era = (y >= 0 ? y : y - 399) / 400;
-  int64_t yoe = y - era * 400;
-  int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + doe - 719468;
 }
 
 static bool valid_date(int y, int m, int d, int hh, int mm, int ss) {
@@ -103,7 +94,7 @@ static bool http_date(struct cur *c, int64_t now_s, int64_t *t) {
   }
   if (!valid_date(y, m, d, hh, mm, ss))
     return false;
-  *t = days_from_civil(y, m, d) * 86400 + hh * 3600 + mm * 60 + ss;
+  *t = im_days_from_civil(y, m, d) * 86400 + hh * 3600 + mm * 60 + ss;
   return true;
 }
 

@@ -57,16 +57,37 @@ def read_request(conn):
     return head.split(b"\r\n")[0]
 
 
+# Modes whose every answer is the same bytes.
+CANNED = {
+    # A clean stream without usage: the client counts the tokens itself.
+    "good": SSE_HEAD + GOOD + DONE,
+    # An answer far longer than any max_tokens.
+    "long": SSE_HEAD + chunk("x" * (256 << 10), finish="stop") + DONE,
+    "badutf8": SSE_HEAD + b'data: {"object":"chat.completion.chunk","choices":[{"index":0,'
+               b'"delta":{"content":"ok \xff\xfe bad"}}]}\n\n' + DONE,
+    "contentlength": b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: 5\r\n"
+                     b"Connection: close\r\n\r\n" + GOOD + DONE,
+    "done2": SSE_HEAD + GOOD + DONE + DONE,
+    "afterdone": SSE_HEAD + chunk("Hello") + DONE + chunk(" late"),
+    # What llama.cpp's server sends when the prompt exceeds its context.
+    "errorfield": SSE_HEAD + b'error: {"code":400,"message":"the request exceeds the available '
+                  b'context size, try increasing it","type":"invalid_request_error"}\n\n' + DONE,
+    "bigusage": SSE_HEAD + chunk("Hello", usage={"prompt_tokens": 5, "completion_tokens": 10**9,
+                                                 "total_tokens": 10**9 + 5}) + DONE,
+    "html": b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 53\r\n"
+            b"Connection: close\r\n\r\n<html><body><h1>Welcome to nginx!</h1></body></html>\n",
+    "ratelimit": b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 0\r\nContent-Length: 0\r\n"
+                 b"Connection: close\r\n\r\n",
+}
+
+
 def post(conn):
     global posts
     with lock:
         posts += 1
         k = posts
-    if MODE == "good":  # a clean stream without usage: the client counts
-        conn.sendall(SSE_HEAD + GOOD + DONE)
-        return
-    if MODE == "long":  # an answer far longer than max_tokens
-        conn.sendall(SSE_HEAD + chunk("x" * (256 << 10), finish="stop") + DONE)
+    if MODE in CANNED:
+        conn.sendall(CANNED[MODE])
         return
     if MODE == "die":
         # Two good answers, then the third stream dies half-way with the
@@ -90,38 +111,6 @@ def post(conn):
         block = b"a" * (1 << 20)
         for _ in range(100):  # 100 MiB, one line; the client gives up first
             conn.sendall(block)
-        return
-    if MODE == "badutf8":
-        conn.sendall(SSE_HEAD + b'data: {"object":"chat.completion.chunk","choices":[{"index":0,'
-                     b'"delta":{"content":"ok \xff\xfe bad"}}]}\n\n' + DONE)
-        return
-    if MODE == "contentlength":
-        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: 5\r\n"
-                     b"Connection: close\r\n\r\n" + GOOD + DONE)
-        return
-    if MODE == "done2":
-        conn.sendall(SSE_HEAD + GOOD + DONE + DONE)
-        return
-    if MODE == "afterdone":
-        conn.sendall(SSE_HEAD + chunk("Hello") + DONE + chunk(" late"))
-        return
-    if MODE == "errorfield":
-        # What llama.cpp's server sends when the prompt exceeds its context.
-        conn.sendall(SSE_HEAD + b'error: {"code":400,"message":"the request exceeds the available '
-                     b'context size, try increasing it","type":"invalid_request_error"}\n\n' + DONE)
-        return
-    if MODE == "bigusage":
-        conn.sendall(SSE_HEAD + chunk("Hello", usage={"prompt_tokens": 5, "completion_tokens": 10**9,
-                                                      "total_tokens": 10**9 + 5}) + DONE)
-        return
-    if MODE == "html":
-        page = b"<html><body><h1>Welcome to nginx!</h1></body></html>\n"
-        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n"
-                     b"Connection: close\r\n\r\n" % len(page) + page)
-        return
-    if MODE == "ratelimit":
-        conn.sendall(b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 0\r\nContent-Length: 0\r\n"
-                     b"Connection: close\r\n\r\n")
         return
     raise SystemExit("unknown mode " + MODE)
 
