@@ -803,8 +803,11 @@ int im_cli_run(int argc, char **argv) {
     fprintf(stderr, "infermeter: %s %s, model %s, %zu stage(s), results in %s\n",
             r->env.builtin ? "built-in server at" : "target", r->url, r->env.model, r->env.n_stages,
             o->out_dir);
-  if (run_stages(r))
+  if (run_stages(r)) {
+    if (r->env.engine_failed)
+      rc = EXIT_ENGINE;
     goto out;
+  }
   sweep_verdict(r);
   bool interrupted = false;
   for (size_t i = 0; i < r->ran; i++)

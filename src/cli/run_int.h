@@ -22,8 +22,8 @@
 #define MAX_TAGS 64
 #define MAX_HEADERS 32
 
-enum { EXIT_OK = 0, EXIT_USAGE = 1, EXIT_UNREACHABLE = 2, EXIT_INVALID = 3, EXIT_SLO = 99,
-       EXIT_INTERRUPTED = 130 };
+enum { EXIT_OK = 0, EXIT_USAGE = 1, EXIT_UNREACHABLE = 2, EXIT_INVALID = 3, EXIT_ENGINE = 4,
+       EXIT_SLO = 99, EXIT_INTERRUPTED = 130 };
 
 struct run_opts {
   const char *url;
@@ -118,6 +118,7 @@ struct run_env {
   enum im_chat_tmpl tmpl;
   bool has_mix;
   struct im_mix mix;
+  bool engine_failed;             /* a loader failed (its reason printed): EXIT_ENGINE */
 };
 
 

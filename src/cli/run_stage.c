@@ -404,7 +404,10 @@ static int stage_load(struct stage *st, bool last_stage) {
     im_observer_stop(st->env->obs); /* no-op when on_drained did it (the usual case) */
   for (uint32_t k = 0; k < made && !rc; k++) {
     if (st->shards[k].err) {
-      fprintf(stderr, "infermeter run: load engine failed: %s\n", im_strerror(st->shards[k].err));
+      const char *why = st->shards[k].res.record_write_error;
+      fprintf(stderr, "infermeter run: load engine failed: %s%s%s\n", im_strerror(st->shards[k].err),
+              why[0] ? ": " : "", why);
+      st->env->engine_failed = true;
       rc = -1;
     }
   }

@@ -414,41 +414,7 @@ static void dispatch_new(struct loader *L, uint64_t index, int64_t t_sched, uint
 /* ---- completion --------------------------------------------------------- */
 
 void im__load_store_record(struct loader *L, struct im_record *r) {
-  struct im_load_result *res = L->res;
-  if (L->cfg->jsonl_fd >= 0) {
-    im_buf_reset(&L->line);
-    if (im_record_to_jsonl(r, &L->line) == IM_OK) {
-      /* One write per line on an O_APPEND descriptor: a line is never torn
-       * by a crash of this process. */
-      const char *p = L->line.data;
-      size_t left = L->line.len;
-      while (left) {
-        ssize_t w = write(L->cfg->jsonl_fd, p, left);
-        if (w < 0 && errno == EINTR)
-          continue;
-        if (w <= 0)
-          break;
-        p += w;
-        left -= (size_t)w;
-      }
-    }
-  }
-  if (res->n_records == L->cap_records) {
-    size_t cap = L->cap_records ? L->cap_records * 2 : 256;
-    struct im_record *p = realloc(res->records, cap * sizeof *p);
-    if (!p) {
-      L->fatal = IM_NOMEM;
-      im_record_cleanup(r);
-      return;
-    }
-    res->records = p;
-    L->cap_records = cap;
-  }
-  res->records[res->n_records++] = *r;
-  /* The chunk arrays now belong to the stored copy. */
-  r->chunk_us = NULL;
-  r->chunk_tokens = NULL;
-  r->cap_chunks = r->n_chunks = 0;
+  im__load_writer_push(&L->writer, r);
 }
 
 void im__load_insert_pending(struct loader *L, struct attempt *a) {
@@ -844,6 +810,12 @@ static enum im_err loop(struct loader *L) {
   int64_t next_timeout_check = 0;
   while (!L->fatal) {
     int64_t now = rel_now(L);
+    if (atomic_load(&L->writer.failed)) {
+      /* Records that cannot reach the disk: stop now, keep them in memory. */
+      im_error("load engine: stopping: %s", L->res->record_write_error);
+      L->fatal = IM_IO;
+      break;
+    }
     int interrupt = L->cfg->interrupt ? atomic_load(L->cfg->interrupt) : 0;
     if (interrupt >= 1 && !L->stop_dispatch) {
       L->stop_dispatch = true;
@@ -947,7 +919,6 @@ enum im_err im_load_run(const struct im_load_config *cfg, struct im_load_result 
     goto out;
   }
   im_oai_chunk_init(&L.chunk, 0);
-  im_buf_init(&L.line, IM_RECORD_LINE_MAX);
   if (im_hist_init_default(&L.ttft_hist)) {
     err = IM_NOMEM;
     goto out;
@@ -996,6 +967,10 @@ enum im_err im_load_run(const struct im_load_config *cfg, struct im_load_result 
     err = IM_NOMEM;
     goto out;
   }
+  /* Records go to disk on a thread of their own. */
+  if ((err = im__load_writer_start(&L.writer, cfg->jsonl_fd, out)) != IM_OK)
+    goto out;
+  err = IM_SYS;
   L.t0 = im_now_ns(); /* provisional, for prepare_until's clock */
   prepare_until(&L, INT64_MAX);
 
@@ -1053,6 +1028,10 @@ out:
   im__load_builder_stop(&L);
   if (err)
     abort_all(&L);
+  if (im__load_writer_stop(&L.writer) != IM_OK && !err)
+    err = IM_NOMEM;
+  if (!err && out->record_write_failures)
+    err = IM_IO;
   if (L.multi)
     curl_multi_cleanup(L.multi);
   if (L.ep >= 0)
@@ -1064,7 +1043,6 @@ out:
   free(L.port_conn);
   im_hist_cleanup(&L.ttft_hist);
   im_oai_chunk_cleanup(&L.chunk);
-  im_buf_cleanup(&L.line);
   for (size_t i = 0; L.pre && i < L.pre_n; i++) /* the builder has stopped */
     im__load_attempt_free(L.pre[(L.pre_head + i) % L.pre_cap]);
   free(L.pre);

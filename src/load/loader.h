@@ -148,6 +148,13 @@ struct im_load_result {
   uint64_t fd_exhausted, port_exhausted; /* EMFILE / EADDRNOTAVAIL seen */
   uint64_t connections_opened;
   char first_error[256];         /* a human description of the first failure */
+  /* The record writer: time the loop waited for room in its queue, and how
+   * often; failed or short writes of requests.jsonl (the run stops at the
+   * first, IM_IO) and the first one's reason. */
+  int64_t writer_wait_ns;
+  uint64_t writer_waits;
+  uint64_t record_write_failures;
+  char record_write_error[160];
   struct im_load_sample *samples; /* owned */
   size_t n_samples;
 };

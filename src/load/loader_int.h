@@ -30,6 +30,25 @@
 
 struct loader;
 
+/* The record writer (loader_write.c): its own thread serialises records
+ * and appends them to requests.jsonl, fed by a bounded queue; the result's
+ * records array is the writer's until it is stopped. mu guards the queue;
+ * failed is set (and the reason kept in the result) when a write fails. */
+struct im__load_writer {
+  bool on, stop;
+  pthread_t thread;
+  pthread_mutex_t mu;
+  pthread_cond_t not_empty, not_full;
+  struct im_record *q;
+  size_t head, n;
+  int fd;
+  struct im_load_result *res;
+  size_t cap_records;
+  struct im_buf line;
+  atomic_bool failed;
+  enum im_err err;               /* IM_NOMEM keeping a record */
+};
+
 struct attempt {
   struct im_record rec;
   struct loader *L;
@@ -112,11 +131,10 @@ struct loader {
   int64_t grace_deadline;        /* run-relative; INT64_MAX until known */
   bool aborting;
   struct im_oai_chunk chunk;
-  struct im_buf line;
+  struct im__load_writer writer;
   uint64_t *port_conn;           /* local port -> connection id */
   uint64_t next_conn;
   struct im_load_result *res;
-  size_t cap_records;
   uint64_t done, errors;
   struct im_hist ttft_hist;
   int64_t next_progress;
@@ -139,6 +157,16 @@ struct loader {
 };
 
 static inline int64_t rel_now(const struct loader *L) { return im_now_ns() - L->t0; }
+
+/* loader_write.c */
+/* Starts the writer thread for fd (-1: keep records, write none) into res
+ * (IM_SYS/IM_NOMEM: not started; push then writes on the caller's thread). */
+enum im_err im__load_writer_start(struct im__load_writer *w, int fd, struct im_load_result *res);
+/* Queues a finished record, moving its chunk arrays; waits while the queue
+ * is full (the wait is counted in the result). Never drops it. */
+void im__load_writer_push(struct im__load_writer *w, struct im_record *r);
+/* Drains the queue and joins; IM_NOMEM when a record could not be kept. */
+enum im_err im__load_writer_stop(struct im__load_writer *w);
 
 /* loader_start.c */
 /* Arrives at the stage's start barrier (ok false: this shard failed its
