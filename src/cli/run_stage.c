@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/progress.h"
 #include "cli/run_int.h"
 #include "analyze/breakdown.h"
 #include "core/hist.h"
@@ -338,8 +339,6 @@ static int shard_config(struct stage *st, uint32_t k) {
   c->jsonl_fd = env->jsonl_fd;
   c->interrupt = &im__run_interrupted;
   c->wake_fd = k == 0 ? im__run_wake_fd : -1;
-  c->progress_tty = k == 0 && env->tty && !o->no_progress;
-  c->progress_plain = k == 0 && !env->tty && !o->no_progress;
   return 0;
 }
 
@@ -371,6 +370,9 @@ static void on_start(void *ctx, int64_t t0_mono, int64_t wall_ns) {
  * the run's signals: only the main thread (shard 0) handles them. */
 static int stage_load(struct stage *st, bool last_stage) {
   uint32_t n = st->o->threads, made = 1;
+  struct im_load_progress *prog = calloc(n, sizeof *prog);
+  struct im__progress pr = {0};
+  uint64_t total = 0;
   struct drain drain = {.mu = PTHREAD_MUTEX_INITIALIZER, .left = n, .obs = st->env->obs};
   struct started sd = {.dir = st->o->out_dir, .stage = st->index};
   int rc = 0;
@@ -378,10 +380,18 @@ static int stage_load(struct stage *st, bool last_stage) {
     st->shards[k].cfg.on_drained = on_drained;
     st->shards[k].cfg.on_drained_ctx = &drain;
   }
-  if (im_load_start_init(&st->start, n, on_start, &sd) != IM_OK) {
+  if (!prog || im_load_start_init(&st->start, n, on_start, &sd) != IM_OK) {
     fprintf(stderr, "infermeter run: cannot create the loaders' start barrier\n");
+    free(prog);
     return -1;
   }
+  for (uint32_t k = 0; k < n; k++) {
+    const struct im_load_config *c = &st->shards[k].cfg;
+    st->shards[k].cfg.progress = &prog[k];
+    total += c->session ? c->max_requests : c->times ? c->n_times : c->max_requests;
+  }
+  if (!st->o->no_progress)
+    im__progress_start(&pr, prog, n, total, st->env->tty);
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -399,6 +409,8 @@ static int stage_load(struct stage *st, bool last_stage) {
   shard_main(&st->shards[0]);
   for (uint32_t k = 1; k < made; k++)
     pthread_join(st->shards[k].thread, NULL);
+  im__progress_stop(&pr);
+  free(prog);
   im_load_start_cleanup(&st->start);
   if (last_stage)
     im_observer_stop(st->env->obs); /* no-op when on_drained did it (the usual case) */

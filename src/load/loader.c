@@ -72,9 +72,15 @@ static int64_t next_due(const struct loader *L) {
   return t;
 }
 
+/* Re-arms the schedule's timer only when its due time changed (a
+ * timerfd_settime per loop turn is a system call per turn). */
 static void arm_sched(struct loader *L) {
   int64_t t = next_due(L);
-  arm_abs(L->tfd_sched, t < 0 ? -1 : L->t0 + t);
+  int64_t abs = t < 0 ? -1 : L->t0 + t;
+  if (abs == L->sched_armed)
+    return;
+  L->sched_armed = abs;
+  arm_abs(L->tfd_sched, abs);
 }
 
 /* ---- libcurl glue ------------------------------------------------------- */
@@ -414,6 +420,7 @@ static void dispatch_new(struct loader *L, uint64_t index, int64_t t_sched, uint
 /* ---- completion --------------------------------------------------------- */
 
 void im__load_store_record(struct loader *L, struct im_record *r) {
+  L->tokens += r->output_tokens;
   im__load_writer_push(&L->writer, r);
 }
 
@@ -732,36 +739,18 @@ static void abort_all(struct loader *L) {
 
 /* ---- progress ----------------------------------------------------------- */
 
-static void progress(struct loader *L, int64_t now, bool final) {
-  const struct im_load_config *c = L->cfg;
-  if (!c->progress_tty && !c->progress_plain)
+/* The live counters (loader.h): relaxed stores, one loop turn stale at most. */
+static void publish_progress(struct loader *L) {
+  struct im_load_progress *p = L->cfg->progress;
+  if (!p)
     return;
-  if (!final && now < L->next_progress)
-    return;
-  L->next_progress = now + (c->progress_tty ? 200000000LL : 5000000000LL);
-  double el = (double)now * 1e-9;
-  uint64_t total = c->session ? c->max_requests : c->times ? c->n_times : c->max_requests;
-  double p50 = im_hist_count(&L->ttft_hist) ? (double)im_hist_percentile(&L->ttft_hist, 0.5) / 1e6 : 0;
-  /* The completion rate over the last interval, not since the start. */
-  double dt = (double)(now - L->prev_progress_t) * 1e-9;
-  double rate = dt > 0 ? (double)(L->done - L->prev_progress_done) / dt : 0;
-  L->prev_progress_t = now;
-  L->prev_progress_done = L->done;
-  char bar[24] = "";
-  if (total && c->progress_tty) {
-    int filled = (int)(20.0 * (double)L->res->dispatched / (double)total);
-    for (int i = 0; i < 20; i++)
-      bar[i] = i < filled ? '#' : '.';
-    bar[20] = '\0';
-  }
-  fprintf(stderr,
-          "%s%s%s %6.1fs  sent %" PRIu64 "/%" PRIu64 "  in flight %u%s  done %" PRIu64
-          "  errors %" PRIu64 "  %.1f req/s  p50 TTFT %.1f ms%s",
-          c->progress_tty ? "\r\033[K" : "", bar[0] ? bar : "", bar[0] ? " " : "", el,
-          L->res->dispatched, L->res->scheduled > total ? L->res->scheduled : (total ? total : L->res->scheduled),
-          L->inflight, L->queued ? " (+queued)" : "", L->done, L->errors, rate, p50,
-          c->progress_tty ? (final ? "\n" : "") : "\n");
-  fflush(stderr);
+  atomic_store_explicit(&p->scheduled, L->res->scheduled, memory_order_relaxed);
+  atomic_store_explicit(&p->dispatched, L->res->dispatched, memory_order_relaxed);
+  atomic_store_explicit(&p->completed, L->done, memory_order_relaxed);
+  atomic_store_explicit(&p->failed, L->errors, memory_order_relaxed);
+  atomic_store_explicit(&p->tokens, L->tokens, memory_order_relaxed);
+  atomic_store_explicit(&p->in_flight, L->inflight, memory_order_relaxed);
+  atomic_store_explicit(&p->queued, L->queued, memory_order_relaxed);
 }
 
 /* ---- the loop ----------------------------------------------------------- */
@@ -792,10 +781,15 @@ static void self_sample(struct loader *L, int64_t now) {
       .t = now,
       .cpu_share = span > 0 ? (cpu - L->sample_cpu_s) / span : 0,
       .lag_max_ms = L->lag_max_ns / 1e6,
+      .receive_lag_max_ms = (double)L->recv_lag_max_ns / 1e6,
       .in_flight = L->inflight,
   };
   L->sample_cpu_s = cpu;
   L->lag_max_ns = 0;
+  L->recv_lag_max_ns = 0;
+  if (L->cfg->progress && im_hist_count(&L->ttft_hist))
+    atomic_store_explicit(&L->cfg->progress->ttft_p50_ns, im_hist_percentile(&L->ttft_hist, 0.5),
+                          memory_order_relaxed);
   L->next_sample_t = now + 1000000000;
 }
 
@@ -843,7 +837,7 @@ static enum im_err loop(struct loader *L) {
       check_timeouts(L, now);
       next_timeout_check = now + 50000000;
     }
-    progress(L, now, false);
+    publish_progress(L);
     self_sample(L, now);
     arm_sched(L);
     /* Slack before the next arrival: prepare requests, stopping 300 µs
@@ -866,10 +860,13 @@ static enum im_err loop(struct loader *L) {
       im_error("epoll_wait: %s", strerror(errno));
       return IM_SYS;
     }
+    /* receive_lag's origin: a read callback's clock read minus this. */
+    L->t_wake = n ? rel_now(L) : -1;
     for (int i = 0; i < n; i++) {
       int fd = evs[i].data.fd;
       if (fd == L->tfd_sched) {
         drain_fd(fd);
+        L->sched_armed = INT64_MIN; /* expired: disarmed */
         dispatch_due(L);
       } else if (fd == L->tfd_curl) {
         drain_fd(fd);
@@ -891,7 +888,7 @@ static enum im_err loop(struct loader *L) {
       dispatch_due(L);
     process_done(L);
   }
-  progress(L, rel_now(L), true);
+  publish_progress(L);
   return L->fatal;
 }
 
@@ -911,6 +908,7 @@ enum im_err im_load_run(const struct im_load_config *cfg, struct im_load_result 
   L.res = out;
   L.ep = L.tfd_sched = L.tfd_curl = -1;
   L.grace_deadline = INT64_MAX;
+  L.sched_armed = INT64_MIN;
   enum im_err err = IM_SYS;
   bool arrived = false;
   if (!cfg->workload || (!cfg->times && !cfg->concurrency) || !cfg->n_shards ||
@@ -919,7 +917,7 @@ enum im_err im_load_run(const struct im_load_config *cfg, struct im_load_result 
     goto out;
   }
   im_oai_chunk_init(&L.chunk, 0);
-  if (im_hist_init_default(&L.ttft_hist)) {
+  if (im_hist_init_default(&L.ttft_hist) || im_hist_init_default(&out->receive_lag)) {
     err = IM_NOMEM;
     goto out;
   }
@@ -1060,4 +1058,5 @@ void im_load_result_cleanup(struct im_load_result *r) {
   free(r->samples);
   r->samples = NULL;
   r->n_samples = 0;
+  im_hist_cleanup(&r->receive_lag);
 }

@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "core/err.h"
+#include "core/hist.h"
 #include "record/record.h"
 #include "workload/spec.h"
 
@@ -58,6 +59,20 @@ enum im_err im_load_start_init(struct im_load_start *s, uint32_t n_shards,
 void im_load_start_abandon(struct im_load_start *s, uint32_t n);
 /* NULL or never initialised: no-op. */
 void im_load_start_cleanup(struct im_load_start *s);
+
+/* Live counters of one loader, for a progress display on another thread.
+ * Written by that loader's loop only, with relaxed atomic stores once per
+ * loop turn (one struct per loader: no shared counter on the hot path);
+ * read by any thread at any time (each value is current within a loop
+ * turn; values are not a consistent snapshot of each other). The caller
+ * owns it, zero-fills it before the run, and keeps it until the loader has
+ * returned. */
+struct im_load_progress {
+  atomic_uint_fast64_t scheduled, dispatched, completed, failed;
+  atomic_uint_fast64_t tokens;     /* output tokens of finished attempts */
+  atomic_uint_fast32_t in_flight, queued;
+  atomic_int_fast64_t ttft_p50_ns; /* successes so far, once a second; 0: none */
+};
 
 struct im_load_config {
   const char *base_url;          /* "http://127.0.0.1:8000" (no trailing slash) */
@@ -116,8 +131,7 @@ struct im_load_config {
    * connection pool is closed (observers take their final sample then). */
   void (*on_drained)(void *ctx);
   void *on_drained_ctx;
-  bool progress_tty;             /* live progress line on stderr */
-  bool progress_plain;           /* a plain line every 5 s instead */
+  struct im_load_progress *progress; /* live counters (NULL: none) */
 };
 
 void im_load_config_default(struct im_load_config *cfg);
@@ -132,6 +146,7 @@ struct im_load_sample {
   int64_t t;                     /* run-relative ns */
   double cpu_share;              /* this thread's CPU over the interval / wall */
   double lag_max_ms;             /* largest dispatch lag in the interval */
+  double receive_lag_max_ms;     /* largest receive lag in the interval */
   uint32_t in_flight;
 };
 
@@ -156,6 +171,10 @@ struct im_load_result {
   uint64_t record_write_failures;
   char record_write_error[160];
   struct im_load_sample *samples; /* owned */
+  /* receive_lag: per received buffer, its read callback's clock read minus
+   * the return of the epoll_wait that reported it readable, ns (how late
+   * the loop serviced a readable socket; docs/metrics.md §10). Owned. */
+  struct im_hist receive_lag;
   size_t n_samples;
 };
 

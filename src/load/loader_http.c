@@ -165,7 +165,16 @@ static size_t on_write(char *data, size_t size, size_t n, void *ud) {
   struct attempt *a = ud;
   size_t len = size * n;
   /* One clock read per received buffer: every event in it arrived then. */
-  int64_t now = rel_now(a->L);
+  struct loader *L = a->L;
+  int64_t now = rel_now(L);
+  if (L->t_wake >= 0) {
+    /* receive_lag: how long the readable socket waited for the loop to read
+     * it after epoll_wait returned (docs/metrics.md §10). */
+    int64_t lag = now - L->t_wake;
+    if (lag > L->recv_lag_max_ns)
+      L->recv_lag_max_ns = lag;
+    (void)im_hist_record(&L->res->receive_lag, lag);
+  }
   if (a->rec.http_status != 200) {
     size_t room = ERRBODY_MAX - a->errbody.len;
     if (room && im_buf_append(&a->errbody, data, len < room ? len : room))

@@ -135,15 +135,17 @@ struct loader {
   uint64_t *port_conn;           /* local port -> connection id */
   uint64_t next_conn;
   struct im_load_result *res;
-  uint64_t done, errors;
+  uint64_t done, errors, tokens;
+  int64_t sched_armed;           /* absolute due time the timer holds; -1 off,
+                                    INT64_MIN unknown (expired) */
+  int64_t t_wake;                /* run-relative: the last epoll_wait's return
+                                    with events; -1 none */
+  int64_t recv_lag_max_ns;       /* this second's largest receive lag */
   struct im_hist ttft_hist;
-  int64_t next_progress;
-  int64_t prev_progress_t;       /* for the current (not cumulative) rate */
   int64_t next_sample_t;         /* self-monitoring, every second */
   double sample_cpu_s;
   double lag_max_ns;
   size_t cap_samples;
-  uint64_t prev_progress_done;
   enum im_err fatal;
   /* Requests prepared ahead, for consecutive global indexes starting at
    * pre_first: building a prompt costs tens of µs and must never sit
