@@ -9,8 +9,28 @@
  * when its previous one ends. --max-concurrency queues on the client; the
  * wait is queue_wait.
  *
- * Records are appended to requests.jsonl with one write(2) per attempt as it
- * ends, so a crash or kill -9 loses only the attempts in flight. */
+ * Threads of one loader (im_load_run): the calling thread runs the event
+ * loop and only measures (reads sockets, stamps chunks, dispatches); a
+ * builder thread prepares requests ahead (prompts, bodies, handles: first
+ * turns of sessions included), builds sessions' next turns and counts the
+ * output of streams without usage (cfg->count_output: it and the workload
+ * are called on the builder, or on the loop only before t0 and when the
+ * builder cannot start); a writer thread serialises records and appends
+ * each to requests.jsonl with one write(2) (a line is whole or cut back),
+ * fed by a bounded queue: the loop waits when it is full and the wait is
+ * counted (writer_wait_ns), a record is never dropped. A crash or kill -9
+ * loses only the attempts in flight and those queued. Every thread a
+ * loader starts blocks all signals.
+ *
+ * Several loaders (shards) of a stage run on threads of the caller's and
+ * share one start instant (struct im_load_start) and an interrupt flag;
+ * they share nothing else (workload contexts, tokenizers and counters are
+ * per loader).
+ *
+ * Bounds against the server: every buffer a response grows is capped (SSE
+ * line 1 MiB, event 4 MiB, error body 4 KiB, captured answer 4 MiB); usage
+ * counts above 2^24 tokens, or 4096 tokens in one chunk, are the class
+ * malformed; retries wait at most retry_backoff_max_ns. */
 #ifndef IM_LOAD_LOADER_H
 #define IM_LOAD_LOADER_H
 
@@ -108,7 +128,9 @@ struct im_load_config {
   void *workload_ctx;            /* also the session ops' ctx */
   /* Output tokens of a stream without usage (docs/metrics.md §1: usage, else a
    * tokenizer count of the text, else one per chunk): when set, answers are
-   * kept and counted with it at the end (NULL: chunk counts). */
+   * kept and counted with it at the end, on the builder thread (NULL: chunk
+   * counts). Called from one thread at a time per loader, never
+   * concurrently with this loader's workload unless their own lock allows. */
   uint32_t (*count_output)(void *ctx, const char *text, size_t len);
   void *count_ctx;
   const struct im_session_ops *session; /* NULL: single requests (workload) */
@@ -178,9 +200,17 @@ struct im_load_result {
   size_t n_samples;
 };
 
-/* Runs the load to the end (or an interrupt). IM_IO / IM_SYS on a setup
- * failure, with the reason logged. */
+/* Runs the load to the end (or an interrupt) on the calling thread, which
+ * it blocks; out is filled (zeroed first) and owned by the caller, to be
+ * freed with im_load_result_cleanup whatever is returned. Returns IM_OK;
+ * IM_INVAL for a bad config; IM_SYS / IM_NOMEM on a setup failure (the
+ * reason logged; with a start barrier, the other shards then return IM_SYS
+ * too); IM_IO when requests.jsonl could not be written (the run stopped at
+ * the first failed write: record_write_error says why; the records are all
+ * in out). Thread-safety: one call per config; concurrent calls with
+ * different configs are safe (the shards of a stage). */
 enum im_err im_load_run(const struct im_load_config *cfg, struct im_load_result *out) IM_WUR;
+/* Frees what out owns; NULL ok. */
 void im_load_result_cleanup(struct im_load_result *r);
 
 
