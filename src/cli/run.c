@@ -77,7 +77,14 @@ static int builtin_start(struct builtin *b, uint64_t seed, const char *tokenizer
   cfg.tokenizer = b->tok;
   if (im_server_new(&b->srv, &cfg) != IM_OK)
     return -1;
-  if (pthread_create(&b->thread, NULL, server_main, b) != 0) {
+  /* Only the main thread handles the run's signals. */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  int e = pthread_create(&b->thread, NULL, server_main, b);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (e != 0) {
+    fprintf(stderr, "infermeter run: cannot start the built-in server's thread: %s\n", strerror(e));
     im_server_free(b->srv);
     return -1;
   }

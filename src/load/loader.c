@@ -840,19 +840,21 @@ static enum im_err loop(struct loader *L) {
     publish_progress(L);
     self_sample(L, now);
     arm_sched(L);
-    /* Slack before the next arrival: prepare requests, stopping 300 µs
-     * before it is due (at most 2 ms of work per turn). */
-    int64_t due = next_due(L);
-    int64_t until = now + 2000000;
-    if (due >= 0 && due - 300000 < until)
-      until = due - 300000;
-    /* A closed loop's first round was prepared before t0; afterwards a few
-     * ready requests suffice (more would only hold memory: a prepared
-     * attempt owns its prompt, body and curl handle). */
-    if (!L->cfg->times)
-      until = L->pre_n < 16 ? until : now;
-    if (!L->builder.on)
+    if (!L->builder.on) {
+      /* No builder (it could not start): prepare in the slack before the
+       * next arrival, stopping 300 µs before it is due (at most 2 ms of
+       * work per turn). A closed loop's first round was prepared before
+       * t0; afterwards a few ready requests suffice (more would only hold
+       * memory: a prepared attempt owns its prompt, body and curl handle;
+       * the builder keeps the same 16). */
+      int64_t due = next_due(L);
+      int64_t until = now + 2000000;
+      if (due >= 0 && due - 300000 < until)
+        until = due - 300000;
+      if (!L->cfg->times)
+        until = L->pre_n < 16 ? until : now;
       prepare_until(L, until);
+    }
     int n = epoll_wait(L->ep, evs, 256, 50);
     if (n < 0) {
       if (errno == EINTR)

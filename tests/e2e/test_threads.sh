@@ -30,6 +30,14 @@ RUN "${COMMON[@]}" --threads 2 --out "$TMP/t2k"
 RUN --url "$BASE" --sessions 4 --turns 3 --context-growth 256:1k --output-len 8 --ignore-eos \
   --requests 24 --duration 10s --warmup 0s --grace 5s --seed 5 --threads 2 --tokenizer built-in \
   --out "$TMP/s2"
+# The progress line comes from a thread of the CLI reading the loaders'
+# counters (not from a loop): its last line counts every request.
+"$BIN" run --quiet "${COMMON[@]}" --requests 20 --threads 2 --out "$TMP/p2" 2>"$TMP/p2.err"
+rc=$?
+check "progress run exits 0 or 3 ($rc)" test $rc -eq 0 -o $rc -eq 3
+check "progress run: no sanitizer report" test -z "$(grep -E 'Sanitizer|runtime error' "$TMP/p2.err")"
+check_eq "progress: the last line has sent 20/20 and done + errors 20" \
+  "$(grep 'sent ' "$TMP/p2.err" | tail -n1 | sed -E 's/.*sent ([0-9]+)\/([0-9]+).*done ([0-9]+)  errors ([0-9]+).*/\1 \2 \3 \4/' | awk '{print $1, $2, $3 + $4}')" "20 20 20"
 stop_server
 sched() { jq -s -c '[.[] | select(.attempt == 1) | .t_sched] | sort' "$1/requests.jsonl"; }
 s1=$(sched "$TMP/t1")
