@@ -3,13 +3,13 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/thread.h"
 
 #define LOAD(x) atomic_load_explicit(&(x), memory_order_relaxed)
 
@@ -91,11 +91,7 @@ void im__progress_start(struct im__progress *pr, const struct im_load_progress *
   pthread_condattr_destroy(&ca);
   if (!ok)
     return;
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  int e = pthread_create(&pr->thread, NULL, progress_main, pr);
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  int e = im_thread_start(&pr->thread, progress_main, pr);
   if (e) {
     im_warn("no progress line: cannot start its thread: %s", strerror(e));
     pthread_cond_destroy(&pr->cv);

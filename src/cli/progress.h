@@ -24,9 +24,9 @@ struct im__progress {
   pthread_cond_t cv;
   const struct im_load_progress *p; /* n loaders' counters */
   uint32_t n;
-  uint64_t total;                   /* requests planned (0: unknown) */
-  int64_t t0;                       /* CLOCK_MONOTONIC at start */
-  int64_t prev_t;                   /* for the current (not cumulative) rate */
+  uint64_t total; /* requests planned (0: unknown) */
+  int64_t t0;     /* CLOCK_MONOTONIC at start */
+  int64_t prev_t; /* for the current (not cumulative) rate */
   uint64_t prev_done;
 };
 

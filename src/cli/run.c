@@ -24,6 +24,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/rng.h"
+#include "core/thread.h"
 #include "workload/dsworkload.h"
 #include "text/tokenizer.h"
 #include "observe/observer.h"
@@ -78,11 +79,7 @@ static int builtin_start(struct builtin *b, uint64_t seed, const char *tokenizer
   if (im_server_new(&b->srv, &cfg) != IM_OK)
     return -1;
   /* Only the main thread handles the run's signals. */
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  int e = pthread_create(&b->thread, NULL, server_main, b);
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  int e = im_thread_start(&b->thread, server_main, b);
   if (e != 0) {
     fprintf(stderr, "infermeter run: cannot start the built-in server's thread: %s\n", strerror(e));
     im_server_free(b->srv);

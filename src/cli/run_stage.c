@@ -7,7 +7,6 @@
 #include <math.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +18,7 @@
 #include "core/hist.h"
 #include "record/hist_json.h"
 #include "core/log.h"
+#include "core/thread.h"
 #include "core/stats.h"
 #include "text/tokenizer.h"
 #include "workload/dsworkload.h"
@@ -392,11 +392,8 @@ static int stage_load(struct stage *st, bool last_stage) {
   }
   if (!st->o->no_progress)
     im__progress_start(&pr, prog, n, total, st->env->tty);
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
   for (; made < n; made++) {
-    int e = pthread_create(&st->shards[made].thread, NULL, shard_main, &st->shards[made]);
+    int e = im_thread_start(&st->shards[made].thread, shard_main, &st->shards[made]);
     if (e) {
       fprintf(stderr, "infermeter run: cannot start loader thread %" PRIu32 " of %" PRIu32 ": %s\n",
               made + 1, n, strerror(e));
@@ -405,7 +402,6 @@ static int stage_load(struct stage *st, bool last_stage) {
       break;
     }
   }
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
   shard_main(&st->shards[0]);
   for (uint32_t k = 1; k < made; k++)
     pthread_join(st->shards[k].thread, NULL);

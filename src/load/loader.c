@@ -140,49 +140,6 @@ int64_t im_load_backoff_ns(uint32_t attempt, double u, int64_t cap_ns) {
   return ns >= (double)cap_ns ? cap_ns : (int64_t)ns;
 }
 
-/* ---- attempts ----------------------------------------------------------- */
-
-void im__load_attempt_free(struct attempt *a) {
-  if (!a)
-    return;
-  if (a->sstate && a->L->cfg->session)
-    a->L->cfg->session->end(a->L->cfg->workload_ctx, a->sstate);
-  im_buf_cleanup(&a->answer);
-  im_buf_cleanup(&a->reasoning);
-  if (a->easy)
-    curl_easy_cleanup(a->easy);
-  curl_slist_free_all(a->hdrs);
-  im_sse_cleanup(&a->sse);
-  im_buf_cleanup(&a->body);
-  im_buf_cleanup(&a->errbody);
-  im_req_spec_cleanup(&a->spec);
-  im_record_cleanup(&a->rec);
-  free(a);
-}
-
-struct attempt *im__load_attempt_new(struct loader *L) {
-  struct attempt *a = calloc(1, sizeof *a);
-  if (!a)
-    return NULL;
-  a->L = L;
-  im_record_reset(&a->rec);
-  a->rec.id = 1 + L->cfg->shard + L->cfg->n_shards * atomic_fetch_add(&L->next_id, 1);
-  a->rec.attempt = 1;
-  a->rec.logical_id = a->rec.id;
-  a->rec.stage = L->cfg->stage;
-  a->usage_completion = -1;
-  a->retry_after_s = -1;
-  im_buf_init(&a->body, 64u << 20);
-  im_buf_init(&a->errbody, ERRBODY_MAX);
-  im_sse_init(&a->sse, NULL, im__load_on_sse_event, a);
-  im_sse_report_fields(&a->sse, 1); /* llama.cpp's "error:" lines */
-  im_buf_init(&a->answer, 4u << 20);
-  im_buf_init(&a->reasoning, 4u << 20);
-  a->capture = L->cfg->session != NULL || L->cfg->count_output != NULL;
-  a->capture_reasoning = L->cfg->count_output != NULL;
-  return a;
-}
-
 static void list_push(struct attempt **head, struct attempt *a) {
   a->prev = NULL;
   a->next = *head;
@@ -265,144 +222,11 @@ static bool is_warmup(const struct loader *L, const struct im_record *r, uint64_
   return index < c->warmup_requests;
 }
 
-/* ---- requests prepared ahead -------------------------------------------- */
-
-static uint64_t global_index(const struct loader *L, uint64_t local) {
-  return L->cfg->shard + (uint64_t)L->cfg->n_shards * local;
-}
-
-/* Local requests this loader will ever send (UINT64_MAX: unbounded). */
-uint64_t im__load_local_total(const struct loader *L) {
-  if (L->cfg->times)
-    return L->cfg->n_times;
-  return L->cfg->max_requests ? L->cfg->max_requests : UINT64_MAX;
-}
-
-
-/* A new attempt for request `index` with its workload filled in; NULL (and
- * *err set) on failure. Any thread. */
-static struct attempt *new_request(struct loader *L, uint64_t index, enum im_err *err) {
-  struct attempt *a = im__load_attempt_new(L);
-  if (!a) {
-    *err = IM_NOMEM;
-    return NULL;
-  }
-  const struct im_session_ops *so = L->cfg->session;
-  enum im_err e = so ? so->turn(L->cfg->workload_ctx, index, 0, &a->sstate, NULL, 0, &a->spec)
-                     : L->cfg->workload(L->cfg->workload_ctx, index, &a->spec);
-  if (e != IM_OK) {
-    *err = IM_INVAL;
-    im__load_attempt_free(a);
-    return NULL;
-  }
-  a->sid = index;
-  a->index = index;
-  im__load_fill_record(a);
-  return a;
-}
-
-/* The record's copy of what the workload asked for. */
-void im__load_fill_record(struct attempt *a) {
-  struct im_record *r = &a->rec;
-  r->prompt_tokens = a->spec.prompt_tokens;
-  r->requested_tokens = a->spec.max_tokens;
-  r->ignore_eos = a->spec.ignore_eos;
-  r->temperature = a->spec.temperature;
-  r->top_p = a->spec.top_p;
-  r->context_tokens = a->spec.prompt_tokens;
-  r->session = a->spec.session;
-  r->turn = a->spec.turn;
-  r->content_class = a->spec.content_class;
-}
-
-/* See loader_int.h. A build failure is left for start_http to report when
- * the request is due. */
-struct attempt *im__load_prepare(struct loader *L, uint64_t local, enum im_err *err) {
-  struct attempt *a = new_request(L, global_index(L, local), err);
-  if (a && im__load_build_http(L, a) != IM_OK && a->easy) {
-    curl_easy_cleanup(a->easy);
-    a->easy = NULL;
-  }
-  return a;
-}
-
-/* Prepares one more request into the ring on the loop (before t0, or
- * always when there is no builder); false when full or done. */
-static bool prepare_one(struct loader *L) {
-  if (L->pre_n == L->pre_cap || L->pre_local_next >= im__load_local_total(L) || L->stop_dispatch ||
-      L->fatal)
-    return false;
-  enum im_err err = IM_OK;
-  struct attempt *a = im__load_prepare(L, L->pre_local_next, &err);
-  if (!a) {
-    L->fatal = err;
-    return false;
-  }
-  L->pre[(L->pre_head + L->pre_n) % L->pre_cap] = a;
-  if (!L->pre_n)
-    L->pre_first = a->index;
-  L->pre_n++;
-  L->pre_local_next++;
-  return true;
-}
-
-/* Fills the ring until `until` (run-relative ns) or until it is full. */
-static void prepare_until(struct loader *L, int64_t until) {
-  while (rel_now(L) < until && prepare_one(L))
-    ;
-}
-
-static struct attempt *ring_pop(struct loader *L) {
-  struct attempt *a = L->pre[L->pre_head];
-  L->pre[L->pre_head] = NULL;
-  L->pre_head = (L->pre_head + 1) % L->pre_cap;
-  L->pre_n--;
-  L->pre_first += L->cfg->n_shards;
-  return a;
-}
-
-/* The prepared attempt for `index` (requests are taken in order). With the
- * builder, waits for it when it is late (the wait shows as dispatch lag;
- * building it here would take the tokenizer on the loop); without, builds
- * it now. */
-static struct attempt *take_request(struct loader *L, uint64_t index) {
-  if (L->builder.on) {
-    struct attempt *a = NULL;
-    enum im_err err = IM_OK;
-    pthread_mutex_lock(&L->builder.mu);
-    while (!L->pre_n && !L->builder.prep_err && L->pre_local_next < im__load_local_total(L))
-      pthread_cond_wait(&L->builder.ring_cv, &L->builder.mu);
-    if (L->pre_n && L->pre_first == index) {
-      a = ring_pop(L);
-      pthread_cond_signal(&L->builder.cv); /* room to prepare */
-    } else if (!L->pre_n) {
-      err = L->builder.prep_err ? L->builder.prep_err : IM_STATE;
-    } else {
-      err = IM_STATE; /* out of order: a bug */
-    }
-    pthread_mutex_unlock(&L->builder.mu);
-    if (!a)
-      L->fatal = err;
-    return a;
-  }
-  if (L->pre_n && L->pre_first == index)
-    return ring_pop(L);
-  /* Not prepared in time: the ring restarts after this one. */
-  uint64_t local = (index - L->cfg->shard) / L->cfg->n_shards;
-  if (!L->pre_n && local >= L->pre_local_next)
-    L->pre_local_next = local + 1;
-  enum im_err err = IM_OK;
-  struct attempt *a = new_request(L, index, &err);
-  if (!a)
-    L->fatal = err;
-  return a;
-}
-
 /* A new logical request scheduled at t_sched. */
 static void dispatch_new(struct loader *L, uint64_t index, int64_t t_sched, uint32_t slot,
                          uint32_t budget) {
   int64_t t_dispatch = rel_now(L);
-  struct attempt *a = take_request(L, index);
+  struct attempt *a = im__load_take_request(L, index);
   if (!a)
     return;
   a->slot = slot;
@@ -637,7 +461,7 @@ static void closed_loop_next(struct loader *L, uint32_t slot, int64_t t) {
     }
     return;
   }
-  uint64_t index = global_index(L, L->closed_started++);
+  uint64_t index = im__load_global_index(L, L->closed_started++);
   L->res->scheduled++;
   if (c->session)
     L->turns_started++;
@@ -658,7 +482,7 @@ static void dispatch_due(struct loader *L) {
     L->res->scheduled++;
     if (c->session)
       L->turns_started++;
-    dispatch_new(L, global_index(L, i), c->times[i], 0, budget);
+    dispatch_new(L, im__load_global_index(L, i), c->times[i], 0, budget);
   }
   while (L->retries && L->retries->rec.t_sched <= now) {
     struct attempt *a = L->retries;
@@ -853,7 +677,7 @@ static enum im_err loop(struct loader *L) {
         until = due - 300000;
       if (!L->cfg->times)
         until = L->pre_n < 16 ? until : now;
-      prepare_until(L, until);
+      im__load_prepare_until(L, until);
     }
     int n = epoll_wait(L->ep, evs, 256, 50);
     if (n < 0) {
@@ -972,7 +796,7 @@ enum im_err im_load_run(const struct im_load_config *cfg, struct im_load_result 
     goto out;
   err = IM_SYS;
   L.t0 = im_now_ns(); /* provisional, for prepare_until's clock */
-  prepare_until(&L, INT64_MAX);
+  im__load_prepare_until(&L, INT64_MAX);
 
   /* Every shard of the stage starts at the same instant (loader.h). */
   arrived = true;

@@ -20,6 +20,13 @@
 #include "proto/oai_request.h"
 
 #define ERRBODY_MAX 4096
+/* A request body: the longest prompt (text/promptgen.h), JSON-escaped at
+ * worst 6 bytes per byte of control characters, is far below in practice;
+ * a body over it fails to build (the request is recorded as failed). */
+#define IM_LOAD_BODY_MAX ((size_t)128 << 20)
+/* An answer kept for a session's next turn or a tokenizer count: past it
+ * the history keeps what fitted (the count is then a lower bound). */
+#define IM_LOAD_ANSWER_MAX ((size_t)4 << 20)
 /* Bounds on what a server may claim (more is the class malformed, never an
  * allocation): 2^24 tokens in any usage count (above the largest context
  * window offered, 10M tokens), and 4096 tokens in one chunk's growth of
@@ -160,6 +167,11 @@ struct loader {
 
 static inline int64_t rel_now(const struct loader *L) { return im_now_ns() - L->t0; }
 
+/* The global request index of this loader's local index. */
+static inline uint64_t im__load_global_index(const struct loader *L, uint64_t local) {
+  return L->cfg->shard + (uint64_t)L->cfg->n_shards * local;
+}
+
 /* loader_write.c */
 /* Starts the writer thread for fd (-1: keep records, write none) into res
  * (IM_SYS/IM_NOMEM: not started; push then writes on the caller's thread). */
@@ -176,12 +188,20 @@ enum im_err im__load_writer_stop(struct im__load_writer *w);
  * False when a shard failed: do not dispatch. */
 bool im__load_start_wait(struct im_load_start *s, bool ok, int64_t *t0, int64_t *wall);
 
-/* loader.c */
+/* loader_prep.c */
 struct attempt *im__load_attempt_new(struct loader *L);
 /* Frees an attempt (ending its session's state when it holds it); NULL ok. */
 void im__load_attempt_free(struct attempt *a);
 /* The record's copy of what the workload asked for. */
 void im__load_fill_record(struct attempt *a);
+/* Fills the ring on the loop until `until` (run-relative ns) or until it
+ * is full: before t0, and when there is no builder. */
+void im__load_prepare_until(struct loader *L, int64_t until);
+/* The prepared attempt for global `index` (taken in order); NULL with
+ * L->fatal set on failure. With the builder, waits for a late one. */
+struct attempt *im__load_take_request(struct loader *L, uint64_t index);
+
+/* loader.c */
 /* Into the pending list (retries and sessions' next turns), sorted by
  * t_sched. */
 void im__load_insert_pending(struct loader *L, struct attempt *a);
@@ -212,12 +232,13 @@ void im__load_builder_collect(struct loader *L);
 /* Hands a job (a next turn or a count job) to the builder. */
 void im__load_builder_push(struct loader *L, struct attempt *a);
 
-/* loader.c, for the builder */
+/* loader_prep.c, for the builder */
 /* Local requests this loader will ever send (UINT64_MAX: unbounded). */
 uint64_t im__load_local_total(const struct loader *L);
 /* Prepares the request of local index `local` (workload, body, handle);
  * NULL with *err set on failure. Any thread; touches only the attempt. */
 struct attempt *im__load_prepare(struct loader *L, uint64_t local, enum im_err *err);
+/* loader.c, for the builder */
 /* Counts a finished stream's output with cfg->count_output (any thread). */
 void im__load_count_output(struct loader *L, struct attempt *a);
 /* Appends a finished attempt's record to requests.jsonl and the result

@@ -6,12 +6,12 @@
  * whole sessions. */
 #include <curl/curl.h>
 #include <pthread.h>
-#include <signal.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "core/log.h"
+#include "core/thread.h"
 #include "load/loader_int.h"
 
 /* Builds a turn's request (prompt from the workload, body, handle):
@@ -172,12 +172,7 @@ enum im_err im__load_builder_start(struct loader *L) {
     L->builder.fd = -1;
     return IM_SYS;
   }
-  /* The thread blocks every signal: only the main thread handles them. */
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  int e = pthread_create(&L->builder.thread, NULL, builder_main, L);
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  int e = im_thread_start(&L->builder.thread, builder_main, L);
   if (e != 0) {
     im_error("load engine: cannot start the builder thread: %s", strerror(e));
     pthread_mutex_destroy(&L->builder.mu);

@@ -5,7 +5,6 @@
  * record) and the wait is counted in the result (writer_wait_ns,
  * writer_waits). */
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +12,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/thread.h"
 #include "load/loader_int.h"
 
 /* Records waiting: a few seconds of a heavy load's completions. */
@@ -113,12 +113,7 @@ enum im_err im__load_writer_start(struct im__load_writer *w, int fd, struct im_l
     goto fail_mu;
   if (pthread_cond_init(&w->not_full, NULL))
     goto fail_ne;
-  /* The thread blocks every signal: only the main thread handles them. */
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  int e = pthread_create(&w->thread, NULL, writer_main, w);
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  int e = im_thread_start(&w->thread, writer_main, w);
   if (e) {
     im_error("load engine: cannot start the record writer thread: %s", strerror(e));
     pthread_cond_destroy(&w->not_full);

@@ -9,7 +9,7 @@
 #include "core/clock.h"
 
 static const char *const wkday[7] = {"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"};
-static const char *const weekday[7] = {"Monday", "Tuesday", "Wednesday", "Thursday",
+static const char *const weekday[7] = {"Monday", "Tuesday",  "Wednesday", "Thursday",
                                        "Friday", "Saturday", "Sunday"};
 static const char *const months[12] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
                                        "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
@@ -78,8 +78,9 @@ static bool http_date(struct cur *c, int64_t now_s, int64_t *t) {
     if (name_index(c, wkday, 7) < 0)
       return false;
     if (lit(c, ", ")) { /* IMF-fixdate */
-      if (!(num(c, 2, &d) && lit(c, " ") && (m = name_index(c, months, 12) + 1) > 0 && lit(c, " ") &&
-            num(c, 4, &y) && lit(c, " ") && time_of_day(c, &hh, &mm, &ss) && lit(c, " GMT")))
+      if (!(num(c, 2, &d) && lit(c, " ") && (m = name_index(c, months, 12) + 1) > 0 &&
+            lit(c, " ") && num(c, 4, &y) && lit(c, " ") && time_of_day(c, &hh, &mm, &ss) &&
+            lit(c, " GMT")))
         return false;
     } else if (lit(c, " ")) { /* asctime: day is 2DIGIT or SP 1DIGIT */
       if ((m = name_index(c, months, 12) + 1) <= 0 || !lit(c, " "))
@@ -98,7 +99,9 @@ static bool http_date(struct cur *c, int64_t now_s, int64_t *t) {
   return true;
 }
 
-static bool ows(char ch) { return ch == ' ' || ch == '\t'; }
+static bool ows(char ch) {
+  return ch == ' ' || ch == '\t';
+}
 
 enum im_err im_retry_after_parse(const char *v, size_t n, int64_t now_s, int64_t *delay_s) {
   struct cur c = {v, v + n};

@@ -36,12 +36,25 @@ static void test_retry_after(void) {
   /* Leap day. */
   CHECK_EQ(ra("Thu, 29 Feb 2024 00:00:00 GMT", 1709164800LL - 5, IM_OK), 5);
   /* Rejected: sign, fraction, units, trailing text, bad dates, empty. */
-  const char *bad[] = {"", "  ", "-1", "+5", "1.5", "5s", "5 5", "0x10", "120abc",
-                       "Sun, 06 Nov 1994 08:49:37 UTC", "Sun, 31 Nov 1994 08:49:37 GMT",
-                       "Sun, 29 Feb 2023 08:49:37 GMT", "Sun, 06 Nov 1994 24:00:00 GMT",
-                       "Sun, 6 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 94 08:49:37 GMT",
-                       "Sunday, 06-Nov-1994 08:49:37 GMT", "Sun Nov 6 08:49:37 1994",
-                       "Xyz, 06 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 1994 08:49:37 GMT x",
+  const char *bad[] = {"",
+                       "  ",
+                       "-1",
+                       "+5",
+                       "1.5",
+                       "5s",
+                       "5 5",
+                       "0x10",
+                       "120abc",
+                       "Sun, 06 Nov 1994 08:49:37 UTC",
+                       "Sun, 31 Nov 1994 08:49:37 GMT",
+                       "Sun, 29 Feb 2023 08:49:37 GMT",
+                       "Sun, 06 Nov 1994 24:00:00 GMT",
+                       "Sun, 6 Nov 1994 08:49:37 GMT",
+                       "Sun, 06 Nov 94 08:49:37 GMT",
+                       "Sunday, 06-Nov-1994 08:49:37 GMT",
+                       "Sun Nov 6 08:49:37 1994",
+                       "Xyz, 06 Nov 1994 08:49:37 GMT",
+                       "Sun, 06 Nov 1994 08:49:37 GMT x",
                        "Sun, 06 Foo 1994 08:49:37 GMT"};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
     CHECK_EQ(ra(bad[i], EXAMPLE_T, IM_PARSE), -7); /* untouched on failure */
