@@ -2,10 +2,11 @@
 # Debian packages (scripts/deps.sh), configure with CMake and build.
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
 JOBS       ?= $(shell nproc)
 FUZZ_SECONDS ?= 15
 
-.PHONY: all deps deps-build build test test-fast test-asan run demo bench bench-build clean format
+.PHONY: all deps deps-build build test test-fast test-asan test-tsan run demo bench bench-build clean format
 
 all: build
 
@@ -36,6 +37,18 @@ test-asan: deps
 	@cmake --build $(ASAN_BUILD) -j$(JOBS)
 	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j$(JOBS) -LE timing
 
+# ThreadSanitizer (clang) on the threaded cases: loader threads sharing a
+# start barrier, builder threads preparing and counting beside the loops,
+# the signal flag (tests/e2e/test_threads.sh; test_chaos.sh's threaded
+# case). Suppressions, each with its reason: tests/tsan.supp.
+test-tsan: deps
+	@CC=clang cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DIM_SANITIZE=thread >/dev/null
+	@cmake --build $(TSAN_BUILD) -j$(JOBS) --target infermeter_bin
+	@TSAN_OPTIONS="halt_on_error=1 exitcode=66 suppressions=$(CURDIR)/tests/tsan.supp" \
+	  bash tests/e2e/test_threads.sh $(TSAN_BUILD)/infermeter
+	@TSAN_OPTIONS="halt_on_error=1 exitcode=66 suppressions=$(CURDIR)/tests/tsan.supp" \
+	  bash tests/e2e/test_chaos.sh $(TSAN_BUILD)/infermeter
+
 # The main job: the default load test against the built-in simulated server
 # (DeepSeek-V3 on 8xH200, real time): Poisson 2 req/s for 30 s, 5 s warm-up.
 run: build
@@ -56,4 +69,4 @@ format:
 	@clang-format -i $$(git ls-files '*.c' '*.h')
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)

@@ -95,7 +95,7 @@ static void bench(const char *what, const char *page, size_t len) {
 int main(void) {
   for (size_t mb = 10; mb <= 40; mb *= 2) {
     struct im_buf b;
-    im_buf_init(&b, 0);
+    im_buf_init(&b, (size_t)1 << 28);
     vllm_page(&b, mb << 20);
     char name[32];
     snprintf(name, sizeof name, "vllm-like %zu MB", mb);
@@ -103,7 +103,7 @@ int main(void) {
     im_buf_cleanup(&b);
   }
   struct im_buf b;
-  im_buf_init(&b, 0);
+  im_buf_init(&b, (size_t)1 << 28);
   while (b.len < (10u << 20)) {
     if (im_buf_puts(&b, "x{") != IM_OK)
       return 1;

@@ -261,12 +261,13 @@ static int report_stage(struct rep *p, size_t i, bool single) {
     fprintf(stderr, "infermeter report: out of memory\n");
     return -1;
   }
-  if (!s->ended)
+  if (!s->ended || s->error[0])
     derive_counters(s, recs, n);
   struct im_stage_input in = {.recs = recs, .n_recs = n, .cfg = p->scfg,
                               .slo_target = p->rd.an.slo_target, .counters = s->counters,
                               .samples = s->samples, .n_samples = s->n_samples,
-                              .threads = s->threads ? s->threads : 1};
+                              .threads = s->threads ? s->threads : 1,
+                              .receive_lag = s->has_receive_lag ? &s->receive_lag : NULL};
   im_stage_window(recs, n, &s->rule, &in.cfg.window_start_ns, &in.cfg.window_end_ns);
   if (im_stage_analyze(&in, &f) != IM_OK) {
     fprintf(stderr, "infermeter report: stage %zu: out of memory computing its figures\n", i);
@@ -283,7 +284,8 @@ static int report_stage(struct rep *p, size_t i, bool single) {
                                .elapsed_ns = s->elapsed_ns, .by_class = s->by_class,
                                .sessions = s->sessions};
   if (im_stage_json(&f, &in, &meta, dst) ||
-      json_object_set_new(dst, "interrupted", json_boolean(s->rule.interrupted)))
+      json_object_set_new(dst, "interrupted", json_boolean(s->rule.interrupted)) ||
+      json_object_set_new(dst, "error", s->error[0] ? json_string(s->error) : json_null()))
     goto oom;
   if (p->series && server_figures(p, s, &f, &in, dst, &sf))
     goto oom;

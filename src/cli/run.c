@@ -9,6 +9,7 @@
 #include <jansson.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/rng.h"
+#include "core/thread.h"
 #include "workload/dsworkload.h"
 #include "text/tokenizer.h"
 #include "observe/observer.h"
@@ -33,12 +35,15 @@
 
 /* ---- signals ------------------------------------------------------------ */
 
-volatile int im__run_interrupted;
+atomic_int im__run_interrupted;
 int im__run_wake_fd = -1;
 
+/* Async-signal-safe: a lock-free atomic (checked at compile time) and
+ * write(2). */
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the interrupt flag must be lock-free");
 static void on_signal(int sig) {
   (void)sig;
-  im__run_interrupted++;
+  atomic_fetch_add(&im__run_interrupted, 1);
   if (im__run_wake_fd >= 0) {
     uint64_t one = 1;
     ssize_t r = write(im__run_wake_fd, &one, sizeof one);
@@ -76,7 +81,10 @@ static int builtin_start(struct builtin *b, uint64_t seed, const char *tokenizer
   cfg.tokenizer = b->tok;
   if (im_server_new(&b->srv, &cfg) != IM_OK)
     return -1;
-  if (pthread_create(&b->thread, NULL, server_main, b) != 0) {
+  /* Only the main thread handles the run's signals. */
+  int e = im_thread_start(&b->thread, server_main, b);
+  if (e != 0) {
+    fprintf(stderr, "infermeter run: cannot start the built-in server's thread: %s\n", strerror(e));
     im_server_free(b->srv);
     return -1;
   }
@@ -166,6 +174,7 @@ struct run {
   struct im_stage *stages;
   struct stage_res *res;
   size_t ran;
+  bool started;     /* a stage began (its start line is in stages.jsonl) */
   bool stopped_early;
   double discovery_ms;
   bool curl_inited;
@@ -606,6 +615,7 @@ static int run_stages(struct run *r) {
       if (!o->quiet)
         fprintf(stderr, "infermeter: stage %zu/%zu %s\n", i + 1, env->n_stages, r->stages[i].label);
     }
+    r->started = true;
     int rc = im__run_stage(env, &so, (uint32_t)i, i + 1 == env->n_stages,
                            env->n_stages > 1 ? r->stages[i].label : "", params, &r->res[i]);
     json_decref(params);
@@ -771,7 +781,11 @@ int im_cli_run(int argc, char **argv) {
     fprintf(stderr, "infermeter: %s %s, model %s, %zu stage(s), results in %s\n",
             r->env.builtin ? "built-in server at" : "target", r->url, r->env.model, r->env.n_stages,
             o->out_dir);
-  if (run_stages(r))
+  /* A stage that fails keeps what the others measured: the results are
+   * written from the directory whatever happened (the failed stage's end
+   * line carries its error). */
+  bool failed = run_stages(r) != 0;
+  if (!r->started) /* not one stage began: nothing to report */
     goto out;
   /* The results: read back from the directory, by the same path as
    * `infermeter report DIR`. */
@@ -781,11 +795,13 @@ int im_cli_run(int argc, char **argv) {
   struct report_opts ro = {.text = o->quiet ? NULL : stdout, .stage_lines = false,
                            .publish = o->publish};
   struct report_outcome outcome;
-  if (im__report_dir(o->out_dir, &ro, &outcome))
-    goto out;
-  if (!o->quiet)
+  int reported = im__report_dir(o->out_dir, &ro, &outcome);
+  if (!reported && !o->quiet)
     fprintf(stdout, "Results: %s/results.json, %s/requests.jsonl\n", o->out_dir, o->out_dir);
-  rc = im__report_exit_code(&outcome);
+  if (failed)
+    rc = r->env.engine_failed ? EXIT_ENGINE : EXIT_USAGE;
+  else if (!reported)
+    rc = im__report_exit_code(&outcome);
 out:
   run_cleanup(r);
   free(r);

@@ -5,6 +5,7 @@
 #define IM_CLI_RUN_INT_H
 
 #include <getopt.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -20,8 +21,11 @@
 #define MAX_TAGS 64
 #define MAX_HEADERS 32
 
+/* Exit status (README "Exit status"): 4 is NOT_PUBLISHABLE under --publish,
+ * 5 a load engine that failed (a record write that failed, a thread that
+ * could not start). */
 enum { EXIT_OK = 0, EXIT_USAGE = 1, EXIT_UNREACHABLE = 2, EXIT_INVALID = 3,
-       EXIT_NOT_PUBLISHABLE = 4, EXIT_SLO = 99, EXIT_INTERRUPTED = 130 };
+       EXIT_NOT_PUBLISHABLE = 4, EXIT_ENGINE = 5, EXIT_SLO = 99, EXIT_INTERRUPTED = 130 };
 
 struct run_opts {
   const char *url;
@@ -49,6 +53,7 @@ struct run_opts {
   const char *headers[MAX_HEADERS + 1];
   size_t n_headers;
   uint32_t retries;
+  int64_t retry_backoff_max_ns;
   int64_t t_connect, t_ttft, t_idle, t_total;
   uint64_t max_total_tokens;
   bool yes, insecure, keepalive, http2, cache_salt, shared_cache, quiet, no_progress, publish;
@@ -118,6 +123,7 @@ struct run_env {
   enum im_chat_tmpl tmpl;
   bool has_mix;
   struct im_mix mix;
+  bool engine_failed;             /* a loader failed (its reason printed): EXIT_ENGINE */
 };
 
 
@@ -135,7 +141,7 @@ struct stage_res {
 
 /* run.c: the signal handler's state (the first signal stops dispatching,
  * the second aborts requests in flight; wake_fd wakes loader 0). */
-extern volatile int im__run_interrupted;
+extern atomic_int im__run_interrupted;
 extern int im__run_wake_fd;
 
 /* run_stage.c */

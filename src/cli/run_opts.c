@@ -125,6 +125,8 @@ void im__run_usage(FILE *o) {
 "  --percentiles LIST        percentiles to report (default 50,90,95,99,99.9)\n"
 "  --retries N               retry failed attempts (429, 5xx, connect, reset before\n"
 "                            any token) with backoff and Retry-After (default 0)\n"
+"  --retry-backoff-max DUR   longest wait before a retry, backoff or Retry-After\n"
+"                            (default 30s)\n"
 "  --timeout connect=5s,ttft=60s,idle=30s,total=10m\n"
 "  --max-total-tokens N      refuse a plan above N tokens (prompt + output)\n"
 "  --yes                     start against a non-loopback target without asking\n"
@@ -245,7 +247,7 @@ enum {
   O_NOPROG, O_THREADS, O_SCRAPE, O_NOSCRAPE, O_SCRAPE_INT, O_DCGM, O_NOSOCK, O_NOGPU, O_KVREF,
   O_BWREF, O_PGROUPS, O_PLEN, O_PSHARE, O_KVBPT, O_GPUMEM, O_DATASET, O_DSPATH, O_TSPEED, O_PERTURB,
   O_SESSIONS, O_SRATE, O_TURNS, O_GROWTH, O_THINK, O_GRID, O_SWEEP, O_SWEEP_STEPS, O_SWEEP_ALL,
-  O_SCENARIO, O_TOKENIZER, O_CHAT_TMPL, O_MIX, O_TRACE, O_MIN_IN, O_MAX_IN, O_MIN_OUT, O_MAX_OUT
+  O_SCENARIO, O_TOKENIZER, O_CHAT_TMPL, O_MIX, O_TRACE, O_MIN_IN, O_MAX_IN, O_MIN_OUT, O_MAX_OUT, O_BACKOFF_MAX
 };
 
 const struct option im__run_options[] = {
@@ -264,6 +266,7 @@ const struct option im__run_options[] = {
     {"slo", required_argument, 0, O_SLO}, {"slo-target", required_argument, 0, O_SLO_TARGET},
     {"percentiles", required_argument, 0, O_PCT}, {"tag", required_argument, 0, O_TAG},
     {"header", required_argument, 0, O_HEADER}, {"retries", required_argument, 0, O_RETRIES},
+    {"retry-backoff-max", required_argument, 0, O_BACKOFF_MAX},
     {"timeout", required_argument, 0, O_TIMEOUT},
     {"max-total-tokens", required_argument, 0, O_MAXTOK}, {"yes", no_argument, 0, O_YES},
     {"api-key-file", required_argument, 0, O_KEYFILE}, {"insecure", no_argument, 0, O_INSECURE},
@@ -311,6 +314,7 @@ void im__run_opts_default(struct run_opts *o) {
   o->duration_ns = 30 * 1000000000LL;
   o->warmup_ns = 5 * 1000000000LL;
   o->grace_ns = 10 * 1000000000LL;
+  o->retry_backoff_max_ns = 30 * 1000000000LL;
   o->input_len = 1024;
   o->output_len = 128;
   o->temperature = NAN;
@@ -424,7 +428,8 @@ int im__run_apply(struct run_opts *o, int opt, const char *arg, bool *rate_given
     }
     o->headers[o->n_headers++] = arg;
     return 0;
-  case O_RETRIES: return im_arg_u32("--retries", arg, 0, 100, &o->retries);
+  case O_RETRIES: return im_arg_u32("--retries", arg, 0, 1000000, &o->retries);
+  case O_BACKOFF_MAX: return im_arg_duration("--retry-backoff-max", arg, &o->retry_backoff_max_ns);
   case O_TIMEOUT: return parse_timeouts(arg, o);
   case O_MAXTOK: return im_arg_u64("--max-total-tokens", arg, &o->max_total_tokens);
   case O_YES: o->yes = true; return 0;

@@ -6,15 +6,20 @@
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "cli/progress.h"
 #include "cli/run_int.h"
 #include "analyze/stage.h"
+#include "record/hist_json.h"
 #include "record/rundir.h"
 #include "core/log.h"
+#include "core/thread.h"
 #include "core/stats.h"
 #include "text/tokenizer.h"
 #include "workload/dsworkload.h"
@@ -97,10 +102,12 @@ struct stage {
   struct im_sched_spec sched;
   struct workload *wl;        /* one per loader thread */
   struct shard *shards;
+  struct im_load_start start; /* the shards' one start instant */
   struct im_load_result all;  /* the shards' records merged */
   double cpu_share;           /* the busiest loader thread's */
   struct stage_res *out;
   const char *label;
+  char error[300];            /* why the stage failed ("" when it did not) */
 };
 
 /* The schedule, computed ahead: a trace's own timestamps, or a process (of
@@ -201,6 +208,7 @@ static int shard_config(struct stage *st, uint32_t k) {
   c->shard = k;
   c->n_shards = n;
   c->stage = st->index;
+  c->start = &st->start;
   if (!st->closed) {
     size_t mine = st->n_times / n + (k < st->n_times % n);
     if (!(s->times = malloc((mine ? mine : 1) * sizeof *s->times)))
@@ -222,6 +230,7 @@ static int shard_config(struct stage *st, uint32_t k) {
   c->warmup_requests = so->warmup_requests;
   c->grace_ns = o->grace_ns;
   c->retries = o->retries;
+  c->retry_backoff_max_ns = o->retry_backoff_max_ns;
   c->timeout_connect_ns = o->t_connect;
   c->timeout_ttft_ns = o->t_ttft;
   c->timeout_idle_ns = o->t_idle;
@@ -237,34 +246,79 @@ static int shard_config(struct stage *st, uint32_t k) {
   c->jsonl_fd = env->jsonl_fd;
   c->interrupt = &im__run_interrupted;
   c->wake_fd = k == 0 ? im__run_wake_fd : -1;
-  c->progress_tty = k == 0 && env->tty && !o->no_progress;
-  c->progress_plain = k == 0 && !env->tty && !o->no_progress;
   return 0;
 }
 
+/* The stage's start, on disk as it happens (its t0 line in stages.jsonl,
+ * written once by the loader thread that releases the start barrier, before
+ * any dispatch): a crash leaves the origin of requests.jsonl's times. */
+struct started {
+  int fd;
+  uint32_t stage;
+};
+
+static void on_start(void *ctx, int64_t t0_mono, int64_t wall_ns) {
+  const struct started *sd = ctx;
+  if (sd->fd >= 0 && im_rundir_append(sd->fd, im_rundir_t0_json(sd->stage, t0_mono, wall_ns)))
+    im_warn("cannot write the stage's start to stages.jsonl: %s", strerror(errno));
+}
+
 /* Runs the loader threads to the end; on the last stage the observers take
- * their final sample when the last thread has drained. */
+ * their final sample when the last thread has drained. Loader threads block
+ * the run's signals: only the main thread (shard 0) handles them. */
 static int stage_load(struct stage *st, bool last_stage) {
-  uint32_t n = st->o->threads;
+  uint32_t n = st->o->threads, made = 1;
+  struct im_load_progress *prog = calloc(n, sizeof *prog);
+  struct im__progress pr = {0};
+  uint64_t total = 0;
   struct drain drain = {.mu = PTHREAD_MUTEX_INITIALIZER, .left = n, .obs = st->env->obs};
+  struct started sd = {.fd = st->env->stages_fd, .stage = st->index};
+  int rc = 0;
   for (uint32_t k = 0; k < n && st->env->obs && last_stage; k++) {
     st->shards[k].cfg.on_drained = on_drained;
     st->shards[k].cfg.on_drained_ctx = &drain;
   }
-  for (uint32_t k = 1; k < n; k++)
-    pthread_create(&st->shards[k].thread, NULL, shard_main, &st->shards[k]);
-  shard_main(&st->shards[0]);
-  for (uint32_t k = 1; k < n; k++)
-    pthread_join(st->shards[k].thread, NULL);
-  if (last_stage)
-    im_observer_stop(st->env->obs); /* no-op when on_drained did it (the usual case) */
+  if (!prog || im_load_start_init(&st->start, n, on_start, &sd) != IM_OK) {
+    fprintf(stderr, "infermeter run: cannot create the loaders' start barrier\n");
+    free(prog);
+    return -1;
+  }
   for (uint32_t k = 0; k < n; k++) {
-    if (st->shards[k].err) {
-      fprintf(stderr, "infermeter run: load engine failed: %s\n", im_strerror(st->shards[k].err));
-      return -1;
+    const struct im_load_config *c = &st->shards[k].cfg;
+    st->shards[k].cfg.progress = &prog[k];
+    total += c->session ? c->max_requests : c->times ? c->n_times : c->max_requests;
+  }
+  if (!st->o->no_progress)
+    im__progress_start(&pr, prog, n, total, st->env->tty);
+  for (; made < n; made++) {
+    int e = im_thread_start(&st->shards[made].thread, shard_main, &st->shards[made]);
+    if (e) {
+      fprintf(stderr, "infermeter run: cannot start loader thread %" PRIu32 " of %" PRIu32 ": %s\n",
+              made + 1, n, strerror(e));
+      im_load_start_abandon(&st->start, n - made);
+      rc = -1;
+      break;
     }
   }
-  return 0;
+  shard_main(&st->shards[0]);
+  for (uint32_t k = 1; k < made; k++)
+    pthread_join(st->shards[k].thread, NULL);
+  im__progress_stop(&pr);
+  free(prog);
+  im_load_start_cleanup(&st->start);
+  if (last_stage)
+    im_observer_stop(st->env->obs); /* no-op when on_drained did it (the usual case) */
+  for (uint32_t k = 0; k < made && !rc; k++) {
+    if (st->shards[k].err) {
+      const char *why = st->shards[k].res.record_write_error;
+      snprintf(st->error, sizeof st->error, "load engine failed: %s%s%s",
+               im_strerror(st->shards[k].err), why[0] ? ": " : "", why);
+      fprintf(stderr, "infermeter run: %s\n", st->error);
+      st->env->engine_failed = true;
+      rc = -1;
+    }
+  }
+  return rc;
 }
 
 /* The shards' records and counters in one result. */
@@ -331,7 +385,7 @@ static struct im_client_sample *client_samples(const struct stage *st, size_t *n
   return v;
 }
 
-/* What the stage did, on disk (stages.jsonl: its t0 and its end), then its
+/* What the stage did, on disk (stages.jsonl: its end), then its
  * figures in memory for the sweep and the stage line (the same functions
  * `report` runs on the records read back). */
 static int stage_finish(struct stage *st) {
@@ -347,12 +401,18 @@ static int stage_finish(struct stage *st) {
   uint64_t opened = 0;
   for (uint32_t t = 0; t < o->threads; t++)
     opened += st->shards[t].res.connections_opened;
-  if (!samples ||
-      im_rundir_append(env->stages_fd, im_rundir_t0_json(st->index, out->t0_mono,
-                                                           out->wall_start_ns)) ||
-      im_rundir_append(env->stages_fd,
-                        im_rundir_end_json(st->index, all->elapsed_ns, all->interrupted, &k,
-                                            opened, all->first_error, samples, n_samples))) {
+  /* The receive lag of every loader thread, merged (docs/metrics.md §10). */
+  struct im_hist rl;
+  bool have_rl = im_hist_init_default(&rl) == IM_OK;
+  for (uint32_t t = 0; have_rl && t < o->threads; t++)
+    have_rl = im_hist_merge(&rl, &st->shards[t].res.receive_lag) == IM_OK;
+  json_t *end = im_rundir_end_json(st->index, all->elapsed_ns, all->interrupted, &k, opened,
+                                   all->first_error, samples, n_samples);
+  json_t *rlj = NULL;
+  if (end && have_rl && im_hist_to_json(&rl, &rlj) == IM_OK)
+    json_object_set_new(end, "receive_lag", rlj);
+  if (!samples || im_rundir_append(env->stages_fd, end)) {
+    im_hist_cleanup(&rl);
     fprintf(stderr, "infermeter run: cannot write stages.jsonl: %s\n", strerror(errno));
     free(samples);
     return -1;
@@ -362,11 +422,14 @@ static int stage_finish(struct stage *st) {
   rule.elapsed_ns = all->elapsed_ns;
   struct im_stage_input in = {.recs = all->records, .n_recs = all->n_records, .cfg = o->scfg,
                               .slo_target = o->slo_target, .counters = k, .samples = samples,
-                              .n_samples = n_samples, .threads = o->threads};
+                              .n_samples = n_samples, .threads = o->threads,
+                              .receive_lag = have_rl ? &rl : NULL};
   im_stage_window(all->records, all->n_records, &rule, &in.cfg.window_start_ns,
                   &in.cfg.window_end_ns);
   struct im_stage_figures f;
-  if (im_stage_analyze(&in, &f) != IM_OK) {
+  enum im_err aerr = im_stage_analyze(&in, &f);
+  im_hist_cleanup(&rl);
+  if (aerr != IM_OK) {
     fprintf(stderr, "infermeter run: out of memory computing the stage's figures\n");
     free(samples);
     return -1;
@@ -385,6 +448,17 @@ static int stage_finish(struct stage *st) {
   im_stage_figures_cleanup(&f);
   free(samples);
   return 0;
+}
+
+/* A stage that failed still ends on disk, with its error: the report keeps
+ * every other stage and shows this one's records, marked interrupted. */
+static void stage_failed(struct stage *st) {
+  struct im_client_counters k = {0};
+  json_t *end = im_rundir_end_json(st->index, 0, true, &k, 0, st->error, NULL, 0);
+  if (end)
+    json_object_set_new(end, "error", json_string(st->error[0] ? st->error : "the stage failed"));
+  if (im_rundir_append(st->env->stages_fd, end))
+    im_warn("cannot write stages.jsonl: %s", strerror(errno));
 }
 
 /* See run_int.h. */
@@ -408,7 +482,11 @@ int im__run_stage(struct run_env *env, const struct run_opts *so, uint32_t index
   for (uint32_t k = 0; k < st.o->threads; k++)
     if (shard_config(&st, k))
       goto out;
-  if (stage_load(&st, last_stage) || stage_merge(&st) || stage_finish(&st))
+  if (stage_load(&st, last_stage)) {
+    stage_failed(&st);
+    goto out;
+  }
+  if (stage_merge(&st) || stage_finish(&st))
     goto out;
   rc = 0;
 out:

@@ -8,7 +8,7 @@
 void im_buf_init(struct im_buf *b, size_t max) {
   b->data = NULL;
   b->len = b->cap = 0;
-  b->max = max ? max : SIZE_MAX / 2;
+  b->max = max < SIZE_MAX / 2 ? max : SIZE_MAX / 2;
 }
 
 void im_buf_cleanup(struct im_buf *b) {

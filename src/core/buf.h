@@ -1,9 +1,10 @@
 /* A growable byte buffer with a hard cap.
  *
- * Every buffer that outside input can grow has a maximum: appending past
+ * Every buffer has a maximum, stated where it is initialised: appending past
  * `max` fails with IM_LIMIT and leaves the buffer unchanged, so a hostile peer
- * cannot make us allocate without bound. The data is always NUL-terminated
- * (the terminator is not counted in len). */
+ * cannot make us allocate without bound. There is no unbounded buffer: a cap
+ * of 0 holds nothing (every non-empty append fails). The data is always
+ * NUL-terminated (the terminator is not counted in len). */
 #ifndef INFERMETER_BUF_H
 #define INFERMETER_BUF_H
 
@@ -16,10 +17,11 @@ struct im_buf {
   char *data; /* NULL until the first append */
   size_t len;
   size_t cap;
-  size_t max; /* maximum len; 0 means SIZE_MAX/2 */
+  size_t max; /* maximum len */
 };
 
-/* Initialises an empty buffer that may grow to max bytes (0: unbounded). */
+/* Initialises an empty buffer that may grow to max bytes (at most
+ * SIZE_MAX/2; larger is taken as SIZE_MAX/2). Allocates nothing. */
 void im_buf_init(struct im_buf *b, size_t max);
 /* Frees the storage; the buffer may be reused after im_buf_init. NULL ok. */
 void im_buf_cleanup(struct im_buf *b);

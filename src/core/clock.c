@@ -42,3 +42,15 @@ int im_parse_duration(const char *text, int64_t *out_ns) {
   }
   return -1;
 }
+
+/* Shift the year to start in March so the leap day is last, then count
+ * 400-year eras of 146097 days (H. Hinnant, "chrono-Compatible Low-Level
+ * Date Algorithms", days_from_civil). */
+int64_t im_days_from_civil(int64_t y, int m, int d) {
+  y -= m <= 2;
+  int64_t era = (y >= 0 ? y : y - 399) / 400;
+  int64_t yoe = y - era * 400;
+  int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + doe - 719468;
+}

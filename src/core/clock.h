@@ -16,4 +16,8 @@ int64_t im_wall_ns(void);
  * malformed or negative input. */
 int im_parse_duration(const char *text, int64_t *out_ns);
 
+/* Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar (m in
+ * 1..12, d in 1..31, not checked), for dates read from files and headers. */
+int64_t im_days_from_civil(int64_t y, int m, int d);
+
 #endif

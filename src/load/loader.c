@@ -29,6 +29,7 @@ void im_load_config_default(struct im_load_config *cfg) {
   cfg->backend = IM_BACKEND_CHAT;
   cfg->keepalive = true;
   cfg->grace_ns = 10 * 1000000000LL;
+  cfg->retry_backoff_max_ns = 30 * 1000000000LL;
   cfg->timeout_connect_ns = 5 * 1000000000LL;
   cfg->timeout_ttft_ns = 60 * 1000000000LL;
   cfg->timeout_idle_ns = 30 * 1000000000LL;
@@ -71,9 +72,15 @@ static int64_t next_due(const struct loader *L) {
   return t;
 }
 
+/* Re-arms the schedule's timer only when its due time changed (a
+ * timerfd_settime per loop turn is a system call per turn). */
 static void arm_sched(struct loader *L) {
   int64_t t = next_due(L);
-  arm_abs(L->tfd_sched, t < 0 ? -1 : L->t0 + t);
+  int64_t abs = t < 0 ? -1 : L->t0 + t;
+  if (abs == L->sched_armed)
+    return;
+  L->sched_armed = abs;
+  arm_abs(L->tfd_sched, abs);
 }
 
 /* ---- libcurl glue ------------------------------------------------------- */
@@ -116,45 +123,21 @@ static int on_curl_timer(CURLM *m, long timeout_ms, void *userp) {
   return 0;
 }
 
-/* ---- attempts ----------------------------------------------------------- */
+/* ---- retries ------------------------------------------------------------ */
 
-void im__load_attempt_free(struct attempt *a) {
-  if (!a)
-    return;
-  if (a->sstate && a->L->cfg->session)
-    a->L->cfg->session->end(a->L->cfg->workload_ctx, a->sstate);
-  im_buf_cleanup(&a->answer);
-  im_buf_cleanup(&a->reasoning);
-  if (a->easy)
-    curl_easy_cleanup(a->easy);
-  curl_slist_free_all(a->hdrs);
-  im_sse_cleanup(&a->sse);
-  im_buf_cleanup(&a->body);
-  im_buf_cleanup(&a->errbody);
-  im_req_spec_cleanup(&a->spec);
-  im_record_cleanup(&a->rec);
-  free(a);
-}
-
-struct attempt *im__load_attempt_new(struct loader *L) {
-  struct attempt *a = calloc(1, sizeof *a);
-  if (!a)
-    return NULL;
-  a->L = L;
-  im_record_reset(&a->rec);
-  a->rec.id = 1 + L->cfg->shard + L->cfg->n_shards * L->next_id++;
-  a->rec.attempt = 1;
-  a->rec.logical_id = a->rec.id;
-  a->rec.stage = L->cfg->stage;
-  a->usage_completion = -1;
-  im_buf_init(&a->body, 64u << 20);
-  im_buf_init(&a->errbody, ERRBODY_MAX);
-  im_sse_init(&a->sse, NULL, im__load_on_sse_event, a);
-  im_buf_init(&a->answer, 4u << 20);
-  im_buf_init(&a->reasoning, 4u << 20);
-  a->capture = L->cfg->session != NULL || L->cfg->count_output != NULL;
-  a->capture_reasoning = L->cfg->count_output != NULL;
-  return a;
+int64_t im_load_backoff_ns(uint32_t attempt, double u, int64_t cap_ns) {
+  if (cap_ns <= 0)
+    return 0;
+  if (!(u >= 0.0 && u < 1.0))
+    u = 0.5;
+  /* 2^62 x 0.25 s is far above any cap: clamp the exponent first, then
+   * compare in double, where nothing overflows, and convert only a value
+   * at most cap_ns. */
+  uint32_t k = attempt ? attempt - 1 : 0;
+  if (k > 62)
+    k = 62;
+  double ns = ldexp(0.25e9, (int)k) * (0.5 + u);
+  return ns >= (double)cap_ns ? cap_ns : (int64_t)ns;
 }
 
 static void list_push(struct attempt **head, struct attempt *a) {
@@ -239,107 +222,11 @@ static bool is_warmup(const struct loader *L, const struct im_record *r, uint64_
   return index < c->warmup_requests;
 }
 
-/* ---- requests prepared ahead -------------------------------------------- */
-
-static uint64_t global_index(const struct loader *L, uint64_t local) {
-  return L->cfg->shard + (uint64_t)L->cfg->n_shards * local;
-}
-
-/* Local requests this loader will ever send (UINT64_MAX: unbounded). */
-static uint64_t local_total(const struct loader *L) {
-  if (L->cfg->times)
-    return L->cfg->n_times;
-  return L->cfg->max_requests ? L->cfg->max_requests : UINT64_MAX;
-}
-
-
-/* A new attempt for request `index` with its workload filled in; NULL (and
- * L->fatal set) on failure. */
-static struct attempt *new_request(struct loader *L, uint64_t index) {
-  struct attempt *a = im__load_attempt_new(L);
-  if (!a) {
-    L->fatal = IM_NOMEM;
-    return NULL;
-  }
-  const struct im_session_ops *so = L->cfg->session;
-  enum im_err err = so ? so->turn(L->cfg->workload_ctx, index, 0, &a->sstate, NULL, 0, &a->spec)
-                       : L->cfg->workload(L->cfg->workload_ctx, index, &a->spec);
-  if (err != IM_OK) {
-    L->fatal = IM_INVAL;
-    im__load_attempt_free(a);
-    return NULL;
-  }
-  a->sid = index;
-  a->index = index;
-  im__load_fill_record(a);
-  return a;
-}
-
-/* The record's copy of what the workload asked for. */
-void im__load_fill_record(struct attempt *a) {
-  struct im_record *r = &a->rec;
-  r->prompt_tokens = a->spec.prompt_tokens;
-  r->requested_tokens = a->spec.max_tokens;
-  r->ignore_eos = a->spec.ignore_eos;
-  r->temperature = a->spec.temperature;
-  r->top_p = a->spec.top_p;
-  r->context_tokens = a->spec.prompt_tokens;
-  r->session = a->spec.session;
-  r->turn = a->spec.turn;
-  r->content_class = a->spec.content_class;
-}
-
-/* Prepares one more request into the ring (workload, body, handle);
- * false when full or done. A build failure is left for start_http to
- * report when the request is due. */
-static bool prepare_one(struct loader *L) {
-  if (L->pre_n == L->pre_cap || L->pre_local_next >= local_total(L) || L->stop_dispatch ||
-      L->fatal)
-    return false;
-  uint64_t index = global_index(L, L->pre_local_next);
-  struct attempt *a = new_request(L, index);
-  if (!a)
-    return false;
-  if (im__load_build_http(L, a) != IM_OK && a->easy) {
-    curl_easy_cleanup(a->easy);
-    a->easy = NULL;
-  }
-  L->pre[(L->pre_head + L->pre_n) % L->pre_cap] = a;
-  if (!L->pre_n)
-    L->pre_first = index;
-  L->pre_n++;
-  L->pre_local_next++;
-  return true;
-}
-
-/* Fills the ring until `until` (run-relative ns) or until it is full. */
-static void prepare_until(struct loader *L, int64_t until) {
-  while (rel_now(L) < until && prepare_one(L))
-    ;
-}
-
-/* The prepared attempt for `index`, or a new one built now. */
-static struct attempt *take_request(struct loader *L, uint64_t index) {
-  if (L->pre_n && L->pre_first == index) {
-    struct attempt *a = L->pre[L->pre_head];
-    L->pre[L->pre_head] = NULL;
-    L->pre_head = (L->pre_head + 1) % L->pre_cap;
-    L->pre_n--;
-    L->pre_first += L->cfg->n_shards;
-    return a;
-  }
-  /* Not prepared in time: the ring restarts after this one. */
-  uint64_t local = (index - L->cfg->shard) / L->cfg->n_shards;
-  if (!L->pre_n && local >= L->pre_local_next)
-    L->pre_local_next = local + 1;
-  return new_request(L, index);
-}
-
 /* A new logical request scheduled at t_sched. */
 static void dispatch_new(struct loader *L, uint64_t index, int64_t t_sched, uint32_t slot,
                          uint32_t budget) {
   int64_t t_dispatch = rel_now(L);
-  struct attempt *a = take_request(L, index);
+  struct attempt *a = im__load_take_request(L, index);
   if (!a)
     return;
   a->slot = slot;
@@ -356,42 +243,9 @@ static void dispatch_new(struct loader *L, uint64_t index, int64_t t_sched, uint
 
 /* ---- completion --------------------------------------------------------- */
 
-static void store_record(struct loader *L, struct im_record *r) {
-  struct im_load_result *res = L->res;
-  if (L->cfg->jsonl_fd >= 0) {
-    im_buf_reset(&L->line);
-    if (im_record_to_jsonl(r, &L->line) == IM_OK) {
-      /* One write per line on an O_APPEND descriptor: a line is never torn
-       * by a crash of this process. */
-      const char *p = L->line.data;
-      size_t left = L->line.len;
-      while (left) {
-        ssize_t w = write(L->cfg->jsonl_fd, p, left);
-        if (w < 0 && errno == EINTR)
-          continue;
-        if (w <= 0)
-          break;
-        p += w;
-        left -= (size_t)w;
-      }
-    }
-  }
-  if (res->n_records == L->cap_records) {
-    size_t cap = L->cap_records ? L->cap_records * 2 : 256;
-    struct im_record *p = realloc(res->records, cap * sizeof *p);
-    if (!p) {
-      L->fatal = IM_NOMEM;
-      im_record_cleanup(r);
-      return;
-    }
-    res->records = p;
-    L->cap_records = cap;
-  }
-  res->records[res->n_records++] = *r;
-  /* The chunk arrays now belong to the stored copy. */
-  r->chunk_us = NULL;
-  r->chunk_tokens = NULL;
-  r->cap_chunks = r->n_chunks = 0;
+void im__load_store_record(struct loader *L, struct im_record *r) {
+  L->tokens += r->output_tokens;
+  im__load_writer_push(&L->writer, r);
 }
 
 void im__load_insert_pending(struct loader *L, struct attempt *a) {
@@ -435,12 +289,13 @@ static void schedule_retry(struct loader *L, struct attempt *old, int64_t now) {
   r->session = o->session;
   r->turn = o->turn;
   r->content_class = o->content_class;
-  /* Exponential backoff with jitter (0.25 s x 2^(n-1) x U[0.5, 1.5)),
-   * or the server's Retry-After when it sent one. */
-  double backoff = 0.25 * pow(2.0, (double)(o->attempt - 1)) * (0.5 + im_rng_uniform(&L->rng));
-  if (old->retry_after_s > 0)
-    backoff = old->retry_after_s;
-  r->t_sched = now + (int64_t)(backoff * 1e9);
+  /* Exponential backoff with jitter, or the server's Retry-After when it
+   * sent one; both capped. */
+  int64_t cap = L->cfg->retry_backoff_max_ns;
+  int64_t wait = im_load_backoff_ns(o->attempt, im_rng_uniform(&L->rng), cap);
+  if (old->retry_after_s >= 0)
+    wait = old->retry_after_s > cap / 1000000000 ? cap : old->retry_after_s * 1000000000;
+  r->t_sched = now + wait;
   im__load_insert_pending(L, a);
 }
 
@@ -454,9 +309,47 @@ static void start_queued(struct loader *L) {
   }
 }
 
+void im__load_count_output(struct loader *L, struct attempt *a) {
+  struct im_record *r = &a->rec;
+  uint64_t n = (uint64_t)L->cfg->count_output(L->cfg->count_ctx, a->answer.data, a->answer.len) +
+               L->cfg->count_output(L->cfg->count_ctx, a->reasoning.data, a->reasoning.len);
+  r->output_tokens = n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+  r->output_source = IM_COUNT_TOKENIZER;
+}
+
+/* Hands the record and the answer (copied when the session's next turn
+ * needs it) to the builder to count and store; false when that cannot be
+ * (no builder, no memory): count here. */
+static bool count_away(struct loader *L, struct attempt *a) {
+  if (!L->builder.on)
+    return false;
+  struct attempt *j = calloc(1, sizeof *j);
+  if (!j)
+    return false;
+  j->L = L;
+  j->count_job = true;
+  j->rec = a->rec; /* the chunk arrays move over */
+  a->rec.chunk_us = NULL;
+  a->rec.chunk_tokens = NULL;
+  a->rec.cap_chunks = a->rec.n_chunks = 0;
+  j->reasoning = a->reasoning;
+  im_buf_init(&a->reasoning, a->reasoning.max);
+  if (L->cfg->session) {
+    im_buf_init(&j->answer, a->answer.max);
+    if (a->answer.len && im_buf_append(&j->answer, a->answer.data, a->answer.len) != IM_OK)
+      j->rec.output_source = IM_COUNT_CHUNKS; /* counted from the part that fits */
+  } else {
+    j->answer = a->answer;
+    im_buf_init(&a->answer, a->answer.max);
+  }
+  im__load_builder_push(L, j);
+  return true;
+}
+
 static void finish_attempt(struct loader *L, struct attempt *a, CURLcode res) {
   struct im_record *r = &a->rec;
   int64_t now = rel_now(L);
+  bool count = false;
   if (a->in_multi) {
     curl_multi_remove_handle(L->multi, a->easy);
     a->in_multi = false;
@@ -474,6 +367,8 @@ static void finish_attempt(struct loader *L, struct attempt *a, CURLcode res) {
     curl_easy_getinfo(a->easy, CURLINFO_NUM_CONNECTS, &nconn);
     curl_easy_getinfo(a->easy, CURLINFO_LOCAL_PORT, &port);
     curl_easy_getinfo(a->easy, CURLINFO_OS_ERRNO, &os_errno);
+    if (port <= 0)
+      port = a->local_port;
     if (os_errno == EMFILE || os_errno == ENFILE)
       L->res->fd_exhausted++;
     if (os_errno == EADDRNOTAVAIL)
@@ -481,7 +376,8 @@ static void finish_attempt(struct loader *L, struct attempt *a, CURLcode res) {
     r->conn_new = nconn > 0;
     if (port > 0 && port < 65536) {
       if (r->conn_new || !L->port_conn[port]) {
-        L->port_conn[port] = ++L->next_conn;
+        /* Unique across shards, as attempt ids are. */
+        L->port_conn[port] = 1 + L->cfg->shard + (uint64_t)L->cfg->n_shards * L->next_conn++;
         L->res->connections_opened++;
       }
       r->conn_id = L->port_conn[port];
@@ -492,22 +388,21 @@ static void finish_attempt(struct loader *L, struct attempt *a, CURLcode res) {
   if (r->n_chunks && a->usage_seen && r->output_tokens) {
     r->output_source = IM_COUNT_USAGE;
   } else if (r->n_chunks && L->cfg->count_output && a->capture && a->capture_reasoning) {
-    r->output_tokens = L->cfg->count_output(L->cfg->count_ctx, a->answer.data, a->answer.len) +
-                       L->cfg->count_output(L->cfg->count_ctx, a->reasoning.data, a->reasoning.len);
-    r->output_source = IM_COUNT_TOKENIZER;
+    count = true; /* below: on the builder when there is one */
   } else if (r->n_chunks) {
-    uint32_t sum = 0;
+    /* At most 2^24 chunks of at most 2^16 tokens: a 64-bit sum cannot wrap. */
+    uint64_t sum = 0;
     for (uint32_t i = 0; i < r->n_chunks; i++)
       sum += im_record_chunk_tokens(r, i);
-    r->output_tokens = sum;
+    r->output_tokens = sum > UINT32_MAX ? UINT32_MAX : (uint32_t)sum;
     r->output_source = IM_COUNT_CHUNKS;
   }
   if (r->error != IM_EC_NONE) {
     L->errors++;
     if (!L->res->first_error[0]) {
+      const char *why = a->reason[0] ? a->reason : a->errbody.len ? a->errbody.data : "";
       snprintf(L->res->first_error, sizeof L->res->first_error, "%s (HTTP %d)%s%.160s",
-               im_errclass_name(r->error), r->http_status, a->errbody.len ? ": " : "",
-               a->errbody.len ? a->errbody.data : "");
+               im_errclass_name(r->error), r->http_status, why[0] ? ": " : "", why);
     }
   } else {
     L->done++;
@@ -517,7 +412,11 @@ static void finish_attempt(struct loader *L, struct attempt *a, CURLcode res) {
   /* A stream that already delivered tokens is never retried (docs/metrics.md §1). */
   bool retry = im__load_retryable(r->error) && r->n_chunks == 0 && r->attempt <= L->cfg->retries &&
                !L->res->interrupted && !L->aborting;
-  store_record(L, r);
+  if (!count || !count_away(L, a)) {
+    if (count)
+      im__load_count_output(L, a);
+    im__load_store_record(L, r);
+  }
   uint32_t slot = a->slot;
   bool closed = !L->cfg->times;
   bool session_over = false;
@@ -532,6 +431,17 @@ static void finish_attempt(struct loader *L, struct attempt *a, CURLcode res) {
 }
 
 /* ---- schedule ----------------------------------------------------------- */
+
+void im__load_session_abandon(struct loader *L, struct attempt *n) {
+  if (!L->abandoned++)
+    im_warn("a session's history outgrew its bound (the server answers more than asked?): "
+            "such sessions end early");
+  if (n->turn < n->budget)
+    L->turns_reserved -= n->budget - n->turn; /* its unsent turns go back */
+  L->turns_started--;
+  if (!L->cfg->times && !L->aborting)
+    closed_loop_next(L, n->slot, rel_now(L));
+}
 
 static void closed_loop_next(struct loader *L, uint32_t slot, int64_t t) {
   const struct im_load_config *c = L->cfg;
@@ -551,7 +461,7 @@ static void closed_loop_next(struct loader *L, uint32_t slot, int64_t t) {
     }
     return;
   }
-  uint64_t index = global_index(L, L->closed_started++);
+  uint64_t index = im__load_global_index(L, L->closed_started++);
   L->res->scheduled++;
   if (c->session)
     L->turns_started++;
@@ -572,7 +482,7 @@ static void dispatch_due(struct loader *L) {
     L->res->scheduled++;
     if (c->session)
       L->turns_started++;
-    dispatch_new(L, global_index(L, i), c->times[i], 0, budget);
+    dispatch_new(L, im__load_global_index(L, i), c->times[i], 0, budget);
   }
   while (L->retries && L->retries->rec.t_sched <= now) {
     struct attempt *a = L->retries;
@@ -642,7 +552,7 @@ static void abort_all(struct loader *L) {
     a->rec.kind = IM_KIND_ABORTED;
     a->rec.error = IM_EC_ABORTED;
     a->rec.t_end = rel_now(L);
-    store_record(L, &a->rec);
+    im__load_store_record(L, &a->rec);
     im__load_attempt_free(a);
   }
   while ((a = L->retries)) {
@@ -653,36 +563,18 @@ static void abort_all(struct loader *L) {
 
 /* ---- progress ----------------------------------------------------------- */
 
-static void progress(struct loader *L, int64_t now, bool final) {
-  const struct im_load_config *c = L->cfg;
-  if (!c->progress_tty && !c->progress_plain)
+/* The live counters (loader.h): relaxed stores, one loop turn stale at most. */
+static void publish_progress(struct loader *L) {
+  struct im_load_progress *p = L->cfg->progress;
+  if (!p)
     return;
-  if (!final && now < L->next_progress)
-    return;
-  L->next_progress = now + (c->progress_tty ? 200000000LL : 5000000000LL);
-  double el = (double)now * 1e-9;
-  uint64_t total = c->session ? c->max_requests : c->times ? c->n_times : c->max_requests;
-  double p50 = im_hist_count(&L->ttft_hist) ? (double)im_hist_percentile(&L->ttft_hist, 0.5) / 1e6 : 0;
-  /* The completion rate over the last interval, not since the start. */
-  double dt = (double)(now - L->prev_progress_t) * 1e-9;
-  double rate = dt > 0 ? (double)(L->done - L->prev_progress_done) / dt : 0;
-  L->prev_progress_t = now;
-  L->prev_progress_done = L->done;
-  char bar[24] = "";
-  if (total && c->progress_tty) {
-    int filled = (int)(20.0 * (double)L->res->dispatched / (double)total);
-    for (int i = 0; i < 20; i++)
-      bar[i] = i < filled ? '#' : '.';
-    bar[20] = '\0';
-  }
-  fprintf(stderr,
-          "%s%s%s %6.1fs  sent %" PRIu64 "/%" PRIu64 "  in flight %u%s  done %" PRIu64
-          "  errors %" PRIu64 "  %.1f req/s  p50 TTFT %.1f ms%s",
-          c->progress_tty ? "\r\033[K" : "", bar[0] ? bar : "", bar[0] ? " " : "", el,
-          L->res->dispatched, L->res->scheduled > total ? L->res->scheduled : (total ? total : L->res->scheduled),
-          L->inflight, L->queued ? " (+queued)" : "", L->done, L->errors, rate, p50,
-          c->progress_tty ? (final ? "\n" : "") : "\n");
-  fflush(stderr);
+  atomic_store_explicit(&p->scheduled, L->res->scheduled, memory_order_relaxed);
+  atomic_store_explicit(&p->dispatched, L->res->dispatched, memory_order_relaxed);
+  atomic_store_explicit(&p->completed, L->done, memory_order_relaxed);
+  atomic_store_explicit(&p->failed, L->errors, memory_order_relaxed);
+  atomic_store_explicit(&p->tokens, L->tokens, memory_order_relaxed);
+  atomic_store_explicit(&p->in_flight, L->inflight, memory_order_relaxed);
+  atomic_store_explicit(&p->queued, L->queued, memory_order_relaxed);
 }
 
 /* ---- the loop ----------------------------------------------------------- */
@@ -713,10 +605,15 @@ static void self_sample(struct loader *L, int64_t now) {
       .t = now,
       .cpu_share = span > 0 ? (cpu - L->sample_cpu_s) / span : 0,
       .lag_max_ms = L->lag_max_ns / 1e6,
+      .receive_lag_max_ms = (double)L->recv_lag_max_ns / 1e6,
       .in_flight = L->inflight,
   };
   L->sample_cpu_s = cpu;
   L->lag_max_ns = 0;
+  L->recv_lag_max_ns = 0;
+  if (L->cfg->progress && im_hist_count(&L->ttft_hist))
+    atomic_store_explicit(&L->cfg->progress->ttft_p50_ns, im_hist_percentile(&L->ttft_hist, 0.5),
+                          memory_order_relaxed);
   L->next_sample_t = now + 1000000000;
 }
 
@@ -731,7 +628,13 @@ static enum im_err loop(struct loader *L) {
   int64_t next_timeout_check = 0;
   while (!L->fatal) {
     int64_t now = rel_now(L);
-    int interrupt = L->cfg->interrupt ? *L->cfg->interrupt : 0;
+    if (atomic_load(&L->writer.failed)) {
+      /* Records that cannot reach the disk: stop now, keep them in memory. */
+      im_error("load engine: stopping: %s", L->res->record_write_error);
+      L->fatal = IM_IO;
+      break;
+    }
+    int interrupt = L->cfg->interrupt ? atomic_load(L->cfg->interrupt) : 0;
     if (interrupt >= 1 && !L->stop_dispatch) {
       L->stop_dispatch = true;
       L->stop_t = now;
@@ -758,21 +661,24 @@ static enum im_err loop(struct loader *L) {
       check_timeouts(L, now);
       next_timeout_check = now + 50000000;
     }
-    progress(L, now, false);
+    publish_progress(L);
     self_sample(L, now);
     arm_sched(L);
-    /* Slack before the next arrival: prepare requests, stopping 300 µs
-     * before it is due (at most 2 ms of work per turn). */
-    int64_t due = next_due(L);
-    int64_t until = now + 2000000;
-    if (due >= 0 && due - 300000 < until)
-      until = due - 300000;
-    /* A closed loop's first round was prepared before t0; afterwards a few
-     * ready requests suffice (more would only hold memory: a prepared
-     * attempt owns its prompt, body and curl handle). */
-    if (!L->cfg->times)
-      until = L->pre_n < 16 ? until : now;
-    prepare_until(L, until);
+    if (!L->builder.on) {
+      /* No builder (it could not start): prepare in the slack before the
+       * next arrival, stopping 300 µs before it is due (at most 2 ms of
+       * work per turn). A closed loop's first round was prepared before
+       * t0; afterwards a few ready requests suffice (more would only hold
+       * memory: a prepared attempt owns its prompt, body and curl handle;
+       * the builder keeps the same 16). */
+      int64_t due = next_due(L);
+      int64_t until = now + 2000000;
+      if (due >= 0 && due - 300000 < until)
+        until = due - 300000;
+      if (!L->cfg->times)
+        until = L->pre_n < 16 ? until : now;
+      im__load_prepare_until(L, until);
+    }
     int n = epoll_wait(L->ep, evs, 256, 50);
     if (n < 0) {
       if (errno == EINTR)
@@ -780,10 +686,13 @@ static enum im_err loop(struct loader *L) {
       im_error("epoll_wait: %s", strerror(errno));
       return IM_SYS;
     }
+    /* receive_lag's origin: a read callback's clock read minus this. */
+    L->t_wake = n ? rel_now(L) : -1;
     for (int i = 0; i < n; i++) {
       int fd = evs[i].data.fd;
       if (fd == L->tfd_sched) {
         drain_fd(fd);
+        L->sched_armed = INT64_MIN; /* expired: disarmed */
         dispatch_due(L);
       } else if (fd == L->tfd_curl) {
         drain_fd(fd);
@@ -805,7 +714,7 @@ static enum im_err loop(struct loader *L) {
       dispatch_due(L);
     process_done(L);
   }
-  progress(L, rel_now(L), true);
+  publish_progress(L);
   return L->fatal;
 }
 
@@ -825,12 +734,16 @@ enum im_err im_load_run(const struct im_load_config *cfg, struct im_load_result 
   L.res = out;
   L.ep = L.tfd_sched = L.tfd_curl = -1;
   L.grace_deadline = INT64_MAX;
+  L.sched_armed = INT64_MIN;
   enum im_err err = IM_SYS;
-  if (!cfg->workload || (!cfg->times && !cfg->concurrency))
-    return IM_INVAL;
+  bool arrived = false;
+  if (!cfg->workload || (!cfg->times && !cfg->concurrency) || !cfg->n_shards ||
+      cfg->shard >= cfg->n_shards || (cfg->n_shards > 1 && !cfg->start)) {
+    err = IM_INVAL;
+    goto out;
+  }
   im_oai_chunk_init(&L.chunk, 0);
-  im_buf_init(&L.line, 0);
-  if (im_hist_init_default(&L.ttft_hist)) {
+  if (im_hist_init_default(&L.ttft_hist) || im_hist_init_default(&out->receive_lag)) {
     err = IM_NOMEM;
     goto out;
   }
@@ -863,7 +776,11 @@ enum im_err im_load_run(const struct im_load_config *cfg, struct im_load_result 
     curl_multi_setopt(L.multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)cfg->max_connections);
     curl_multi_setopt(L.multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)cfg->max_connections);
   }
-  im_rng_seed(&L.rng, im_mix64((uint64_t)im_now_ns()));
+  im_rng_seed(&L.rng, im_mix64((uint64_t)im_now_ns() ^ cfg->shard));
+  /* W3C trace ids: one 64-bit half per run (the salt), the other per
+   * logical request; the same in every shard. */
+  L.trace_run = im_mix64(im_fnv1a64(cfg->run_salt ? cfg->run_salt : "0",
+                                    strlen(cfg->run_salt ? cfg->run_salt : "0")) ^ 0x7472616365ULL);
 
   /* The ring holds a closed loop's first round, or the first arrivals. */
   L.pre_cap = cfg->times ? 256 : (cfg->concurrency > 256 ? cfg->concurrency : 256);
@@ -874,16 +791,32 @@ enum im_err im_load_run(const struct im_load_config *cfg, struct im_load_result 
     err = IM_NOMEM;
     goto out;
   }
+  /* Records go to disk on a thread of their own. */
+  if ((err = im__load_writer_start(&L.writer, cfg->jsonl_fd, out)) != IM_OK)
+    goto out;
+  err = IM_SYS;
   L.t0 = im_now_ns(); /* provisional, for prepare_until's clock */
-  prepare_until(&L, INT64_MAX);
+  im__load_prepare_until(&L, INT64_MAX);
+
+  /* Every shard of the stage starts at the same instant (loader.h). */
+  arrived = true;
+  if (cfg->start) {
+    if (!im__load_start_wait(cfg->start, true, &L.t0, &out->wall_start_ns)) {
+      im_error("load engine: another loader thread failed to start");
+      goto out;
+    }
+  } else {
+    out->wall_start_ns = im_wall_ns();
+    L.t0 = im_now_ns();
+  }
+  out->t0_mono = L.t0;
 
   struct rusage ru0, ru1;
   getrusage(RUSAGE_THREAD, &ru0);
-  out->wall_start_ns = im_wall_ns();
-  L.t0 = out->t0_mono = im_now_ns();
-  /* Sessions' next turns are built on a thread of their own (t0 is final
-   * now: requests read it); without one they are built on the loop. */
-  if (cfg->session && (im__load_builder_start(&L) != IM_OK || add_fd(L.ep, L.builder.fd)))
+  /* Requests, sessions' next turns and output counts are built on a
+   * thread of their own; without one, on the loop (a fallback). */
+  L.builder.pre_target = cfg->times ? L.pre_cap : 16;
+  if (im__load_builder_start(&L) != IM_OK || add_fd(L.ep, L.builder.fd))
     im__load_builder_stop(&L);
   L.sample_cpu_s = thread_cpu_s();
   L.next_sample_t = 1000000000;
@@ -912,9 +845,17 @@ enum im_err im_load_run(const struct im_load_config *cfg, struct im_load_result 
     out->scheduled = due > out->scheduled ? due : out->scheduled;
   }
 out:
+  if (!arrived && cfg->start) {
+    int64_t t0, wall;
+    (void)im__load_start_wait(cfg->start, false, &t0, &wall);
+  }
   im__load_builder_stop(&L);
   if (err)
     abort_all(&L);
+  if (im__load_writer_stop(&L.writer) != IM_OK && !err)
+    err = IM_NOMEM;
+  if (!err && out->record_write_failures)
+    err = IM_IO;
   if (L.multi)
     curl_multi_cleanup(L.multi);
   if (L.ep >= 0)
@@ -926,8 +867,7 @@ out:
   free(L.port_conn);
   im_hist_cleanup(&L.ttft_hist);
   im_oai_chunk_cleanup(&L.chunk);
-  im_buf_cleanup(&L.line);
-  for (size_t i = 0; L.pre && i < L.pre_n; i++)
+  for (size_t i = 0; L.pre && i < L.pre_n; i++) /* the builder has stopped */
     im__load_attempt_free(L.pre[(L.pre_head + i) % L.pre_cap]);
   free(L.pre);
   return err;
@@ -944,4 +884,5 @@ void im_load_result_cleanup(struct im_load_result *r) {
   free(r->samples);
   r->samples = NULL;
   r->n_samples = 0;
+  im_hist_cleanup(&r->receive_lag);
 }

@@ -9,18 +9,90 @@
  * when its previous one ends. --max-concurrency queues on the client; the
  * wait is queue_wait.
  *
- * Records are appended to requests.jsonl with one write(2) per attempt as it
- * ends, so a crash or kill -9 loses only the attempts in flight. */
+ * Threads of one loader (im_load_run): the calling thread runs the event
+ * loop and only measures (reads sockets, stamps chunks, dispatches); a
+ * builder thread prepares requests ahead (prompts, bodies, handles: first
+ * turns of sessions included), builds sessions' next turns and counts the
+ * output of streams without usage (cfg->count_output: it and the workload
+ * are called on the builder, or on the loop only before t0 and when the
+ * builder cannot start); a writer thread serialises records and appends
+ * each to requests.jsonl with one write(2) (a line is whole or cut back),
+ * fed by a bounded queue: the loop waits when it is full and the wait is
+ * counted (writer_wait_ns), a record is never dropped. A crash or kill -9
+ * loses only the attempts in flight and those queued. Every thread a
+ * loader starts blocks all signals.
+ *
+ * Several loaders (shards) of a stage run on threads of the caller's and
+ * share one start instant (struct im_load_start) and an interrupt flag;
+ * they share nothing else (workload contexts, tokenizers and counters are
+ * per loader).
+ *
+ * Bounds against the server: every buffer a response grows is capped (SSE
+ * line 1 MiB, event 4 MiB, error body 4 KiB, captured answer 4 MiB); usage
+ * counts above 2^24 tokens, or 4096 tokens in one chunk, are the class
+ * malformed; retries wait at most retry_backoff_max_ns. */
 #ifndef IM_LOAD_LOADER_H
 #define IM_LOAD_LOADER_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "core/err.h"
+#include "core/hist.h"
 #include "record/record.h"
 #include "workload/spec.h"
+
+/* One start instant for the shards (threads) of a stage. Each shard
+ * prepares its first requests, then waits here; the shard that arrives last
+ * reads CLOCK_MONOTONIC once (t0_mono, with the wall clock for labels),
+ * calls on_start (when set) exactly once, before any shard dispatches, and
+ * releases all. Every shard's records are then run-relative to the same t0.
+ * A shard that fails its setup still arrives (marking the start failed):
+ * the others then return IM_SYS without dispatching, so none waits forever.
+ *
+ * Ownership: the caller embeds it, initialises it for n_shards before the
+ * shards start and cleans it up after every shard has returned; shards
+ * only use it through their config. Thread-safety: shared by the shards
+ * (internally locked). on_start runs on one shard's thread while the others
+ * wait: it must be short (a line to disk) and must not call into the
+ * loader. Read t0_mono/wall_ns only after the shards have returned. */
+struct im_load_start {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  uint32_t n, arrived;
+  bool released, failed, inited;
+  int64_t t0_mono, wall_ns;
+  void (*on_start)(void *ctx, int64_t t0_mono, int64_t wall_ns);
+  void *on_start_ctx;
+};
+
+/* IM_OK; IM_INVAL for n_shards 0; IM_SYS when the lock cannot be made. */
+enum im_err im_load_start_init(struct im_load_start *s, uint32_t n_shards,
+                               void (*on_start)(void *ctx, int64_t t0_mono, int64_t wall_ns),
+                               void *ctx) IM_WUR;
+/* For n shards that will never run (their thread could not be created):
+ * arrives for them, failing the start, so the running shards return
+ * instead of waiting. */
+void im_load_start_abandon(struct im_load_start *s, uint32_t n);
+/* NULL or never initialised: no-op. */
+void im_load_start_cleanup(struct im_load_start *s);
+
+/* Live counters of one loader, for a progress display on another thread.
+ * Written by that loader's loop only, with relaxed atomic stores once per
+ * loop turn (one struct per loader: no shared counter on the hot path);
+ * read by any thread at any time (each value is current within a loop
+ * turn; values are not a consistent snapshot of each other). The caller
+ * owns it, zero-fills it before the run, and keeps it until the loader has
+ * returned. */
+struct im_load_progress {
+  atomic_uint_fast64_t scheduled, dispatched, completed, failed;
+  atomic_uint_fast64_t tokens;     /* output tokens of finished attempts */
+  atomic_uint_fast32_t in_flight, queued;
+  atomic_int_fast64_t ttft_p50_ns; /* successes so far, once a second; 0: none */
+};
 
 struct im_load_config {
   const char *base_url;          /* "http://127.0.0.1:8000" (no trailing slash) */
@@ -48,13 +120,17 @@ struct im_load_config {
   int64_t grace_ns;              /* after the last arrival */
 
   uint32_t retries;              /* extra attempts for retryable failures */
+  int64_t retry_backoff_max_ns;  /* longest wait before a retry (backoff or
+                                    Retry-After); default 30 s */
   int64_t timeout_connect_ns, timeout_ttft_ns, timeout_idle_ns, timeout_total_ns;
 
   im_workload_fn workload;
   void *workload_ctx;            /* also the session ops' ctx */
   /* Output tokens of a stream without usage (docs/metrics.md §1: usage, else a
    * tokenizer count of the text, else one per chunk): when set, answers are
-   * kept and counted with it at the end (NULL: chunk counts). */
+   * kept and counted with it at the end, on the builder thread (NULL: chunk
+   * counts). Called from one thread at a time per loader, never
+   * concurrently with this loader's workload unless their own lock allows. */
   uint32_t (*count_output)(void *ctx, const char *text, size_t len);
   void *count_ctx;
   const struct im_session_ops *session; /* NULL: single requests (workload) */
@@ -64,25 +140,35 @@ struct im_load_config {
    * its attempt ids are unique the same way. */
   uint32_t shard, n_shards;
   uint32_t stage;                /* recorded in every attempt */
+  /* The stage's start barrier, shared by its n_shards shards (required when
+   * n_shards > 1; NULL: this loader takes its own t0 after preparing). */
+  struct im_load_start *start;
 
   int jsonl_fd;                  /* requests.jsonl (O_APPEND), -1 = none */
-  volatile int *interrupt;       /* >0: stop dispatching; >1: abort in flight */
+  /* >0: stop dispatching; >1: abort in flight. Written by a signal handler
+   * (lock-free atomic_int: async-signal-safe), read by every loader. */
+  const atomic_int *interrupt;
   int wake_fd;                   /* eventfd written by the signal handler, or -1 */
   /* Called on the loop's thread when the last attempt has ended, before the
    * connection pool is closed (observers take their final sample then). */
   void (*on_drained)(void *ctx);
   void *on_drained_ctx;
-  bool progress_tty;             /* live progress line on stderr */
-  bool progress_plain;           /* a plain line every 5 s instead */
+  struct im_load_progress *progress; /* live counters (NULL: none) */
 };
 
 void im_load_config_default(struct im_load_config *cfg);
+
+/* The wait before retry number `attempt` (the attempt that failed, from 1):
+ * 0.25 s x 2^(attempt-1) x (0.5 + u), u uniform in [0, 1), never above
+ * cap_ns (cap_ns <= 0: no wait). Exact for any attempt: no overflow. */
+int64_t im_load_backoff_ns(uint32_t attempt, double u, int64_t cap_ns);
 
 /* The generator watching itself, once a second (docs/metrics.md §10). */
 struct im_load_sample {
   int64_t t;                     /* run-relative ns */
   double cpu_share;              /* this thread's CPU over the interval / wall */
   double lag_max_ms;             /* largest dispatch lag in the interval */
+  double receive_lag_max_ms;     /* largest receive lag in the interval */
   uint32_t in_flight;
 };
 
@@ -99,13 +185,32 @@ struct im_load_result {
   uint64_t fd_exhausted, port_exhausted; /* EMFILE / EADDRNOTAVAIL seen */
   uint64_t connections_opened;
   char first_error[256];         /* a human description of the first failure */
+  /* The record writer: time the loop waited for room in its queue, and how
+   * often; failed or short writes of requests.jsonl (the run stops at the
+   * first, IM_IO) and the first one's reason. */
+  int64_t writer_wait_ns;
+  uint64_t writer_waits;
+  uint64_t record_write_failures;
+  char record_write_error[160];
   struct im_load_sample *samples; /* owned */
+  /* receive_lag: per received buffer, its read callback's clock read minus
+   * the return of the epoll_wait that reported it readable, ns (how late
+   * the loop serviced a readable socket; docs/metrics.md §10). Owned. */
+  struct im_hist receive_lag;
   size_t n_samples;
 };
 
-/* Runs the load to the end (or an interrupt). IM_IO / IM_SYS on a setup
- * failure, with the reason logged. */
+/* Runs the load to the end (or an interrupt) on the calling thread, which
+ * it blocks; out is filled (zeroed first) and owned by the caller, to be
+ * freed with im_load_result_cleanup whatever is returned. Returns IM_OK;
+ * IM_INVAL for a bad config; IM_SYS / IM_NOMEM on a setup failure (the
+ * reason logged; with a start barrier, the other shards then return IM_SYS
+ * too); IM_IO when requests.jsonl could not be written (the run stopped at
+ * the first failed write: record_write_error says why; the records are all
+ * in out). Thread-safety: one call per config; concurrent calls with
+ * different configs are safe (the shards of a stage). */
 enum im_err im_load_run(const struct im_load_config *cfg, struct im_load_result *out) IM_WUR;
+/* Frees what out owns; NULL ok. */
 void im_load_result_cleanup(struct im_load_result *r);
 
 

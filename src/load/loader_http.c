@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "load/loader_int.h"
+#include "proto/retry_after.h"
 
 /* ---- request building --------------------------------------------------- */
 
@@ -26,6 +27,36 @@ static enum im_err build_body(const struct loader *L, const struct im_req_spec *
 
 /* ---- response handling -------------------------------------------------- */
 
+/* Marks the stream malformed, keeping the first reason. */
+static void set_malformed(struct attempt *a, const char *why) {
+  a->malformed = true;
+  if (!a->reason[0])
+    snprintf(a->reason, sizeof a->reason, "%s", why);
+}
+
+/* The server's own words for an error, truncated, for first_error. */
+static void keep_reason(struct attempt *a, const char *p, size_t n) {
+  if (a->reason[0])
+    return;
+  if (n > sizeof a->reason - 1)
+    n = sizeof a->reason - 1;
+  for (size_t i = 0; i < n; i++) /* one line of printable text */
+    a->reason[i] = (unsigned char)p[i] < 0x20 || p[i] == 0x7f ? ' ' : p[i];
+  a->reason[n] = '\0';
+}
+
+/* A usage count the record can hold and the summary can expand: negative
+ * (absent) counts are left alone by the caller. */
+static bool usage_ok(struct attempt *a, const char *field, int64_t v) {
+  if (v <= IM_LOAD_MAX_USAGE_TOKENS)
+    return true;
+  char why[160];
+  snprintf(why, sizeof why, "usage.%s claims %" PRId64 " tokens (limit %lld)", field, v,
+           (long long)IM_LOAD_MAX_USAGE_TOKENS);
+  set_malformed(a, why);
+  return false;
+}
+
 enum im_err im__load_on_sse_event(void *ud, const struct im_sse_event *ev) {
   struct attempt *a = ud;
   struct loader *L = a->L;
@@ -34,21 +65,43 @@ enum im_err im__load_on_sse_event(void *ud, const struct im_sse_event *ev) {
     r->keepalives++;
     return IM_OK;
   }
+  if (ev->kind == IM_SSE_FIELD) {
+    /* llama.cpp server streams "error: {...}" (a field the SSE standard
+     * ignores) then "data: [DONE]" when the prompt exceeds its context:
+     * a failure, not an empty success. */
+    if (ev->type_len == 5 && !memcmp(ev->type, "error", 5)) {
+      a->error_event = true;
+      keep_reason(a, ev->data, ev->data_len);
+    }
+    return IM_OK;
+  }
   if (im_oai_chunk_decode(&L->chunk, ev->data, ev->data_len) != IM_OK) {
-    a->malformed = true;
+    set_malformed(a, "a chunk that is not JSON");
     return IM_OK;
   }
   const struct im_oai_chunk *c = &L->chunk;
   if (c->kind == IM_OAI_DONE) {
+    if (a->saw_done)
+      set_malformed(a, "[DONE] twice");
     a->saw_done = true;
     return IM_OK;
   }
+  if (a->saw_done)
+    set_malformed(a, "data after [DONE]");
   if (c->kind == IM_OAI_ERROR) {
     a->error_event = true;
+    if (c->err_message.ptr)
+      keep_reason(a, c->err_message.ptr, c->err_message.len);
     return IM_OK;
   }
   if (c->has_usage) {
     const struct im_oai_usage *u = &c->usage;
+    if (!usage_ok(a, "prompt_tokens", u->prompt_tokens) ||
+        !usage_ok(a, "completion_tokens", u->completion_tokens) ||
+        !usage_ok(a, "cached_tokens", u->cached_tokens) ||
+        !usage_ok(a, "prompt_cache_hit_tokens", u->cache_hit_tokens) ||
+        !usage_ok(a, "reasoning_tokens", u->reasoning_tokens))
+      return IM_OK;
     a->usage_seen = true;
     if (u->prompt_tokens >= 0)
       r->prompt_tokens = (uint32_t)u->prompt_tokens;
@@ -60,6 +113,10 @@ enum im_err im__load_on_sse_event(void *ud, const struct im_sse_event *ev) {
       r->cached_tokens = (uint32_t)u->cache_hit_tokens;
     if (u->reasoning_tokens >= 0)
       r->reasoning_tokens = (uint32_t)u->reasoning_tokens;
+  }
+  if (c->has_timings && c->timings.cache_n > IM_LOAD_MAX_USAGE_TOKENS) {
+    set_malformed(a, "timings.cache_n out of range");
+    return IM_OK;
   }
   if (c->has_timings && c->timings.cache_n >= 0)
     r->cached_tokens = (uint32_t)c->timings.cache_n;
@@ -75,7 +132,15 @@ enum im_err im__load_on_sse_event(void *ud, const struct im_sse_event *ev) {
    * sends it, else 1 (a count from the text needs the real tokenizer). */
   uint32_t n = 1;
   if (c->has_usage && c->usage.completion_tokens >= 0) {
+    /* Both counts are within [0, IM_LOAD_MAX_USAGE_TOKENS]: no overflow. */
     int64_t delta = c->usage.completion_tokens - (a->usage_completion < 0 ? 0 : a->usage_completion);
+    if (delta > IM_LOAD_MAX_CHUNK_TOKENS) {
+      char why[160];
+      snprintf(why, sizeof why, "usage claims %" PRId64 " tokens in one chunk (limit %d)", delta,
+               IM_LOAD_MAX_CHUNK_TOKENS);
+      set_malformed(a, why);
+      return IM_OK;
+    }
     n = delta > 0 ? (uint32_t)delta : 1;
     a->usage_completion = c->usage.completion_tokens;
   }
@@ -100,7 +165,16 @@ static size_t on_write(char *data, size_t size, size_t n, void *ud) {
   struct attempt *a = ud;
   size_t len = size * n;
   /* One clock read per received buffer: every event in it arrived then. */
-  int64_t now = rel_now(a->L);
+  struct loader *L = a->L;
+  int64_t now = rel_now(L);
+  if (L->t_wake >= 0) {
+    /* receive_lag: how long the readable socket waited for the loop to read
+     * it after epoll_wait returned (docs/metrics.md §10). */
+    int64_t lag = now - L->t_wake;
+    if (lag > L->recv_lag_max_ns)
+      L->recv_lag_max_ns = lag;
+    (void)im_hist_record(&L->res->receive_lag, lag);
+  }
   if (a->rec.http_status != 200) {
     size_t room = ERRBODY_MAX - a->errbody.len;
     if (room && im_buf_append(&a->errbody, data, len < room ? len : room))
@@ -108,8 +182,10 @@ static size_t on_write(char *data, size_t size, size_t n, void *ud) {
     return len;
   }
   a->last_chunk = now;
-  if (im_sse_feed(&a->sse, data, len) != IM_OK) {
-    a->malformed = true;
+  enum im_err err = im_sse_feed(&a->sse, data, len);
+  if (err != IM_OK) {
+    set_malformed(a, err == IM_LIMIT ? "an SSE line or event above the size limit"
+                                     : "the SSE stream could not be read");
     return 0; /* aborts the transfer: CURLE_WRITE_ERROR */
   }
   return len;
@@ -124,12 +200,22 @@ static size_t on_header(char *data, size_t size, size_t n, void *ud) {
       int code = (sp[1] - '0') * 100 + (sp[2] - '0') * 10 + (sp[3] - '0');
       if (code >= 200 || a->rec.t_hdr < 0) {
         a->rec.http_status = code;
-        if (a->rec.t_hdr < 0)
+        if (a->rec.t_hdr < 0) {
           a->rec.t_hdr = rel_now(a->L);
+          /* The local port while the connection is surely open (without
+           * keep-alive it is closed, and the port gone, at the end). */
+          long port = 0;
+          if (curl_easy_getinfo(a->easy, CURLINFO_LOCAL_PORT, &port) == CURLE_OK)
+            a->local_port = port;
+        }
       }
     }
   } else if (len > 12 && strncasecmp(data, "retry-after:", 12) == 0) {
-    a->retry_after_s = atoi(data + 12);
+    /* Strict (RFC 9110 §10.2.3): an unreadable value is ignored, and
+     * the backoff applies. */
+    int64_t d;
+    if (im_retry_after_parse(data + 12, len - 12, im_wall_ns() / 1000000000, &d) == IM_OK)
+      a->retry_after_s = d;
   }
   return len;
 }
@@ -175,7 +261,7 @@ enum im_err im__load_build_http(struct loader *L, struct attempt *a) {
   /* W3C trace context: version 00, a trace id per logical request, a span
    * id per attempt, sampled. */
   snprintf(line, sizeof line, "traceparent: 00-%016" PRIx64 "%016" PRIx64 "-%016" PRIx64 "-01",
-           im_mix64(L->t0 ^ 0x7472616365ULL), im_mix64(r->logical_id) | 1, im_mix64(r->id ^ L->t0) | 1);
+           L->trace_run, im_mix64(r->logical_id) | 1, im_mix64(r->id ^ L->trace_run) | 1);
   a->hdrs = add_header(a->hdrs, line, &ok);
   if (c->api_key) {
     struct im_buf auth;
@@ -270,6 +356,9 @@ enum im_errclass im__load_classify(struct attempt *a, CURLcode res) {
     return IM_EC_MALFORMED;
   if (!strcmp(r->finish_reason, "insufficient_system_resource"))
     return IM_EC_INSUFFICIENT;
+  /* A 200 stream without a token is no answer, whatever ended it. */
+  if (r->n_chunks == 0)
+    return IM_EC_NO_OUTPUT;
   if (!a->saw_done)
     return IM_EC_TRUNCATED;
   return IM_EC_NONE;

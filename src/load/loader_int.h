@@ -6,6 +6,7 @@
 
 #include <curl/curl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -19,8 +20,41 @@
 #include "proto/oai_request.h"
 
 #define ERRBODY_MAX 4096
+/* A request body: the longest prompt (text/promptgen.h), JSON-escaped at
+ * worst 6 bytes per byte of control characters, is far below in practice;
+ * a body over it fails to build (the request is recorded as failed). */
+#define IM_LOAD_BODY_MAX ((size_t)128 << 20)
+/* An answer kept for a session's next turn or a tokenizer count: past it
+ * the history keeps what fitted (the count is then a lower bound). */
+#define IM_LOAD_ANSWER_MAX ((size_t)4 << 20)
+/* Bounds on what a server may claim (more is the class malformed, never an
+ * allocation): 2^24 tokens in any usage count (above the largest context
+ * window offered, 10M tokens), and 4096 tokens in one chunk's growth of
+ * continuous usage (speculative decoding adds a few per step; the summary
+ * expands each chunk's count into per-token gaps). */
+#define IM_LOAD_MAX_USAGE_TOKENS ((int64_t)1 << 24)
+#define IM_LOAD_MAX_CHUNK_TOKENS 4096
 
 struct loader;
+
+/* The record writer (loader_write.c): its own thread serialises records
+ * and appends them to requests.jsonl, fed by a bounded queue; the result's
+ * records array is the writer's until it is stopped. mu guards the queue;
+ * failed is set (and the reason kept in the result) when a write fails. */
+struct im__load_writer {
+  bool on, stop;
+  pthread_t thread;
+  pthread_mutex_t mu;
+  pthread_cond_t not_empty, not_full;
+  struct im_record *q;
+  size_t head, n;
+  int fd;
+  struct im_load_result *res;
+  size_t cap_records;
+  struct im_buf line;
+  atomic_bool failed;
+  enum im_err err;               /* IM_NOMEM keeping a record */
+};
 
 struct attempt {
   struct im_record rec;
@@ -36,8 +70,11 @@ struct attempt {
   struct im_buf errbody;
   int64_t last_chunk;            /* run-relative ns */
   int64_t usage_completion;      /* last continuous usage count, -1 none */
-  int retry_after_s;
+  int64_t retry_after_s;         /* Retry-After in seconds; -1 none */
+  long local_port;               /* seen at the status line; 0 unknown */
   bool saw_done, error_event, malformed, usage_seen;
+  char reason[160];              /* why it failed, in words (the server's message
+                                    of an error event, truncated); "" none */
   bool in_multi;
   uint32_t slot;                 /* closed loop */
   /* Sessions: the workload's state (owned while non-NULL), the turn, and
@@ -48,6 +85,7 @@ struct attempt {
   uint32_t budget;               /* turns this session may send */
   bool pending_turn;             /* a next turn waiting for its think time */
   enum im_err build_err;         /* the builder thread's verdict */
+  bool count_job;                /* only a record whose output the builder counts */
   bool capture;                  /* keep content/text in answer */
   bool capture_reasoning;        /* keep reasoning too (for counting) */
   struct im_buf answer;
@@ -58,9 +96,10 @@ struct loader {
   const struct im_load_config *cfg;
   int ep, tfd_sched, tfd_curl;
   CURLM *multi;
-  int64_t t0;
+  int64_t t0;                    /* the stage's start (CLOCK_MONOTONIC ns) */
+  uint64_t trace_run;            /* traceparent's per-run half */
   struct im_rng rng;
-  uint64_t next_id;
+  atomic_uint_fast64_t next_id;  /* attempts are made on the loop and the builder */
   size_t next_arrival;           /* open loop */
   uint64_t closed_started;
   struct attempt *active;        /* in the multi handle */
@@ -74,41 +113,52 @@ struct loader {
   uint64_t turns_started;        /* sessions: requests created */
   uint64_t turns_reserved;       /* sessions under max_requests: turns promised to
                                     the sessions started (whole sessions first) */
-  /* Sessions' next turns are built on a builder thread: a 32K-token turn
-   * costs milliseconds, during which the loop would stamp no chunk. The
-   * loop hands an attempt over (in) and takes it back built (out, with
-   * bfd written); `building` counts those away. */
+  /* Nothing that builds or tokenizes runs on the loop once it measures: a
+   * 32K-token turn costs milliseconds, a prompt tens of µs, a tokenizer
+   * count of a long answer as much, during which the loop would stamp no
+   * chunk. The builder thread keeps the ring of prepared requests (pre,
+   * below) full, builds sessions' next turns and counts the output of
+   * streams without usage (count jobs). The loop hands attempts over (in)
+   * and takes them back (out, with fd written); `away` counts those it
+   * waits for. mu guards the queues, the ring and prep_err; ring_cv wakes
+   * a loop waiting for a request not yet prepared. */
   struct {
     bool on, stop;
     pthread_t thread;
     pthread_mutex_t mu;
-    pthread_cond_t cv;
+    pthread_cond_t cv, ring_cv;
     struct attempt *in_head, *in_tail, *out_head, *out_tail;
     int fd;
     uint32_t away;
+    enum im_err prep_err;        /* preparing failed: the loop stops */
+    size_t pre_target;           /* the ring is kept this full */
   } builder;
+  uint64_t abandoned;            /* sessions ended by their history's bound */
   int64_t stop_t;                /* run-relative time dispatching stopped */
   int64_t grace_deadline;        /* run-relative; INT64_MAX until known */
   bool aborting;
   struct im_oai_chunk chunk;
-  struct im_buf line;
+  struct im__load_writer writer;
   uint64_t *port_conn;           /* local port -> connection id */
   uint64_t next_conn;
   struct im_load_result *res;
-  size_t cap_records;
-  uint64_t done, errors;
+  uint64_t done, errors, tokens;
+  int64_t sched_armed;           /* absolute due time the timer holds; -1 off,
+                                    INT64_MIN unknown (expired) */
+  int64_t t_wake;                /* run-relative: the last epoll_wait's return
+                                    with events; -1 none */
+  int64_t recv_lag_max_ns;       /* this second's largest receive lag */
   struct im_hist ttft_hist;
-  int64_t next_progress;
-  int64_t prev_progress_t;       /* for the current (not cumulative) rate */
   int64_t next_sample_t;         /* self-monitoring, every second */
   double sample_cpu_s;
   double lag_max_ns;
   size_t cap_samples;
-  uint64_t prev_progress_done;
   enum im_err fatal;
   /* Requests prepared ahead, for consecutive global indexes starting at
    * pre_first: building a prompt costs tens of µs and must never sit
-   * between an arrival's due time and its send. */
+   * between an arrival's due time and its send. Filled on the loop before
+   * t0, then by the builder (under builder.mu); pre_local_next is the
+   * builder's once it runs. */
   struct attempt **pre;
   size_t pre_cap, pre_head, pre_n;
   uint64_t pre_first;            /* global index of the ring's head */
@@ -117,12 +167,41 @@ struct loader {
 
 static inline int64_t rel_now(const struct loader *L) { return im_now_ns() - L->t0; }
 
-/* loader.c */
+/* The global request index of this loader's local index. */
+static inline uint64_t im__load_global_index(const struct loader *L, uint64_t local) {
+  return L->cfg->shard + (uint64_t)L->cfg->n_shards * local;
+}
+
+/* loader_write.c */
+/* Starts the writer thread for fd (-1: keep records, write none) into res
+ * (IM_SYS/IM_NOMEM: not started; push then writes on the caller's thread). */
+enum im_err im__load_writer_start(struct im__load_writer *w, int fd, struct im_load_result *res);
+/* Queues a finished record, moving its chunk arrays; waits while the queue
+ * is full (the wait is counted in the result). Never drops it. */
+void im__load_writer_push(struct im__load_writer *w, struct im_record *r);
+/* Drains the queue and joins; IM_NOMEM when a record could not be kept. */
+enum im_err im__load_writer_stop(struct im__load_writer *w);
+
+/* loader_start.c */
+/* Arrives at the stage's start barrier (ok false: this shard failed its
+ * setup) and waits for the others; t0 and wall are the stage's start.
+ * False when a shard failed: do not dispatch. */
+bool im__load_start_wait(struct im_load_start *s, bool ok, int64_t *t0, int64_t *wall);
+
+/* loader_prep.c */
 struct attempt *im__load_attempt_new(struct loader *L);
 /* Frees an attempt (ending its session's state when it holds it); NULL ok. */
 void im__load_attempt_free(struct attempt *a);
 /* The record's copy of what the workload asked for. */
 void im__load_fill_record(struct attempt *a);
+/* Fills the ring on the loop until `until` (run-relative ns) or until it
+ * is full: before t0, and when there is no builder. */
+void im__load_prepare_until(struct loader *L, int64_t until);
+/* The prepared attempt for global `index` (taken in order); NULL with
+ * L->fatal set on failure. With the builder, waits for a late one. */
+struct attempt *im__load_take_request(struct loader *L, uint64_t index);
+
+/* loader.c */
 /* Into the pending list (retries and sessions' next turns), sorted by
  * t_sched. */
 void im__load_insert_pending(struct loader *L, struct attempt *a);
@@ -132,18 +211,39 @@ void im__load_insert_pending(struct loader *L, struct attempt *a);
  * and due after the think time. False when the session is over (last turn,
  * a failure, dispatching stopped). */
 bool im__load_session_next(struct loader *L, struct attempt *a, int64_t now);
+/* A session's next turn could not be built because its history hit its
+ * bound (IM_LIMIT): the session ends there, a closed loop's slot starting
+ * a new one; n is not freed. */
+void im__load_session_abandon(struct loader *L, struct attempt *n);
 /* Dispatching stopped: sessions' next turns are never sent. */
 void im__load_drop_pending_turns(struct loader *L);
 /* Turns a new session may send, reserved now: whole sessions while
  * max_requests allows, then what is left (0: no new session). */
 uint32_t im__load_session_budget(struct loader *L);
-/* The builder thread: started once t0 is set (IM_SYS/IM_NOMEM when it
- * cannot be, and turns are then built on the loop); stopped and joined,
- * with whatever it still holds freed, on the loop's thread. */
+/* The builder thread: started once t0 is set (IM_SYS when it cannot be:
+ * everything is then built and counted on the loop, as a fallback);
+ * stopped and joined on the loop's thread, storing the records of count
+ * jobs it still holds (uncounted) and freeing the rest. */
 enum im_err im__load_builder_start(struct loader *L);
 void im__load_builder_stop(struct loader *L);
-/* Takes the built turns back into the pending list (bfd was readable). */
+/* Takes built turns into the pending list and stores counted records
+ * (fd was readable). */
 void im__load_builder_collect(struct loader *L);
+/* Hands a job (a next turn or a count job) to the builder. */
+void im__load_builder_push(struct loader *L, struct attempt *a);
+
+/* loader_prep.c, for the builder */
+/* Local requests this loader will ever send (UINT64_MAX: unbounded). */
+uint64_t im__load_local_total(const struct loader *L);
+/* Prepares the request of local index `local` (workload, body, handle);
+ * NULL with *err set on failure. Any thread; touches only the attempt. */
+struct attempt *im__load_prepare(struct loader *L, uint64_t local, enum im_err *err);
+/* loader.c, for the builder */
+/* Counts a finished stream's output with cfg->count_output (any thread). */
+void im__load_count_output(struct loader *L, struct attempt *a);
+/* Appends a finished attempt's record to requests.jsonl and the result
+ * (the loop's thread). */
+void im__load_store_record(struct loader *L, struct im_record *r);
 
 /* loader_http.c */
 /* Builds an attempt's request (body, headers, easy handle) without sending. */

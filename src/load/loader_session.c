@@ -6,9 +6,12 @@
  * whole sessions. */
 #include <curl/curl.h>
 #include <pthread.h>
+#include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "core/log.h"
+#include "core/thread.h"
 #include "load/loader_int.h"
 
 /* Builds a turn's request (prompt from the workload, body, handle):
@@ -72,14 +75,23 @@ bool im__load_session_next(struct loader *L, struct attempt *a, int64_t now) {
   n->index = L->turns_started; /* the turn's rank, for --warmup N */
   n->rec.t_sched = n->rec.t_sched_first = due;
   if (!L->builder.on) {
-    if (build_turn(L, n) != IM_OK) {
-      L->fatal = IM_INVAL;
+    enum im_err err = build_turn(L, n);
+    if (err != IM_OK) {
+      if (err != IM_LIMIT)
+        L->fatal = IM_INVAL;
+      else
+        L->turns_started--; /* ends here: the caller gives its turns back */
       im__load_attempt_free(n);
       return false;
     }
     turn_ready(L, n);
     return true;
   }
+  im__load_builder_push(L, n);
+  return true;
+}
+
+void im__load_builder_push(struct loader *L, struct attempt *n) {
   pthread_mutex_lock(&L->builder.mu);
   n->next = NULL;
   if (L->builder.in_tail)
@@ -90,24 +102,52 @@ bool im__load_session_next(struct loader *L, struct attempt *a, int64_t now) {
   pthread_cond_signal(&L->builder.cv);
   pthread_mutex_unlock(&L->builder.mu);
   L->builder.away++;
-  return true;
 }
 
+/* Whether the ring wants another prepared request (builder.mu held). */
+static bool want_prepare(const struct loader *L) {
+  return L->pre_n < L->builder.pre_target && L->pre_n < L->pre_cap && !L->builder.prep_err &&
+         L->pre_local_next < im__load_local_total(L);
+}
+
+/* Jobs first (a turn is due after its think time, a record waits for its
+ * count), then the ring of new requests. */
 static void *builder_main(void *arg) {
   struct loader *L = arg;
   pthread_mutex_lock(&L->builder.mu);
   for (;;) {
-    while (!L->builder.in_head && !L->builder.stop)
+    while (!L->builder.in_head && !L->builder.stop && !want_prepare(L))
       pthread_cond_wait(&L->builder.cv, &L->builder.mu);
     if (L->builder.stop)
       break;
+    if (!L->builder.in_head) {
+      uint64_t local = L->pre_local_next;
+      pthread_mutex_unlock(&L->builder.mu);
+      enum im_err err = IM_OK;
+      struct attempt *a = im__load_prepare(L, local, &err);
+      pthread_mutex_lock(&L->builder.mu);
+      if (!a) {
+        L->builder.prep_err = err;
+      } else {
+        L->pre[(L->pre_head + L->pre_n) % L->pre_cap] = a;
+        if (!L->pre_n)
+          L->pre_first = a->index;
+        L->pre_n++;
+        L->pre_local_next = local + 1;
+      }
+      pthread_cond_signal(&L->builder.ring_cv);
+      continue;
+    }
     struct attempt *n = L->builder.in_head;
     L->builder.in_head = n->next;
     if (!L->builder.in_head)
       L->builder.in_tail = NULL;
     n->next = NULL;
     pthread_mutex_unlock(&L->builder.mu);
-    n->build_err = build_turn(L, n);
+    if (n->count_job)
+      im__load_count_output(L, n);
+    else
+      n->build_err = build_turn(L, n);
     pthread_mutex_lock(&L->builder.mu);
     if (L->builder.out_tail)
       L->builder.out_tail->next = n;
@@ -126,14 +166,18 @@ enum im_err im__load_builder_start(struct loader *L) {
   L->builder.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (L->builder.fd < 0)
     return IM_SYS;
-  if (pthread_mutex_init(&L->builder.mu, NULL) || pthread_cond_init(&L->builder.cv, NULL)) {
+  if (pthread_mutex_init(&L->builder.mu, NULL) || pthread_cond_init(&L->builder.cv, NULL) ||
+      pthread_cond_init(&L->builder.ring_cv, NULL)) {
     close(L->builder.fd);
     L->builder.fd = -1;
     return IM_SYS;
   }
-  if (pthread_create(&L->builder.thread, NULL, builder_main, L) != 0) {
+  int e = im_thread_start(&L->builder.thread, builder_main, L);
+  if (e != 0) {
+    im_error("load engine: cannot start the builder thread: %s", strerror(e));
     pthread_mutex_destroy(&L->builder.mu);
     pthread_cond_destroy(&L->builder.cv);
+    pthread_cond_destroy(&L->builder.ring_cv);
     close(L->builder.fd);
     L->builder.fd = -1;
     return IM_SYS;
@@ -142,9 +186,21 @@ enum im_err im__load_builder_start(struct loader *L) {
   return IM_OK;
 }
 
-static void free_list(struct attempt *a) {
+/* Frees a list of jobs, storing the records of count jobs (uncounted:
+ * their chunks' count) so that no finished attempt is lost. */
+static void free_list(struct loader *L, struct attempt *a) {
   while (a) {
     struct attempt *next = a->next;
+    if (a->count_job) {
+      uint64_t sum = 0;
+      for (uint32_t i = 0; i < a->rec.n_chunks; i++)
+        sum += im_record_chunk_tokens(&a->rec, i);
+      if (a->rec.output_source != IM_COUNT_TOKENIZER) {
+        a->rec.output_tokens = sum > UINT32_MAX ? UINT32_MAX : (uint32_t)sum;
+        a->rec.output_source = IM_COUNT_CHUNKS;
+      }
+      im__load_store_record(L, &a->rec);
+    }
     im__load_attempt_free(a);
     a = next;
   }
@@ -158,12 +214,13 @@ void im__load_builder_stop(struct loader *L) {
   pthread_cond_signal(&L->builder.cv);
   pthread_mutex_unlock(&L->builder.mu);
   pthread_join(L->builder.thread, NULL);
-  free_list(L->builder.in_head);
-  free_list(L->builder.out_head);
+  free_list(L, L->builder.out_head);
+  free_list(L, L->builder.in_head);
   L->builder.in_head = L->builder.in_tail = L->builder.out_head = L->builder.out_tail = NULL;
   L->builder.away = 0;
   pthread_mutex_destroy(&L->builder.mu);
   pthread_cond_destroy(&L->builder.cv);
+  pthread_cond_destroy(&L->builder.ring_cv);
   close(L->builder.fd);
   L->builder.fd = -1;
   L->builder.on = false;
@@ -181,7 +238,13 @@ void im__load_builder_collect(struct loader *L) {
     struct attempt *next = a->next;
     a->next = NULL;
     L->builder.away--;
-    if (a->build_err) {
+    if (a->count_job) {
+      im__load_store_record(L, &a->rec);
+      im__load_attempt_free(a);
+    } else if (a->build_err == IM_LIMIT) {
+      im__load_session_abandon(L, a);
+      im__load_attempt_free(a);
+    } else if (a->build_err) {
       L->fatal = IM_INVAL;
       im__load_attempt_free(a);
     } else {

@@ -181,7 +181,7 @@ static enum im_err decode_content(struct ctx *c, json_t *v, size_t idx, char **o
     *out = dup_str(v);
   } else if (json_is_array(v)) {
     struct im_buf b;
-    im_buf_init(&b, 0);
+    im_buf_init(&b, IM_OAI_CONTENT_MAX);
     bool first = true;
     for (size_t i = 0; i < json_array_size(v); i++) {
       json_t *part = json_array_get(v, i);

@@ -12,6 +12,10 @@
 
 #include "core/err.h"
 
+/* The longest message content built from content parts (bytes): the request
+ * body holding the parts is itself capped well below. */
+#define IM_OAI_CONTENT_MAX ((size_t)64 << 20)
+
 enum im_api_kind { IM_API_COMPLETIONS, IM_API_CHAT };
 
 struct im_api_msg {

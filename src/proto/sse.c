@@ -27,6 +27,8 @@ void im_sse_init(struct im_sse *p, const struct im_sse_limits *limits, im_sse_cb
   p->retry_ms = -1;
 }
 
+void im_sse_report_fields(struct im_sse *p, int on) { p->fields = on ? 1 : 0; }
+
 void im_sse_cleanup(struct im_sse *p) {
   if (!p)
     return;
@@ -154,15 +156,23 @@ static enum im_err process_line(struct im_sse *p, const char *s, size_t n) {
   case 5:
     if (memcmp(s, "event", 5) == 0)
       return set_buf(&p->type, v, vlen);
-    if (memcmp(s, "retry", 5) == 0)
+    if (memcmp(s, "retry", 5) == 0) {
       on_retry(p, v, vlen);
+      return IM_OK;
+    }
     break;
   case 2:
-    if (s[0] == 'i' && s[1] == 'd' && !memchr(v, '\0', vlen))
-      return set_buf(&p->id, v, vlen);
+    if (s[0] == 'i' && s[1] == 'd')
+      return memchr(v, '\0', vlen) ? IM_OK : set_buf(&p->id, v, vlen);
     break;
   default:
     break;
+  }
+  if (p->fields) {
+    struct im_sse_event ev = {.kind = IM_SSE_FIELD, .data = v, .data_len = vlen, .type = s,
+                              .type_len = flen, .id = buf_str(&p->id), .id_len = p->id.len,
+                              .retry_ms = p->retry_ms};
+    return p->cb(p->ud, &ev);
   }
   return IM_OK; /* unknown fields are ignored */
 }

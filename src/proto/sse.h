@@ -45,6 +45,9 @@
 enum im_sse_kind {
   IM_SSE_EVENT,   /* a dispatched event */
   IM_SSE_COMMENT, /* a ':' comment line, e.g. ": keep-alive" */
+  IM_SSE_FIELD,   /* a field the standard ignores, e.g. llama.cpp's
+                     non-standard "error: {...}" line; only reported after
+                     im_sse_report_fields (the event itself is unaffected) */
 };
 
 /* What the callback receives. Every pointer is valid only during the
@@ -55,11 +58,13 @@ struct im_sse_event {
   /* EVENT: the event data (lines joined with "\n", no trailing "\n"),
    * NUL-terminated (data[data_len] == '\0'; data may also contain NUL bytes).
    * COMMENT: the text after the ':', one leading space removed, NOT
+   * NUL-terminated. FIELD: the field's value (as for data), NOT
    * NUL-terminated. */
   const char *data;
   size_t data_len;
   /* EVENT: the event type, "message" unless an "event" field set it;
-   * NUL-terminated. COMMENT: "" (type_len 0). */
+   * NUL-terminated. COMMENT: "" (type_len 0). FIELD: the field's name, NOT
+   * NUL-terminated. */
   const char *type;
   size_t type_len;
   /* The last event ID so far (persists across events, "" if none);
@@ -98,11 +103,18 @@ struct im_sse {
   unsigned char bom;      /* bytes of the BOM matched so far; 3: done */
   unsigned char after_cr; /* the last byte fed was a CR line end */
   unsigned char pending;  /* a field line was seen since the last blank line */
+  unsigned char fields;   /* report unknown fields (IM_SSE_FIELD) */
 };
 
 /* Initialises p. limits may be NULL (defaults). cb must not be NULL; ud is
  * passed to it unchanged. Allocates nothing until bytes are fed. */
 void im_sse_init(struct im_sse *p, const struct im_sse_limits *limits, im_sse_cb cb, void *ud);
+
+/* Reports every field line the standard ignores to the callback as
+ * IM_SSE_FIELD (off after init: the standard's behaviour). Servers put
+ * failures there (llama.cpp's "error:" line), which a load tester must not
+ * take for a clean stream. */
+void im_sse_report_fields(struct im_sse *p, int on);
 
 /* Frees the buffers. NULL ok. p may be im_sse_init-ed again afterwards. */
 void im_sse_cleanup(struct im_sse *p);

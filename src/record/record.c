@@ -37,6 +37,7 @@ static const char *const errclass_names[IM_EC_COUNT_] = {
     "error_event",
     "insufficient_resource",
     "aborted",
+    "no_output",
 };
 
 static const char *const source_names[IM_COUNT_SOURCE_COUNT_] = {

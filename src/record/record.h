@@ -20,7 +20,9 @@
 
 /* The longest requests.jsonl line written or read: a record of the most
  * chunks a record can hold (4M, each offset at most 10 digits and a comma,
- * each token count at most 5 digits and a comma) with every other field. */
+ * each token count at most 5 digits and a comma) with every other field, so
+ * a valid record always fits; the writer counts a longer line as a failed
+ * write, never a torn one. */
 #define IM_RECORD_LINE_MAX ((size_t)96 << 20)
 
 enum im_req_kind {
@@ -49,6 +51,7 @@ enum im_errclass {
   IM_EC_ERROR_EVENT,  /* an error object inside the stream */
   IM_EC_INSUFFICIENT, /* finish_reason insufficient_system_resource (DeepSeek API) */
   IM_EC_ABORTED,
+  IM_EC_NO_OUTPUT,    /* HTTP 200 but no token-bearing chunk */
   IM_EC_COUNT_
 };
 
@@ -63,6 +66,7 @@ enum im_count_source {
   IM_COUNT_CHUNKS,      /* one per token-bearing chunk */
   IM_COUNT_SOURCE_COUNT_
 };
+
 
 struct im_record {
   uint64_t id;              /* attempt id, unique within the run (from 1) */

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "record/hist_json.h"
 #include "record/reader.h"
 
 /* ---- writing */
@@ -250,11 +251,17 @@ static int apply_event(struct im_rundir *rd, const json_t *ev) {
     s->connections_opened = (uint64_t)get_int(ev, "connections_opened", 0);
     const char *fe = json_string_value(json_object_get(ev, "first_error"));
     snprintf(s->first_error, sizeof s->first_error, "%s", fe ? fe : "");
+    const char *er = json_string_value(json_object_get(ev, "error"));
+    snprintf(s->error, sizeof s->error, "%s", er ? er : "");
     free(s->samples);
     s->samples = NULL;
     s->n_samples = 0;
     if (read_samples(s, json_object_get(ev, "samples")))
       return -1;
+    if (s->has_receive_lag)
+      im_hist_cleanup(&s->receive_lag);
+    s->has_receive_lag =
+        im_hist_from_json(&s->receive_lag, json_object_get(ev, "receive_lag")) == IM_OK;
   } else {
     return 1;
   }
@@ -332,6 +339,8 @@ void im_rundir_free(struct im_rundir *rd) {
   for (size_t i = 0; i < rd->n_st; i++) {
     json_decref(rd->st[i].params);
     free(rd->st[i].samples);
+    if (rd->st[i].has_receive_lag)
+      im_hist_cleanup(&rd->st[i].receive_lag);
   }
   free(rd->st);
   memset(rd, 0, sizeof *rd);

@@ -24,6 +24,7 @@
 #include <jansson.h>
 
 #include "core/err.h"
+#include "core/hist.h"
 
 /* What the load engine counted over a stage (not derivable from records:
  * an arrival that was never dispatched leaves no record). */
@@ -83,6 +84,9 @@ struct im_rundir_stage {
   struct im_client_counters counters;
   uint64_t connections_opened;
   char first_error[256];
+  char error[300];                /* why the stage failed ("" when it did not) */
+  struct im_hist receive_lag;     /* the engine's (ns), when has_receive_lag */
+  bool has_receive_lag;
   struct im_client_sample *samples; /* owned */
   size_t n_samples;
 };

@@ -62,9 +62,9 @@ void im_http_parser_init(struct im_http_parser *p, const struct im_http_limits *
     p->limits.max_headers = sizeof p->req.headers / sizeof p->req.headers[0];
   size_t one = sat_add(p->limits.max_head, p->limits.max_body);
   p->cap = sat_add(sat_add(one, one), PIECE);
-  /* The caps are enforced here; the buffers themselves are unbounded. */
-  im_buf_init(&p->in, 0);
-  im_buf_init(&p->body, 0);
+  /* The caps are enforced here; the buffers hold at most p->cap. */
+  im_buf_init(&p->in, p->cap);
+  im_buf_init(&p->body, p->cap);
   p->err = IM_OK;
   reset_request(p);
 }

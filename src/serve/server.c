@@ -463,8 +463,10 @@ static void on_connection(uv_stream_t *ls, int status) {
   lim.max_head = s->cfg.max_head;
   im_http_parser_init(&c->parser, &lim);
   c->pstate = IM_AGAIN;
-  im_buf_init(&c->pending, 0);
-  im_buf_init(&c->inflight, 0);
+  /* Responses not yet written: a client that does not read is cut off at
+   * IM_SERVE_OUT_MAX. */
+  im_buf_init(&c->pending, IM_SERVE_OUT_MAX);
+  im_buf_init(&c->inflight, IM_SERVE_OUT_MAX);
   c->id = ++s->next_conn;
   c->last_activity = im_now_ns();
   uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
@@ -598,8 +600,8 @@ enum im_err im_server_new(struct im_server **out, const struct im_server_config 
     }
   }
   im_rng_seed(&s->rng, im_mix64(cfg->engine.seed ^ 0x5e12e7ULL));
-  im_buf_init(&s->scratch, 0);
-  im_buf_init(&s->frame, 0);
+  im_buf_init(&s->scratch, IM_SERVE_OUT_MAX);
+  im_buf_init(&s->frame, IM_SERVE_OUT_MAX);
   if ((err = im_sim_metrics_init(&s->metrics)))
     goto fail;
   if ((err = im_engine_new(&s->engine, &s->cfg.engine)))

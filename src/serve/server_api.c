@@ -10,6 +10,7 @@
 #include "core/log.h"
 #include "serve/server_int.h"
 #include "text/chattmpl.h"
+#include "text/promptgen.h"
 #include "text/simpletok.h"
 
 /* ---- streams ------------------------------------------------------------ */
@@ -277,7 +278,7 @@ static enum im_err prompt_ids(struct im_tok *tok, const struct im_api_req *r, ui
     return IM_OK;
   }
   struct im_buf t;
-  im_buf_init(&t, 0);
+  im_buf_init(&t, IM_PROMPT_TEXT_MAX);
   enum im_err err = prompt_text(r, &t);
   if (!err) {
     size_t count = 0;
@@ -551,7 +552,7 @@ static void handle_tokenize(struct conn *c) {
   uint32_t *ids = NULL, n = 0;
   bool code;
   struct im_buf b;
-  im_buf_init(&b, 0);
+  im_buf_init(&b, IM_SERVE_OUT_MAX);
   enum im_err err = prompt_ids(c->srv->cfg.tokenizer, &r, &ids, &n, &code);
   if (!err)
     err = im_buf_printf(&b, "{\"count\":%u,\"max_model_len\":%u,\"tokens\":[", n,

@@ -19,6 +19,11 @@
 #include "serve/server.h"
 #include "serve/sim_metrics.h"
 
+/* Bytes one connection may have waiting to be written (a client that does
+ * not read is cut off there), and the cap of the server's scratch buffers:
+ * a response is at most a 4 MiB body's answer, well below. */
+#define IM_SERVE_OUT_MAX ((size_t)64 << 20)
+
 struct stream;
 
 struct conn {

@@ -301,8 +301,8 @@ static enum im_err exact(struct im_tok *tok, enum im_content cls, uint64_t seed,
   struct pg p;
   memset(&p, 0, sizeof p);
   p.tok = tok;
-  im_buf_init(&p.work, 0);
-  im_buf_init(&p.cand, 0);
+  im_buf_init(&p.work, IM_PROMPT_TEXT_MAX);
+  im_buf_init(&p.cand, IM_PROMPT_TEXT_MAX);
   enum im_err err = IM_OK;
   if (after && out->len) {
     p.plen = out->len;

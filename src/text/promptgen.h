@@ -37,6 +37,10 @@
 
 /* Largest n accepted (IM_LIMIT above). */
 #define IM_PROMPTGEN_MAX_TOKENS (1u << 22)
+/* The longest prompt text built, in bytes: 2^22 tokens of 16 bytes (a
+ * long token, or one escaped for JSON, stays well below). The load engine's
+ * request body has the same cap. */
+#define IM_PROMPT_TEXT_MAX ((size_t)64 << 20)
 
 /* Appends to out text that, encoded alone by tok (or by the built-in
  * tokenizer, workload/simpletok.h, when tok is NULL), has exactly n tokens.

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/clock.h"
 #include "core/buf.h"
 
 #define DS_DEFAULT_MAX_LINE ((size_t)1 << 20)
@@ -311,18 +312,6 @@ static bool digits(const char **p, int n, int *out) {
   return true;
 }
 
-/* Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar: shift
- * the year to start in March so the leap day is last, then count 400-year
- * eras of 146097 days. */
-static int64_t days_from_civil(int64_t y, int m, int d) {
-  y -= m <= 2;
-  int64_t era = (y >= 0 ? y : y - 399) / 400;
-  int64_t yoe = y - era * 400;
-  int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + doe - 719468;
-}
-
 /* "YYYY-MM-DD[ T]HH:MM:SS[.frac][Z|+HH:MM|-HH:MM]" -> ns since the epoch.
  * Years 1970..2200 only, so the nanoseconds fit an int64. */
 static bool parse_datetime(const char *s, int64_t *ns) {
@@ -368,7 +357,7 @@ static bool parse_datetime(const char *s, int64_t *ns) {
   }
   if (*p != '\0')
     return false;
-  int64_t secs = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - offset_s;
+  int64_t secs = im_days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - offset_s;
   if (secs < 0)
     return false;
   *ns = secs * 1000000000 + frac;

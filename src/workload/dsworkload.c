@@ -7,6 +7,7 @@
 #include "core/buf.h"
 #include "core/rng.h"
 #include "text/textgen.h"
+#include "text/promptgen.h"
 #include "text/simpletok.h"
 
 /* Appends about `tokens` tokens of vocabulary text seeded by `seed`;
@@ -54,7 +55,7 @@ enum im_err im_dsw_request(void *ctx, uint64_t index, struct im_req_spec *spec) 
   const struct im_ds_item *it = &w->ds->items[w->order ? w->order[k] : k];
   memset(spec, 0, sizeof *spec);
   struct im_buf b;
-  im_buf_init(&b, 0);
+  im_buf_init(&b, IM_PROMPT_TEXT_MAX);
   enum im_err err = IM_OK;
   uint32_t n = 0;
   const char *salt = sy->salt[0] ? sy->salt : NULL;
@@ -71,7 +72,7 @@ enum im_err im_dsw_request(void *ctx, uint64_t index, struct im_req_spec *spec) 
       spec->messages_json = b.data;
       /* For the completions backend: the contents, one per line. */
       struct im_buf p;
-      im_buf_init(&p, 0);
+      im_buf_init(&p, IM_PROMPT_TEXT_MAX);
       for (size_t i = 0; i < it->n_messages && !err; i++)
         err = im_buf_printf(&p, "%s%s", i ? "\n" : "", it->messages[i].content);
       spec->prompt = p.data;

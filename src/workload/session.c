@@ -9,6 +9,7 @@
 #include "core/buf.h"
 #include "core/rng.h"
 #include "workload/sched.h"
+#include "text/promptgen.h"
 #include "text/simpletok.h"
 
 /* A session's conversation so far. */
@@ -40,6 +41,18 @@ static enum im_err add_message(struct sstate *st, enum im_backend be, const char
   return err ? err : im_buf_append(&st->text, txt, len);
 }
 
+/* Bytes of a session's history: 16 per token (as IM_PROMPT_TEXT_MAX) of
+ * the largest context plus each turn's answer (max_tokens, its range
+ * included) and user message. */
+static size_t history_max(const struct im_sessions *s) {
+  const struct im_synth *sy = s->synth;
+  uint64_t ctx = s->ctx_end > s->ctx_start ? s->ctx_end : s->ctx_start;
+  uint64_t out = (uint64_t)((double)sy->output_len * (1.0 + sy->range_ratio)) + 1;
+  uint64_t tokens = ctx + (uint64_t)s->turns * (out + s->min_user);
+  uint64_t bytes = tokens * 16 + 65536;
+  return bytes < IM_PROMPT_TEXT_MAX ? (size_t)bytes : IM_PROMPT_TEXT_MAX;
+}
+
 static void sess_end(void *ctx, void *state) {
   (void)ctx;
   struct sstate *st = state;
@@ -58,8 +71,11 @@ static enum im_err sess_turn(void *ctx, uint64_t sid, uint32_t turn, void **stat
   if (!st) {
     if (!(st = calloc(1, sizeof *st)))
       return IM_NOMEM;
-    im_buf_init(&st->msgs, 0);
-    im_buf_init(&st->text, 0);
+    /* The conversation is bounded by the target context: its last turn's
+     * tokens, every turn's answer and user message, IM_PROMPT_TEXT_MAX in
+     * all. A server answering more ends the session (IM_LIMIT). */
+    im_buf_init(&st->msgs, history_max(s));
+    im_buf_init(&st->text, history_max(s));
     *state = st;
   }
   enum im_err err = IM_OK;
@@ -71,7 +87,7 @@ static enum im_err sess_turn(void *ctx, uint64_t sid, uint32_t turn, void **stat
   uint32_t target = im_sessions_target(s, turn);
   uint32_t want = target > st->tokens + s->min_user ? target - st->tokens : s->min_user;
   struct im_buf user;
-  im_buf_init(&user, 0);
+  im_buf_init(&user, IM_PROMPT_TEXT_MAX);
   uint32_t n = 0;
   /* Tag: unique per (session, turn); only the first turn may draw a prefix. */
   uint64_t tag = sid * 1024 + turn;

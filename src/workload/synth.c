@@ -53,7 +53,7 @@ static enum im_err count_locked(const struct im_synth *s, const char *text, size
   if (!s->chat || s->tmpl == IM_CHAT_NONE)
     return count_text(s, text, len, n);
   struct im_buf r;
-  im_buf_init(&r, 0);
+  im_buf_init(&r, IM_PROMPT_TEXT_MAX);
   enum im_err err;
   if (messages_json) {
     char msg[128];
@@ -164,7 +164,7 @@ enum im_err im_synth_request(void *ctx, uint64_t index, struct im_req_spec *spec
   uint32_t in = im_sched_length(s->input_len, s->range_ratio, s->seed ^ 0x1aULL, index);
   uint32_t out = im_sched_length(s->output_len, s->range_ratio, s->seed ^ 0x2bULL, index);
   struct im_buf b;
-  im_buf_init(&b, 0);
+  im_buf_init(&b, IM_PROMPT_TEXT_MAX);
   uint32_t n = 0;
   enum im_err err = im_synth_text(s, index, in, true, &b, &n);
   if (err) {

@@ -144,8 +144,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const char *in = (const char *)data + 2;
   size_t len = size - 2;
   struct im_buf whole, split;
-  im_buf_init(&whole, 0);
-  im_buf_init(&split, 0);
+  im_buf_init(&whole, (size_t)1 << 28);
+  im_buf_init(&split, (size_t)1 << 28);
   run(in, len, 0, flags, &whole);
   run(in, len, read_size, flags, &split);
   if (!(flags & FLAG_DISCARD_HEAD))

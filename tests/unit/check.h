@@ -68,6 +68,9 @@ static int im_test_checks;
       IM__FAIL("%s returned %d", #expr, im__e);                              \
   } while (0)
 
+/* The cap of tests' scratch buffers (every im_buf states one). */
+#define IM_TEST_BUF_MAX ((size_t)1 << 28)
+
 /* Ends main(): prints a summary and returns the exit status. */
 #define CHECK_DONE()                                                         \
   (fprintf(stderr, "%s: %d checks, %d failed\n", __FILE__, im_test_checks,   \

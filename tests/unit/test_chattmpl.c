@@ -21,7 +21,7 @@ static const struct im_chat_msg conv3[] = {
 static void check_render(enum im_chat_tmpl t, const struct im_chat_msg *m, size_t n,
                          const char *want) {
   struct im_buf b;
-  im_buf_init(&b, 0);
+  im_buf_init(&b, IM_TEST_BUF_MAX);
   CHECK_OK(im_chat_render(t, m, n, &b));
   CHECK_STR(b.data ? b.data : "", want);
   im_buf_cleanup(&b);
@@ -109,7 +109,7 @@ static void test_details(void) {
   check_render(IM_CHAT_LLAMA3, NULL, 0, "<|start_header_id|>assistant<|end_header_id|>\n\n");
   /* Appends after existing content. */
   struct im_buf b;
-  im_buf_init(&b, 0);
+  im_buf_init(&b, IM_TEST_BUF_MAX);
   CHECK_OK(im_buf_puts(&b, "PRE"));
   CHECK_OK(im_chat_render(IM_CHAT_CHATML, conv3 + 1, 1, &b));
   CHECK_STR(b.data, "PRE<|im_start|>user\nHi there<|im_end|>\n<|im_start|>assistant\n");
@@ -128,8 +128,8 @@ static void test_json(void) {
                    "{\"role\":\"assistant\",\"content\":\"Hello.\"}]";
   struct im_buf a, b;
   char err[200];
-  im_buf_init(&a, 0);
-  im_buf_init(&b, 0);
+  im_buf_init(&a, IM_TEST_BUF_MAX);
+  im_buf_init(&b, IM_TEST_BUF_MAX);
   for (int t = IM_CHAT_NONE; t <= IM_CHAT_LLAMA3; t++) {
     im_buf_reset(&a);
     im_buf_reset(&b);

@@ -107,9 +107,9 @@ static size_t count_str(const char *hay, const char *needle) {
 static void test_generators(void) {
   for (int c = 0; c < IM_CONTENT_COUNT_; c++) {
     struct im_buf a, b, d;
-    im_buf_init(&a, 0);
-    im_buf_init(&b, 0);
-    im_buf_init(&d, 0);
+    im_buf_init(&a, IM_TEST_BUF_MAX);
+    im_buf_init(&b, IM_TEST_BUF_MAX);
+    im_buf_init(&d, IM_TEST_BUF_MAX);
     gen_text((enum im_content)c, 42, 5000, &a);
     gen_text((enum im_content)c, 42, 5000, &b);
     gen_text((enum im_content)c, 43, 5000, &d);

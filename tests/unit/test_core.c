@@ -38,7 +38,14 @@ static void test_buf(void) {
   im_buf_cleanup(&b);
   im_buf_cleanup(NULL);
 
+  /* No unbounded buffer: a cap of 0 holds nothing (it meant "unbounded"). */
   im_buf_init(&b, 0);
+  CHECK_EQ(im_buf_puts(&b, "x"), IM_LIMIT);
+  CHECK_OK(im_buf_append(&b, "", 0));
+  CHECK_EQ(b.len, 0);
+  im_buf_cleanup(&b);
+
+  im_buf_init(&b, IM_TEST_BUF_MAX);
   for (int i = 0; i < 1000; i++)
     CHECK_OK(im_buf_printf(&b, "%04d", i));
   CHECK_EQ(b.len, 4000);

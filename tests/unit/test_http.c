@@ -265,8 +265,8 @@ static const struct http_case cases[] = {
 
 static void test_table(void) {
   struct im_buf got, want_buf;
-  im_buf_init(&got, 0);
-  im_buf_init(&want_buf, 0);
+  im_buf_init(&got, IM_TEST_BUF_MAX);
+  im_buf_init(&want_buf, IM_TEST_BUF_MAX);
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
     const struct http_case *tc = &cases[c];
     struct im_http_limits lim;

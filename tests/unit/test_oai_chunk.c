@@ -643,10 +643,10 @@ static char *read_file(const char *path, size_t *len) {
 static void agg_init(struct agg *a) {
   memset(a, 0, sizeof *a);
   im_oai_chunk_init(&a->c, 0);
-  im_buf_init(&a->content, 0);
-  im_buf_init(&a->reasoning, 0);
-  im_buf_init(&a->finish, 0);
-  im_buf_init(&a->err_message, 0);
+  im_buf_init(&a->content, IM_TEST_BUF_MAX);
+  im_buf_init(&a->reasoning, IM_TEST_BUF_MAX);
+  im_buf_init(&a->finish, IM_TEST_BUF_MAX);
+  im_buf_init(&a->err_message, IM_TEST_BUF_MAX);
   struct im_oai_usage nu = NO_USAGE;
   struct im_oai_timings nt = NO_TIMINGS;
   a->usage = nu;

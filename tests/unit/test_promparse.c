@@ -58,7 +58,7 @@ static struct im_promparse_stats last;
 static const char *run_lim(const char *page, size_t len, const struct im_promparse_limits *lim) {
   static struct im_buf out;
   im_buf_cleanup(&out);
-  im_buf_init(&out, 0);
+  im_buf_init(&out, IM_TEST_BUF_MAX);
   struct im_promparse p;
   im_promparse_init(&p, lim);
   struct im_promparse_cbs cbs = {on_sample, on_meta, on_error, &out};
@@ -195,12 +195,12 @@ static void test_escape_round_trip(void) {
   const char *vals[] = {"plain", "back\\slash", "q\"uote", "new\nline", "\\\"\n\\n", "", "{}=,#"};
   for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) {
     struct im_buf lab, page;
-    im_buf_init(&lab, 0);
-    im_buf_init(&page, 0);
+    im_buf_init(&lab, IM_TEST_BUF_MAX);
+    im_buf_init(&page, IM_TEST_BUF_MAX);
     CHECK_OK(im_prom_label(&lab, "v", vals[i]));
     CHECK_OK(im_prom_sample(&page, "rt", lab.data, 1.5));
     struct im_buf want;
-    im_buf_init(&want, 0);
+    im_buf_init(&want, IM_TEST_BUF_MAX);
     CHECK_OK(im_buf_puts(&want, "S1 rt {v="));
     for (const char *c = vals[i]; *c; c++)
       CHECK_OK(*c == '\n' ? im_buf_puts(&want, "<NL>") : im_buf_append(&want, c, 1));

@@ -32,8 +32,8 @@ static void test_exact(struct im_tok *tok, const char *label) {
     for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
       for (size_t s = 0; s < sizeof seeds / sizeof seeds[0]; s++) {
         struct im_buf a, b;
-        im_buf_init(&a, 0);
-        im_buf_init(&b, 0);
+        im_buf_init(&a, IM_TEST_BUF_MAX);
+        im_buf_init(&b, IM_TEST_BUF_MAX);
         CHECK_OK(im_promptgen_exact(tok, (enum im_content)c, seeds[s], ns[i], &a));
         CHECK_OK(im_promptgen_exact(tok, (enum im_content)c, seeds[s], ns[i], &b));
         size_t got = count(tok, a.data ? a.data : "", a.len);
@@ -74,8 +74,8 @@ static void test_exact(struct im_tok *tok, const char *label) {
       }
   /* Different seeds give different text. */
   struct im_buf x, y;
-  im_buf_init(&x, 0);
-  im_buf_init(&y, 0);
+  im_buf_init(&x, IM_TEST_BUF_MAX);
+  im_buf_init(&y, IM_TEST_BUF_MAX);
   CHECK_OK(im_promptgen_exact(tok, IM_CONTENT_CODE, 1, 300, &x));
   CHECK_OK(im_promptgen_exact(tok, IM_CONTENT_CODE, 2, 300, &y));
   CHECK(x.len != y.len || memcmp(x.data, y.data, x.len) != 0);
@@ -92,7 +92,7 @@ static void test_sweep(struct im_tok *tok, const char *label) {
     for (uint32_t n = 1; n <= 200; n++)
       for (uint64_t s = 0; s < 3; s++) {
         struct im_buf b;
-        im_buf_init(&b, 0);
+        im_buf_init(&b, IM_TEST_BUF_MAX);
         CHECK_OK(im_promptgen_exact(tok, (enum im_content)c, s, n, &b));
         size_t got = count(tok, b.data ? b.data : "", b.len);
         CHECK_EQ(got, n);
@@ -114,7 +114,7 @@ static void test_prefix(struct im_tok *tok) {
       if (!tok)
         for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
           struct im_buf b;
-          im_buf_init(&b, 0);
+          im_buf_init(&b, IM_TEST_BUF_MAX);
           CHECK_OK(im_buf_puts(&b, good[i]));
           size_t before = count(tok, b.data ? b.data : "", b.len);
           CHECK_OK(im_promptgen_exact(tok, (enum im_content)c, n, n, &b));
@@ -124,7 +124,7 @@ static void test_prefix(struct im_tok *tok) {
         }
       for (size_t i = 0; i < sizeof any / sizeof any[0]; i++) {
         struct im_buf b;
-        im_buf_init(&b, 0);
+        im_buf_init(&b, IM_TEST_BUF_MAX);
         CHECK_OK(im_buf_puts(&b, any[i]));
         size_t before = count(tok, b.data, b.len);
         CHECK_OK(im_promptgen_exact_after(tok, (enum im_content)c, n + 5, n, &b));
@@ -137,7 +137,7 @@ static void test_prefix(struct im_tok *tok) {
 
 static void test_errors(void) {
   struct im_buf b;
-  im_buf_init(&b, 0);
+  im_buf_init(&b, IM_TEST_BUF_MAX);
   CHECK_EQ(im_promptgen_exact(NULL, IM_CONTENT_TEXT, 1, IM_PROMPTGEN_MAX_TOKENS + 1, &b), IM_LIMIT);
   CHECK_EQ(im_promptgen_exact(NULL, IM_CONTENT_TEXT, 1, 5, NULL), IM_INVAL);
   im_buf_cleanup(&b);
@@ -274,9 +274,9 @@ static void test_deepseek_style(struct im_tok *tok) {
   for (int c = 0; c < IM_CONTENT_COUNT_; c++)
     for (uint32_t n = 1; n <= 4096; n = n < 64 ? n + 1 : n * 2) {
       struct im_buf p, empty, full;
-      im_buf_init(&p, 0);
-      im_buf_init(&empty, 0);
-      im_buf_init(&full, 0);
+      im_buf_init(&p, IM_TEST_BUF_MAX);
+      im_buf_init(&empty, IM_TEST_BUF_MAX);
+      im_buf_init(&full, IM_TEST_BUF_MAX);
       CHECK_OK(im_promptgen_exact(tok, (enum im_content)c, n * 7 + 1, n, &p));
       size_t k = 0;
       CHECK_OK(im_tok_encode(tok, p.data, p.len, ids, 5000, &k));
@@ -308,7 +308,7 @@ static void report_speed(void) {
   for (int c = 0; c < IM_CONTENT_COUNT_; c++) {
     struct timespec t0, t1;
     struct im_buf b;
-    im_buf_init(&b, 0);
+    im_buf_init(&b, IM_TEST_BUF_MAX);
     clock_gettime(CLOCK_MONOTONIC, &t0);
     enum im_err e = im_promptgen_exact(NULL, (enum im_content)c, 9, 32768, &b);
     clock_gettime(CLOCK_MONOTONIC, &t1);

@@ -102,7 +102,7 @@ static void check_same(const struct im_record *a, const struct im_record *b) {
  * *back (reset first) and compares. Returns the line (caller frees). */
 static char *round_trip(const struct im_record *r, struct im_record *back) {
   struct im_buf b;
-  im_buf_init(&b, 0);
+  im_buf_init(&b, IM_TEST_BUF_MAX);
   CHECK_OK(im_record_to_jsonl(r, &b));
   CHECK(b.len > 0 && b.data[b.len - 1] == '\n');
   CHECK(memchr(b.data, '\n', b.len) == b.data + b.len - 1); /* a single line */

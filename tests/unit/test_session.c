@@ -106,7 +106,7 @@ static void test_chat_turns(bool exact) {
   if (exact) {
     /* The count is what the template and the built-in tokenizer make of it. */
     struct im_buf r;
-    im_buf_init(&r, 0);
+    im_buf_init(&r, IM_TEST_BUF_MAX);
     char e[64];
     CHECK_OK(im_chat_render_json(IM_CHAT_DEEPSEEK_V3, t1.messages_json, strlen(t1.messages_json), &r,
                                  e, sizeof e));

@@ -39,7 +39,7 @@ struct run {
 static void run_cuts(struct run *r, const struct im_sse_limits *lim, const char *in,
                      const size_t *cuts, size_t ncuts) {
   struct im_sse p;
-  im_buf_init(&r->log, 0);
+  im_buf_init(&r->log, IM_TEST_BUF_MAX);
   im_buf_reset(&r->log);
   CHECK_OK(im_buf_puts(&r->log, "")); /* data non-NULL */
   im_sse_init(&p, lim, log_cb, &r->log);
@@ -256,7 +256,45 @@ static void test_no_realloc(void) {
   im_sse_cleanup(&p);
 }
 
+/* Unknown fields reach the callback only when asked for (llama.cpp's
+ * "error:" line), and never change the events. */
+struct field_log {
+  int fields, events;
+  char name[16], value[64];
+};
+
+static enum im_err field_cb(void *ud, const struct im_sse_event *ev) {
+  struct field_log *f = ud;
+  if (ev->kind == IM_SSE_FIELD) {
+    f->fields++;
+    snprintf(f->name, sizeof f->name, "%.*s", (int)ev->type_len, ev->type);
+    snprintf(f->value, sizeof f->value, "%.*s", (int)ev->data_len, ev->data);
+  } else if (ev->kind == IM_SSE_EVENT) {
+    f->events++;
+  }
+  return IM_OK;
+}
+
+static void test_report_fields(void) {
+  static const char in[] = "error: {\"code\":400}\nretry: 5\nid: 1\nevent: x\ndata: [DONE]\n\n";
+  for (int on = 0; on <= 1; on++) {
+    struct field_log f = {0};
+    struct im_sse p;
+    im_sse_init(&p, NULL, field_cb, &f);
+    im_sse_report_fields(&p, on);
+    CHECK_OK(im_sse_feed(&p, in, sizeof in - 1));
+    CHECK_EQ(f.events, 1);
+    CHECK_EQ(f.fields, on); /* retry, id and event are standard fields */
+    if (on) {
+      CHECK_STR(f.name, "error");
+      CHECK_STR(f.value, "{\"code\":400}");
+    }
+    im_sse_cleanup(&p);
+  }
+}
+
 int main(void) {
+  test_report_fields();
   test_line_ends();
   test_bom();
   test_fields();

@@ -15,7 +15,7 @@
 
 static size_t server_count(struct im_tok *tok, bool chat, const char *p, size_t len) {
   struct im_buf r;
-  im_buf_init(&r, 0);
+  im_buf_init(&r, IM_TEST_BUF_MAX);
   if (chat) {
     struct im_chat_msg m = {"user", 4, p, len};
     CHECK_OK(im_chat_render(IM_CHAT_DEEPSEEK_V3, &m, 1, &r));

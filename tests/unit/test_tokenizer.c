@@ -32,7 +32,7 @@ static void check_ids(struct im_tok *tok, const char *text, size_t len, const ui
   CHECK_OK(im_tok_count(tok, text, len, &cnt));
   CHECK_EQ(cnt, n_want);
   struct im_buf b;
-  im_buf_init(&b, 0);
+  im_buf_init(&b, IM_TEST_BUF_MAX);
   CHECK_OK(im_tok_decode(tok, ids, n < 64 ? n : 64, &b));
   CHECK_EQ(b.len, len);
   CHECK(b.len == len && (len == 0 || memcmp(b.data, text, len) == 0));
@@ -86,7 +86,7 @@ static void test_fixture(void) {
   CHECK_EQ(im_tok_token_id(tok, T("zz"), &id), IM_NOTFOUND);
 
   struct im_buf b;
-  im_buf_init(&b, 0);
+  im_buf_init(&b, IM_TEST_BUF_MAX);
   uint32_t bad[2] = {259, 9999};
   CHECK_EQ(im_tok_decode(tok, bad, 2, &b), IM_INVAL);
   im_buf_cleanup(&b);
@@ -113,7 +113,7 @@ static void test_fixture(void) {
     CHECK_OK(im_tok_encode(tok, text, len, ids, 256, &n));
     CHECK_OK(im_tok_count(tok, text, len, &cnt));
     CHECK_EQ(cnt, n);
-    im_buf_init(&b, 0);
+    im_buf_init(&b, IM_TEST_BUF_MAX);
     CHECK_OK(im_tok_decode(tok, ids, n, &b));
     if (b.len != len || memcmp(b.data, text, len) != 0)
       IM__FAIL("round trip of \"%.*s\" gave \"%.*s\"", (int)len, text, (int)b.len, b.data);
@@ -135,7 +135,7 @@ static void test_fixture(void) {
   for (size_t i = 0; i < 10000; i++)
     s[i] = (char)('a' + (i * 7919 + i / 13) % 26);
   CHECK_OK(im_tok_encode(tok, s, 10000, ids, big, &n));
-  im_buf_init(&b, 0);
+  im_buf_init(&b, IM_TEST_BUF_MAX);
   CHECK_OK(im_tok_decode(tok, ids, n, &b));
   CHECK(b.len == 10000 && memcmp(b.data, s, 10000) == 0);
   im_buf_cleanup(&b);
@@ -261,7 +261,7 @@ static void test_deepseek_style(bool prefix_space) {
     uint32_t ids[128];
     CHECK_OK(im_tok_encode(tok, texts[i], len, ids, 128, &n));
     struct im_buf b;
-    im_buf_init(&b, 0);
+    im_buf_init(&b, IM_TEST_BUF_MAX);
     CHECK_OK(im_tok_decode(tok, ids, n, &b));
     if (!prefix_space) {
       CHECK_EQ(n, len);
@@ -380,7 +380,7 @@ static void test_model_options(void) {
     CHECK_EQ(ids[1], 3);
     CHECK_EQ(ids[2], 4);
     struct im_buf b;
-    im_buf_init(&b, 0);
+    im_buf_init(&b, IM_TEST_BUF_MAX);
     CHECK_OK(im_tok_decode(tok, ids, n, &b));
     CHECK_STR(b.data, "ab\xC3\xA9");
     im_buf_cleanup(&b);

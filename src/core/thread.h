@@ -1,0 +1,14 @@
+/* Threads of infermeter: every thread but the main one blocks all signals,
+ * so the process's handlers (Ctrl-C, SIGTERM) run on the main thread only
+ * and a blocking call elsewhere is never interrupted by them. */
+#ifndef INFERMETER_THREAD_H
+#define INFERMETER_THREAD_H
+
+#include <pthread.h>
+
+/* pthread_create(t, NULL, fn, arg) with every signal blocked in the new
+ * thread (the caller's mask is unchanged on return). Returns 0 or
+ * pthread_create's error number (then no thread exists). Thread-safe. */
+int im_thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
+
+#endif

@@ -1,0 +1,181 @@
+/* The load engine's attempts and the requests it prepares ahead (see
+ * loader_int.h): an attempt's life, the workload's request for an index,
+ * and the ring of prepared requests the builder thread keeps full. */
+#include <curl/curl.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "load/loader_int.h"
+
+/* ---- attempts ----------------------------------------------------------- */
+
+void im__load_attempt_free(struct attempt *a) {
+  if (!a)
+    return;
+  if (a->sstate && a->L->cfg->session)
+    a->L->cfg->session->end(a->L->cfg->workload_ctx, a->sstate);
+  im_buf_cleanup(&a->answer);
+  im_buf_cleanup(&a->reasoning);
+  if (a->easy)
+    curl_easy_cleanup(a->easy);
+  curl_slist_free_all(a->hdrs);
+  im_sse_cleanup(&a->sse);
+  im_buf_cleanup(&a->body);
+  im_buf_cleanup(&a->errbody);
+  im_req_spec_cleanup(&a->spec);
+  im_record_cleanup(&a->rec);
+  free(a);
+}
+
+struct attempt *im__load_attempt_new(struct loader *L) {
+  struct attempt *a = calloc(1, sizeof *a);
+  if (!a)
+    return NULL;
+  a->L = L;
+  im_record_reset(&a->rec);
+  a->rec.id = 1 + L->cfg->shard + L->cfg->n_shards * atomic_fetch_add(&L->next_id, 1);
+  a->rec.attempt = 1;
+  a->rec.logical_id = a->rec.id;
+  a->rec.stage = L->cfg->stage;
+  a->usage_completion = -1;
+  a->retry_after_s = -1;
+  im_buf_init(&a->body, IM_LOAD_BODY_MAX);
+  im_buf_init(&a->errbody, ERRBODY_MAX);
+  im_sse_init(&a->sse, NULL, im__load_on_sse_event, a);
+  im_sse_report_fields(&a->sse, 1); /* llama.cpp's "error:" lines */
+  im_buf_init(&a->answer, IM_LOAD_ANSWER_MAX);
+  im_buf_init(&a->reasoning, IM_LOAD_ANSWER_MAX);
+  a->capture = L->cfg->session != NULL || L->cfg->count_output != NULL;
+  a->capture_reasoning = L->cfg->count_output != NULL;
+  return a;
+}
+
+/* ---- requests prepared ahead -------------------------------------------- */
+
+/* Local requests this loader will ever send (UINT64_MAX: unbounded). */
+uint64_t im__load_local_total(const struct loader *L) {
+  if (L->cfg->times)
+    return L->cfg->n_times;
+  return L->cfg->max_requests ? L->cfg->max_requests : UINT64_MAX;
+}
+
+
+/* A new attempt for request `index` with its workload filled in; NULL (and
+ * *err set) on failure. Any thread. */
+static struct attempt *new_request(struct loader *L, uint64_t index, enum im_err *err) {
+  struct attempt *a = im__load_attempt_new(L);
+  if (!a) {
+    *err = IM_NOMEM;
+    return NULL;
+  }
+  const struct im_session_ops *so = L->cfg->session;
+  enum im_err e = so ? so->turn(L->cfg->workload_ctx, index, 0, &a->sstate, NULL, 0, &a->spec)
+                     : L->cfg->workload(L->cfg->workload_ctx, index, &a->spec);
+  if (e != IM_OK) {
+    *err = IM_INVAL;
+    im__load_attempt_free(a);
+    return NULL;
+  }
+  a->sid = index;
+  a->index = index;
+  im__load_fill_record(a);
+  return a;
+}
+
+/* The record's copy of what the workload asked for. */
+void im__load_fill_record(struct attempt *a) {
+  struct im_record *r = &a->rec;
+  r->prompt_tokens = a->spec.prompt_tokens;
+  r->requested_tokens = a->spec.max_tokens;
+  r->ignore_eos = a->spec.ignore_eos;
+  r->temperature = a->spec.temperature;
+  r->top_p = a->spec.top_p;
+  r->context_tokens = a->spec.prompt_tokens;
+  r->session = a->spec.session;
+  r->turn = a->spec.turn;
+  r->content_class = a->spec.content_class;
+}
+
+/* See loader_int.h. A build failure is left for start_http to report when
+ * the request is due. */
+struct attempt *im__load_prepare(struct loader *L, uint64_t local, enum im_err *err) {
+  struct attempt *a = new_request(L, im__load_global_index(L, local), err);
+  if (a && im__load_build_http(L, a) != IM_OK && a->easy) {
+    curl_easy_cleanup(a->easy);
+    a->easy = NULL;
+  }
+  return a;
+}
+
+/* Prepares one more request into the ring on the loop (before t0, or
+ * always when there is no builder); false when full or done. */
+static bool prepare_one(struct loader *L) {
+  if (L->pre_n == L->pre_cap || L->pre_local_next >= im__load_local_total(L) || L->stop_dispatch ||
+      L->fatal)
+    return false;
+  enum im_err err = IM_OK;
+  struct attempt *a = im__load_prepare(L, L->pre_local_next, &err);
+  if (!a) {
+    L->fatal = err;
+    return false;
+  }
+  L->pre[(L->pre_head + L->pre_n) % L->pre_cap] = a;
+  if (!L->pre_n)
+    L->pre_first = a->index;
+  L->pre_n++;
+  L->pre_local_next++;
+  return true;
+}
+
+/* Fills the ring until `until` (run-relative ns) or until it is full. */
+void im__load_prepare_until(struct loader *L, int64_t until) {
+  while (rel_now(L) < until && prepare_one(L))
+    ;
+}
+
+static struct attempt *ring_pop(struct loader *L) {
+  struct attempt *a = L->pre[L->pre_head];
+  L->pre[L->pre_head] = NULL;
+  L->pre_head = (L->pre_head + 1) % L->pre_cap;
+  L->pre_n--;
+  L->pre_first += L->cfg->n_shards;
+  return a;
+}
+
+/* The prepared attempt for `index` (requests are taken in order). With the
+ * builder, waits for it when it is late (the wait shows as dispatch lag;
+ * building it here would take the tokenizer on the loop); without, builds
+ * it now. */
+struct attempt *im__load_take_request(struct loader *L, uint64_t index) {
+  if (L->builder.on) {
+    struct attempt *a = NULL;
+    enum im_err err = IM_OK;
+    pthread_mutex_lock(&L->builder.mu);
+    while (!L->pre_n && !L->builder.prep_err && L->pre_local_next < im__load_local_total(L))
+      pthread_cond_wait(&L->builder.ring_cv, &L->builder.mu);
+    if (L->pre_n && L->pre_first == index) {
+      a = ring_pop(L);
+      pthread_cond_signal(&L->builder.cv); /* room to prepare */
+    } else if (!L->pre_n) {
+      err = L->builder.prep_err ? L->builder.prep_err : IM_STATE;
+    } else {
+      err = IM_STATE; /* out of order: a bug */
+    }
+    pthread_mutex_unlock(&L->builder.mu);
+    if (!a)
+      L->fatal = err;
+    return a;
+  }
+  if (L->pre_n && L->pre_first == index)
+    return ring_pop(L);
+  /* Not prepared in time: the ring restarts after this one. */
+  uint64_t local = (index - L->cfg->shard) / L->cfg->n_shards;
+  if (!L->pre_n && local >= L->pre_local_next)
+    L->pre_local_next = local + 1;
+  enum im_err err = IM_OK;
+  struct attempt *a = new_request(L, index, &err);
+  if (!a)
+    L->fatal = err;
+  return a;
+}
+
