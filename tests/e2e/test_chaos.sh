@@ -107,13 +107,13 @@ every_record_kept long
 
 # Disk full: requests.jsonl is /dev/full (ENOSPC on every write; the CLI
 # opens it O_APPEND without O_EXCL, through the link). The failure is
-# counted, the run stops with the reason and exit status 4 (engine).
+# counted, the run stops with the reason and exit status 5 (engine).
 start_chaos good
 mkdir -p "$TMP/full"
 ln -s /dev/full "$TMP/full/requests.jsonl"
 run_case full "$CBASE" --rate 50 --requests 20 --out "$TMP/full"
 stop_chaos
-check_eq "disk full: exit status 4" "$RC" 4
+check_eq "disk full: exit status 5" "$RC" 5
 check "disk full: the reason is given" grep -q "No space left on device" "$TMP/full.err"
 
 # A server killed mid-run: two answers, a stream cut half-way, then a
