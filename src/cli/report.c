@@ -380,9 +380,11 @@ static int report_all(struct rep *p) {
   char path[4200];
   snprintf(path, sizeof path, "%s/requests.jsonl", p->dir);
   enum im_err e = im_records_read_path(path, &p->recs, &p->n_recs, &p->rr);
-  if (e == IM_NOMEM || (e == IM_IO && errno != ENOENT)) {
+  if (e == IM_NOMEM || e == IM_INVAL || (e == IM_IO && errno != ENOENT)) {
     fprintf(stderr, "infermeter report: %s: %s\n", path,
-            e == IM_NOMEM ? "out of memory" : strerror(errno));
+            e == IM_NOMEM ? "out of memory"
+            : e == IM_INVAL ? "not a regular file: no records can be read from it"
+                            : strerror(errno));
     return -1;
   }
   for (size_t i = 0; i < p->rr.n_notes; i++)

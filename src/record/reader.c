@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define BLOCK ((size_t)64 << 10)
 
@@ -192,6 +193,14 @@ enum im_err im_records_read_path(const char *path, struct im_record **recs, size
   FILE *f = fopen(path, "rb");
   if (!f)
     return IM_IO;
+  /* Only a regular file has an end: a device such as /dev/full or
+   * /dev/zero reads forever. */
+  struct stat st;
+  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+    fclose(f);
+    errno = EINVAL;
+    return IM_INVAL;
+  }
   enum im_err err = im_records_read(f, recs, n, rep);
   int saved = errno;
   fclose(f);

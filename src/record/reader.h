@@ -48,7 +48,8 @@ struct im_read_report {
  * IM_NOMEM, IM_IO (the records read so far are kept and returned). */
 enum im_err im_records_read(FILE *f, struct im_record **recs, size_t *n,
                             struct im_read_report *rep) IM_WUR;
-/* The same from a path; IM_IO when it cannot be opened (errno kept). */
+/* The same from a path; IM_IO when it cannot be opened (errno kept),
+ * IM_INVAL when it is not a regular file (a device would never end). */
 enum im_err im_records_read_path(const char *path, struct im_record **recs, size_t *n,
                                  struct im_read_report *rep) IM_WUR;
 /* Frees n records and the array (NULL-safe). */

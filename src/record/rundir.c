@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "record/hist_json.h"
@@ -274,6 +275,12 @@ static int read_stages(struct im_rundir *rd, const char *dir, char *err, size_t 
   FILE *f = fopen(path, "rb");
   if (!f)
     return 0; /* killed before the first stage started: no stage */
+  struct stat st; /* only a regular file ends: a device may read forever */
+  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+    fclose(f);
+    snprintf(err, errlen, "%s is not a regular file", path);
+    return -1;
+  }
   struct im_jsonl_reader *r = NULL;
   int rc = -1;
   if (im_jsonl_open(f, (size_t)64 << 20, &r) != IM_OK) {

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 enum im_err im_series_new(struct im_series_set **out) {
   *out = calloc(1, sizeof **out);
@@ -522,6 +523,11 @@ enum im_err im_series_read(const char *path, struct im_series_set **out, char *e
   FILE *f = fopen(path, "rb");
   if (!f)
     return im_errf(err, errlen, IM_IO, "cannot open %s: %s", path, strerror(errno));
+  struct stat st; /* only a regular file ends: a device may read forever */
+  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+    fclose(f);
+    return im_errf(err, errlen, IM_INVAL, "%s is not a regular file", path);
+  }
   struct splitter sp = {0};
   enum im_err rc = im_series_new(&sp.set);
   im_buf_init(&sp.line, IM_SERIES_LINE_MAX);

@@ -112,6 +112,10 @@ static void test_many(void) {
   im_buf_cleanup(&b);
   CHECK_EQ(im_records_read_path("/nonexistent/requests.jsonl", &recs, &n, &rep), IM_IO);
   CHECK_EQ(n, 0);
+  /* A device never ends (/dev/zero, or /dev/full behind a symlink after a
+   * disk-full test): refused, not read forever. */
+  CHECK_EQ(im_records_read_path("/dev/zero", &recs, &n, &rep), IM_INVAL);
+  CHECK_EQ(n, 0);
 }
 
 int main(void) {
