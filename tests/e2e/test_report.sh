@@ -27,8 +27,10 @@ start_server --time-scale 20
 RUN --url "$BASE" --rate 20 --duration 2s --warmup 0.5s --input-len 64 --output-len 16 \
   --seed 11 --out "$TMP/one"
 rc=$?
-check_eq "one-stage run exits 0" $rc 0
-check_eq "report reproduces a one-stage run's results.json" "$(same_results "$TMP/one")" "same:0"
+# 0, or 3 when this machine was too busy for the client to keep up: the
+# report must give the same verdict either way.
+check "one-stage run exits 0 or 3 ($rc)" test $rc -eq 0 -o $rc -eq 3
+check_eq "report reproduces a one-stage run's results.json" "$(same_results "$TMP/one")" "same:$rc"
 
 RUN --url "$BASE" --sweep rate=5,15 --duration 1.5s --warmup 0.5s --input-len 64 \
   --output-len 8 --seed 12 --out "$TMP/sweep"
@@ -67,7 +69,8 @@ n=$(wc -l <"$J")
 { head -n 2 "$J"; echo '{"id": "not a record"'; tail -n +3 "$J"; head -n 1 "$J" | head -c 100; } >"$TMP/bad/j2"
 mv "$TMP/bad/j2" "$J"
 "$BIN" report --quiet "$TMP/bad" 2>"$TMP/bad.err"
-check_eq "report of a damaged file exits 0" $? 0
+brc=$?
+check "report of a damaged file exits 0 or 3 (not 1: it is read) ($brc)" test $brc -eq 0 -o $brc -eq 3
 check "the corrupt line is named (line 3)" grep -q 'requests.jsonl: line 3:' "$TMP/bad.err"
 check "the cut last line is named" grep -q "line $((n + 2)): cut short" "$TMP/bad.err"
 check_eq "skipped lines in the manifest" \
