@@ -36,6 +36,7 @@ struct im_validity_input {
   const struct im_stage_figures *f;
   const struct im_summary_config *cfg;
   uint32_t repeats;              /* runs of this configuration */
+  bool publish;                  /* --publish: fewer than 3 runs FAIL (else WARN) */
   uint32_t long_context;         /* tokens (0: IM_VALID_LONG_CONTEXT) */
   const char *engine;            /* NULL or "": unknown */
   const char *model;

@@ -229,7 +229,7 @@ static int stage_validity(struct rep *p, const struct im_stage_figures *f,
   bool have_hr = srv && !srv->not_collected[0] && !isnan(srv->prefix_cache_hit_rate);
   const struct im_server_tcp_figs *tcp = sf && !sf->tcp.not_collected[0] ? &sf->tcp : NULL;
   struct im_validity_input vin = {
-      .f = f, .cfg = &in->cfg, .repeats = 1, .engine = engine,
+      .f = f, .cfg = &in->cfg, .engine = engine, .publish = p->ro->publish,
       .model = str_at(m, "target", "model", NULL), .torch_compile = declared(m, "torch_compile"),
       .server_hit_rate = have_hr ? srv->prefix_cache_hit_rate : NAN,
       .server_hit_rate_why = !srv                    ? "no /metrics scraped"
@@ -240,6 +240,9 @@ static int stage_validity(struct rep *p, const struct im_stage_figures *f,
       .connections_opened = s->connections_opened};
   for (int k = 0; k < IM_VALID_N_SETTINGS; k++)
     vin.declared[k] = declared(m, im_valid_settings[k]) != NULL;
+  /* One of --repeat K runs: the configuration ran K times. */
+  json_t *of = json_object_get(json_object_get(m, "repeat"), "of");
+  vin.repeats = json_is_integer(of) && json_integer_value(of) > 0 ? (uint32_t)json_integer_value(of) : 1;
   if (im_validity_compute(&vin, v) != IM_OK ||
       im_validity_json(v, json_object_get(dst, "audit")) != IM_OK)
     return -1;

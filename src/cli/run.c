@@ -660,6 +660,9 @@ static json_t *manifest_json(const struct run *r) {
                                   "think_time_s", (double)o->think_ns / 1e9));
   if (r->scenario)
     json_object_set_new(m, "scenario", json_string(r->scenario));
+  if (o->repeat_of > 1)
+    json_object_set_new(m, "repeat", json_pack("{s:I, s:I}", "index", (json_int_t)o->repeat_index,
+                                               "of", (json_int_t)o->repeat_of));
   return m;
 }
 
@@ -752,7 +755,13 @@ int im_cli_run(int argc, char **argv) {
   if (rc >= 0)
     goto out;
   rc = EXIT_USAGE;
-  if (check_opts(o, r->rate_given) || setup_tokens(r))
+  if (check_opts(o, r->rate_given))
+    goto out;
+  if (o->repeat > 1) { /* K runs, each this command with its own --out and --seed */
+    rc = im__run_repeat(argc, argv, o);
+    goto out;
+  }
+  if (setup_tokens(r))
     goto out;
   if (!o->seed_given)
     o->seed = im_mix64((uint64_t)im_wall_ns() ^ ((uint64_t)getpid() << 32));

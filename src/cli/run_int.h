@@ -57,6 +57,9 @@ struct run_opts {
   int64_t t_connect, t_ttft, t_idle, t_total;
   uint64_t max_total_tokens;
   bool yes, insecure, keepalive, http2, cache_salt, shared_cache, quiet, no_progress, publish;
+  uint32_t repeat;              /* --repeat K (1: a single run) */
+  int64_t cooldown_ns;          /* --cooldown */
+  uint32_t repeat_index, repeat_of; /* this run is repeat i of K (set by --repeat) */
   const char *api_key_file;
   uint32_t threads;
   const char *scrape[8];
@@ -166,6 +169,11 @@ int im__run_plan_stage(const struct run_plan *p, size_t i, struct im_stage *st);
 /* The stage's settings applied to a copy of the run's options. */
 void im__run_apply_stage(struct run_opts *so, const struct im_stage *st);
 struct json_t *im__run_stage_params_json(const struct im_stage *st);
+
+/* repeat.c: --repeat K: K runs of argv (each with its own --out DIR/run-k
+ * and --seed), then DIR/results.json with the statistics over them. The
+ * exit status: the worst of the runs' (README's precedence). */
+int im__run_repeat(int argc, char **argv, const struct run_opts *o);
 
 /* run_opts.c */
 void im__run_usage(FILE *o);

@@ -142,7 +142,8 @@ void im__run_usage(FILE *o) {
 "  --kv-bytes-per-token N    KV bytes one GPU holds per token (DeepSeek-V3 MLA:\n"
 "                            70272), for KV residency\n"
 "  --gpu-memory SIZE         memory of one GPU (default: from NVML), e.g. 141G\n"
-"\n"
+"\n");
+  fprintf(o,
 "Output:\n"
 "  --out DIR                 results directory (default results/run-YYYYmmdd-HHMMSS):\n"
 "                            requests.jsonl (one line per attempt, written as each\n"
@@ -150,11 +151,20 @@ void im__run_usage(FILE *o) {
 "  --tag key=value           declared server setting, e.g. torch_compile=on, tp=8\n"
 "                            (repeatable; recorded in the manifest)\n"
 "  --quiet                   no summary table;  --no-progress: no progress line\n"
+"  --repeat K                K independent runs of this configuration (1..100, default\n"
+"                            1): DIR/run-1 .. DIR/run-K, each a full run directory\n"
+"                            (own seed, own cache salt, a random 0-2 s start offset),\n"
+"                            and DIR/results.json with each headline figure's mean and\n"
+"                            95%% CI (docs/statistics.md); one stage only\n"
+"  --cooldown DUR            between repeats against --url: wait until the server's\n"
+"                            running and waiting requests are 0 on its /metrics, at most\n"
+"                            DUR (default 60s; without /metrics, wait DUR)\n"
 "  --publish                 a run the validity audit finds NOT_PUBLISHABLE exits 4\n"
 "                            (docs/audit.md; `infermeter audit DIR` says why)\n"
 "\n"
 "Exit status: 130 interrupted, 2 target unreachable, 1 usage or configuration\n"
-"error, 3 client self-check INVALID, 99 an SLO failed, 0 otherwise.\n");
+"error, 5 the load engine failed, 3 client self-check INVALID, 4 not\n"
+"publishable (with --publish), 99 an SLO failed, 0 otherwise.\n");
 }
 
 /* ---- option parsing ----------------------------------------------------- */
@@ -243,7 +253,7 @@ enum {
   O_URL = 256, O_BACKEND, O_MODEL, O_RATE, O_BURST, O_SCHED, O_RATE_END, O_CONC, O_MAXCONC,
   O_MAXCONN, O_DURATION, O_REQUESTS, O_WARMUP, O_GRACE, O_SEED, O_OUT, O_INLEN, O_OUTLEN, O_RANGE,
   O_IGNORE_EOS, O_TEMP, O_TOPP, O_SLO, O_SLO_TARGET, O_PCT, O_TAG, O_HEADER, O_RETRIES, O_TIMEOUT,
-  O_MAXTOK, O_YES, O_KEYFILE, O_INSECURE, O_KEEPALIVE, O_HTTP2, O_CACHE_SALT, O_SHARED, O_QUIET, O_PUBLISH,
+  O_MAXTOK, O_YES, O_KEYFILE, O_INSECURE, O_KEEPALIVE, O_HTTP2, O_CACHE_SALT, O_SHARED, O_QUIET, O_PUBLISH, O_REPEAT, O_COOLDOWN, O_REPEAT_INDEX, O_REPEAT_OF,
   O_NOPROG, O_THREADS, O_SCRAPE, O_NOSCRAPE, O_SCRAPE_INT, O_DCGM, O_NOSOCK, O_NOGPU, O_KVREF,
   O_BWREF, O_PGROUPS, O_PLEN, O_PSHARE, O_KVBPT, O_GPUMEM, O_DATASET, O_DSPATH, O_TSPEED, O_PERTURB,
   O_SESSIONS, O_SRATE, O_TURNS, O_GROWTH, O_THINK, O_GRID, O_SWEEP, O_SWEEP_STEPS, O_SWEEP_ALL,
@@ -272,7 +282,10 @@ const struct option im__run_options[] = {
     {"api-key-file", required_argument, 0, O_KEYFILE}, {"insecure", no_argument, 0, O_INSECURE},
     {"keepalive", required_argument, 0, O_KEEPALIVE}, {"http2", no_argument, 0, O_HTTP2},
     {"cache-salt", no_argument, 0, O_CACHE_SALT}, {"shared-cache", no_argument, 0, O_SHARED},
-    {"quiet", no_argument, 0, O_QUIET}, {"publish", no_argument, 0, O_PUBLISH}, {"no-progress", no_argument, 0, O_NOPROG},
+    {"quiet", no_argument, 0, O_QUIET}, {"publish", no_argument, 0, O_PUBLISH},
+    {"repeat", required_argument, 0, O_REPEAT}, {"cooldown", required_argument, 0, O_COOLDOWN},
+    {"repeat-index", required_argument, 0, O_REPEAT_INDEX},
+    {"repeat-of", required_argument, 0, O_REPEAT_OF}, {"no-progress", no_argument, 0, O_NOPROG},
     {"threads", required_argument, 0, O_THREADS}, {"scrape", required_argument, 0, O_SCRAPE},
     {"no-scrape", no_argument, 0, O_NOSCRAPE},
     {"scrape-interval", required_argument, 0, O_SCRAPE_INT},
@@ -320,6 +333,8 @@ void im__run_opts_default(struct run_opts *o) {
   o->temperature = NAN;
   o->top_p = NAN;
   o->slo_target = 0.99;
+  o->repeat = 1;
+  o->cooldown_ns = 60 * (int64_t)1000000000;
   o->keepalive = true;
   o->threads = 1;
   o->t_connect = 5 * 1000000000LL;
@@ -447,6 +462,10 @@ int im__run_apply(struct run_opts *o, int opt, const char *arg, bool *rate_given
   case O_SHARED: o->shared_cache = true; return 0;
   case O_QUIET: o->quiet = true; return 0;
   case O_PUBLISH: o->publish = true; return 0;
+  case O_REPEAT: return im_arg_u32("--repeat", arg, 1, 100, &o->repeat);
+  case O_COOLDOWN: return im_arg_duration("--cooldown", arg, &o->cooldown_ns);
+  case O_REPEAT_INDEX: return im_arg_u32("--repeat-index", arg, 1, 100, &o->repeat_index);
+  case O_REPEAT_OF: return im_arg_u32("--repeat-of", arg, 1, 100, &o->repeat_of);
   case O_NOPROG: o->no_progress = true; return 0;
   case O_THREADS: return im_arg_u32("--threads", arg, 1, 256, &o->threads);
   case O_SCRAPE:

@@ -1,0 +1,333 @@
+/* infermeter run --repeat K: K independent runs of one configuration, then
+ * the statistics over them (analyze/repeat.h, docs/statistics.md).
+ *
+ * Each run is this same command with its own --out DIR/run-k and --seed
+ * (so its own schedule, prompts and cache salt), after a random start
+ * offset of 0-2 s, so no run starts in step with a periodic disturbance.
+ * Against --url the next run waits until the server has drained (its
+ * running and waiting requests back to 0 on /metrics). Each run directory
+ * is complete: `report` and `audit` work on each. */
+#include <curl/curl.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "analyze/repeat.h"
+#include "cli/cli.h"
+#include "cli/run_int.h"
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/rng.h"
+#include "proto/promparse.h"
+#include "record/hist_json.h"
+#include "report/repeat_json.h"
+
+#define MAX_START_OFFSET_S 2.0
+#define DRAIN_POLL_NS INT64_C(250000000)
+
+/* One run's argv: the user's, then the run's own settings (the last of a
+ * repeated option wins). */
+static char **run_argv(int argc, char **argv, char (*extra)[4200], int n_extra) {
+  char **v = calloc((size_t)argc + (size_t)n_extra + 1, sizeof *v);
+  if (!v)
+    return NULL;
+  for (int i = 0; i < argc; i++)
+    v[i] = argv[i];
+  for (int i = 0; i < n_extra; i++)
+    v[argc + i] = extra[i];
+  return v;
+}
+
+static size_t on_body(char *d, size_t s, size_t n, void *ud) {
+  struct im_buf *b = ud;
+  return im_buf_append(b, d, s * n) == IM_OK ? s * n : 0;
+}
+
+/* The gauges of requests in a server (vLLM's, SGLang's names). */
+static const char *const in_flight_names[] = {"vllm:num_requests_running",
+                                              "vllm:num_requests_waiting",
+                                              "sglang:num_running_reqs", "sglang:num_queue_reqs"};
+
+struct gauge_sum {
+  double total; /* -1 until a gauge is seen */
+};
+
+static enum im_err on_sample(void *ud, const struct im_prom_sample *s) {
+  struct gauge_sum *g = ud;
+  for (size_t i = 0; i < sizeof in_flight_names / sizeof in_flight_names[0]; i++)
+    if (!strcmp(s->name, in_flight_names[i]) && isfinite(s->value))
+      g->total = (g->total < 0 ? 0 : g->total) + s->value;
+  return IM_OK;
+}
+
+/* Requests running + waiting on the server's /metrics; -1 when the page or
+ * the gauges are missing. */
+static double in_flight_on_server(const char *url, bool insecure) {
+  char page_url[2200];
+  snprintf(page_url, sizeof page_url, "%s/metrics", url);
+  struct im_buf b;
+  im_buf_init(&b, (size_t)32 << 20);
+  CURL *c = curl_easy_init();
+  double total = -1;
+  if (c) {
+    curl_easy_setopt(c, CURLOPT_URL, page_url);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 2000L);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    if (insecure)
+      curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
+    long status = 0;
+    if (curl_easy_perform(c) == CURLE_OK &&
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK && status == 200) {
+      struct gauge_sum g = {-1};
+      struct im_promparse pp;
+      struct im_promparse_cbs cbs = {.sample = on_sample, .ud = &g};
+      im_promparse_init(&pp, NULL);
+      if (im_promparse_page(&pp, b.data, b.len, &cbs, NULL) == IM_OK)
+        total = g.total;
+      im_promparse_cleanup(&pp);
+    }
+    curl_easy_cleanup(c);
+  }
+  im_buf_cleanup(&b);
+  return total;
+}
+
+/* Between runs against a remote server: until it has drained, at most
+ * the cooldown (the whole cooldown when it has no such gauges). */
+static void wait_drained(const struct run_opts *o) {
+  int64_t until = im_now_ns() + o->cooldown_ns;
+  while (im_now_ns() < until) {
+    double n = in_flight_on_server(o->url, o->insecure);
+    if (n == 0)
+      return;
+    struct timespec ts = {0, DRAIN_POLL_NS};
+    nanosleep(&ts, NULL);
+  }
+}
+
+static void sleep_s(double s) {
+  struct timespec ts = {(time_t)s, (long)((s - floor(s)) * 1e9)};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR && !im__run_interrupted)
+    ;
+}
+
+/* The runs' exit statuses combined in README's precedence. */
+static int worst(int a, int b) {
+  static const int order[] = {EXIT_INTERRUPTED, EXIT_USAGE, EXIT_ENGINE, EXIT_UNREACHABLE,
+                              EXIT_INVALID, EXIT_NOT_PUBLISHABLE, EXIT_SLO, EXIT_OK};
+  for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
+    if (a == order[i] || b == order[i])
+      return order[i];
+  return a ? a : b;
+}
+
+static int make_dir(const struct run_opts *o, char *buf, size_t cap) {
+  if (o->out_dir) {
+    snprintf(buf, cap, "%s", o->out_dir);
+  } else {
+    time_t t = time(NULL);
+    struct tm tm;
+    localtime_r(&t, &tm);
+    mkdir("results", 0755);
+    strftime(buf, cap, "results/repeat-%Y%m%d-%H%M%S", &tm);
+  }
+  if (mkdir(buf, 0755) != 0 && errno != EEXIST) {
+    fprintf(stderr, "infermeter run: --out: cannot create %s: %s\n", buf, strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
+/* A number at a path of keys in a run's results.json; NaN when absent. */
+static double num_at(const json_t *root, const char *a, const char *b, const char *c,
+                     const char *d) {
+  const json_t *v = json_object_get(root, a);
+  if (b)
+    v = json_object_get(v, b);
+  if (c)
+    v = json_object_get(v, c);
+  if (d)
+    v = json_object_get(v, d);
+  return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+/* Run r's headline figures, its audit, and its histograms into the pooled. */
+static void take_run(struct im_repeat_set *set, size_t r, const json_t *res, struct im_hist *pool,
+                     struct im_repeat_run *ru) {
+  static const char *const lat[4] = {"ttft", "tpot", "itl", "e2el"};
+  static const char *const pct[3] = {"p50", "p90", "p99"};
+  double (*v)[IM_REPEAT_MAX_RUNS] = set->values;
+  v[IM_RF_REQ_TPUT][r] = num_at(res, "summary", "request_throughput", NULL, NULL);
+  v[IM_RF_OUT_TPUT][r] = num_at(res, "summary", "output_throughput", NULL, NULL);
+  v[IM_RF_GOODPUT][r] = num_at(res, "metrics", "slo", "goodput_rps", NULL);
+  v[IM_RF_SLO][r] = num_at(res, "metrics", "slo", "attainment", "all");
+  v[IM_RF_EFFECTIVE][r] = num_at(res, "metrics", "effective_rate", "effective_qps", NULL);
+  for (int m = 0; m < 4; m++)
+    for (int k = 0; k < 3; k++)
+      v[IM_RF_TTFT_P50 + m * 3 + k][r] = num_at(res, "metrics", "latency_ms", lat[m], pct[k]);
+  /* Its audit: every check but `repeats` must pass. */
+  ru->publishable_but_repeats = true;
+  ru->fails[0] = '\0';
+  json_t *checks = json_object_get(json_object_get(json_object_get(res, "audit"), "publishable"),
+                                   "checks");
+  size_t i;
+  json_t *c;
+  json_array_foreach(checks, i, c) {
+    const char *id = json_string_value(json_object_get(c, "id"));
+    const char *st = json_string_value(json_object_get(c, "status"));
+    if (id && st && strcmp(id, "repeats") && !strcmp(st, "FAIL")) {
+      ru->publishable_but_repeats = false;
+      size_t len = strlen(ru->fails);
+      snprintf(ru->fails + len, sizeof ru->fails - len, "%s%s", len ? ", " : "", id);
+    }
+  }
+  if (!json_is_array(checks)) {
+    ru->publishable_but_repeats = false;
+    snprintf(ru->fails, sizeof ru->fails, "no audit in its results.json");
+  }
+  static const char *const hk[4] = {"ttft_ns", "tpot_ns", "itl_ns", "e2el_ns"};
+  const json_t *hists = json_object_get(json_object_get(res, "metrics"), "histograms");
+  for (int m = 0; m < 4; m++) {
+    struct im_hist h;
+    if (im_hist_from_json(&h, json_object_get(hists, hk[m])) == IM_OK) {
+      if (im_hist_merge(&pool[m], &h) != IM_OK) /* another layout: not pooled */
+        im_warn("run-%zu: its %s histogram has another layout; left out of the pool", r + 1,
+                hk[m]);
+      im_hist_cleanup(&h);
+    }
+  }
+}
+
+/* Reads every run's results.json, computes the statistics, writes
+ * DIR/results.json (atomically) and the table. 0 or -1 (said). */
+static int aggregate(const char *dir, struct im_repeat_run *runs, size_t n, size_t planned,
+                     bool publish, FILE *text, bool *publishable) {
+  struct im_repeat_set *set = calloc(1, sizeof *set);
+  struct im_hist pool[4];
+  int rc = -1;
+  memset(pool, 0, sizeof pool);
+  if (!set)
+    return -1;
+  set->planned = planned;
+  set->runs = n;
+  set->run = runs;
+  for (int m = 0; m < 4; m++)
+    if (im_hist_init_default(&pool[m]) != IM_OK)
+      goto out;
+  for (size_t r = 0; r < n; r++) {
+    char path[4300];
+    snprintf(path, sizeof path, "%s/results.json", runs[r].dir);
+    json_t *res = json_load_file(path, 0, NULL);
+    for (int f = 0; f < IM_RF_COUNT_; f++)
+      set->values[f][r] = NAN;
+    if (!res) {
+      runs[r].publishable_but_repeats = false;
+      snprintf(runs[r].fails, sizeof runs[r].fails, "no results.json");
+      continue;
+    }
+    take_run(set, r, res, pool, &runs[r]);
+    json_decref(res);
+  }
+  for (int m = 0; m < 4; m++)
+    for (int k = 0; k < 3; k++) {
+      static const double q[3] = {0.5, 0.9, 0.99};
+      set->pooled_ms[m][k] =
+          im_hist_count(&pool[m]) ? (double)im_hist_percentile(&pool[m], q[k]) / 1e6 : NAN;
+    }
+  im_repeat_analyze(set, publish);
+  *publishable = set->publishable;
+  json_t *root = im_repeat_json(set);
+  char ts[64], path[4200], tmp[4300];
+  time_t now = time(NULL);
+  strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+  if (root)
+    json_object_set_new(root, "generated_at", json_string(ts));
+  snprintf(path, sizeof path, "%s/results.json", dir);
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  if (!root || json_dump_file(root, tmp, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) != 0 ||
+      rename(tmp, path) != 0) {
+    fprintf(stderr, "infermeter run: cannot write %s: %s\n", path, strerror(errno));
+    json_decref(root);
+    goto out;
+  }
+  json_decref(root);
+  if (text) {
+    im_repeat_text(text, set);
+    fprintf(text, "Results: %s/results.json (and each run's in %s/run-1 ...)\n", dir, dir);
+  }
+  rc = 0;
+out:
+  for (int m = 0; m < 4; m++)
+    im_hist_cleanup(&pool[m]);
+  free(set);
+  return rc;
+}
+
+int im__run_repeat(int argc, char **argv, const struct run_opts *o) {
+  if (o->n_grid || o->sweep) {
+    fprintf(stderr, "infermeter run: --repeat runs one stage; with --grid or --sweep, repeat the "
+                    "run of each stage instead\n");
+    return EXIT_USAGE;
+  }
+  char dir[4096];
+  if (make_dir(o, dir, sizeof dir))
+    return EXIT_USAGE;
+  uint64_t seed = o->seed_given ? o->seed : im_mix64((uint64_t)im_wall_ns() ^ (uint64_t)getpid());
+  struct im_rng rng;
+  im_rng_seed(&rng, seed ^ 0x5eed0ffULL);
+  struct im_repeat_run runs[IM_REPEAT_MAX_RUNS];
+  uint32_t k_runs = o->repeat;
+  int rc = EXIT_OK;
+  for (uint32_t k = 0; k < k_runs && !im__run_interrupted; k++) {
+    struct im_repeat_run *ru = &runs[k];
+    memset(ru, 0, sizeof *ru);
+    ru->seed = im_mix64(seed + k + 1);
+    ru->start_offset_s = im_rng_uniform(&rng) * MAX_START_OFFSET_S;
+    snprintf(ru->dir, sizeof ru->dir, "%s/run-%" PRIu32, dir, k + 1);
+    if (k && o->url)
+      wait_drained(o);
+    sleep_s(ru->start_offset_s);
+    char extra[10][4200];
+    snprintf(extra[0], sizeof extra[0], "--repeat");
+    snprintf(extra[1], sizeof extra[1], "1");
+    snprintf(extra[2], sizeof extra[2], "--out");
+    snprintf(extra[3], sizeof extra[3], "%.4199s", ru->dir);
+    snprintf(extra[4], sizeof extra[4], "--seed");
+    snprintf(extra[5], sizeof extra[5], "%" PRIu64, ru->seed);
+    snprintf(extra[6], sizeof extra[6], "--repeat-index");
+    snprintf(extra[7], sizeof extra[7], "%" PRIu32, k + 1);
+    snprintf(extra[8], sizeof extra[8], "--repeat-of");
+    snprintf(extra[9], sizeof extra[9], "%" PRIu32, k_runs);
+    char **v = run_argv(argc, argv, extra, 10);
+    if (!v) {
+      fprintf(stderr, "infermeter run: out of memory\n");
+      return EXIT_USAGE;
+    }
+    if (!o->quiet)
+      fprintf(stderr, "infermeter: repeat %" PRIu32 "/%" PRIu32 " (start offset %.2f s) -> %s\n",
+              k + 1, k_runs, ru->start_offset_s, ru->dir);
+    ru->exit = im_cli_run(argc + 10, v);
+    free(v);
+    rc = worst(rc, ru->exit);
+    if (ru->exit == EXIT_USAGE || ru->exit == EXIT_INTERRUPTED)
+      break;
+  }
+  size_t ran = 0;
+  while (ran < k_runs && runs[ran].dir[0] && access(runs[ran].dir, F_OK) == 0)
+    ran++;
+  bool publishable = false;
+  if (aggregate(dir, runs, ran, k_runs, o->publish, o->quiet ? NULL : stdout, &publishable))
+    return worst(rc, EXIT_USAGE);
+  if (o->publish && !publishable)
+    rc = worst(rc, EXIT_NOT_PUBLISHABLE);
+  return rc;
+}

@@ -1,0 +1,133 @@
+/* See report/repeat_json.h. */
+#include "report/repeat_json.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+#include "analyze/validity.h"
+#include "report/jsonw.h"
+
+static json_t *figure(const struct im_repeat_set *set, int f) {
+  const struct im_repeat_stat *st = &set->stat[f];
+  json_t *o = json_object(), *vals = json_array();
+  if (!o || !vals || json_object_set_new(o, "values", vals)) {
+    json_decref(o);
+    return NULL;
+  }
+  for (size_t r = 0; r < set->runs; r++)
+    json_array_append_new(vals, isfinite(set->values[f][r]) ? json_real(set->values[f][r])
+                                                            : json_null());
+  const char *few = "fewer than 2 runs with a value";
+  if (im_jw_uint(o, "n", st->n) || im_jw_num(o, "mean", st->mean, "no run with a value") ||
+      im_jw_num(o, "s", st->s, few) || im_jw_num(o, "ci95_lo", st->lo, few) ||
+      im_jw_num(o, "ci95_hi", st->hi, few) || im_jw_num(o, "half_width", st->half, few) ||
+      im_jw_num(o, "ci_width_rel", st->rel_width, few) ||
+      im_jw_num(o, "min", st->min, "no run with a value") ||
+      im_jw_num(o, "max", st->max, "no run with a value") || im_jw_num(o, "cv", st->cv, few) ||
+      json_object_set_new(o, "wide", json_boolean(st->n >= 2 && st->wide)) ||
+      im_jw_uint(o, "runs_needed", st->runs_needed) ||
+      json_object_set_new(o, "higher_is_better",
+                          json_boolean(im_repeat_fig_higher_better((enum im_repeat_fig)f)))) {
+    json_decref(o);
+    return NULL;
+  }
+  return o;
+}
+
+static json_t *check(const char *id, int status, const char *evidence, const char *fix) {
+  json_t *o = json_pack("{s:s, s:s, s:s}", "id", id, "status",
+                        im_check_status_name((enum im_check_status)status), "evidence", evidence);
+  if (o && status != IM_CHECK_PASS && fix)
+    json_object_set_new(o, "fix", json_string(fix));
+  return o;
+}
+
+static json_t *audit(const struct im_repeat_set *set) {
+  char ev[600] = "", wide[400] = "", fails[400] = "";
+  size_t nw = 0, nf = 0;
+  for (int f = 0; f < IM_RF_COUNT_; f++)
+    if (set->stat[f].n >= 2 && set->stat[f].wide)
+      snprintf(wide + strlen(wide), sizeof wide - strlen(wide), "%s%s (%.1f%%, %zu runs)",
+               nw++ ? ", " : "", im_repeat_fig_name((enum im_repeat_fig)f),
+               100.0 * set->stat[f].rel_width, set->stat[f].runs_needed);
+  for (size_t r = 0; r < set->runs; r++)
+    if (!set->run[r].publishable_but_repeats)
+      snprintf(fails + strlen(fails), sizeof fails - strlen(fails), "%srun-%zu: %s",
+               nf++ ? "; " : "", r + 1, set->run[r].fails);
+  json_t *checks = json_array();
+  snprintf(ev, sizeof ev, "%zu of %zu runs", set->runs, set->planned);
+  json_array_append_new(checks, check("repeats", set->repeats_status, ev,
+                                      "run the configuration at least 3 times (--repeat 3)"));
+  json_array_append_new(checks, check("ci_width", set->ci_status,
+                                      nw ? wide : "every figure's 95% CI is within 8% of its mean",
+                                      "more runs: the number after each figure would bring its "
+                                      "CI within 8% at this spread"));
+  json_array_append_new(checks, check("runs", set->runs_status,
+                                      nf ? fails : "every run passes the audit but for repeats",
+                                      "fix what each run's audit names (infermeter audit "
+                                      "DIR/run-K)"));
+  return json_pack("{s:s, s:o}", "verdict", set->publishable ? "PUBLISHABLE" : "NOT_PUBLISHABLE",
+                   "checks", checks);
+}
+
+json_t *im_repeat_json(const struct im_repeat_set *set) {
+  json_t *root = json_pack("{s:s, s:I, s:I}", "schema", "infermeter/repeat/v1", "planned",
+                           (json_int_t)set->planned, "completed", (json_int_t)set->runs);
+  json_t *runs = json_array(), *figs = json_object(), *pooled = json_object();
+  if (!root || !runs || !figs || !pooled) {
+    json_decref(root);
+    json_decref(runs);
+    json_decref(figs);
+    json_decref(pooled);
+    return NULL;
+  }
+  json_object_set_new(root, "runs", runs);
+  json_object_set_new(root, "figures", figs);
+  json_object_set_new(root, "pooled_ms", pooled);
+  for (size_t r = 0; r < set->runs; r++) {
+    const struct im_repeat_run *ru = &set->run[r];
+    char seed[24];
+    snprintf(seed, sizeof seed, "%" PRIu64, ru->seed);
+    json_array_append_new(runs, json_pack("{s:s, s:s, s:f, s:i}", "dir", ru->dir, "seed", seed,
+                                          "start_offset_s", ru->start_offset_s, "exit", ru->exit));
+  }
+  for (int f = 0; f < IM_RF_COUNT_; f++) {
+    json_t *o = figure(set, f);
+    if (!o || json_object_set_new(figs, im_repeat_fig_name((enum im_repeat_fig)f), o)) {
+      json_decref(root);
+      return NULL;
+    }
+  }
+  static const char *const lat[4] = {"ttft", "tpot", "itl", "e2el"};
+  for (int m = 0; m < 4; m++) {
+    json_t *o = im_jw_child(pooled, lat[m]);
+    if (!o || im_jw_num(o, "p50", set->pooled_ms[m][0], "no sample") ||
+        im_jw_num(o, "p90", set->pooled_ms[m][1], "no sample") ||
+        im_jw_num(o, "p99", set->pooled_ms[m][2], "no sample")) {
+      json_decref(root);
+      return NULL;
+    }
+  }
+  json_t *a = audit(set);
+  if (!a || json_object_set_new(root, "audit", a)) {
+    json_decref(root);
+    return NULL;
+  }
+  return root;
+}
+
+void im_repeat_text(FILE *o, const struct im_repeat_set *set) {
+  fprintf(o, "============ infermeter: %zu repeated runs =============\n", set->runs);
+  fprintf(o, "%-22s %14s %12s %9s\n", "figure", "mean", "+- 95% CI", "CI width");
+  for (int f = 0; f < IM_RF_COUNT_; f++) {
+    const struct im_repeat_stat *st = &set->stat[f];
+    if (!st->n)
+      continue;
+    fprintf(o, "%-22s %14.3f %12.3f %8.1f%%%s\n", im_repeat_fig_name((enum im_repeat_fig)f),
+            st->mean, st->half, 100.0 * st->rel_width,
+            st->n >= 2 && st->wide ? "  > 8%" : "");
+  }
+  fprintf(o, "Repeated-run verdict:                    %s\n",
+          set->publishable ? "PUBLISHABLE" : "NOT_PUBLISHABLE");
+}

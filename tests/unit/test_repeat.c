@@ -1,0 +1,89 @@
+/* Statistics over repeated runs (analyze/repeat.h), worked by hand. */
+#include <math.h>
+
+#include "analyze/repeat.h"
+#include "check.h"
+
+static void test_stat(void) {
+  struct im_repeat_stat st;
+  /* k = 3: {10, 12, 14}: mean 12, s = 2, t(0.975, 2) = 4.302653,
+   * half = 4.302653 * 2 / sqrt(3) = 4.968275, width 9.93655 / 12. */
+  double a[3] = {10, 12, 14};
+  CHECK_OK(im_repeat_stat(a, 3, 0, &st));
+  CHECK_EQ(st.n, 3);
+  CHECK_NEAR(st.mean, 12.0, 1e-12);
+  CHECK_NEAR(st.s, 2.0, 1e-12);
+  CHECK_NEAR(st.half, 4.302652729911 * 2.0 / sqrt(3.0), 1e-9);
+  CHECK_NEAR(st.rel_width, 2.0 * st.half / 12.0, 1e-12);
+  CHECK_NEAR(st.cv, 2.0 / 12.0, 1e-12);
+  CHECK(st.wide);
+  /* Runs needed at s = 2, mean 12, width <= 8 % (0.96): the smallest m
+   * with 2 t(0.975, m-1) * 2 / sqrt(m) <= 0.96, checked against the
+   * inequality itself on both sides. */
+  CHECK(st.runs_needed > 3);
+  double m = (double)st.runs_needed;
+  CHECK(2.0 * 2.0 * 2.0 / sqrt(m) <= 0.96 + 1e-9 || st.runs_needed == IM_REPEAT_MAX_RUNS);
+  /* k = 2: {100, 102}: s = sqrt(2), t(0.975, 1) = 12.7062. */
+  double b[2] = {100, 102};
+  CHECK_OK(im_repeat_stat(b, 2, 0, &st));
+  CHECK_NEAR(st.half, 12.70620473617 * sqrt(2.0) / sqrt(2.0), 1e-9);
+  /* k = 10, values 100..109: mean 104.5, s = 3.02765; half =
+   * 2.262157 * 3.02765 / sqrt(10) = 2.16585; width 4.1 % < 8 %. */
+  double c[10];
+  for (int i = 0; i < 10; i++)
+    c[i] = 100 + i;
+  CHECK_OK(im_repeat_stat(c, 10, 0, &st));
+  CHECK_NEAR(st.mean, 104.5, 1e-12);
+  CHECK_NEAR(st.s, sqrt(110.0 / 12.0), 1e-12);
+  CHECK_NEAR(st.half, 2.262157162799 * sqrt(110.0 / 12.0) / sqrt(10.0), 1e-9);
+  CHECK(!st.wide);
+  CHECK_EQ(st.runs_needed, 0);
+  /* Zero variance: a CI of width 0, not wide. */
+  double z[3] = {5, 5, 5};
+  CHECK_OK(im_repeat_stat(z, 3, 0, &st));
+  CHECK_NEAR(st.half, 0.0, 1e-12);
+  CHECK(!st.wide);
+  /* One run (and undefined values left out): a mean, no interval. */
+  double one[3] = {7, NAN, NAN};
+  CHECK_OK(im_repeat_stat(one, 3, 0, &st));
+  CHECK_EQ(st.n, 1);
+  CHECK_NEAR(st.mean, 7.0, 1e-12);
+  CHECK(isnan(st.half));
+  CHECK(!st.wide);
+}
+
+/* The set's audit: fewer than 3 runs WARN, FAIL under --publish; a run
+ * that fails another check fails the set. */
+static void test_set(void) {
+  static struct im_repeat_set set;
+  struct im_repeat_run runs[3] = {{.publishable_but_repeats = true},
+                                  {.publishable_but_repeats = true},
+                                  {.publishable_but_repeats = true}};
+  set.run = runs;
+  set.planned = set.runs = 2;
+  for (int f = 0; f < IM_RF_COUNT_; f++)
+    for (int r = 0; r < 3; r++)
+      set.values[f][r] = 100.0 + r * 0.1;
+  im_repeat_analyze(&set, false);
+  CHECK_EQ(set.repeats_status, 1 /* WARN */);
+  CHECK(set.publishable);
+  im_repeat_analyze(&set, true);
+  CHECK_EQ(set.repeats_status, 2 /* FAIL */);
+  CHECK(!set.publishable);
+  set.planned = set.runs = 3;
+  im_repeat_analyze(&set, true);
+  CHECK_EQ(set.repeats_status, 0 /* PASS */);
+  CHECK_EQ(set.ci_status, 0);
+  CHECK(set.publishable);
+  runs[1].publishable_but_repeats = false;
+  im_repeat_analyze(&set, true);
+  CHECK(!set.publishable);
+  CHECK(im_repeat_fig_higher_better(IM_RF_REQ_TPUT));
+  CHECK(!im_repeat_fig_higher_better(IM_RF_TTFT_P99));
+}
+
+int main(void) {
+  test_stat();
+  test_set();
+  return CHECK_DONE();
+}
