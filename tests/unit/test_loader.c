@@ -105,6 +105,66 @@ static void test_writer_disk_full(void) {
   im_load_result_cleanup(&res);
 }
 
+/* ---- what a stream says: the SSE events of a 200 response, classified ---- */
+
+#define TOK(s) "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"" s "\"}}]}\n\n"
+#define DONE "data: [DONE]\n\n"
+#define USAGE(n)                                                                                   \
+  "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"x\"}}],"                              \
+  "\"usage\":{\"completion_tokens\":" #n "}}\n\n"
+
+static void test_classify(void) {
+  static const struct {
+    const char *body;
+    enum im_errclass want;
+    const char *reason; /* a part of the reason kept, or NULL */
+  } cases[] = {
+      {TOK("a") TOK("b") DONE, IM_EC_NONE, NULL},
+      {DONE, IM_EC_NO_OUTPUT, NULL},
+      {"", IM_EC_NO_OUTPUT, NULL},
+      {"<html><body>nginx</body></html>\n", IM_EC_NO_OUTPUT, NULL},
+      {TOK("a"), IM_EC_TRUNCATED, NULL},
+      {"error: {\"code\":400,\"message\":\"exceeds the context\"}\n\n" DONE, IM_EC_ERROR_EVENT,
+       "exceeds the context"},
+      {"data: {\"error\":{\"message\":\"boom\"}}\n\n" DONE, IM_EC_ERROR_EVENT, "boom"},
+      {TOK("a") DONE DONE, IM_EC_MALFORMED, "[DONE] twice"},
+      {TOK("a") DONE TOK("b"), IM_EC_MALFORMED, "after [DONE]"},
+      {"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"\xff\"}}]}\n\n" DONE,
+       IM_EC_MALFORMED, "not JSON"},
+      {USAGE(1000000000) DONE, IM_EC_MALFORMED, "1000000000"},
+      {USAGE(5000) DONE, IM_EC_MALFORMED, "in one chunk"},
+      {USAGE(3) USAGE(4096) DONE, IM_EC_NONE, NULL},
+      {USAGE(3) USAGE(4100) DONE, IM_EC_MALFORMED, "in one chunk"},
+  };
+  struct im_load_config cfg;
+  im_load_config_default(&cfg);
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    struct loader L;
+    memset(&L, 0, sizeof L);
+    L.cfg = &cfg;
+    im_oai_chunk_init(&L.chunk, 0);
+    struct attempt *a = im__load_attempt_new(&L);
+    CHECK(a != NULL);
+    if (!a)
+      return;
+    a->rec.http_status = 200;
+    a->rec.t_start = a->last_chunk = 0;
+    /* Fed byte by byte: the verdict must not depend on the reads. */
+    const char *b = cases[i].body;
+    for (size_t k = 0; b[k]; k++)
+      if (im_sse_feed(&a->sse, b + k, 1) != IM_OK)
+        break;
+    enum im_errclass got = im__load_classify(a, CURLE_OK);
+    if (got != cases[i].want)
+      IM__FAIL("case %zu: class %s, want %s", i, im_errclass_name(got),
+               im_errclass_name(cases[i].want));
+    if (cases[i].reason && !strstr(a->reason, cases[i].reason))
+      IM__FAIL("case %zu: reason \"%s\" lacks \"%s\"", i, a->reason, cases[i].reason);
+    im__load_attempt_free(a);
+    im_oai_chunk_cleanup(&L.chunk);
+  }
+}
+
 /* ---- the start barrier ---- */
 
 struct starter {
@@ -164,5 +224,6 @@ int main(void) {
   test_writer_keeps_all();
   test_writer_disk_full();
   test_start_barrier();
+  test_classify();
   return CHECK_DONE();
 }
