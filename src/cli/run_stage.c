@@ -355,8 +355,7 @@ static void on_start(void *ctx, int64_t t0_mono, int64_t wall_ns) {
   if (!sd->dir || snprintf(path, sizeof path, "%s/stages.jsonl", sd->dir) >= (int)sizeof path)
     return;
   int n = snprintf(line, sizeof line,
-                   "{\"stage\":%" PRIu32 ",\"t0_monotonic_ns\":%" PRId64
-                   ",\"wall_ns\":%" PRId64 "}\n",
+                   "{\"stage\":%" PRIu32 ",\"t0_monotonic_ns\":%" PRId64 ",\"wall_ns\":%" PRId64 "}\n",
                    sd->stage, t0_mono, wall_ns);
   int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0)
@@ -414,8 +413,8 @@ static int stage_load(struct stage *st, bool last_stage) {
   for (uint32_t k = 0; k < made && !rc; k++) {
     if (st->shards[k].err) {
       const char *why = st->shards[k].res.record_write_error;
-      fprintf(stderr, "infermeter run: load engine failed: %s%s%s\n",
-              im_strerror(st->shards[k].err), why[0] ? ": " : "", why);
+      fprintf(stderr, "infermeter run: load engine failed: %s%s%s\n", im_strerror(st->shards[k].err),
+              why[0] ? ": " : "", why);
       st->env->engine_failed = true;
       rc = -1;
     }
