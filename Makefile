@@ -39,11 +39,14 @@ test-asan: deps
 
 # ThreadSanitizer (clang) on the threaded cases: loader threads sharing a
 # start barrier, builder threads preparing and counting beside the loops,
-# the signal flag (tests/e2e/test_threads.sh; test_chaos.sh's threaded
-# case). Suppressions, each with its reason: tests/tsan.supp.
+# the record writer, the progress thread, the signal flag (test_loader;
+# tests/e2e/test_threads.sh; test_chaos.sh's threaded case). Suppressions,
+# each with its reason: tests/tsan.supp.
 test-tsan: deps
 	@CC=clang cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DIM_SANITIZE=thread >/dev/null
-	@cmake --build $(TSAN_BUILD) -j$(JOBS) --target infermeter_bin
+	@cmake --build $(TSAN_BUILD) -j$(JOBS) --target infermeter_bin test_loader
+	@TSAN_OPTIONS="halt_on_error=1 exitcode=66 suppressions=$(CURDIR)/tests/tsan.supp" \
+	  $(TSAN_BUILD)/test_loader
 	@TSAN_OPTIONS="halt_on_error=1 exitcode=66 suppressions=$(CURDIR)/tests/tsan.supp" \
 	  bash tests/e2e/test_threads.sh $(TSAN_BUILD)/infermeter
 	@TSAN_OPTIONS="halt_on_error=1 exitcode=66 suppressions=$(CURDIR)/tests/tsan.supp" \

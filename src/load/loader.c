@@ -326,6 +326,17 @@ static bool count_away(struct loader *L, struct attempt *a) {
   struct attempt *j = calloc(1, sizeof *j);
   if (!j)
     return false;
+  if (L->cfg->session) { /* the next turn sends this answer back */
+    im_buf_init(&j->answer, a->answer.max);
+    if (a->answer.len && im_buf_append(&j->answer, a->answer.data, a->answer.len) != IM_OK) {
+      im_buf_cleanup(&j->answer);
+      free(j);
+      return false;
+    }
+  } else {
+    j->answer = a->answer;
+    im_buf_init(&a->answer, a->answer.max);
+  }
   j->L = L;
   j->count_job = true;
   j->rec = a->rec; /* the chunk arrays move over */
@@ -334,14 +345,6 @@ static bool count_away(struct loader *L, struct attempt *a) {
   a->rec.cap_chunks = a->rec.n_chunks = 0;
   j->reasoning = a->reasoning;
   im_buf_init(&a->reasoning, a->reasoning.max);
-  if (L->cfg->session) {
-    im_buf_init(&j->answer, a->answer.max);
-    if (a->answer.len && im_buf_append(&j->answer, a->answer.data, a->answer.len) != IM_OK)
-      j->rec.output_source = IM_COUNT_CHUNKS; /* counted from the part that fits */
-  } else {
-    j->answer = a->answer;
-    im_buf_init(&a->answer, a->answer.max);
-  }
   im__load_builder_push(L, j);
   return true;
 }

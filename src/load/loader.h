@@ -186,8 +186,9 @@ struct im_load_result {
   uint64_t connections_opened;
   char first_error[256];         /* a human description of the first failure */
   /* The record writer: time the loop waited for room in its queue, and how
-   * often; failed or short writes of requests.jsonl (the run stops at the
-   * first, IM_IO) and the first one's reason. */
+   * often; records not written to requests.jsonl (a failed or short write
+   * stops the run, IM_IO; the records after it are kept here, not written)
+   * and the first failure's reason. */
   int64_t writer_wait_ns;
   uint64_t writer_waits;
   uint64_t record_write_failures;

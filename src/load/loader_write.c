@@ -39,9 +39,9 @@ static enum im_err keep(struct im__load_writer *w, struct im_record *r) {
   return IM_OK;
 }
 
-/* A failed write: counted, the reason kept, the run told to stop. */
+/* A failed write: the reason kept, the run told to stop (the record is
+ * counted by the caller). */
 static void write_failed(struct im__load_writer *w, const char *why, int e) {
-  w->res->record_write_failures++;
   if (!w->res->record_write_error[0])
     snprintf(w->res->record_write_error, sizeof w->res->record_write_error,
              "requests.jsonl: %s%s%s", why, e ? ": " : "", e ? strerror(e) : "");
@@ -49,12 +49,21 @@ static void write_failed(struct im__load_writer *w, const char *why, int e) {
 }
 
 /* One line, whole or not at all: a short write is cut back to the line's
- * start so that what was written stays readable. */
+ * start so that what was written stays readable. After a failure no line
+ * is written (each record is counted in record_write_failures: it is in
+ * the result, not on disk). */
 static void write_line(struct im__load_writer *w, const struct im_record *r) {
   int fd = w->fd;
+  if (fd < 0)
+    return;
+  if (atomic_load(&w->failed)) {
+    w->res->record_write_failures++;
+    return;
+  }
   im_buf_reset(&w->line);
   enum im_err err = im_record_to_jsonl(r, &w->line);
   if (err) {
+    w->res->record_write_failures++;
     write_failed(w, err == IM_LIMIT ? "a record above IM_RECORD_LINE_MAX" : "out of memory", 0);
     return;
   }
@@ -69,6 +78,7 @@ static void write_line(struct im__load_writer *w, const struct im_record *r) {
       int e = n < 0 ? errno : EIO;
       if (left != w->line.len && start >= 0 && ftruncate(fd, start) != 0)
         e = errno;
+      w->res->record_write_failures++;
       write_failed(w, left == w->line.len ? "write failed" : "short write", e);
       return;
     }
@@ -90,8 +100,7 @@ static void *writer_main(void *arg) {
     w->n--;
     pthread_cond_signal(&w->not_full);
     pthread_mutex_unlock(&w->mu);
-    if (w->fd >= 0 && !atomic_load(&w->failed))
-      write_line(w, &r);
+    write_line(w, &r);
     if (keep(w, &r) != IM_OK && !w->err)
       w->err = IM_NOMEM;
     pthread_mutex_lock(&w->mu);
@@ -133,7 +142,7 @@ fail_q:
 
 void im__load_writer_push(struct im__load_writer *w, struct im_record *r) {
   if (!w->on) { /* no thread (setup failed, or the run is ending without) */
-    if (w->fd >= 0 && w->res && !atomic_load(&w->failed))
+    if (w->res)
       write_line(w, r);
     if (w->res && keep(w, r) != IM_OK && !w->err)
       w->err = IM_NOMEM;

@@ -151,4 +151,21 @@ start_chaos html
 run_case tls "${CBASE/http:/https:}" "${FAST[@]}" --yes
 stop_chaos
 check_eq "TLS handshake failure: unreachable (exit 2)" "$RC" 2
+
+# A file size limit (ulimit -f 8: 8 KiB, SIGXFSZ ignored): a write is cut
+# short. The torn line is cut back, so every line left is a whole record;
+# the run ends with the engine's exit status (EXIT_ENGINE, read from
+# src/cli/run_int.h: the tests run in the source tree).
+ENGINE_RC=$(sed -n 's/.*EXIT_ENGINE = \([0-9][0-9]*\).*/\1/p' src/cli/run_int.h)
+start_chaos good
+( trap '' XFSZ; ulimit -f 8; run_case fsize "$CBASE" --rate 50 --requests 40; exit "$RC" )
+RC=$?
+check "file size limit: no sanitizer report" test -z "$(grep -E 'Sanitizer|runtime error' "$TMP/fsize.err")"
+stop_chaos
+J="$TMP/fsize/requests.jsonl"
+check_eq "file size limit: the engine's exit status" "$RC" "$ENGINE_RC"
+check "file size limit: some records were written" test -s "$J"
+check "file size limit: every line left is a whole record" jq -e . "$J"
+check "file size limit: the file ends with a line end" test "$(tail -c 1 "$J" | od -An -c | tr -d ' ')" = '\n'
+
 finish

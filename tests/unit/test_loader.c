@@ -1,0 +1,229 @@
+/* The load engine's parts that run without a server: the record writer
+ * (never drops a record, keeps order, counts what could not be written)
+ * and the stage's start barrier (one t0 for every shard, on_start once, a
+ * failed shard releases the others). No timing assertion. */
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "load/loader_int.h"
+
+/* Reads a pipe to its end, counting lines and checking the ids in order. */
+struct drain {
+  int fd;
+  uint64_t lines, out_of_order;
+};
+
+static void *drain_main(void *arg) {
+  struct drain *d = arg;
+  char buf[65536], key[] = "\"id\":";
+  char *line = malloc(1 << 20);
+  size_t len = 0;
+  ssize_t n;
+  while (line && (n = read(d->fd, buf, sizeof buf)) > 0) {
+    for (ssize_t i = 0; i < n; i++) {
+      if (buf[i] != '\n') {
+        if (len < (1 << 20) - 1)
+          line[len++] = buf[i];
+        continue;
+      }
+      line[len] = '\0';
+      const char *p = strstr(line, key);
+      if (!p || strtoull(p + sizeof key - 1, NULL, 10) != d->lines + 1)
+        d->out_of_order++;
+      d->lines++;
+      len = 0;
+    }
+  }
+  free(line);
+  return NULL;
+}
+
+static void test_writer_keeps_all(void) {
+  enum { N = 10000 }; /* more than the queue holds: the loop must wait */
+  int p[2];
+  CHECK_OK(pipe(p));
+  struct drain d = {.fd = p[0]};
+  pthread_t t;
+  CHECK_OK(pthread_create(&t, NULL, drain_main, &d));
+  struct im_load_result res;
+  memset(&res, 0, sizeof res);
+  struct im__load_writer w;
+  CHECK_OK(im__load_writer_start(&w, p[1], &res));
+  for (uint64_t i = 1; i <= N; i++) {
+    struct im_record r;
+    memset(&r, 0, sizeof r);
+    im_record_reset(&r);
+    r.id = r.logical_id = i;
+    r.attempt = 1;
+    CHECK_OK(im_record_add_chunk(&r, 5, 1)); /* the chunk arrays move along */
+    im__load_writer_push(&w, &r);
+    CHECK(r.chunk_us == NULL);
+    im_record_cleanup(&r);
+  }
+  CHECK_OK(im__load_writer_stop(&w));
+  close(p[1]);
+  pthread_join(t, NULL);
+  close(p[0]);
+  CHECK_EQ(d.lines, N);
+  CHECK_EQ(d.out_of_order, 0);
+  CHECK_EQ(res.n_records, N);
+  CHECK_EQ(res.record_write_failures, 0);
+  CHECK(res.writer_wait_ns >= 0);
+  CHECK(res.writer_waits == 0 || res.writer_wait_ns > 0);
+  for (size_t i = 0; i < res.n_records; i++)
+    if (res.records[i].id != i + 1 || res.records[i].n_chunks != 1)
+      CHECK(!"records kept in order with their chunks");
+  im_load_result_cleanup(&res);
+}
+
+static void test_writer_disk_full(void) {
+  int fd = open("/dev/full", O_WRONLY | O_APPEND);
+  if (fd < 0)
+    return; /* no /dev/full here */
+  struct im_load_result res;
+  memset(&res, 0, sizeof res);
+  struct im__load_writer w;
+  CHECK_OK(im__load_writer_start(&w, fd, &res));
+  for (int i = 1; i <= 3; i++) {
+    struct im_record r;
+    memset(&r, 0, sizeof r);
+    im_record_reset(&r);
+    r.id = r.logical_id = (uint64_t)i;
+    im__load_writer_push(&w, &r);
+  }
+  CHECK_OK(im__load_writer_stop(&w));
+  close(fd);
+  CHECK(atomic_load(&w.failed));
+  CHECK_EQ(res.record_write_failures, 3); /* none reached the disk */
+  CHECK_EQ(res.n_records, 3);             /* all kept */
+  CHECK(strstr(res.record_write_error, "No space left") != NULL);
+  im_load_result_cleanup(&res);
+}
+
+/* ---- what a stream says: the SSE events of a 200 response, classified ---- */
+
+#define TOK(s) "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"" s "\"}}]}\n\n"
+#define DONE "data: [DONE]\n\n"
+#define USAGE(n)                                                                                   \
+  "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"x\"}}],"                              \
+  "\"usage\":{\"completion_tokens\":" #n "}}\n\n"
+
+static void test_classify(void) {
+  static const struct {
+    const char *body;
+    enum im_errclass want;
+    const char *reason; /* a part of the reason kept, or NULL */
+  } cases[] = {
+      {TOK("a") TOK("b") DONE, IM_EC_NONE, NULL},
+      {DONE, IM_EC_NO_OUTPUT, NULL},
+      {"", IM_EC_NO_OUTPUT, NULL},
+      {"<html><body>nginx</body></html>\n", IM_EC_NO_OUTPUT, NULL},
+      {TOK("a"), IM_EC_TRUNCATED, NULL},
+      {"error: {\"code\":400,\"message\":\"exceeds the context\"}\n\n" DONE, IM_EC_ERROR_EVENT,
+       "exceeds the context"},
+      {"data: {\"error\":{\"message\":\"boom\"}}\n\n" DONE, IM_EC_ERROR_EVENT, "boom"},
+      {TOK("a") DONE DONE, IM_EC_MALFORMED, "[DONE] twice"},
+      {TOK("a") DONE TOK("b"), IM_EC_MALFORMED, "after [DONE]"},
+      {"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"\xff\"}}]}\n\n" DONE,
+       IM_EC_MALFORMED, "not JSON"},
+      {USAGE(1000000000) DONE, IM_EC_MALFORMED, "1000000000"},
+      {USAGE(5000) DONE, IM_EC_MALFORMED, "in one chunk"},
+      {USAGE(3) USAGE(4096) DONE, IM_EC_NONE, NULL},
+      {USAGE(3) USAGE(4100) DONE, IM_EC_MALFORMED, "in one chunk"},
+  };
+  struct im_load_config cfg;
+  im_load_config_default(&cfg);
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    struct loader L;
+    memset(&L, 0, sizeof L);
+    L.cfg = &cfg;
+    im_oai_chunk_init(&L.chunk, 0);
+    struct attempt *a = im__load_attempt_new(&L);
+    CHECK(a != NULL);
+    if (!a)
+      return;
+    a->rec.http_status = 200;
+    a->rec.t_start = a->last_chunk = 0;
+    /* Fed byte by byte: the verdict must not depend on the reads. */
+    const char *b = cases[i].body;
+    for (size_t k = 0; b[k]; k++)
+      if (im_sse_feed(&a->sse, b + k, 1) != IM_OK)
+        break;
+    enum im_errclass got = im__load_classify(a, CURLE_OK);
+    if (got != cases[i].want)
+      IM__FAIL("case %zu: class %s, want %s", i, im_errclass_name(got),
+               im_errclass_name(cases[i].want));
+    if (cases[i].reason && !strstr(a->reason, cases[i].reason))
+      IM__FAIL("case %zu: reason \"%s\" lacks \"%s\"", i, a->reason, cases[i].reason);
+    im__load_attempt_free(a);
+    im_oai_chunk_cleanup(&L.chunk);
+  }
+}
+
+/* ---- the start barrier ---- */
+
+struct starter {
+  struct im_load_start *s;
+  bool ok, go;
+  int64_t t0, wall;
+};
+
+static int on_start_calls;
+static void count_start(void *ctx, int64_t t0, int64_t wall) {
+  (void)t0;
+  (void)wall;
+  (*(int *)ctx)++;
+}
+
+static void *starter_main(void *arg) {
+  struct starter *st = arg;
+  st->go = im__load_start_wait(st->s, st->ok, &st->t0, &st->wall);
+  return NULL;
+}
+
+static void test_start_barrier(void) {
+  enum { N = 4 };
+  for (int failing = -1; failing < N; failing++) {
+    struct im_load_start s;
+    on_start_calls = 0;
+    CHECK_OK(im_load_start_init(&s, N, count_start, &on_start_calls));
+    struct starter st[N];
+    pthread_t t[N];
+    for (int k = 0; k < N; k++) {
+      st[k] = (struct starter){.s = &s, .ok = k != failing};
+      CHECK_OK(pthread_create(&t[k], NULL, starter_main, &st[k]));
+    }
+    for (int k = 0; k < N; k++)
+      pthread_join(t[k], NULL);
+    for (int k = 0; k < N; k++) {
+      CHECK_EQ(st[k].go, failing < 0);
+      CHECK_EQ(st[k].t0, st[0].t0); /* one origin */
+    }
+    CHECK_EQ(on_start_calls, failing < 0 ? 1 : 0);
+    im_load_start_cleanup(&s);
+  }
+  /* Shards that never ran: the others are released, failed. */
+  struct im_load_start s;
+  CHECK_OK(im_load_start_init(&s, 3, NULL, NULL));
+  struct starter one = {.s = &s, .ok = true};
+  pthread_t t;
+  CHECK_OK(pthread_create(&t, NULL, starter_main, &one));
+  im_load_start_abandon(&s, 2);
+  pthread_join(t, NULL);
+  CHECK(!one.go);
+  im_load_start_cleanup(&s);
+  CHECK_EQ(im_load_start_init(&s, 0, NULL, NULL), IM_INVAL);
+}
+
+int main(void) {
+  test_writer_keeps_all();
+  test_writer_disk_full();
+  test_start_barrier();
+  test_classify();
+  return CHECK_DONE();
+}
