@@ -15,6 +15,7 @@
 #include "core/buf.h"
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/thread.h"
 #include "observe/gpu.h"
 #include "observe/namemap.h"
 #include "observe/sockstat.h"
@@ -326,7 +327,9 @@ enum im_err im_observer_start(struct im_observer **out, const struct im_observer
   /* The baseline, on the caller's thread: it is taken before the load. */
   if (!err)
     sample_all(o);
-  if (!err && pthread_create(&o->thread, NULL, observer_main, o) != 0)
+  /* Every signal blocked in the observer's thread: the run's main thread
+   * handles them. */
+  if (!err && im_thread_start(&o->thread, observer_main, o) != 0)
     err = IM_SYS;
   if (err) {
     im_observer_free(o);

@@ -24,7 +24,10 @@ check "its mean is the runs' mean" \
   jq -e '.figures.output_throughput | ((.values | add / length) - .mean) | fabs < 1e-6' "$A"
 check "pooled percentiles from every run's histograms" jq -e '.pooled_ms.ttft.p50 > 0' "$A"
 check_eq "the set's repeats check passes" "$(jq -r '.audit.checks[] | select(.id=="repeats") | .status' "$A")" PASS
-check "each run's report reproduces it" "$BIN" report --quiet "$TMP/rep/run-2"
+grep -v '"generated_at"' "$TMP/rep/run-2/results.json" >"$TMP/before"
+"$BIN" report --quiet "$TMP/rep/run-2"
+grep -v '"generated_at"' "$TMP/rep/run-2/results.json" >"$TMP/after"
+check "each run's report reproduces it" cmp -s "$TMP/before" "$TMP/after"
 "$BIN" run --quiet --repeat 2 --sweep rate=1,2 2>"$TMP/err"
 check_eq "--repeat with a sweep: refused" $? 1
 check "and says why" grep -q -- '--repeat runs one stage' "$TMP/err"
