@@ -52,10 +52,12 @@ test-tsan: deps
 	@TSAN_OPTIONS="halt_on_error=1 exitcode=66 suppressions=$(CURDIR)/tests/tsan.supp" \
 	  bash tests/e2e/test_chaos.sh $(TSAN_BUILD)/infermeter
 
-# The main job: the default load test against the built-in simulated server
-# (DeepSeek-V3 on 8xH200, real time): Poisson 2 req/s for 30 s, 5 s warm-up.
+# The main job: the protocol of a publishable load test against the built-in
+# simulated server (DeepSeek-V3 on 8xH200, real time): three independent runs
+# of Poisson 2 req/s for 20 s (5 s warm-up), prompts of varied length, the
+# statistics over them and the validity audit (scenarios/publishable.json).
 run: build
-	@$(BUILD)/infermeter run
+	@$(BUILD)/infermeter run --scenario scenarios/publishable.json
 
 # Stream one request through the built-in server and show what it says.
 demo: build

@@ -296,7 +296,7 @@ int im__run_repeat(int argc, char **argv, const struct run_opts *o) {
     if (k && o->url)
       wait_drained(o);
     sleep_s(ru->start_offset_s);
-    char extra[10][4200];
+    char extra[11][4200];
     snprintf(extra[0], sizeof extra[0], "--repeat");
     snprintf(extra[1], sizeof extra[1], "1");
     snprintf(extra[2], sizeof extra[2], "--out");
@@ -307,7 +307,9 @@ int im__run_repeat(int argc, char **argv, const struct run_opts *o) {
     snprintf(extra[7], sizeof extra[7], "%" PRIu32, k + 1);
     snprintf(extra[8], sizeof extra[8], "--repeat-of");
     snprintf(extra[9], sizeof extra[9], "%" PRIu32, k_runs);
-    char **v = run_argv(argc, argv, extra, 10);
+    /* Each run's summary is in its directory; the set's is printed below. */
+    snprintf(extra[10], sizeof extra[10], "--quiet");
+    char **v = run_argv(argc, argv, extra, 11);
     if (!v) {
       fprintf(stderr, "infermeter run: out of memory\n");
       return EXIT_USAGE;
@@ -315,7 +317,7 @@ int im__run_repeat(int argc, char **argv, const struct run_opts *o) {
     if (!o->quiet)
       fprintf(stderr, "infermeter: repeat %" PRIu32 "/%" PRIu32 " (start offset %.2f s) -> %s\n",
               k + 1, k_runs, ru->start_offset_s, ru->dir);
-    ru->exit = im_cli_run(argc + 10, v);
+    ru->exit = im_cli_run(argc + 11, v);
     free(v);
     rc = worst(rc, ru->exit);
     if (ru->exit == EXIT_USAGE || ru->exit == EXIT_INTERRUPTED)

@@ -128,6 +128,20 @@ void im_repeat_text(FILE *o, const struct im_repeat_set *set) {
             st->mean, st->half, 100.0 * st->rel_width,
             st->n >= 2 && st->wide ? "  > 8%" : "");
   }
-  fprintf(o, "Repeated-run verdict:                    %s\n",
+  for (size_t r = 0; r < set->runs; r++)
+    fprintf(o, "run-%zu: exit %d; %s\n", r + 1, set->run[r].exit,
+            set->run[r].publishable_but_repeats ? "its audit passes (but for repeats)"
+                                                : set->run[r].fails);
+  json_t *a = audit(set);
+  fprintf(o, "Publishable (the set):                   %s\n",
           set->publishable ? "PUBLISHABLE" : "NOT_PUBLISHABLE");
+  size_t i;
+  json_t *c;
+  json_array_foreach(json_object_get(a, "checks"), i, c) {
+    const char *st = json_string_value(json_object_get(c, "status"));
+    if (st && strcmp(st, "PASS"))
+      fprintf(o, "  %-4s %-14s %s\n", st, json_string_value(json_object_get(c, "id")),
+              json_string_value(json_object_get(c, "evidence")));
+  }
+  json_decref(a);
 }
