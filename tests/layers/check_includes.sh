@@ -7,18 +7,8 @@
 # usage: check_includes.sh GRAPH SRC_DIR
 set -euo pipefail
 graph=$1; src=$2
-declare -A deps
-while IFS=: read -r m d; do [ -n "$m" ] && deps[$m]=$d; done < "$graph"
-closure() {
-  local seen=" $1 " todo=($1) m d
-  while [ ${#todo[@]} -gt 0 ]; do
-    m=${todo[0]}; todo=("${todo[@]:1}")
-    for d in ${deps[$m]:-}; do
-      case "$seen" in *" $d "*) ;; *) seen+="$d "; todo+=("$d");; esac
-    done
-  done
-  echo "$seen"
-}
+. "$(dirname "$0")/graph.sh"
+read_graph "$graph"
 fail=0; n=0
 for dir in "$src"/*/; do
   m=$(basename "$dir")

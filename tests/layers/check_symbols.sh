@@ -7,19 +7,10 @@
 # usage: check_symbols.sh GRAPH module=archive.a ...
 set -euo pipefail
 graph=$1; shift
-declare -A ar deps
+declare -A ar
 for a in "$@"; do ar[${a%%=*}]=${a#*=}; done
-while IFS=: read -r m d; do [ -n "$m" ] && deps[$m]=$d; done < "$graph"
-closure() { # all modules reachable from $1, itself included
-  local seen=" $1 " todo=($1) m d
-  while [ ${#todo[@]} -gt 0 ]; do
-    m=${todo[0]}; todo=("${todo[@]:1}")
-    for d in ${deps[$m]:-}; do
-      case "$seen" in *" $d "*) ;; *) seen+="$d "; todo+=("$d");; esac
-    done
-  done
-  echo $seen
-}
+. "$(dirname "$0")/graph.sh"
+read_graph "$graph"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 for m in "${!ar[@]}"; do
   nm --defined-only -g "${ar[$m]}" 2>/dev/null | awk 'NF==3 {print $3}' | grep '^im_' | sort -u > "$tmp/def.$m" || true
