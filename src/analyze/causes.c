@@ -279,7 +279,8 @@ static void check_temperature(const struct ctx *c, const struct slo_view *s,
   qsort(t, m, sizeof *t, cmp_temp);
   if (m < 3 || t[0].t == t[m - 1].t) {
     verdict(ck, IM_CAUSE_NOT_APPLICABLE,
-            m < 3 ? "fewer than 3 completed requests sent a temperature"
+            m == 0  ? "no request sent a temperature"
+            : m < 3 ? "fewer than 3 completed requests sent a temperature"
                   : "every request sent the same temperature");
     free(t);
     return;
@@ -515,6 +516,10 @@ static void check_stall(const struct ctx *c, const struct slo_view *s, struct im
   fig(ck, "aligned_share", t->aligned_share);
   fig(ck, "violating_share_stalled", sv);
   fig(ck, "others_share_stalled", stalled_share(c, s, false));
+  if (!t->stalls) {
+    verdict(ck, IM_CAUSE_NOT_FIRED, "no stall in the stage");
+    return;
+  }
   bool fires = t->aligned_share >= IM_CAUSE_STALL_ALIGNED && sv >= IM_CAUSE_STALL_SHARE;
   verdict(ck, fires ? IM_CAUSE_FIRED : IM_CAUSE_NOT_FIRED,
           "%llu stalls, %.0f%% time-aligned (fires at >= %.0f%%); %.0f%% of violating requests "
@@ -558,6 +563,23 @@ static void check_prefill(const struct ctx *c, const struct slo_view *s,
 
 /* ---- one violated SLO */
 
+/* Stalls coincide with prefills as a consequence of KV pressure (preempted
+ * sequences are prefilled again, and new requests wait for blocks inside
+ * their [t_start, t_first)) and of an engine stall (every prefill under
+ * way is held up with the decodes): prefill interference is then not
+ * reported as a cause of its own. */
+static void precedence(struct im_cause_slo *o) {
+  struct im_cause_check *pf = &o->checks[IM_CAUSE_PREFILL_INTERFERENCE];
+  enum im_cause by = o->checks[IM_CAUSE_KV_PRESSURE].status == IM_CAUSE_FIRED
+                         ? IM_CAUSE_KV_PRESSURE
+                         : IM_CAUSE_SERVER_STALL;
+  if (pf->status != IM_CAUSE_FIRED || o->checks[by].status != IM_CAUSE_FIRED)
+    return;
+  char was[sizeof pf->why];
+  memcpy(was, pf->why, sizeof was);
+  verdict(pf, IM_CAUSE_NOT_FIRED, "explained by %s, which fired: %s", im_cause_name(by), was);
+}
+
 static void explain(const struct ctx *c, enum im_slo_kind k, double lim, double attain,
                     struct im_cause_slo *o) {
   struct slo_view s = {.k = k, .lim = lim};
@@ -585,6 +607,7 @@ static void explain(const struct ctx *c, enum im_slo_kind k, double lim, double 
   check_churn(c, &s, &o->checks[IM_CAUSE_CONNECTION_CHURN]);
   check_stall(c, &s, &o->checks[IM_CAUSE_SERVER_STALL]);
   check_prefill(c, &s, &o->checks[IM_CAUSE_PREFILL_INTERFERENCE]);
+  precedence(o);
   for (int r = 0; r < IM_CAUSE_RULES_; r++) {
     struct im_cause_check *ck = &o->checks[r];
     /* A group rule says nothing when no completed request violated (the
