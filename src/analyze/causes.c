@@ -10,9 +10,9 @@
 #include "core/stats.h"
 
 static const char *const cause_names[IM_CAUSE_RULES_ + 1] = {
-    "temperature_overload", "top_p_collapse",     "queueing",      "kv_pressure",
-    "client_saturation",    "connection_churn",   "server_stall",  "prefill_interference",
-    "unexplained"};
+    "temperature_overload", "top_p_collapse",       "queueing",
+    "kv_pressure",          "client_saturation",    "connection_churn",
+    "server_stall",         "prefill_interference", "unexplained"};
 
 const char *im_cause_name(enum im_cause c) {
   return (unsigned)c <= IM_CAUSE_RULES_ ? cause_names[c] : "?";
@@ -50,12 +50,12 @@ struct ctx {
   size_t n;
   struct gap *gaps;
   size_t n_gaps, cap_gaps;
-  struct span *pre;     /* by start */
-  int64_t *pre_reach;   /* pre_reach[i]: the latest end among pre[0..i] */
+  struct span *pre;   /* by start */
+  int64_t *pre_reach; /* pre_reach[i]: the latest end among pre[0..i] */
   size_t n_pre;
-  double pre_cover;     /* share of the requests' span inside some prefill; NaN: no span */
+  double pre_cover; /* share of the requests' span inside some prefill; NaN: no span */
   const struct im_server_source_figs *src; /* the primary source's series; NULL: none */
-  double *a, *b;        /* scratch, n each */
+  double *a, *b;                           /* scratch, n each */
 };
 
 /* The SLO being explained. */
@@ -254,8 +254,8 @@ static int cmp_temp(const void *x, const void *y) {
 }
 
 /* Violations and mean output tokens of a third. */
-static void third(const struct ctx *c, const struct slo_view *s, const struct temp_at *t,
-                  size_t n, uint64_t *n_over, double *out_mean) {
+static void third(const struct ctx *c, const struct slo_view *s, const struct temp_at *t, size_t n,
+                  uint64_t *n_over, double *out_mean) {
   double out = 0;
   *n_over = 0;
   for (size_t k = 0; k < n; k++) {
@@ -281,7 +281,7 @@ static void check_temperature(const struct ctx *c, const struct slo_view *s,
     verdict(ck, IM_CAUSE_NOT_APPLICABLE,
             m == 0  ? "no request sent a temperature"
             : m < 3 ? "fewer than 3 completed requests sent a temperature"
-                  : "every request sent the same temperature");
+                    : "every request sent the same temperature");
     free(t);
     return;
   }
@@ -455,13 +455,12 @@ static void check_client(const struct ctx *c, struct im_cause_check *ck) {
   fig(ck, "late_dispatches", (double)k->lag_late);
   fig(ck, "dispatched_share", k->dispatched_share);
   fig(ck, "generator_cpu_share", k->cpu_share);
-  verdict(ck, k->valid ? IM_CAUSE_NOT_FIRED : IM_CAUSE_FIRED,
-          "the client self-check is %s%s", k->valid ? "VALID" : "INVALID",
+  verdict(ck, k->valid ? IM_CAUSE_NOT_FIRED : IM_CAUSE_FIRED, "the client self-check is %s%s",
+          k->valid ? "VALID" : "INVALID",
           k->valid ? "" : ": the figures describe the load generator (docs/metrics.md §10)");
 }
 
-static void check_churn(const struct ctx *c, const struct slo_view *s,
-                        struct im_cause_check *ck) {
+static void check_churn(const struct ctx *c, const struct slo_view *s, struct im_cause_check *ck) {
   const struct im_server_tcp_figs *tcp = c->in->server ? &c->in->server->tcp : NULL;
   if (!tcp || tcp->not_collected[0]) {
     verdict(ck, IM_CAUSE_NOT_APPLICABLE, "no TCP samples (TIME_WAIT not counted)");
@@ -541,8 +540,8 @@ static void check_prefill(const struct ctx *c, const struct slo_view *s,
       k += in_prefill(c, c->gaps[g].t0);
     }
   double share = n ? (double)k / (double)n : NAN;
-  double p = n && !isnan(c->pre_cover) ? im_stats_binom_sf((int64_t)k, (int64_t)n, c->pre_cover)
-                                       : NAN;
+  double p =
+      n && !isnan(c->pre_cover) ? im_stats_binom_sf((int64_t)k, (int64_t)n, c->pre_cover) : NAN;
   ck->score = c->pre_cover > 0 ? share / c->pre_cover : NAN;
   fig(ck, "stalls_in_violating", (double)n);
   fig(ck, "during_prefill_share", share);
@@ -557,8 +556,8 @@ static void check_prefill(const struct ctx *c, const struct slo_view *s,
           "%.0f%% of %llu stalls in violating requests began during another request's prefill "
           "(fires at >= %.0f%%), against %.0f%% of the time covered by prefills: P = %.3g "
           "(fires below %.2f)",
-          100 * share, (unsigned long long)n, 100 * IM_CAUSE_PREFILL_SHARE, 100 * c->pre_cover,
-          p, IM_CAUSE_PREFILL_P);
+          100 * share, (unsigned long long)n, 100 * IM_CAUSE_PREFILL_SHARE, 100 * c->pre_cover, p,
+          IM_CAUSE_PREFILL_P);
 }
 
 /* ---- one violated SLO */
@@ -614,8 +613,9 @@ static void explain(const struct ctx *c, enum im_slo_kind k, double lim, double 
      * violations were failed or aborted requests). */
     if (!s.over && r != IM_CAUSE_CLIENT_SATURATION && ck->status != IM_CAUSE_NOT_APPLICABLE &&
         ck->status != IM_CAUSE_NOT_CHECKED)
-      verdict(ck, IM_CAUSE_NOT_FIRED, "no completed request is over the limit (the violations "
-                                      "are failed or aborted requests)");
+      verdict(ck, IM_CAUSE_NOT_FIRED,
+              "no completed request is over the limit (the violations "
+              "are failed or aborted requests)");
     o->n_fired += ck->status == IM_CAUSE_FIRED;
   }
 }
@@ -628,8 +628,7 @@ enum im_err im_causes_compute(const struct im_causes_input *in, struct im_causes
   const struct im_summary *sum = &in->f->sum;
   const bool given[IM_SLO_ALL] = {cfg->has_slo_ttft, cfg->has_slo_tpot, cfg->has_slo_e2el};
   const double lim[IM_SLO_ALL] = {cfg->slo_ttft_ms, cfg->slo_tpot_ms, cfg->slo_e2el_ms};
-  const double att[IM_SLO_ALL] = {sum->slo_ttft_attain, sum->slo_tpot_attain,
-                                  sum->slo_e2el_attain};
+  const double att[IM_SLO_ALL] = {sum->slo_ttft_attain, sum->slo_tpot_attain, sum->slo_e2el_attain};
   bool any = false;
   for (int k = 0; k < IM_SLO_ALL; k++)
     any |= given[k] && att[k] < in->slo_target;

@@ -62,20 +62,20 @@
 #include "analyze/stage.h"
 
 /* Thresholds (docs/audit.md "Root causes", docs/metrics.md §7). */
-#define IM_CAUSE_TEMP_RATIO 3.0        /* hottest third's violation share over the coldest's */
-#define IM_CAUSE_REPETITION 0.45       /* 4-gram repetition rate of the outputs */
-#define IM_CAUSE_BIMODAL (5.0 / 9.0)   /* bimodality coefficient of a uniform sample */
-#define IM_CAUSE_QUEUE_R 0.5           /* Pearson r of TTFT and the waiting queue */
-#define IM_CAUSE_ITL_FLAT 1.2          /* violators' median TPOT over the others' */
-#define IM_CAUSE_KV_USAGE 0.95         /* KV usage that counts as pressure */
-#define IM_CAUSE_KV_SHARE 0.5          /* violating requests under pressure */
-#define IM_CAUSE_KV_CONTRAST 2.0       /* ... over the share among the others */
-#define IM_CAUSE_CONN_RATIO 3.0        /* new connections' violation share over reused ones' */
-#define IM_CAUSE_STALL_ALIGNED 0.5     /* the stalls' time-aligned share */
-#define IM_CAUSE_STALL_SHARE 0.5       /* violating requests holding a stall */
-#define IM_CAUSE_PREFILL_SHARE 0.5     /* stalls that began during another's prefill */
-#define IM_CAUSE_PREFILL_P 0.05        /* binomial tail against chance */
-#define IM_CAUSE_EMPTY_GROUP 0.5       /* violations credited to a group without any */
+#define IM_CAUSE_TEMP_RATIO 3.0      /* hottest third's violation share over the coldest's */
+#define IM_CAUSE_REPETITION 0.45     /* 4-gram repetition rate of the outputs */
+#define IM_CAUSE_BIMODAL (5.0 / 9.0) /* bimodality coefficient of a uniform sample */
+#define IM_CAUSE_QUEUE_R 0.5         /* Pearson r of TTFT and the waiting queue */
+#define IM_CAUSE_ITL_FLAT 1.2        /* violators' median TPOT over the others' */
+#define IM_CAUSE_KV_USAGE 0.95       /* KV usage that counts as pressure */
+#define IM_CAUSE_KV_SHARE 0.5        /* violating requests under pressure */
+#define IM_CAUSE_KV_CONTRAST 2.0     /* ... over the share among the others */
+#define IM_CAUSE_CONN_RATIO 3.0      /* new connections' violation share over reused ones' */
+#define IM_CAUSE_STALL_ALIGNED 0.5   /* the stalls' time-aligned share */
+#define IM_CAUSE_STALL_SHARE 0.5     /* violating requests holding a stall */
+#define IM_CAUSE_PREFILL_SHARE 0.5   /* stalls that began during another's prefill */
+#define IM_CAUSE_PREFILL_P 0.05      /* binomial tail against chance */
+#define IM_CAUSE_EMPTY_GROUP 0.5     /* violations credited to a group without any */
 
 enum im_cause {
   IM_CAUSE_TEMPERATURE_OVERLOAD,
@@ -86,15 +86,15 @@ enum im_cause {
   IM_CAUSE_CONNECTION_CHURN,
   IM_CAUSE_SERVER_STALL,
   IM_CAUSE_PREFILL_INTERFERENCE,
-  IM_CAUSE_RULES_,     /* the rules above; unexplained is their absence */
+  IM_CAUSE_RULES_, /* the rules above; unexplained is their absence */
   IM_CAUSE_UNEXPLAINED = IM_CAUSE_RULES_
 };
 
 enum im_cause_status {
   IM_CAUSE_FIRED,
-  IM_CAUSE_NOT_FIRED,       /* checked: the rule does not hold */
-  IM_CAUSE_NOT_APPLICABLE,  /* the data it needs is absent (no samples, one temperature) */
-  IM_CAUSE_NOT_CHECKED      /* it needs what records do not carry */
+  IM_CAUSE_NOT_FIRED,      /* checked: the rule does not hold */
+  IM_CAUSE_NOT_APPLICABLE, /* the data it needs is absent (no samples, one temperature) */
+  IM_CAUSE_NOT_CHECKED     /* it needs what records do not carry */
 };
 
 #define IM_CAUSE_MAX_FIGS 8
@@ -108,21 +108,21 @@ struct im_cause_fig {
 struct im_cause_check {
   enum im_cause cause;
   enum im_cause_status status;
-  double score;           /* the rule's statistic (see above); NaN when not computed */
+  double score; /* the rule's statistic (see above); NaN when not computed */
   struct im_cause_fig figs[IM_CAUSE_MAX_FIGS];
   size_t n_figs;
-  char why[320];          /* one sentence: why it fired, or why not */
+  char why[320]; /* one sentence: why it fired, or why not */
 };
 
 /* One violated SLO. */
 struct im_cause_slo {
-  enum im_slo_kind slo;   /* TTFT, TPOT or E2EL */
+  enum im_slo_kind slo; /* TTFT, TPOT or E2EL */
   double limit_ms, attainment, target;
-  uint64_t requests;      /* completed requests (with a value) */
-  uint64_t violating;     /* of them, above the limit */
-  double bimodality;      /* BC of the values; NaN for n < 4 or equal values */
+  uint64_t requests;  /* completed requests (with a value) */
+  uint64_t violating; /* of them, above the limit */
+  double bimodality;  /* BC of the values; NaN for n < 4 or equal values */
   struct im_cause_check checks[IM_CAUSE_RULES_]; /* indexed by enum im_cause */
-  size_t n_fired;         /* 0: unexplained */
+  size_t n_fired;                                /* 0: unexplained */
 };
 
 struct im_causes {
@@ -131,8 +131,8 @@ struct im_causes {
 };
 
 struct im_causes_input {
-  const struct im_stage_figures *f;     /* population, summary, self-check, tokens */
-  const struct im_summary_config *cfg;  /* the SLOs */
+  const struct im_stage_figures *f;    /* population, summary, self-check, tokens */
+  const struct im_summary_config *cfg; /* the SLOs */
   double slo_target;
   const struct im_server_figures *server; /* NULL: the run sampled nothing */
 };

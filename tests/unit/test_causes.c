@@ -90,13 +90,19 @@ static void server(struct fx *x) {
 
 /* Runs the stage analysis and the causes; *c gets the verdicts. */
 static void analyze(struct fx *x, struct im_causes *c) {
-  struct im_stage_input in = {.recs = x->r, .n_recs = x->n, .cfg = x->cfg, .slo_target = 0.99,
-                              .counters = x->counters, .threads = 1};
+  struct im_stage_input in = {.recs = x->r,
+                              .n_recs = x->n,
+                              .cfg = x->cfg,
+                              .slo_target = 0.99,
+                              .counters = x->counters,
+                              .threads = 1};
   struct im_stage_figures f;
   CHECK_OK(im_stage_analyze(&in, &f));
-  struct im_causes_input ci = {.f = &f, .cfg = &in.cfg, .slo_target = 0.99,
-                               .server = x->has_server || !x->sf.tcp.not_collected[0] ? &x->sf
-                                                                                       : NULL};
+  struct im_causes_input ci = {.f = &f,
+                               .cfg = &in.cfg,
+                               .slo_target = 0.99,
+                               .server =
+                                   x->has_server || !x->sf.tcp.not_collected[0] ? &x->sf : NULL};
   CHECK_OK(im_causes_compute(&ci, c));
   im_stage_figures_cleanup(&f);
 }
