@@ -319,16 +319,24 @@ static void check_top_p(const struct im_cause_slo *o, struct im_cause_check *ck)
           IM_CAUSE_BIMODAL);
 }
 
-/* The sample of src nearest to t_s with a waiting count; -1 when none. */
-static double waiting_at(const struct im_server_source_figs *src, double t_s) {
-  size_t lo = 0, hi = src->n_series; /* first sample at or after t_s */
+/* The first sample of src at or after t_s (s; n_series when none), or
+ * strictly after it. */
+static size_t sample_from(const struct im_server_source_figs *src, double t_s, bool after) {
+  size_t lo = 0, hi = src->n_series;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    if (src->series[mid].t_s < t_s)
+    if (after ? src->series[mid].t_s <= t_s : src->series[mid].t_s < t_s)
       lo = mid + 1;
     else
       hi = mid;
   }
+  return lo;
+}
+
+/* The waiting count of the sample nearest to t_s that has one; NaN when
+ * none. */
+static double waiting_at(const struct im_server_source_figs *src, double t_s) {
+  size_t lo = sample_from(src, t_s, false);
   double best = NAN, dist = INFINITY;
   for (size_t j = lo > 0 ? lo - 1 : 0; j < src->n_series; j++) {
     double d = fabs(src->series[j].t_s - t_s);
@@ -361,8 +369,10 @@ static void tpot_medians(const struct ctx *c, const struct slo_view *s, double *
 
 static void check_queueing(const struct ctx *c, const struct slo_view *s,
                            struct im_cause_check *ck) {
-  if (!c->src) {
-    verdict(ck, IM_CAUSE_NOT_APPLICABLE, "no server samples (the waiting queue was not scraped)");
+  if (!c->src || isnan(c->src->waiting_max)) {
+    verdict(ck, IM_CAUSE_NOT_APPLICABLE,
+            !c->src ? "no server samples (the waiting queue was not scraped)"
+                    : "the server exports no waiting-queue length");
     return;
   }
   size_t m = 0;
@@ -399,15 +409,9 @@ static void check_queueing(const struct ctx *c, const struct slo_view *s,
 
 /* Whether the samples overlapping [t0, t1] (s) show KV pressure. */
 static bool kv_pressed(const struct im_server_source_figs *src, double t0, double t1) {
-  size_t a = 0, b = src->n_series - 1;
-  for (size_t j = 0; j < src->n_series; j++) {
-    if (src->series[j].t_s <= t0)
-      a = j;
-    if (src->series[j].t_s >= t1) {
-      b = j;
-      break;
-    }
-  }
+  size_t a = sample_from(src, t0, true), b = sample_from(src, t1, false);
+  a = a ? a - 1 : 0;                             /* the last at or before t0 */
+  b = b < src->n_series ? b : src->n_series - 1; /* the first at or after t1 */
   if (b < a)
     b = a;
   for (size_t j = a; j <= b; j++)

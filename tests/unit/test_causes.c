@@ -214,7 +214,11 @@ static void test_queueing(void) {
   double score = 0;
   fires_only(&x, IM_CAUSE_QUEUEING, &score);
   CHECK(score >= 0.99);
-  /* Without the server's samples the rule cannot be checked. */
+  /* A server without a waiting queue, or no samples: not applicable. */
+  x.src.waiting_max = NAN;
+  struct im_causes c;
+  analyze(&x, &c);
+  CHECK_EQ(c.slo[0].checks[IM_CAUSE_QUEUEING].status, IM_CAUSE_NOT_APPLICABLE);
   x.has_server = false;
   fires_only(&x, IM_CAUSE_UNEXPLAINED, NULL);
 }
