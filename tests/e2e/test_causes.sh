@@ -45,15 +45,19 @@ fires() {
   check_eq "$1: no other cause" "$(others "$1" "$2")" ""
   echo "$1: $2 score $(score "$1" "$2")"
 }
+# The server without its MoE routing simulation: lighter on the CPU, so a
+# busy machine (or a sanitizer build) does not starve its loop into stalls
+# of its own, which would rightly be reported as server_stall.
+serve() { start_server --no-moe-routing "$@"; }
 SERVER_CAUSES='queueing|kv_pressure|server_stall|connection_churn|temperature_overload|prefill_interference'
 
-# Hiccups: 1 s (simulated) of engine pause every 4 s stalls every stream at
-# once; E2E, about 3.2 s clean, goes past 4 s.
-HICCUP=(--rate 10 --duration 4s --grace 10s --output-len 200 --ignore-eos --slo e2el=4s,ttft=60s)
-start_server --time-scale 2
+# Hiccups: 2 s (simulated) of engine pause every 4 s stall every stream at
+# once; E2E, about 1.9 s clean, goes past 2.5 s.
+HICCUP=(--rate 10 --duration 4s --grace 10s --output-len 200 --ignore-eos --slo e2el=2500ms,ttft=60s)
+serve --time-scale 2
 RUN --url "$BASE" "${HICCUP[@]}" --out "$TMP/clean"
 check_eq "clean run: nothing to explain" "$(jq -c .analysis.root_causes "$(R "$TMP/clean")")" "[]"
-start_server --time-scale 2 --fault 'hiccup@every=4s,ms=2000'
+serve --time-scale 2 --fault 'hiccup@every=4s,ms=2000'
 RUN --url "$BASE" "${HICCUP[@]}" --out "$TMP/hiccup"
 fires "$TMP/hiccup" server_stall
 check "hiccup: the evidence is in the entry" jq -e '.analysis.root_causes[]
@@ -62,28 +66,28 @@ check "hiccup: the evidence is in the entry" jq -e '.analysis.root_causes[]
   "$(R "$TMP/hiccup")"
 
 # KV capacity cut to 5 % late in the run: the requests running then are
-# preempted (TPOT up), those before are not.
-start_server --time-scale 4 --kv-blocks 200 --fault 'kv-shrink@at=24s,fraction=0.05'
-RUN --url "$BASE" --rate 20 --duration 7s --grace 30s --output-len 200 --ignore-eos \
-  --slo tpot=10ms,ttft=60s --out "$TMP/kv"
+# preempted (TPOT up from about 9.7 ms), those before are not.
+serve --time-scale 2 --kv-blocks 200 --fault 'kv-shrink@at=13s,fraction=0.05'
+RUN --url "$BASE" --rate 10 --duration 7s --grace 30s --output-len 200 --ignore-eos \
+  --slo tpot=14ms,ttft=60s --out "$TMP/kv"
 fires "$TMP/kv" kv_pressure
 
-# Four seats at a rate the engine cannot serve with four: the queue grows,
+# Two seats at a rate the engine cannot serve with two: the queue grows,
 # TTFT with it, decoding stays as fast.
 QUEUE=(--rate 10 --duration 4s --grace 20s --output-len 40 --ignore-eos --slo ttft=1s)
-start_server --time-scale 2 --max-num-seqs 4
+serve --time-scale 2 --max-num-seqs 2
 RUN --url "$BASE" "${QUEUE[@]}" --out "$TMP/queue"
 fires "$TMP/queue" queueing
-start_server --time-scale 2
+serve --time-scale 2
 RUN --url "$BASE" "${QUEUE[@]}" --out "$TMP/queue-clean"
 check_eq "the same load with every seat: nothing to explain" \
   "$(jq -c .analysis.root_causes "$(R "$TMP/queue-clean")")" "[]"
 
 # Connection: close on half the responses: TIME_WAIT grows and the rule is
 # evaluated on it (see above why its verdict is not asserted).
-start_server --time-scale 4 --fault 'connection-close:0.5'
+serve --time-scale 4 --fault 'connection-close:0.5'
 RUN --url "$BASE" --rate 20 --duration 5s --grace 10s --output-len 20 --ignore-eos \
-  --slo ttft=12ms --out "$TMP/churn"
+  --slo ttft=9ms --out "$TMP/churn"
 st=$(checked "$TMP/churn" connection_churn status)
 check "churn: the rule was evaluated ($st)" test "$st" = fired -o "$st" = not_fired
 check "churn: TIME_WAIT seen growing" jq -e '.metrics.tcp.time_wait_growing' "$(R "$TMP/churn")"
@@ -93,9 +97,9 @@ echo "churn: connection_churn $st, score $(checked "$TMP/churn" connection_churn
 
 # Entropy injection around temperature 1.5: the thirds are told apart and
 # the rule evaluated (see above why its verdict is not asserted).
-start_server --time-scale 8
+serve --time-scale 8
 RUN --url "$BASE" --rate 10 --duration 8s --grace 30s --output-len 3000 --perturb \
-  --temperature 1.5 --slo e2el=6s,ttft=60s --out "$TMP/temp"
+  --temperature 1.5 --slo e2el=4s,ttft=60s --out "$TMP/temp"
 st=$(checked "$TMP/temp" temperature_overload status)
 check "temperature: the rule was evaluated ($st)" test "$st" = fired -o "$st" = not_fired
 check "temperature: the hottest third is hotter" jq -e '.analysis.root_causes[0].evidence.checked[]
