@@ -14,6 +14,7 @@
 #include "record/rundir.h"
 #include "core/clock.h"
 #include "record/reader.h"
+#include "analyze/causes.h"
 #include "analyze/server.h"
 #include "analyze/validity.h"
 #include "record/series.h"
@@ -21,6 +22,7 @@
 #include "report/analysis_json.h"
 #include "report/audit_json.h"
 #include "report/breakdown_json.h"
+#include "report/causes_json.h"
 #include "report/results.h"
 #include "report/stage_json.h"
 #include "workload/stages.h"
@@ -292,6 +294,11 @@ static int report_stage(struct rep *p, size_t i, bool single) {
     goto oom;
   if (p->series && server_figures(p, s, &f, &in, dst, &sf))
     goto oom;
+  struct im_causes causes;
+  struct im_causes_input cin = {.f = &f, .cfg = &in.cfg, .slo_target = in.slo_target,
+                                .server = p->series ? &sf : NULL};
+  if (im_causes_compute(&cin, &causes) != IM_OK || im_causes_json(&causes, dst) != IM_OK)
+    goto oom;
   struct im_validity val;
   if (stage_validity(p, &f, &in, s, p->series ? &sf : NULL, dst, &val))
     goto oom;
@@ -314,6 +321,7 @@ static int report_stage(struct rep *p, size_t i, bool single) {
     im_report_text(t, &f.sum, &in.cfg, &f.check);
     im_breakdown_text(t, &f.bd, s->by_class);
     im_analysis_text(t, &f, &in.cfg);
+    im_causes_text(t, &causes);
     im_validity_text(t, &val, false);
     if (s->first_error[0] && f.sum.failed)
       fprintf(t, "First error: %s\n", s->first_error);

@@ -1,0 +1,437 @@
+/* Root causes of SLO violations (analyze/causes.h) on hand-built records
+ * and a hand-built server series: one planted cause at a time, each fires
+ * alone; a run without a violation reports nothing, a violation without a
+ * pattern is unexplained; one request, equal values and n < 3 fire
+ * nothing; the verdicts of a run and of the same run 4 times faster (times
+ * and limits divided by 4) are the same. */
+#include <math.h>
+#include <string.h>
+
+#include "analyze/causes.h"
+#include "check.h"
+
+#define MS INT64_C(1000000)
+#define N 30
+#define MAXC 64
+
+/* A stage's records, their chunk offsets, the server's series and its
+ * figures, and the SLOs. */
+struct fx {
+  struct im_record r[N];
+  uint32_t us[N][MAXC];
+  size_t n;
+  struct im_server_series_pt pts[64];
+  struct im_server_source_figs src;
+  struct im_server_figures sf;
+  bool has_server;
+  struct im_summary_config cfg;
+  struct im_client_counters counters;
+};
+
+/* Request i: scheduled at i * spacing, first token after ttft, then
+ * chunks - 1 gaps of gap each. */
+static void req(struct fx *x, size_t i, int64_t spacing, int64_t ttft, uint32_t chunks,
+                int64_t gap) {
+  struct im_record *r = &x->r[i];
+  memset(r, 0, sizeof *r);
+  im_record_reset(r);
+  r->id = r->logical_id = i + 1;
+  r->attempt = 1;
+  r->t_sched = r->t_sched_first = r->t_dispatch = r->t_start = r->t_send = (int64_t)i * spacing;
+  r->t_first = r->t_start + ttft;
+  r->chunk_us = x->us[i];
+  r->n_chunks = chunks;
+  for (uint32_t k = 0; k < chunks; k++)
+    x->us[i][k] = (uint32_t)((ttft + (int64_t)k * gap) / 1000);
+  r->t_last = r->t_end = r->t_start + (int64_t)x->us[i][chunks - 1] * 1000;
+  r->output_tokens = chunks;
+  r->prompt_tokens = 100;
+  r->conn_new = i == 0;
+  r->content_hash = i + 1;
+}
+
+/* Delays chunks k.. of request i by d (a stall before chunk k). */
+static void stall(struct fx *x, size_t i, uint32_t k, int64_t d) {
+  struct im_record *r = &x->r[i];
+  for (uint32_t j = k; j < r->n_chunks; j++)
+    x->us[i][j] += (uint32_t)(d / 1000);
+  r->t_last = r->t_end = r->t_start + (int64_t)x->us[i][r->n_chunks - 1] * 1000;
+}
+
+/* n requests 100 ms apart, TTFT 20 ms, 21 chunks 10 ms apart (E2E 220 ms,
+ * TPOT 10 ms); no SLO yet; no server. */
+static void base(struct fx *x, size_t n) {
+  memset(x, 0, sizeof *x);
+  x->n = n;
+  for (size_t i = 0; i < n; i++)
+    req(x, i, 100 * MS, 20 * MS, 21, 10 * MS);
+  im_summary_config_default(&x->cfg);
+  x->cfg.window_end_ns = (int64_t)n * 100 * MS;
+  x->counters = (struct im_client_counters){.scheduled = n, .dispatched = n, .cpu_share = 0.1};
+  snprintf(x->sf.tcp.not_collected, sizeof x->sf.tcp.not_collected, "no TCP sample");
+}
+
+static void slo_e2el(struct fx *x, double ms) {
+  x->cfg.has_slo_e2el = true;
+  x->cfg.slo_e2el_ms = ms;
+}
+
+/* A server series: one sample every 100 ms over the run, KV usage 0.1,
+ * nothing waiting, no preemption. */
+static void server(struct fx *x) {
+  x->has_server = true;
+  x->src.n_series = x->n + 4;
+  x->src.series = x->pts;
+  for (size_t j = 0; j < x->src.n_series; j++)
+    x->pts[j] = (struct im_server_series_pt){.t_s = (double)j * 0.1, .kv_cache_usage = 0.1};
+  x->sf.src = &x->src;
+  x->sf.n_src = 1;
+}
+
+/* Runs the stage analysis and the causes; *c gets the verdicts. */
+static void analyze(struct fx *x, struct im_causes *c) {
+  struct im_stage_input in = {.recs = x->r,
+                              .n_recs = x->n,
+                              .cfg = x->cfg,
+                              .slo_target = 0.99,
+                              .counters = x->counters,
+                              .threads = 1};
+  struct im_stage_figures f;
+  CHECK_OK(im_stage_analyze(&in, &f));
+  struct im_causes_input ci = {.f = &f,
+                               .cfg = &in.cfg,
+                               .slo_target = 0.99,
+                               .server =
+                                   x->has_server || !x->sf.tcp.not_collected[0] ? &x->sf : NULL};
+  CHECK_OK(im_causes_compute(&ci, c));
+  im_stage_figures_cleanup(&f);
+}
+
+/* The one SLO violated fires exactly `want` (IM_CAUSE_UNEXPLAINED: none). */
+static void fires_only(struct fx *x, enum im_cause want, double *score) {
+  struct im_causes c;
+  analyze(x, &c);
+  CHECK_EQ(c.n, 1);
+  if (c.n != 1)
+    return;
+  const struct im_cause_slo *s = &c.slo[0];
+  CHECK_EQ(s->n_fired, want == IM_CAUSE_UNEXPLAINED ? 0 : 1);
+  for (int r = 0; r < IM_CAUSE_RULES_; r++) {
+    bool fired = s->checks[r].status == IM_CAUSE_FIRED;
+    if (fired != (r == (int)want))
+      fprintf(stderr, "rule %s: %s (%s)\n", im_cause_name((enum im_cause)r),
+              im_cause_status_name(s->checks[r].status), s->checks[r].why);
+    CHECK_EQ(fired, r == (int)want);
+    CHECK(s->checks[r].why[0] != '\0');
+  }
+  CHECK_EQ(s->checks[IM_CAUSE_TOP_P_COLLAPSE].status, IM_CAUSE_NOT_CHECKED);
+  if (score)
+    *score = want == IM_CAUSE_UNEXPLAINED ? NAN : s->checks[want].score;
+}
+
+static void test_clean(void) {
+  struct fx x;
+  base(&x, N);
+  slo_e2el(&x, 1000);
+  server(&x);
+  struct im_causes c;
+  analyze(&x, &c);
+  CHECK_EQ(c.n, 0); /* no SLO violated: nothing to explain */
+  base(&x, N);
+  analyze(&x, &c);
+  CHECK_EQ(c.n, 0); /* no SLO given */
+}
+
+/* Every third request slow in its first token, with no pattern the rules
+ * know: unexplained, and every rule says why. */
+static void plant_unpatterned(struct fx *x) {
+  for (size_t i = 0; i < x->n; i += 3)
+    req(x, i, 100 * MS, 200 * MS, 21, 10 * MS);
+}
+
+static void test_unexplained(void) {
+  struct fx x;
+  base(&x, N);
+  plant_unpatterned(&x);
+  slo_e2el(&x, 300);
+  server(&x);
+  fires_only(&x, IM_CAUSE_UNEXPLAINED, NULL);
+}
+
+/* Temperatures 0.2 .. 1.65; the hottest third answers twice as long. */
+static void plant_temperature(struct fx *x, int64_t unit) {
+  for (size_t i = 0; i < x->n; i++) {
+    bool hot = i >= x->n - x->n / 3;
+    req(x, i, 100 * unit, 20 * unit, hot ? 42 : 21, 10 * unit);
+    x->r[i].temperature = 0.2 + 0.05 * (double)i;
+  }
+}
+
+static void test_temperature(void) {
+  struct fx x;
+  base(&x, N);
+  plant_temperature(&x, MS);
+  slo_e2el(&x, 300);
+  double score = 0;
+  fires_only(&x, IM_CAUSE_TEMPERATURE_OVERLOAD, &score);
+  CHECK_NEAR(score, 1.0 / (0.5 / 10), 1e-9); /* every hot one over, no cold one */
+  /* The same long answers without a temperature pattern: not applicable. */
+  for (size_t i = 0; i < x.n; i++)
+    x.r[i].temperature = 0.7;
+  fires_only(&x, IM_CAUSE_UNEXPLAINED, NULL);
+  /* The hot third over the limit but not longer: the rule needs both. */
+  base(&x, N);
+  for (size_t i = 0; i < x.n; i++) {
+    x.r[i].temperature = 0.2 + 0.05 * (double)i;
+    if (i >= 20)
+      stall(&x, i, 14, 200 * MS);
+  }
+  slo_e2el(&x, 300);
+  struct im_causes c;
+  analyze(&x, &c);
+  CHECK_EQ(c.n, 1);
+  CHECK_EQ(c.slo[0].checks[IM_CAUSE_TEMPERATURE_OVERLOAD].status, IM_CAUSE_NOT_FIRED);
+}
+
+/* The waiting queue grows by one every 100 ms; each request's TTFT with
+ * it; decoding as fast for every request. */
+static void plant_queueing(struct fx *x, int64_t unit) {
+  for (size_t i = 0; i < x->n; i++) {
+    req(x, i, 100 * unit, (20 + 15 * (int64_t)i) * unit, 21, 10 * unit);
+    x->pts[i].requests_waiting = (double)i;
+  }
+  for (size_t j = x->n; j < x->src.n_series; j++)
+    x->pts[j].requests_waiting = 0;
+}
+
+static void test_queueing(void) {
+  struct fx x;
+  base(&x, N);
+  server(&x);
+  plant_queueing(&x, MS);
+  x.cfg.has_slo_ttft = true;
+  x.cfg.slo_ttft_ms = 300;
+  double score = 0;
+  fires_only(&x, IM_CAUSE_QUEUEING, &score);
+  CHECK(score >= 0.99);
+  /* A server without a waiting queue, or no samples: not applicable. */
+  x.src.waiting_max = NAN;
+  struct im_causes c;
+  analyze(&x, &c);
+  CHECK_EQ(c.slo[0].checks[IM_CAUSE_QUEUEING].status, IM_CAUSE_NOT_APPLICABLE);
+  x.has_server = false;
+  fires_only(&x, IM_CAUSE_UNEXPLAINED, NULL);
+}
+
+/* From 2 s on, KV usage 0.99 and preemptions rising; the requests there
+ * decode at 30 ms a token. */
+static void plant_kv(struct fx *x, int64_t unit) {
+  for (size_t j = 0; j < x->src.n_series; j++)
+    if (x->pts[j].t_s >= 2.0 * (double)unit / 1e6) {
+      x->pts[j].kv_cache_usage = 0.99;
+      x->pts[j].preemptions = (double)j;
+    }
+  for (size_t i = 20; i < x->n; i++)
+    req(x, i, 100 * unit, 20 * unit, 21, 30 * unit);
+}
+
+static void test_kv(void) {
+  struct fx x;
+  base(&x, N);
+  server(&x);
+  plant_kv(&x, MS);
+  x.cfg.has_slo_tpot = true;
+  x.cfg.slo_tpot_ms = 20;
+  double score = 0;
+  fires_only(&x, IM_CAUSE_KV_PRESSURE, &score);
+  CHECK_NEAR(score, 1.0, 1e-9);
+  /* KV full for the whole run: no contrast with the others, no verdict. */
+  for (size_t j = 0; j < x.src.n_series; j++)
+    x.pts[j].kv_cache_usage = 0.99;
+  fires_only(&x, IM_CAUSE_UNEXPLAINED, NULL);
+}
+
+static void test_client(void) {
+  struct fx x;
+  base(&x, N);
+  plant_unpatterned(&x);
+  slo_e2el(&x, 300);
+  x.counters.dispatched = N / 2; /* half of the schedule never sent */
+  fires_only(&x, IM_CAUSE_CLIENT_SATURATION, NULL);
+}
+
+/* TIME_WAIT grows; every other request opened its connection, and those
+ * are the slow ones. */
+static void test_churn(void) {
+  struct fx x;
+  base(&x, N);
+  for (size_t i = 0; i < x.n; i++) {
+    req(&x, i, 100 * MS, (i % 2 ? 20 : 200) * MS, 21, 10 * MS);
+    x.r[i].conn_new = i % 2 == 0;
+  }
+  x.cfg.has_slo_ttft = true;
+  x.cfg.slo_ttft_ms = 100;
+  x.sf.tcp.not_collected[0] = '\0';
+  x.sf.tcp.time_wait_growing = true;
+  x.sf.tcp.time_wait_growth_per_s = 12;
+  double score = 0;
+  fires_only(&x, IM_CAUSE_CONNECTION_CHURN, &score);
+  CHECK_NEAR(score, 1.0 / (0.5 / 15), 1e-9);
+  /* TIME_WAIT steady: the same split is not churn. */
+  x.sf.tcp.time_wait_growing = false;
+  fires_only(&x, IM_CAUSE_UNEXPLAINED, NULL);
+  /* Every request opened its connection: nothing to compare with. */
+  x.sf.tcp.time_wait_growing = true;
+  for (size_t i = 0; i < x.n; i++)
+    x.r[i].conn_new = true;
+  fires_only(&x, IM_CAUSE_UNEXPLAINED, NULL);
+}
+
+/* Requests of 41 chunks (E2E 420 ms, four decoding at once) and an engine
+ * hiccup of 200 ms at 1.075 s and 2.075 s: every stream decoding then
+ * stalls at once (outside every prefill). */
+static void plant_hiccup(struct fx *x, int64_t unit) {
+  for (size_t i = 0; i < x->n; i++) {
+    req(x, i, 100 * unit, 20 * unit, 41, 10 * unit);
+    for (int h = 1; h <= 2; h++) {
+      int64_t at = (1000 * h + 75) * unit - x->r[i].t_start; /* since the start */
+      for (uint32_t k = 1; k < 41; k++)
+        if ((int64_t)x->us[i][k - 1] * 1000 < at && (int64_t)x->us[i][k] * 1000 >= at)
+          stall(x, i, k, 200 * unit);
+    }
+  }
+}
+
+static void test_stall(void) {
+  struct fx x;
+  base(&x, N);
+  server(&x);
+  plant_hiccup(&x, MS);
+  slo_e2el(&x, 500);
+  double score = 0;
+  fires_only(&x, IM_CAUSE_SERVER_STALL, &score);
+  CHECK_NEAR(score, 1.0, 1e-9);
+  /* A TTFT SLO is not explained by stalls after the first token. */
+  struct fx y;
+  base(&y, N);
+  plant_hiccup(&y, MS);
+  plant_unpatterned(&y);
+  y.cfg.has_slo_ttft = true;
+  y.cfg.slo_ttft_ms = 100;
+  struct im_causes c;
+  analyze(&y, &c);
+  CHECK_EQ(c.n, 1);
+  CHECK_EQ(c.slo[0].checks[IM_CAUSE_SERVER_STALL].status, IM_CAUSE_NOT_APPLICABLE);
+}
+
+/* Requests 3, 7, 11, ...: a 100 ms stall that begins 10 ms into the next
+ * request's prefill (prefills cover a fifth of the time); one at a time,
+ * never time-aligned. */
+static void plant_prefill(struct fx *x, int64_t unit) {
+  for (size_t i = 3; i + 1 < x->n; i += 4)
+    stall(x, i, 10, 100 * unit); /* gap 9..10 begins at i*100 + 110 */
+}
+
+static void test_prefill(void) {
+  struct fx x;
+  base(&x, N);
+  plant_prefill(&x, MS);
+  slo_e2el(&x, 300);
+  double score = 0;
+  fires_only(&x, IM_CAUSE_PREFILL_INTERFERENCE, &score);
+  CHECK(score > 4); /* every stall against about a fifth of the time */
+  /* The same stalls 40 ms later, outside every prefill: chance. */
+  base(&x, N);
+  for (size_t i = 3; i + 1 < x.n; i += 4)
+    stall(&x, i, 14, 100 * MS);
+  slo_e2el(&x, 300);
+  fires_only(&x, IM_CAUSE_UNEXPLAINED, NULL);
+}
+
+/* One request, n < 3 with two temperatures, equal values: nothing fires,
+ * nothing is undefined behaviour. */
+static void test_edges(void) {
+  struct fx x;
+  base(&x, 1);
+  slo_e2el(&x, 100);
+  server(&x);
+  fires_only(&x, IM_CAUSE_UNEXPLAINED, NULL);
+  base(&x, 2);
+  x.r[0].temperature = 0.2;
+  x.r[1].temperature = 1.2;
+  slo_e2el(&x, 100);
+  struct im_causes c;
+  analyze(&x, &c);
+  CHECK_EQ(c.n, 1);
+  CHECK_EQ(c.slo[0].checks[IM_CAUSE_TEMPERATURE_OVERLOAD].status, IM_CAUSE_NOT_APPLICABLE);
+  CHECK(isnan(c.slo[0].bimodality));
+  /* Every request the same and every one over: zero variance. */
+  base(&x, N);
+  server(&x);
+  slo_e2el(&x, 100);
+  fires_only(&x, IM_CAUSE_UNEXPLAINED, NULL);
+  analyze(&x, &c);
+  CHECK(isnan(c.slo[0].checks[IM_CAUSE_QUEUEING].score)); /* constant series */
+  /* Violations by failed requests only: no group rule fires. */
+  base(&x, N);
+  slo_e2el(&x, 1000);
+  for (size_t i = 0; i < 5; i++)
+    x.r[i].error = IM_EC_HTTP_5XX;
+  fires_only(&x, IM_CAUSE_UNEXPLAINED, NULL);
+  CHECK_OK(im_causes_compute(NULL, &c) == IM_INVAL ? IM_OK : IM_INVAL);
+}
+
+/* The verdicts and scores of a run and of the same run 4 times faster. */
+static void test_time_scale(void) {
+  void (*plant[])(struct fx *, int64_t) = {plant_temperature, plant_queueing, plant_kv,
+                                           plant_hiccup, plant_prefill};
+  const double e2el_ms[] = {300, 300, 300, 500, 300}; /* the plant's E2E limit */
+  for (size_t p = 0; p < sizeof plant / sizeof *plant; p++) {
+    struct im_causes c[2];
+    for (int s = 0; s < 2; s++) {
+      int64_t unit = s ? MS / 4 : MS;
+      struct fx x;
+      base(&x, N);
+      for (size_t i = 0; i < N; i++)
+        req(&x, i, 100 * unit, 20 * unit, 21, 10 * unit);
+      server(&x);
+      for (size_t j = 0; j < x.src.n_series; j++)
+        x.pts[j].t_s *= (double)unit / 1e6;
+      plant[p](&x, unit);
+      x.cfg.window_end_ns = N * 100 * unit;
+      x.cfg.has_slo_e2el = x.cfg.has_slo_ttft = x.cfg.has_slo_tpot = true;
+      x.cfg.slo_e2el_ms = e2el_ms[p] * (double)unit / 1e6;
+      x.cfg.slo_ttft_ms = 300 * (double)unit / 1e6;
+      x.cfg.slo_tpot_ms = 20 * (double)unit / 1e6;
+      analyze(&x, &c[s]);
+    }
+    CHECK_EQ(c[0].n, c[1].n);
+    size_t fired = 0;
+    for (size_t k = 0; k < c[1].n; k++)
+      fired += c[1].slo[k].n_fired;
+    if (!fired)
+      fprintf(stderr, "plant %zu: nothing fired\n", p);
+    CHECK_INT(fired, >, 0); /* the plant is found at both speeds */
+    for (size_t k = 0; k < c[0].n && k < c[1].n; k++)
+      for (int r = 0; r < IM_CAUSE_RULES_; r++) {
+        CHECK_EQ(c[0].slo[k].checks[r].status, c[1].slo[k].checks[r].status);
+        if (!isnan(c[0].slo[k].checks[r].score))
+          CHECK_REL(c[1].slo[k].checks[r].score, c[0].slo[k].checks[r].score, 1e-6);
+      }
+  }
+}
+
+int main(void) {
+  test_clean();
+  test_unexplained();
+  test_temperature();
+  test_queueing();
+  test_kv();
+  test_client();
+  test_churn();
+  test_stall();
+  test_prefill();
+  test_edges();
+  test_time_scale();
+  return CHECK_DONE();
+}
