@@ -66,7 +66,7 @@ check_eq "the writer (src/) writes this version, and only it" \
 check_eq "the fixtures carry it" "$(jq -r .schema "$FIX"/*/results.json | sort -u)" "$version"
 
 # --- the record keys are the docs' table, in its order
-sed -n '/^## requests.jsonl/,/^## results.json/p' docs/results-schema.md >"$TMP/doc"
+awk '/^## requests.jsonl/ {f = 1; print; next} /^## / {f = 0} f' docs/results-schema.md >"$TMP/doc"
 # shellcheck disable=SC2016 # backquotes of Markdown, not a command
 grep -oE '^\| `[a-z_]+` \|' "$TMP/doc" | grep -oE '[a-z_]+' >"$TMP/doc_keys"
 jq -r '."$defs".record.properties | keys_unsorted[]' "$SCHEMA" >"$TMP/schema_keys"
