@@ -14,7 +14,7 @@
  *              [--grace S]
  *
  * --rate draws the same Poisson arrival times as `infermeter run --rate R
- * --seed S` (src/load/sched.c and src/core/rng.c: xoshiro256** seeded by
+ * --seed S` (src/workload/sched.c and src/core/rng.c: xoshiro256** seeded by
  * splitmix, Exp(1) = -log(1-U), long-double running sum, rounded to ns), so
  * both clients see the same load. --out writes, after the run,
  *   R <request_id> <t_sched_ns> <t_send_ns> <status> <n_chunks>

@@ -1,4 +1,4 @@
-/* Fuzz target for the tokenizer.json tokenizer (src/workload/tokenizer*.c).
+/* Fuzz target for the tokenizer.json tokenizer (src/text/tokenizer*.c).
  *
  * Byte 0 picks the part, the rest is its input:
  *   even: the input encoded by the fixture tokenizer (byte-level BPE with

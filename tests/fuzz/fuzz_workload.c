@@ -1,5 +1,5 @@
 /* Fuzz target for the workload parsers and generators that take user input
- * (src/workload/chattmpl.c, content.c, promptgen.c; src/load/session.c).
+ * (src/text/chattmpl.c, content.c, promptgen.c; src/workload/session.c).
  *
  * Byte 0 picks the part, the rest is its input:
  *   0: messages JSON rendered by every chat template: deterministic, and a

