@@ -1,5 +1,5 @@
 /* Log-linear histogram; the layout and its error bound are derived in
- * include/infermeter/hist.h. */
+ * src/core/hist.h. */
 #include "core/hist.h"
 
 #include <math.h>

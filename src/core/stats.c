@@ -1,4 +1,4 @@
-/* Statistics library; contracts in include/infermeter/stats.h.
+/* Statistics library; contracts in src/core/stats.h.
  *
  * Sources for the formulas (facts, not code):
  *   - incomplete beta continued fraction: DLMF 8.17.22

@@ -1,5 +1,5 @@
 /* OpenAI-compatible streaming chunk decoder; contract in
- * include/infermeter/oai_chunk.h.
+ * src/proto/oai_chunk.h.
  *
  * Why a hand-written scanner: jansson builds a tree of heap nodes per chunk
  * (one malloc per key and value); on typical 200-400 byte chunks that costs

@@ -1,7 +1,7 @@
 /* The jansson version of the OpenAI chunk decoder: the reference that
  * tests/fuzz/fuzz_sse.c and tests/unit/test_oai_chunk.c compare
  * im_oai_chunk_decode against, and the baseline of bench/sse_speed.c.
- * Contract in include/infermeter/oai_chunk.h (im__oai_chunk_decode_jansson).
+ * Contract in src/proto/oai_chunk.h (im__oai_chunk_decode_jansson).
  *
  * It shares no code with src/proto/oai_chunk.c on purpose: the helpers below
  * (reset, "[DONE]" test, classification, choice of the reasoning field) are

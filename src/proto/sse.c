@@ -1,4 +1,4 @@
-/* Server-Sent Events parser; the contract is in include/infermeter/sse.h.
+/* Server-Sent Events parser; the contract is in src/proto/sse.h.
  *
  * Hot path: a feed holding whole lines is scanned with memchr for '\n' and
  * '\r' separately, and each search result is remembered until the scan

@@ -1,4 +1,4 @@
-/* Dataset and trace readers (contract in include/infermeter/dataset.h). */
+/* Dataset and trace readers (contract in src/workload/dataset.h). */
 #include "workload/dataset.h"
 
 #include <errno.h>

@@ -1,4 +1,4 @@
-/* A workload read from a dataset or trace file (include/infermeter/dataset.h):
+/* A workload read from a dataset or trace file (src/workload/dataset.h):
  * request i uses item order[i % n]. Prompts and chat messages are sent as
  * written, after the run's salt (so runs stay isolated unless
  * --shared-cache); items that only give lengths (traces) get vocabulary

@@ -1,4 +1,4 @@
-/* Sampling perturbation, grid and sweep stages: see include/infermeter/stages.h. */
+/* Sampling perturbation, grid and sweep stages: see src/workload/stages.h. */
 #include "workload/stages.h"
 
 #include <ctype.h>
