@@ -81,6 +81,17 @@ static enum im_err db_fail(sqlite3 *db, const char *path, char *msg, size_t msg_
                  db ? sqlite3_errmsg(db) : "cannot allocate a connection");
 }
 
+/* PRAGMA user_version, or -1 when it cannot be read. */
+static int user_version(sqlite3 *db) {
+  sqlite3_stmt *st = NULL;
+  int v = -1;
+  if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK &&
+      sqlite3_step(st) == SQLITE_ROW)
+    v = sqlite3_column_int(st, 0);
+  sqlite3_finalize(st);
+  return v;
+}
+
 /* Opens (creating when `create`) and migrates. *db is NULL when the file
  * does not exist and create is false (IM_OK: an empty history). */
 static enum im_err open_db(const char *path, bool create, sqlite3 **db, char *msg,
@@ -109,12 +120,7 @@ static enum im_err open_db(const char *path, bool create, sqlite3 **db, char *ms
     *db = NULL;
     return e;
   }
-  sqlite3_stmt *st = NULL;
-  int version = -1;
-  if (sqlite3_prepare_v2(*db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK &&
-      sqlite3_step(st) == SQLITE_ROW)
-    version = sqlite3_column_int(st, 0);
-  sqlite3_finalize(st);
+  int version = user_version(*db);
   enum im_err e = IM_OK;
   if (version < 0) {
     e = db_fail(*db, path, msg, msg_len, "cannot read the schema version");
@@ -128,11 +134,7 @@ static enum im_err open_db(const char *path, bool create, sqlite3 **db, char *ms
     if (sqlite3_exec(*db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
       e = db_fail(*db, path, msg, msg_len, "cannot lock for migration");
     } else {
-      version = -1;
-      if (sqlite3_prepare_v2(*db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK &&
-          sqlite3_step(st) == SQLITE_ROW)
-        version = sqlite3_column_int(st, 0);
-      sqlite3_finalize(st);
+      version = user_version(*db);
       for (int v = version; e == IM_OK && v >= 0 && v < IM_HISTORY_SCHEMA_VERSION; v++) {
         char sql[64];
         snprintf(sql, sizeof sql, "PRAGMA user_version=%d", v + 1);
