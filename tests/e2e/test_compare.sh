@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # `infermeter compare` and `infermeter history` on real runs against the
-# built-in server: repeat directories built by hand (S/run-1 .. S/run-3,
-# different seeds), one closed-loop configuration (2 in flight, 24 requests,
-# 32 output tokens, about 1 s a run).
+# built-in server: repeat directories built by hand (S/run-1 .. S/run-4,
+# different seeds), one closed-loop configuration (2 in flight, 20 requests,
+# 16 output tokens, time scale 4: about 1 s a run, tokens 5 ms apart so
+# that a busy machine's scheduling delays stay small beside them).
 #  - two sets of the same configuration: no figure changes;
-#  - the same configuration against the server 20 % slower (time scale 10
-#    -> 8.333): TPOT and ITL regressed, --fail-on-regression exits 1;
+#  - the same configuration against the server 20 % slower (time scale 4
+#    -> 3.333): TPOT and ITL regressed, --fail-on-regression exits 1;
 #  - fewer than 3 runs a side: the ratio, but no change called;
 #  - different workloads are refused (the differences named) unless --force;
 #  - history (a temporary database) lists the runs; ids work in compare;
@@ -13,22 +14,22 @@
 . "$(dirname "$0")/lib.sh"
 DB="$TMP/history.db"
 RUN() {
-  "$BIN" run --no-progress --quiet --concurrency 2 --requests 24 --warmup 2 --input-len 64 \
-    --output-len 32 --ignore-eos --tag suite=compare "$@"
+  "$BIN" run --no-progress --quiet --concurrency 2 --requests 20 --warmup 2 --input-len 64 \
+    --output-len "${OUTLEN:-16}" --ignore-eos --tag suite=compare "$@"
 }
 mkdir -p "$TMP/A" "$TMP/A2" "$TMP/S"
 
 # Same configuration, twice, interleaved (a machine whose speed drifts
 # drifts for both sets alike).
-start_server --time-scale 10
-for i in 1 2 3; do
+start_server --time-scale 4
+for i in 1 2 3 4; do
   RUN --url "$BASE" --seed "$i" --out "$TMP/A/run-$i"
   check "run A/run-$i exits 0 or 3 ($?)" test $? -le 3
   RUN --url "$BASE" --seed "$((i + 10))" --out "$TMP/A2/run-$i"
 done
-# The same server 20 % slower: time scale 10 / 1.2.
-start_server --time-scale 8.333333
-for i in 1 2 3; do
+# The same server 20 % slower: time scale 4 / 1.2.
+start_server --time-scale 3.333333
+for i in 1 2 3 4; do
   RUN --url "$BASE" --seed "$((i + 20))" --out "$TMP/S/run-$i"
 done
 stop_server
@@ -39,7 +40,7 @@ cat "$TMP/same.txt"
 "$BIN" compare "$TMP/A" "$TMP/A2" --json >"$TMP/same.json"
 check_eq "same configuration: nothing regressed" "$(jq '.regressed' "$TMP/same.json")" false
 check_eq "same configuration: nothing improved" "$(jq '.improved' "$TMP/same.json")" false
-check_eq "same configuration: 3 runs a side" "$(jq '[.a.runs, .b.runs] | map(length)' -c "$TMP/same.json")" "[3,3]"
+check_eq "same configuration: 4 runs a side" "$(jq '[.a.runs, .b.runs] | map(length)' -c "$TMP/same.json")" "[4,4]"
 check_eq "TPOT p50 no change" "$(jq -r '.stages[0].figures.tpot_p50_ms.verdict' "$TMP/same.json")" "no change"
 
 "$BIN" compare "$TMP/A" "$TMP/S" >"$TMP/slow.txt"
@@ -68,12 +69,12 @@ check "one run a side: no verdict" grep -q "tpot_p50_ms (-).*too few runs" "$TMP
 check_eq "A B C: two comparisons" "$(jq 'length' "$TMP/three.json")" 2
 
 # A different workload is refused, naming the difference; --force compares.
-start_server --time-scale 10
-RUN --url "$BASE" --seed 31 --output-len 16 --out "$TMP/other"
+start_server --time-scale 4
+OUTLEN=8 RUN --url "$BASE" --seed 31 --out "$TMP/other"
 stop_server
 "$BIN" compare "$TMP/A" "$TMP/other" >"$TMP/diff.out" 2>"$TMP/diff.err"
 check_eq "different workloads: exit 2" $? 2
-check "the difference is named" grep -q "workload.output_len: 32 vs 16" "$TMP/diff.err"
+check "the difference is named" grep -q "workload.output_len: 16 vs 8" "$TMP/diff.err"
 "$BIN" compare "$TMP/A" "$TMP/other" --force >"$TMP/forced.out"
 check_eq "--force compares" $? 0
 check "--force warns" grep -q "warning: compared with --force" "$TMP/forced.out"
