@@ -25,7 +25,7 @@ static json_t *figure(const struct im_cmp_result *c, enum im_headline_fig f) {
   if (!o)
     return NULL;
   const char *und = c->verdict == IM_CMP_UNDEFINED ? c->why : NULL;
-  const char *few = c->n_a < 2 || c->n_b < 2 ? "fewer than 2 runs on a side" : und;
+  const char *few = und ? und : c->n_a < 2 || c->n_b < 2 ? "fewer than 2 runs on a side" : NULL;
   int rc = 0;
   rc |= json_object_set_new(o, "unit", json_string(im_headline_fig_unit(f)));
   rc |= json_object_set_new(o, "better", json_string(im_cmp_higher_is_better(f) ? "higher" : "lower"));
