@@ -12,11 +12,16 @@
 
 const char *im_cmp_verdict_name(enum im_cmp_verdict v) {
   switch (v) {
-  case IM_CMP_NO_CHANGE: return "no change";
-  case IM_CMP_IMPROVED: return "improved";
-  case IM_CMP_REGRESSED: return "regressed";
-  case IM_CMP_TOO_FEW: return "too few runs";
-  case IM_CMP_UNDEFINED: return "n/a";
+  case IM_CMP_NO_CHANGE:
+    return "no change";
+  case IM_CMP_IMPROVED:
+    return "improved";
+  case IM_CMP_REGRESSED:
+    return "regressed";
+  case IM_CMP_TOO_FEW:
+    return "too few runs";
+  case IM_CMP_UNDEFINED:
+    return "n/a";
   }
   return "?";
 }
@@ -42,8 +47,8 @@ enum im_err im_cmp_figure(const double *a, size_t n_a, const double *b, size_t n
       !(opts->alpha > 0 && opts->alpha < 1) || n_a > CMP_MAX || n_b > CMP_MAX)
     return IM_INVAL;
   double la[CMP_MAX], lb[CMP_MAX];
-  *out = (struct im_cmp_result){.ratio = NAN, .lo = NAN, .hi = NAN, .df = NAN, .p = NAN,
-                                .mean_a = NAN, .mean_b = NAN};
+  *out = (struct im_cmp_result){
+      .ratio = NAN, .lo = NAN, .hi = NAN, .df = NAN, .p = NAN, .mean_a = NAN, .mean_b = NAN};
   out->n_a = logs_of(a, n_a, la);
   out->n_b = logs_of(b, n_b, lb);
   if (out->n_a)
@@ -135,7 +140,8 @@ enum im_err im_cmp_runs(const struct im_headline *a, size_t n_a, const struct im
         va[i] = a[i].stage[s].v[f];
       for (size_t i = 0; i < n_b; i++)
         vb[i] = b[i].stage[s].v[f];
-      struct im_cmp_opts o = {.noise = noise, .alpha = alpha,
+      struct im_cmp_opts o = {.noise = noise,
+                              .alpha = alpha,
                               .higher_is_better = im_cmp_higher_is_better((enum im_headline_fig)f)};
       enum im_err e = im_cmp_figure(va, n_a, vb, n_b, &o, &out->stage[s].fig[f]);
       if (e != IM_OK)

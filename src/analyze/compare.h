@@ -22,11 +22,11 @@
 #define IM_CMP_MIN_RUNS 3
 
 enum im_cmp_verdict {
-  IM_CMP_NO_CHANGE,  /* p >= alpha, or the interval reaches into the noise band */
-  IM_CMP_IMPROVED,   /* changed, in the better direction */
-  IM_CMP_REGRESSED,  /* changed, in the worse direction */
-  IM_CMP_TOO_FEW,    /* fewer than IM_CMP_MIN_RUNS runs on a side: not called */
-  IM_CMP_UNDEFINED,  /* a side has no usable value (missing, zero or negative) */
+  IM_CMP_NO_CHANGE, /* p >= alpha, or the interval reaches into the noise band */
+  IM_CMP_IMPROVED,  /* changed, in the better direction */
+  IM_CMP_REGRESSED, /* changed, in the worse direction */
+  IM_CMP_TOO_FEW,   /* fewer than IM_CMP_MIN_RUNS runs on a side: not called */
+  IM_CMP_UNDEFINED, /* a side has no usable value (missing, zero or negative) */
 };
 
 /* "no change", "improved", "regressed", "too few runs", "n/a". */
@@ -39,14 +39,14 @@ struct im_cmp_opts {
 };
 
 struct im_cmp_result {
-  size_t n_a, n_b;      /* values used (finite and > 0) */
-  double mean_a, mean_b;/* arithmetic means of the values (for display) */
-  double ratio;         /* exp(Δ); NaN when UNDEFINED */
-  double lo, hi;        /* its interval; NaN with fewer than 2 runs on a side */
-  double df;            /* ν; INFINITY when both sides have zero variance */
-  double p;             /* two-sided p-value; NaN with fewer than 2 runs on a side */
+  size_t n_a, n_b;       /* values used (finite and > 0) */
+  double mean_a, mean_b; /* arithmetic means of the values (for display) */
+  double ratio;          /* exp(Δ); NaN when UNDEFINED */
+  double lo, hi;         /* its interval; NaN with fewer than 2 runs on a side */
+  double df;             /* ν; INFINITY when both sides have zero variance */
+  double p;              /* two-sided p-value; NaN with fewer than 2 runs on a side */
   enum im_cmp_verdict verdict;
-  const char *why;      /* static text for TOO_FEW and UNDEFINED, else NULL */
+  const char *why; /* static text for TOO_FEW and UNDEFINED, else NULL */
 };
 
 /* Compares the n_a values of side A with the n_b values of side B.

@@ -21,27 +21,26 @@ enum { CMP_OK = 0, CMP_REGRESSED = 1, CMP_ERROR = 2 };
 #define CMP_MAX_SIDES 16
 
 static void usage(FILE *f) {
-  fprintf(f,
-          "usage: infermeter compare A B [C ...] [OPTIONS]\n"
-          "\n"
-          "Compares the headline figures of B (and C, ...) with A, the baseline. Each\n"
-          "argument is a run directory, a repeat directory (DIR/run-1 ... DIR/run-K) or a\n"
-          "history id (`infermeter history` lists them). Per figure: the ratio B/A with its\n"
-          "95%% CI (Welch's t on log(metric) over the runs of each side), the p-value and\n"
-          "a verdict; a change is called only with at least 3 runs per side, p < 0.05 and\n"
-          "the whole CI outside the noise band. Multi-stage runs are compared stage by stage.\n"
-          "\n"
-          "options:\n"
-          "  --noise PCT            noise band in percent around a ratio of 1 (default 2)\n"
-          "  --force                compare although model, schedule, workload or tags differ\n"
-          "  --json                 print JSON (one object; an array with more than two sides)\n"
-          "  --fail-on-regression   exit 1 when any figure regressed\n"
-          "  --history PATH         the history database for ids (default\n"
-          "                         $XDG_DATA_HOME/infermeter/history.db)\n"
-          "  --no-history           do not resolve history ids\n"
-          "\n"
-          "Exit status: 0 compared; 1 a figure regressed under --fail-on-regression;\n"
-          "2 usage, unreadable input, or configurations that differ (without --force).\n");
+  fprintf(f, "usage: infermeter compare A B [C ...] [OPTIONS]\n"
+             "\n"
+             "Compares the headline figures of B (and C, ...) with A, the baseline. Each\n"
+             "argument is a run directory, a repeat directory (DIR/run-1 ... DIR/run-K) or a\n"
+             "history id (`infermeter history` lists them). Per figure: the ratio B/A with its\n"
+             "95%% CI (Welch's t on log(metric) over the runs of each side), the p-value and\n"
+             "a verdict; a change is called only with at least 3 runs per side, p < 0.05 and\n"
+             "the whole CI outside the noise band. Multi-stage runs are compared stage by stage.\n"
+             "\n"
+             "options:\n"
+             "  --noise PCT            noise band in percent around a ratio of 1 (default 2)\n"
+             "  --force                compare although model, schedule, workload or tags differ\n"
+             "  --json                 print JSON (one object; an array with more than two sides)\n"
+             "  --fail-on-regression   exit 1 when any figure regressed\n"
+             "  --history PATH         the history database for ids (default\n"
+             "                         $XDG_DATA_HOME/infermeter/history.db)\n"
+             "  --no-history           do not resolve history ids\n"
+             "\n"
+             "Exit status: 0 compared; 1 a figure regressed under --fail-on-regression;\n"
+             "2 usage, unreadable input, or configurations that differ (without --force).\n");
 }
 
 struct side {
@@ -84,8 +83,7 @@ static int load_side(struct side *s, const char *history, bool no_history) {
       return -1;
     }
     if (rows[0].dir_missing) {
-      fprintf(stderr,
-              "infermeter compare: history id %s: its directory %s was moved or deleted\n",
+      fprintf(stderr, "infermeter compare: history id %s: its directory %s was moved or deleted\n",
               id_text, rows[0].dir);
       free(rows);
       return -1;
@@ -157,14 +155,11 @@ static void differences(const struct side *a, const struct side *b, char *out, s
 }
 
 int im_cli_compare(int argc, char **argv) {
-  static const struct option opts[] = {{"noise", required_argument, NULL, 'n'},
-                                       {"force", no_argument, NULL, 'f'},
-                                       {"json", no_argument, NULL, 'j'},
-                                       {"fail-on-regression", no_argument, NULL, 'r'},
-                                       {"history", required_argument, NULL, 'H'},
-                                       {"no-history", no_argument, NULL, 'N'},
-                                       {"help", no_argument, NULL, 'h'},
-                                       {NULL, 0, NULL, 0}};
+  static const struct option opts[] = {
+      {"noise", required_argument, NULL, 'n'},   {"force", no_argument, NULL, 'f'},
+      {"json", no_argument, NULL, 'j'},          {"fail-on-regression", no_argument, NULL, 'r'},
+      {"history", required_argument, NULL, 'H'}, {"no-history", no_argument, NULL, 'N'},
+      {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
   double noise_pct = 2;
   bool force = false, json = false, fail_on_reg = false, no_history = false;
   const char *history = NULL;
@@ -176,13 +171,27 @@ int im_cli_compare(int argc, char **argv) {
       if (im_arg_double("--noise", optarg, 0, 99, &noise_pct))
         return CMP_ERROR;
       break;
-    case 'f': force = true; break;
-    case 'j': json = true; break;
-    case 'r': fail_on_reg = true; break;
-    case 'H': history = optarg; break;
-    case 'N': no_history = true; break;
-    case 'h': usage(stdout); return CMP_OK;
-    default: usage(stderr); return CMP_ERROR;
+    case 'f':
+      force = true;
+      break;
+    case 'j':
+      json = true;
+      break;
+    case 'r':
+      fail_on_reg = true;
+      break;
+    case 'H':
+      history = optarg;
+      break;
+    case 'N':
+      no_history = true;
+      break;
+    case 'h':
+      usage(stdout);
+      return CMP_OK;
+    default:
+      usage(stderr);
+      return CMP_ERROR;
     }
   }
   int nsides = argc - optind;
@@ -222,9 +231,12 @@ int im_cli_compare(int argc, char **argv) {
       fprintf(stderr, "infermeter compare: %s vs %s: %s\n", sides[0].arg, sides[i].arg, msg2);
       goto out;
     }
-    struct im_cmp_meta meta = {.label_a = sides[0].arg, .label_b = sides[i].arg,
-                               .dirs_a = sides[0].dirs, .dirs_b = sides[i].dirs,
-                               .differences = diff, .forced = force && *diff};
+    struct im_cmp_meta meta = {.label_a = sides[0].arg,
+                               .label_b = sides[i].arg,
+                               .dirs_a = sides[0].dirs,
+                               .dirs_b = sides[i].dirs,
+                               .differences = diff,
+                               .forced = force && *diff};
     regressed |= rep->any_regressed;
     if (json) {
       json_t *o = im_cmp_to_json(rep, &meta);

@@ -15,24 +15,23 @@
 enum { HIST_OK = 0, HIST_ERROR = 2 };
 
 static void usage(FILE *f) {
-  fprintf(f,
-          "usage: infermeter history [--model M] [--tag K=V] [--since DATE] [--json]\n"
-          "                          [--history PATH]\n"
-          "       infermeter history add DIR... [--history PATH]\n"
-          "\n"
-          "Lists the runs in the history database, newest first: id (for `compare`),\n"
-          "start time, model, tags, workload digest, headline figures, verdict and\n"
-          "directory; a directory that was moved or deleted is marked MISSING.\n"
-          "`add` indexes run or repeat directories (as `run` does at its end).\n"
-          "\n"
-          "options:\n"
-          "  --model M        only runs of model M\n"
-          "  --tag K=V        only runs tagged K=V\n"
-          "  --since DATE     only runs started at or after DATE (ISO 8601: 2026-12-01,\n"
-          "                   2026-12-01T21:00)\n"
-          "  --json           print a JSON array\n"
-          "  --history PATH   the database (default $XDG_DATA_HOME/infermeter/history.db,\n"
-          "                   else ~/.local/share/infermeter/history.db)\n");
+  fprintf(f, "usage: infermeter history [--model M] [--tag K=V] [--since DATE] [--json]\n"
+             "                          [--history PATH]\n"
+             "       infermeter history add DIR... [--history PATH]\n"
+             "\n"
+             "Lists the runs in the history database, newest first: id (for `compare`),\n"
+             "start time, model, tags, workload digest, headline figures, verdict and\n"
+             "directory; a directory that was moved or deleted is marked MISSING.\n"
+             "`add` indexes run or repeat directories (as `run` does at its end).\n"
+             "\n"
+             "options:\n"
+             "  --model M        only runs of model M\n"
+             "  --tag K=V        only runs tagged K=V\n"
+             "  --since DATE     only runs started at or after DATE (ISO 8601: 2026-12-01,\n"
+             "                   2026-12-01T21:00)\n"
+             "  --json           print a JSON array\n"
+             "  --history PATH   the database (default $XDG_DATA_HOME/infermeter/history.db,\n"
+             "                   else ~/.local/share/infermeter/history.db)\n");
 }
 
 static json_t *row_json(const struct im_history_row *r) {
@@ -92,7 +91,9 @@ int im_cli_history(int argc, char **argv) {
   optind = 1;
   while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
     switch (c) {
-    case 'm': f.model = optarg; break;
+    case 'm':
+      f.model = optarg;
+      break;
     case 't': {
       const char *eq = strchr(optarg, '=');
       if (!eq || eq == optarg || strlen(optarg) >= sizeof tag) {
@@ -105,11 +106,21 @@ int im_cli_history(int argc, char **argv) {
       f.tag_value = tag + (eq - optarg) + 1;
       break;
     }
-    case 's': f.since = optarg; break;
-    case 'j': json = true; break;
-    case 'H': history = optarg; break;
-    case 'h': usage(stdout); return HIST_OK;
-    default: usage(stderr); return HIST_ERROR;
+    case 's':
+      f.since = optarg;
+      break;
+    case 'j':
+      json = true;
+      break;
+    case 'H':
+      history = optarg;
+      break;
+    case 'h':
+      usage(stdout);
+      return HIST_OK;
+    default:
+      usage(stderr);
+      return HIST_ERROR;
     }
   }
   if (optind < argc && !strcmp(argv[optind], "add")) {
@@ -146,10 +157,9 @@ int im_cli_history(int argc, char **argv) {
            "digest", "req/s", "tok/s", "p99 ttft", "verdict", "directory");
     for (size_t i = 0; i < n; i++) {
       const struct im_history_row *r = &rows[i];
-      printf("%5lld  %-20s  %-16.16s  %-16s  %9.3f  %9.1f  %9.2f  %-8.8s  %s%s\n",
-             (long long)r->id, r->started_at, r->model, r->digest,
-             r->v[IM_FIG_REQUEST_THROUGHPUT], r->v[IM_FIG_OUTPUT_THROUGHPUT],
-             r->v[IM_FIG_TTFT_P99], r->verdict, r->dir,
+      printf("%5lld  %-20s  %-16.16s  %-16s  %9.3f  %9.1f  %9.2f  %-8.8s  %s%s\n", (long long)r->id,
+             r->started_at, r->model, r->digest, r->v[IM_FIG_REQUEST_THROUGHPUT],
+             r->v[IM_FIG_OUTPUT_THROUGHPUT], r->v[IM_FIG_TTFT_P99], r->verdict, r->dir,
              r->dir_missing ? "  (MISSING: moved or deleted)" : "");
       if (strcmp(r->tags, "{}") && strcmp(r->tags, "null"))
         printf("%5s  tags %s\n", "", r->tags);

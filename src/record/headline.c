@@ -17,7 +17,9 @@ static const struct {
   const char *name, *unit;
   const char *path[4]; /* keys below the stage object */
 } figs[IM_FIG_COUNT] = {
-    [IM_FIG_REQUEST_THROUGHPUT] = {"request_throughput", "req/s", {"summary", "request_throughput"}},
+    [IM_FIG_REQUEST_THROUGHPUT] = {"request_throughput",
+                                   "req/s",
+                                   {"summary", "request_throughput"}},
     [IM_FIG_OUTPUT_THROUGHPUT] = {"output_throughput", "tok/s", {"summary", "output_throughput"}},
     [IM_FIG_GOODPUT] = {"request_goodput", "req/s", {"summary", "request_goodput"}},
     [IM_FIG_TTFT_P50] = {"ttft_p50_ms", "ms", {"metrics", "latency_ms", "ttft", "p50"}},
@@ -33,7 +35,9 @@ static const struct {
     [IM_FIG_E2EL_P90] = {"e2el_p90_ms", "ms", {"metrics", "latency_ms", "e2el", "p90"}},
     [IM_FIG_E2EL_P99] = {"e2el_p99_ms", "ms", {"metrics", "latency_ms", "e2el", "p99"}},
     [IM_FIG_SLO_ATTAINMENT] = {"slo_attainment", "", {"metrics", "slo", "attainment", "all"}},
-    [IM_FIG_EFFECTIVE_QPS] = {"effective_qps", "req/s", {"metrics", "effective_rate", "effective_qps"}},
+    [IM_FIG_EFFECTIVE_QPS] = {"effective_qps",
+                              "req/s",
+                              {"metrics", "effective_rate", "effective_qps"}},
 };
 
 const char *im_headline_fig_name(enum im_headline_fig f) {
@@ -88,12 +92,14 @@ enum im_err im_headline_read(const char *dir, struct im_headline *out, char *msg
   snprintf(path, sizeof path, "%s/results.json", dir);
   struct stat st;
   if (stat(path, &st) != 0)
-    return im_errf(msg, msg_len, IM_NOTFOUND, "%s: %s (is it a run directory? `infermeter report DIR` writes it)",
-                   path, strerror(errno));
+    return im_errf(msg, msg_len, IM_NOTFOUND,
+                   "%s: %s (is it a run directory? `infermeter report DIR` writes it)", path,
+                   strerror(errno));
   if (!S_ISREG(st.st_mode))
     return im_errf(msg, msg_len, IM_PARSE, "%s: not a regular file", path);
   if ((uint64_t)st.st_size > IM_HEADLINE_MAX_FILE)
-    return im_errf(msg, msg_len, IM_LIMIT, "%s: larger than %u MiB", path, IM_HEADLINE_MAX_FILE >> 20);
+    return im_errf(msg, msg_len, IM_LIMIT, "%s: larger than %u MiB", path,
+                   IM_HEADLINE_MAX_FILE >> 20);
   json_error_t jerr;
   json_t *root = json_load_file(path, 0, &jerr);
   if (!root)
@@ -267,8 +273,10 @@ bool im_headline_diff(const char *prefix, const char *a, const char *b, char *ou
     }
   } else {
     char kb[256];
-    snprintf(kb, sizeof kb, "%.*s", (int)(strlen(prefix) && prefix[strlen(prefix) - 1] == '.'
-                                              ? strlen(prefix) - 1 : strlen(prefix)), prefix);
+    snprintf(kb, sizeof kb, "%.*s",
+             (int)(strlen(prefix) && prefix[strlen(prefix) - 1] == '.' ? strlen(prefix) - 1
+                                                                       : strlen(prefix)),
+             prefix);
     append(out, out_len, &used, "%s: %s vs %s", kb, a, b);
   }
   json_decref(ja);

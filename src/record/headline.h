@@ -43,8 +43,8 @@ enum im_headline_fig {
   IM_FIG_E2EL_P50,
   IM_FIG_E2EL_P90,
   IM_FIG_E2EL_P99,
-  IM_FIG_SLO_ATTAINMENT,     /* metrics.slo.attainment.all, fraction */
-  IM_FIG_EFFECTIVE_QPS,      /* metrics.effective_rate.effective_qps */
+  IM_FIG_SLO_ATTAINMENT, /* metrics.slo.attainment.all, fraction */
+  IM_FIG_EFFECTIVE_QPS,  /* metrics.effective_rate.effective_qps */
   IM_FIG_COUNT
 };
 
@@ -65,15 +65,15 @@ struct im_headline_stage {
  * strings mean equal configurations. */
 struct im_headline {
   char dir[IM_HEADLINE_PATH];
-  char started_at[40];         /* manifest.started_at ("" if absent) */
-  char target[512];            /* manifest.target.url */
-  char model[256];             /* manifest.target.model */
+  char started_at[40];              /* manifest.started_at ("" if absent) */
+  char target[512];                 /* manifest.target.url */
+  char model[256];                  /* manifest.target.model */
   char tags[IM_HEADLINE_IDENT];     /* manifest.tags */
   char schedule[IM_HEADLINE_IDENT]; /* manifest.schedule, with manifest.stages as "stages" */
   char workload[IM_HEADLINE_IDENT]; /* manifest.workload */
-  char verdict[64];            /* audit.client_check.verdict ("" if absent) */
-  char publishable[64];        /* audit.publishable.verdict ("" if absent) */
-  size_t n_stages;             /* 1 for a one-stage run */
+  char verdict[64];                 /* audit.client_check.verdict ("" if absent) */
+  char publishable[64];             /* audit.publishable.verdict ("" if absent) */
+  size_t n_stages;                  /* 1 for a one-stage run */
   struct im_headline_stage stage[IM_HEADLINE_MAX_STAGES];
 };
 
@@ -95,8 +95,7 @@ enum im_err im_headline_list_runs(const char *dir, char (*paths)[IM_HEADLINE_PAT
  * im_headline): for objects, the keys whose values differ ("input_len: 32
  * vs 64"), joined by "; " under `prefix` ("workload."). Writes "" when
  * they are equal; truncates to out_len. Returns true when they differ. */
-bool im_headline_diff(const char *prefix, const char *a, const char *b, char *out,
-                      size_t out_len);
+bool im_headline_diff(const char *prefix, const char *a, const char *b, char *out, size_t out_len);
 
 /* 64-bit FNV-1a of model, schedule, workload and tags, as 16 hex digits:
  * the history's workload digest (equal digests: comparable runs). */

@@ -94,8 +94,7 @@ static int user_version(sqlite3 *db) {
 
 /* Opens (creating when `create`) and migrates. *db is NULL when the file
  * does not exist and create is false (IM_OK: an empty history). */
-static enum im_err open_db(const char *path, bool create, sqlite3 **db, char *msg,
-                           size_t msg_len) {
+static enum im_err open_db(const char *path, bool create, sqlite3 **db, char *msg, size_t msg_len) {
   *db = NULL;
   if (!create && access(path, F_OK) != 0)
     return IM_OK;
@@ -172,13 +171,13 @@ static void bind_num(sqlite3_stmt *st, int i, double v) {
     sqlite3_bind_null(st, i);
 }
 
-#define FIG_COLS                                                                         \
-  "request_throughput, output_throughput, request_goodput, ttft_p50_ms, ttft_p90_ms,"    \
-  " ttft_p99_ms, tpot_p50_ms, tpot_p90_ms, tpot_p99_ms, itl_p50_ms, itl_p90_ms,"         \
+#define FIG_COLS                                                                                   \
+  "request_throughput, output_throughput, request_goodput, ttft_p50_ms, ttft_p90_ms,"              \
+  " ttft_p99_ms, tpot_p50_ms, tpot_p90_ms, tpot_p99_ms, itl_p50_ms, itl_p90_ms,"                   \
   " itl_p99_ms, e2el_p50_ms, e2el_p90_ms, e2el_p99_ms, slo_attainment, effective_qps"
 
-enum im_err im_history_add_run(const char *db_path, const char *run_dir, int64_t *id_out,
-                               char *msg, size_t msg_len) {
+enum im_err im_history_add_run(const char *db_path, const char *run_dir, int64_t *id_out, char *msg,
+                               size_t msg_len) {
   char def[PATH_MAX], abs_dir[PATH_MAX];
   if (!db_path) {
     if (im_history_default_path(def, sizeof def) != IM_OK)
@@ -273,8 +272,8 @@ enum im_err im_history_add_run(const char *db_path, const char *run_dir, int64_t
   st = NULL;
   json_t *tags = json_loads(h->tags, JSON_DECODE_ANY, NULL);
   if (json_is_object(tags)) {
-    if (sqlite3_prepare_v2(db, "INSERT INTO run_tags (run_id, key, value) VALUES (?,?,?)", -1,
-                           &st, NULL) != SQLITE_OK) {
+    if (sqlite3_prepare_v2(db, "INSERT INTO run_tags (run_id, key, value) VALUES (?,?,?)", -1, &st,
+                           NULL) != SQLITE_OK) {
       json_decref(tags);
       e = db_fail(db, db_path, msg, msg_len, "cannot prepare");
       goto rollback;
@@ -324,8 +323,7 @@ static void col_text(sqlite3_stmt *st, int i, char *dst, size_t cap) {
 }
 
 enum im_err im_history_query(const char *db_path, const struct im_history_filter *f,
-                             struct im_history_row **rows, size_t *n, char *msg,
-                             size_t msg_len) {
+                             struct im_history_row **rows, size_t *n, char *msg, size_t msg_len) {
   *rows = NULL;
   *n = 0;
   char def[PATH_MAX];

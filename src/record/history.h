@@ -38,8 +38,8 @@ enum im_err im_history_default_path(char *out, size_t len) IM_WUR;
  * database at db_path (NULL: the default path), creating the file and its
  * parent directory when missing. *id_out (may be NULL) receives the row id.
  * The directory is stored as an absolute path. */
-enum im_err im_history_add_run(const char *db_path, const char *run_dir, int64_t *id_out,
-                               char *msg, size_t msg_len) IM_WUR;
+enum im_err im_history_add_run(const char *db_path, const char *run_dir, int64_t *id_out, char *msg,
+                               size_t msg_len) IM_WUR;
 
 struct im_history_row {
   int64_t id;
@@ -47,20 +47,20 @@ struct im_history_row {
   char started_at[40]; /* the manifest's */
   char target[512];
   char model[256];
-  char tags[1024];     /* compact JSON (truncated at the cap) */
+  char tags[1024]; /* compact JSON (truncated at the cap) */
   char digest[17];
   double v[IM_FIG_COUNT]; /* the first stage's figures; NaN when null */
   char verdict[64], publishable[64];
   char dir[IM_HEADLINE_PATH];
-  bool dir_missing;    /* the directory (or its results.json) is gone or moved */
+  bool dir_missing; /* the directory (or its results.json) is gone or moved */
 };
 
 struct im_history_filter {
-  const char *model;     /* exact model name, or NULL */
-  const char *tag_key;   /* with tag_value: manifest.tags[key] == value, or NULL */
+  const char *model;   /* exact model name, or NULL */
+  const char *tag_key; /* with tag_value: manifest.tags[key] == value, or NULL */
   const char *tag_value;
-  const char *since;     /* started_at >= this ISO date/time prefix, or NULL */
-  int64_t id;            /* > 0: only this row */
+  const char *since; /* started_at >= this ISO date/time prefix, or NULL */
+  int64_t id;        /* > 0: only this row */
 };
 
 /* The rows matching f, newest first, at most IM_HISTORY_MAX_ROWS: *rows is

@@ -28,7 +28,8 @@ static json_t *figure(const struct im_cmp_result *c, enum im_headline_fig f) {
   const char *few = und ? und : c->n_a < 2 || c->n_b < 2 ? "fewer than 2 runs on a side" : NULL;
   int rc = 0;
   rc |= json_object_set_new(o, "unit", json_string(im_headline_fig_unit(f)));
-  rc |= json_object_set_new(o, "better", json_string(im_cmp_higher_is_better(f) ? "higher" : "lower"));
+  rc |= json_object_set_new(o, "better",
+                            json_string(im_cmp_higher_is_better(f) ? "higher" : "lower"));
   rc |= im_jw_uint(o, "n_a", c->n_a);
   rc |= im_jw_uint(o, "n_b", c->n_b);
   rc |= im_jw_num(o, "mean_a", c->mean_a, c->n_a ? NULL : "no positive value");
@@ -61,8 +62,7 @@ json_t *im_cmp_to_json(const struct im_cmp_report *r, const struct im_cmp_meta *
   rc |= im_jw_num(root, "alpha", r->alpha, NULL);
   rc |= im_jw_uint(root, "min_runs", IM_CMP_MIN_RUNS);
   rc |= json_object_set_new(root, "forced", json_boolean(m->forced));
-  rc |= json_object_set_new(root, "differences",
-                            json_string(m->differences ? m->differences : ""));
+  rc |= json_object_set_new(root, "differences", json_string(m->differences ? m->differences : ""));
   for (size_t s = 0; s < r->n_stages; s++) {
     json_t *st = json_object(), *figs = json_object();
     if (!st || !figs) {
@@ -111,8 +111,8 @@ void im_cmp_print(FILE *out, const struct im_cmp_report *r, const struct im_cmp_
   for (size_t s = 0; s < r->n_stages; s++) {
     if (r->n_stages > 1)
       fprintf(out, "\nstage %zu%s%s\n", s, *r->stage[s].label ? ": " : "", r->stage[s].label);
-    fprintf(out, "\n%-26s %11s %11s %8s %19s %8s  %s\n", "figure", "A", "B", "B/A",
-            "95% CI", "p", "verdict");
+    fprintf(out, "\n%-26s %11s %11s %8s %19s %8s  %s\n", "figure", "A", "B", "B/A", "95% CI", "p",
+            "verdict");
     for (int f = 0; f < IM_FIG_COUNT; f++) {
       const struct im_cmp_result *c = &r->stage[s].fig[f];
       char name[64], a[24], b[24], ratio[24], ci[48], p[24];
@@ -136,13 +136,15 @@ void im_cmp_print(FILE *out, const struct im_cmp_report *r, const struct im_cmp_
               im_cmp_verdict_name(c->verdict));
     }
   }
-  fprintf(out, "\n(+) higher is better, (-) lower is better. A and B: means over the runs; "
-               "B/A: ratio of geometric means,\n95%% CI by Welch's t on log(metric). A change "
-               "is called when p < %.2g and the CI lies outside 1 ± %.3g%%.\n",
+  fprintf(out,
+          "\n(+) higher is better, (-) lower is better. A and B: means over the runs; "
+          "B/A: ratio of geometric means,\n95%% CI by Welch's t on log(metric). A change "
+          "is called when p < %.2g and the CI lies outside 1 ± %.3g%%.\n",
           r->alpha, r->noise * 100);
   if (r->runs_a < IM_CMP_MIN_RUNS || r->runs_b < IM_CMP_MIN_RUNS)
-    fprintf(out, "Too few runs to call a change: %zu vs %zu, at least %d per side are needed "
-                 "(infermeter run --repeat %d).\n",
+    fprintf(out,
+            "Too few runs to call a change: %zu vs %zu, at least %d per side are needed "
+            "(infermeter run --repeat %d).\n",
             r->runs_a, r->runs_b, IM_CMP_MIN_RUNS, IM_CMP_MIN_RUNS);
   fprintf(out, "Overall: %s\n",
           r->any_regressed && r->any_improved ? "some figures regressed, some improved"

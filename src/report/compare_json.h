@@ -12,11 +12,11 @@
 
 /* What the renderers show besides the figures. */
 struct im_cmp_meta {
-  const char *label_a, *label_b;  /* the arguments as given */
-  const char *const *dirs_a;      /* the run directories of each side */
+  const char *label_a, *label_b; /* the arguments as given */
+  const char *const *dirs_a;     /* the run directories of each side */
   const char *const *dirs_b;
-  const char *differences;        /* "" when the configurations match */
-  bool forced;                    /* compared despite differences (--force) */
+  const char *differences; /* "" when the configurations match */
+  bool forced;             /* compared despite differences (--force) */
 };
 
 /* A new object (caller owns: json_decref), NULL when out of memory. */
