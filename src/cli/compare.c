@@ -154,25 +154,68 @@ static void differences(const struct side *a, const struct side *b, char *out, s
   }
 }
 
+struct cmp_opts {
+  double noise_pct;
+  bool force;
+};
+
+/* Compares b with a: checks that they are comparable, computes into *rep,
+ * then prints the table, or appends the JSON object to `all` when it is
+ * not NULL. Prints the reason and returns -1 on failure. */
+static int compare_pair(const struct side *a, const struct side *b, const struct cmp_opts *o,
+                        struct im_cmp_report *rep, json_t *all) {
+  char diff[4096], msg[1024];
+  /* Within a side too: a repeat directory's runs must agree. */
+  differences(a, b, diff, sizeof diff);
+  if (*diff && !o->force) {
+    fprintf(stderr,
+            "infermeter compare: %s and %s were not run with the same configuration: %s\n"
+            "Compare like with like, or pass --force to compare anyway.\n",
+            a->arg, b->arg, diff);
+    return -1;
+  }
+  if (im_cmp_runs(a->runs, a->n, b->runs, b->n, o->noise_pct / 100, 0.05, rep, msg, sizeof msg) !=
+      IM_OK) {
+    fprintf(stderr, "infermeter compare: %s vs %s: %s\n", a->arg, b->arg, msg);
+    return -1;
+  }
+  struct im_cmp_meta meta = {.label_a = a->arg,
+                             .label_b = b->arg,
+                             .dirs_a = a->dirs,
+                             .dirs_b = b->dirs,
+                             .differences = diff,
+                             .forced = o->force && *diff};
+  if (!all) {
+    im_cmp_print(stdout, rep, &meta);
+    return 0;
+  }
+  json_t *j = im_cmp_to_json(rep, &meta);
+  if (!j || json_array_append_new(all, j)) {
+    fprintf(stderr, "infermeter compare: out of memory\n");
+    return -1;
+  }
+  return 0;
+}
+
 int im_cli_compare(int argc, char **argv) {
   static const struct option opts[] = {
       {"noise", required_argument, NULL, 'n'},   {"force", no_argument, NULL, 'f'},
       {"json", no_argument, NULL, 'j'},          {"fail-on-regression", no_argument, NULL, 'r'},
       {"history", required_argument, NULL, 'H'}, {"no-history", no_argument, NULL, 'N'},
       {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
-  double noise_pct = 2;
-  bool force = false, json = false, fail_on_reg = false, no_history = false;
+  struct cmp_opts o = {.noise_pct = 2};
+  bool json = false, fail_on_reg = false, no_history = false;
   const char *history = NULL;
   int c;
   optind = 1;
   while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
     switch (c) {
     case 'n':
-      if (im_arg_double("--noise", optarg, 0, 99, &noise_pct))
+      if (im_arg_double("--noise", optarg, 0, 99, &o.noise_pct))
         return CMP_ERROR;
       break;
     case 'f':
-      force = true;
+      o.force = true;
       break;
     case 'j':
       json = true;
@@ -215,40 +258,11 @@ int im_cli_compare(int argc, char **argv) {
   }
   bool regressed = false;
   for (int i = 1; i < nsides; i++) {
-    char diff[4096];
-    /* Within a side too: a repeat directory's runs must agree. */
-    differences(&sides[0], &sides[i], diff, sizeof diff);
-    if (*diff && !force) {
-      fprintf(stderr,
-              "infermeter compare: %s and %s were not run with the same configuration: %s\n"
-              "Compare like with like, or pass --force to compare anyway.\n",
-              sides[0].arg, sides[i].arg, diff);
+    if (i > 1 && !all)
+      printf("\n");
+    if (compare_pair(&sides[0], &sides[i], &o, rep, all))
       goto out;
-    }
-    char msg2[1024];
-    if (im_cmp_runs(sides[0].runs, sides[0].n, sides[i].runs, sides[i].n, noise_pct / 100, 0.05,
-                    rep, msg2, sizeof msg2) != IM_OK) {
-      fprintf(stderr, "infermeter compare: %s vs %s: %s\n", sides[0].arg, sides[i].arg, msg2);
-      goto out;
-    }
-    struct im_cmp_meta meta = {.label_a = sides[0].arg,
-                               .label_b = sides[i].arg,
-                               .dirs_a = sides[0].dirs,
-                               .dirs_b = sides[i].dirs,
-                               .differences = diff,
-                               .forced = force && *diff};
     regressed |= rep->any_regressed;
-    if (json) {
-      json_t *o = im_cmp_to_json(rep, &meta);
-      if (!o || json_array_append_new(all, o)) {
-        fprintf(stderr, "infermeter compare: out of memory\n");
-        goto out;
-      }
-    } else {
-      if (i > 1)
-        printf("\n");
-      im_cmp_print(stdout, rep, &meta);
-    }
   }
   if (json) {
     json_t *doc = nsides == 2 ? json_array_get(all, 0) : all;

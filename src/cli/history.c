@@ -60,6 +60,35 @@ static json_t *row_json(const struct im_history_row *r) {
   return o;
 }
 
+static int print_json(const struct im_history_row *rows, size_t n) {
+  json_t *a = json_array();
+  int rc = a ? HIST_OK : HIST_ERROR;
+  for (size_t i = 0; a && i < n; i++)
+    if (json_array_append_new(a, row_json(&rows[i])))
+      rc = HIST_ERROR;
+  if (rc || json_dumpf(a, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10)))
+    rc = HIST_ERROR;
+  printf("\n");
+  json_decref(a);
+  return rc;
+}
+
+static void print_table(const struct im_history_row *rows, size_t n, bool filtered) {
+  printf("%5s  %-20s  %-16s  %-16s  %9s  %9s  %9s  %-8s  %s\n", "id", "started", "model", "digest",
+         "req/s", "tok/s", "p99 ttft", "verdict", "directory");
+  for (size_t i = 0; i < n; i++) {
+    const struct im_history_row *r = &rows[i];
+    printf("%5lld  %-20s  %-16.16s  %-16s  %9.3f  %9.1f  %9.2f  %-8.8s  %s%s\n", (long long)r->id,
+           r->started_at, r->model, r->digest, r->v[IM_FIG_REQUEST_THROUGHPUT],
+           r->v[IM_FIG_OUTPUT_THROUGHPUT], r->v[IM_FIG_TTFT_P99], r->verdict, r->dir,
+           r->dir_missing ? "  (MISSING: moved or deleted)" : "");
+    if (strcmp(r->tags, "{}") && strcmp(r->tags, "null"))
+      printf("%5s  tags %s\n", "", r->tags);
+  }
+  if (n == 0)
+    printf("(no runs%s)\n", filtered ? " match" : " yet");
+}
+
 static int add_dirs(int argc, char **argv, const char *history) {
   int rc = HIST_OK;
   for (int i = 0; i < argc; i++) {
@@ -143,30 +172,10 @@ int im_cli_history(int argc, char **argv) {
     return HIST_ERROR;
   }
   int rc = HIST_OK;
-  if (json) {
-    json_t *a = json_array();
-    for (size_t i = 0; a && i < n; i++)
-      if (json_array_append_new(a, row_json(&rows[i])))
-        rc = HIST_ERROR;
-    if (!a || rc || json_dumpf(a, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10)))
-      rc = HIST_ERROR;
-    printf("\n");
-    json_decref(a);
-  } else {
-    printf("%5s  %-20s  %-16s  %-16s  %9s  %9s  %9s  %-8s  %s\n", "id", "started", "model",
-           "digest", "req/s", "tok/s", "p99 ttft", "verdict", "directory");
-    for (size_t i = 0; i < n; i++) {
-      const struct im_history_row *r = &rows[i];
-      printf("%5lld  %-20s  %-16.16s  %-16s  %9.3f  %9.1f  %9.2f  %-8.8s  %s%s\n", (long long)r->id,
-             r->started_at, r->model, r->digest, r->v[IM_FIG_REQUEST_THROUGHPUT],
-             r->v[IM_FIG_OUTPUT_THROUGHPUT], r->v[IM_FIG_TTFT_P99], r->verdict, r->dir,
-             r->dir_missing ? "  (MISSING: moved or deleted)" : "");
-      if (strcmp(r->tags, "{}") && strcmp(r->tags, "null"))
-        printf("%5s  tags %s\n", "", r->tags);
-    }
-    if (n == 0)
-      printf("(no runs%s)\n", f.model || f.tag_key || f.since ? " match" : " yet");
-  }
+  if (json)
+    rc = print_json(rows, n);
+  else
+    print_table(rows, n, f.model || f.tag_key || f.since);
   free(rows);
   return rc;
 }

@@ -176,6 +176,112 @@ static void bind_num(sqlite3_stmt *st, int i, double v) {
   " ttft_p99_ms, tpot_p50_ms, tpot_p90_ms, tpot_p99_ms, itl_p50_ms, itl_p90_ms,"                   \
   " itl_p99_ms, e2el_p50_ms, e2el_p90_ms, e2el_p99_ms, slo_attainment, effective_qps"
 
+static const char insert_sql[] =
+    "INSERT INTO runs (added_at, started_at, target, model, tags, workload_digest, " FIG_COLS
+    ", verdict, publishable, dir) VALUES (?,?,?,?,?,?, ?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?, ?,?,?)"
+    " ON CONFLICT(dir) DO UPDATE SET added_at=excluded.added_at, started_at=excluded.started_at,"
+    " target=excluded.target, model=excluded.model, tags=excluded.tags,"
+    " workload_digest=excluded.workload_digest,"
+    " request_throughput=excluded.request_throughput,"
+    " output_throughput=excluded.output_throughput, request_goodput=excluded.request_goodput,"
+    " ttft_p50_ms=excluded.ttft_p50_ms, ttft_p90_ms=excluded.ttft_p90_ms,"
+    " ttft_p99_ms=excluded.ttft_p99_ms, tpot_p50_ms=excluded.tpot_p50_ms,"
+    " tpot_p90_ms=excluded.tpot_p90_ms, tpot_p99_ms=excluded.tpot_p99_ms,"
+    " itl_p50_ms=excluded.itl_p50_ms, itl_p90_ms=excluded.itl_p90_ms,"
+    " itl_p99_ms=excluded.itl_p99_ms, e2el_p50_ms=excluded.e2el_p50_ms,"
+    " e2el_p90_ms=excluded.e2el_p90_ms, e2el_p99_ms=excluded.e2el_p99_ms,"
+    " slo_attainment=excluded.slo_attainment, effective_qps=excluded.effective_qps,"
+    " verdict=excluded.verdict, publishable=excluded.publishable"
+    " RETURNING id";
+
+/* Inserts or updates h's row; its id into *id. Inside the caller's
+ * transaction. */
+static enum im_err upsert_run(sqlite3 *db, const struct im_headline *h, int64_t *id,
+                              const char *path, char *msg, size_t msg_len) {
+  sqlite3_stmt *st = NULL;
+  char digest[17], added[40];
+  im_headline_digest(h, digest);
+  now_iso(added, sizeof added);
+  if (sqlite3_prepare_v2(db, insert_sql, -1, &st, NULL) != SQLITE_OK)
+    return db_fail(db, path, msg, msg_len, "cannot prepare the insert");
+  int i = 1;
+  sqlite3_bind_text(st, i++, added, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st, i++, h->started_at, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st, i++, h->target, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st, i++, h->model, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st, i++, h->tags, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st, i++, digest, -1, SQLITE_TRANSIENT);
+  for (int f = 0; f < IM_FIG_COUNT; f++)
+    bind_num(st, i++, h->stage[0].v[f]);
+  sqlite3_bind_text(st, i++, h->verdict, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st, i++, h->publishable, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st, i++, h->dir, -1, SQLITE_TRANSIENT);
+  enum im_err e = IM_OK;
+  if (sqlite3_step(st) == SQLITE_ROW)
+    *id = sqlite3_column_int64(st, 0);
+  else
+    e = db_fail(db, path, msg, msg_len, "cannot insert");
+  sqlite3_finalize(st);
+  return e;
+}
+
+/* Replaces the run's rows in run_tags with the tags object (compact JSON);
+ * a non-string tag value is stored as its JSON text. */
+static enum im_err write_tags(sqlite3 *db, int64_t id, const char *tags_json, const char *path,
+                              char *msg, size_t msg_len) {
+  sqlite3_stmt *st = NULL;
+  enum im_err e = IM_OK;
+  if (sqlite3_prepare_v2(db, "DELETE FROM run_tags WHERE run_id=?", -1, &st, NULL) != SQLITE_OK)
+    return db_fail(db, path, msg, msg_len, "cannot prepare");
+  sqlite3_bind_int64(st, 1, id);
+  int rc = sqlite3_step(st);
+  sqlite3_finalize(st);
+  if (rc != SQLITE_DONE)
+    return db_fail(db, path, msg, msg_len, "cannot delete old tags");
+  json_t *tags = json_loads(tags_json, JSON_DECODE_ANY, NULL);
+  if (!json_is_object(tags) || json_object_size(tags) == 0) {
+    json_decref(tags);
+    return IM_OK;
+  }
+  if (sqlite3_prepare_v2(db, "INSERT INTO run_tags (run_id, key, value) VALUES (?,?,?)", -1, &st,
+                         NULL) != SQLITE_OK) {
+    json_decref(tags);
+    return db_fail(db, path, msg, msg_len, "cannot prepare");
+  }
+  const char *key;
+  json_t *val;
+  json_object_foreach(tags, key, val) {
+    char *text = json_is_string(val) ? NULL : json_dumps(val, JSON_ENCODE_ANY | JSON_COMPACT);
+    sqlite3_reset(st);
+    sqlite3_bind_int64(st, 1, id);
+    sqlite3_bind_text(st, 2, key, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 3, text ? text : json_string_value(val), -1, SQLITE_TRANSIENT);
+    rc = sqlite3_step(st);
+    free(text);
+    if (rc != SQLITE_DONE) {
+      e = db_fail(db, path, msg, msg_len, "cannot insert a tag");
+      break;
+    }
+  }
+  sqlite3_finalize(st);
+  json_decref(tags);
+  return e;
+}
+
+/* The headline of run_dir (absolute): its own results.json, or for a repeat
+ * directory without one, its first run's. */
+static enum im_err read_dir(const char *abs_dir, struct im_headline *h, char *msg, size_t msg_len) {
+  enum im_err e = im_headline_read(abs_dir, h, msg, msg_len);
+  if (e == IM_NOTFOUND) {
+    char first[PATH_MAX + 16];
+    snprintf(first, sizeof first, "%s/run-1", abs_dir);
+    e = im_headline_read(first, h, msg, msg_len);
+  }
+  if (e == IM_OK)
+    memcpy(h->dir, abs_dir, strlen(abs_dir) + 1);
+  return e;
+}
+
 enum im_err im_history_add_run(const char *db_path, const char *run_dir, int64_t *id_out, char *msg,
                                size_t msg_len) {
   char def[PATH_MAX], abs_dir[PATH_MAX];
@@ -190,128 +296,27 @@ enum im_err im_history_add_run(const char *db_path, const char *run_dir, int64_t
   if (strlen(abs_dir) + 16 >= IM_HEADLINE_PATH)
     return im_errf(msg, msg_len, IM_LIMIT, "%s: path longer than %d bytes", abs_dir,
                    IM_HEADLINE_PATH - 16);
-  /* A repeat directory is indexed by its own results.json (the aggregate);
-   * without one, by its first run. */
   struct im_headline *h = malloc(sizeof *h);
   if (!h)
     return im_errf(msg, msg_len, IM_NOMEM, "out of memory");
-  enum im_err e = im_headline_read(abs_dir, h, msg, msg_len);
-  if (e == IM_NOTFOUND) {
-    char first[PATH_MAX + 16];
-    snprintf(first, sizeof first, "%s/run-1", abs_dir);
-    e = im_headline_read(first, h, msg, msg_len);
-  }
-  if (e != IM_OK) {
-    free(h);
-    return e;
-  }
-  memcpy(h->dir, abs_dir, strlen(abs_dir) + 1);
   sqlite3 *db = NULL;
-  sqlite3_stmt *st = NULL;
-  e = open_db(db_path, true, &db, msg, msg_len);
-  if (e != IM_OK)
-    goto out;
-  char digest[17], added[40];
-  im_headline_digest(h, digest);
-  now_iso(added, sizeof added);
-  if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
+  int64_t id = 0;
+  enum im_err e = read_dir(abs_dir, h, msg, msg_len);
+  if (e == IM_OK)
+    e = open_db(db_path, true, &db, msg, msg_len);
+  if (e == IM_OK && sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
     e = db_fail(db, db_path, msg, msg_len, "cannot lock");
-    goto out;
+  else if (e == IM_OK) {
+    e = upsert_run(db, h, &id, db_path, msg, msg_len);
+    if (e == IM_OK)
+      e = write_tags(db, id, h->tags, db_path, msg, msg_len);
+    if (e == IM_OK && sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+      e = db_fail(db, db_path, msg, msg_len, "cannot commit");
+    if (e != IM_OK)
+      sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
   }
-  const char *sql =
-      "INSERT INTO runs (added_at, started_at, target, model, tags, workload_digest, " FIG_COLS
-      ", verdict, publishable, dir) VALUES (?,?,?,?,?,?, ?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?, ?,?,?)"
-      " ON CONFLICT(dir) DO UPDATE SET added_at=excluded.added_at, started_at=excluded.started_at,"
-      " target=excluded.target, model=excluded.model, tags=excluded.tags,"
-      " workload_digest=excluded.workload_digest,"
-      " request_throughput=excluded.request_throughput,"
-      " output_throughput=excluded.output_throughput, request_goodput=excluded.request_goodput,"
-      " ttft_p50_ms=excluded.ttft_p50_ms, ttft_p90_ms=excluded.ttft_p90_ms,"
-      " ttft_p99_ms=excluded.ttft_p99_ms, tpot_p50_ms=excluded.tpot_p50_ms,"
-      " tpot_p90_ms=excluded.tpot_p90_ms, tpot_p99_ms=excluded.tpot_p99_ms,"
-      " itl_p50_ms=excluded.itl_p50_ms, itl_p90_ms=excluded.itl_p90_ms,"
-      " itl_p99_ms=excluded.itl_p99_ms, e2el_p50_ms=excluded.e2el_p50_ms,"
-      " e2el_p90_ms=excluded.e2el_p90_ms, e2el_p99_ms=excluded.e2el_p99_ms,"
-      " slo_attainment=excluded.slo_attainment, effective_qps=excluded.effective_qps,"
-      " verdict=excluded.verdict, publishable=excluded.publishable"
-      " RETURNING id";
-  if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
-    e = db_fail(db, db_path, msg, msg_len, "cannot prepare the insert");
-    goto rollback;
-  }
-  int i = 1;
-  sqlite3_bind_text(st, i++, added, -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(st, i++, h->started_at, -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(st, i++, h->target, -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(st, i++, h->model, -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(st, i++, h->tags, -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(st, i++, digest, -1, SQLITE_TRANSIENT);
-  for (int f = 0; f < IM_FIG_COUNT; f++)
-    bind_num(st, i++, h->stage[0].v[f]);
-  sqlite3_bind_text(st, i++, h->verdict, -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(st, i++, h->publishable, -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(st, i++, h->dir, -1, SQLITE_TRANSIENT);
-  if (sqlite3_step(st) != SQLITE_ROW) {
-    e = db_fail(db, db_path, msg, msg_len, "cannot insert");
-    goto rollback;
-  }
-  int64_t id = sqlite3_column_int64(st, 0);
-  sqlite3_finalize(st);
-  st = NULL;
-  /* The tags as rows. */
-  if (sqlite3_prepare_v2(db, "DELETE FROM run_tags WHERE run_id=?", -1, &st, NULL) != SQLITE_OK) {
-    e = db_fail(db, db_path, msg, msg_len, "cannot prepare");
-    goto rollback;
-  }
-  sqlite3_bind_int64(st, 1, id);
-  if (sqlite3_step(st) != SQLITE_DONE) {
-    e = db_fail(db, db_path, msg, msg_len, "cannot delete old tags");
-    goto rollback;
-  }
-  sqlite3_finalize(st);
-  st = NULL;
-  json_t *tags = json_loads(h->tags, JSON_DECODE_ANY, NULL);
-  if (json_is_object(tags)) {
-    if (sqlite3_prepare_v2(db, "INSERT INTO run_tags (run_id, key, value) VALUES (?,?,?)", -1, &st,
-                           NULL) != SQLITE_OK) {
-      json_decref(tags);
-      e = db_fail(db, db_path, msg, msg_len, "cannot prepare");
-      goto rollback;
-    }
-    const char *key;
-    json_t *val;
-    json_object_foreach(tags, key, val) {
-      char *text = json_is_string(val) ? NULL : json_dumps(val, JSON_ENCODE_ANY | JSON_COMPACT);
-      sqlite3_reset(st);
-      sqlite3_bind_int64(st, 1, id);
-      sqlite3_bind_text(st, 2, key, -1, SQLITE_TRANSIENT);
-      sqlite3_bind_text(st, 3, text ? text : json_string_value(val), -1, SQLITE_TRANSIENT);
-      int rc = sqlite3_step(st);
-      free(text);
-      if (rc != SQLITE_DONE) {
-        json_decref(tags);
-        e = db_fail(db, db_path, msg, msg_len, "cannot insert a tag");
-        goto rollback;
-      }
-    }
-    sqlite3_finalize(st);
-    st = NULL;
-  }
-  json_decref(tags);
-  if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
-    e = db_fail(db, db_path, msg, msg_len, "cannot commit");
-    goto rollback;
-  }
-  if (id_out)
+  if (e == IM_OK && id_out)
     *id_out = id;
-  e = IM_OK;
-  goto out;
-rollback:
-  sqlite3_finalize(st);
-  st = NULL;
-  sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
-out:
-  sqlite3_finalize(st);
   sqlite3_close(db);
   free(h);
   return e;
@@ -320,6 +325,33 @@ out:
 static void col_text(sqlite3_stmt *st, int i, char *dst, size_t cap) {
   const unsigned char *s = sqlite3_column_text(st, i);
   snprintf(dst, cap, "%s", s ? (const char *)s : "");
+}
+
+/* One result row of the query in im_history_query, and whether its
+ * directory still holds a run. */
+static void read_row(sqlite3_stmt *st, struct im_history_row *r) {
+  memset(r, 0, sizeof *r);
+  int c = 0;
+  r->id = sqlite3_column_int64(st, c++);
+  col_text(st, c++, r->added_at, sizeof r->added_at);
+  col_text(st, c++, r->started_at, sizeof r->started_at);
+  col_text(st, c++, r->target, sizeof r->target);
+  col_text(st, c++, r->model, sizeof r->model);
+  col_text(st, c++, r->tags, sizeof r->tags);
+  col_text(st, c++, r->digest, sizeof r->digest);
+  for (int k = 0; k < IM_FIG_COUNT; k++, c++)
+    r->v[k] = sqlite3_column_type(st, c) == SQLITE_NULL ? NAN : sqlite3_column_double(st, c);
+  col_text(st, c++, r->verdict, sizeof r->verdict);
+  col_text(st, c++, r->publishable, sizeof r->publishable);
+  col_text(st, c++, r->dir, sizeof r->dir);
+  char res[IM_HEADLINE_PATH + 32];
+  struct stat sb;
+  snprintf(res, sizeof res, "%s/results.json", r->dir);
+  r->dir_missing = stat(r->dir, &sb) != 0 || !S_ISDIR(sb.st_mode);
+  if (!r->dir_missing && stat(res, &sb) != 0) {
+    snprintf(res, sizeof res, "%s/run-1/results.json", r->dir);
+    r->dir_missing = stat(res, &sb) != 0;
+  }
 }
 
 enum im_err im_history_query(const char *db_path, const struct im_history_filter *f,
@@ -373,29 +405,7 @@ enum im_err im_history_query(const char *db_path, const struct im_history_filter
       v = nv;
       cap = nc;
     }
-    struct im_history_row *r = &v[*n];
-    memset(r, 0, sizeof *r);
-    int c = 0;
-    r->id = sqlite3_column_int64(st, c++);
-    col_text(st, c++, r->added_at, sizeof r->added_at);
-    col_text(st, c++, r->started_at, sizeof r->started_at);
-    col_text(st, c++, r->target, sizeof r->target);
-    col_text(st, c++, r->model, sizeof r->model);
-    col_text(st, c++, r->tags, sizeof r->tags);
-    col_text(st, c++, r->digest, sizeof r->digest);
-    for (int k = 0; k < IM_FIG_COUNT; k++, c++)
-      r->v[k] = sqlite3_column_type(st, c) == SQLITE_NULL ? NAN : sqlite3_column_double(st, c);
-    col_text(st, c++, r->verdict, sizeof r->verdict);
-    col_text(st, c++, r->publishable, sizeof r->publishable);
-    col_text(st, c++, r->dir, sizeof r->dir);
-    char res[IM_HEADLINE_PATH + 32];
-    struct stat sb;
-    snprintf(res, sizeof res, "%s/results.json", r->dir);
-    r->dir_missing = stat(r->dir, &sb) != 0 || !S_ISDIR(sb.st_mode);
-    if (!r->dir_missing && stat(res, &sb) != 0) {
-      snprintf(res, sizeof res, "%s/run-1/results.json", r->dir);
-      r->dir_missing = stat(res, &sb) != 0;
-    }
+    read_row(st, &v[*n]);
     (*n)++;
   }
   if (rc != SQLITE_DONE) {
