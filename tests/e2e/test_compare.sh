@@ -15,7 +15,7 @@
 DB="$TMP/history.db"
 RUN() {
   "$BIN" run --no-progress --quiet --concurrency 2 --requests 20 --warmup 2 --input-len 64 \
-    --output-len "${OUTLEN:-16}" --ignore-eos --tag suite=compare "$@"
+    --output-len "${OUTLEN:-16}" --ignore-eos --slo tpot=50ms --tag suite=compare "$@"
 }
 mkdir -p "$TMP/A" "$TMP/A2" "$TMP/S"
 
@@ -42,6 +42,9 @@ check_eq "same configuration: nothing regressed" "$(jq '.regressed' "$TMP/same.j
 check_eq "same configuration: nothing improved" "$(jq '.improved' "$TMP/same.json")" false
 check_eq "same configuration: 4 runs a side" "$(jq '[.a.runs, .b.runs] | map(length)' -c "$TMP/same.json")" "[4,4]"
 check_eq "TPOT p50 no change" "$(jq -r '.stages[0].figures.tpot_p50_ms.verdict' "$TMP/same.json")" "no change"
+# Every run meets the loose TPOT SLO: attainment 1 on both sides, zero
+# variance, ratio exactly 1.
+check_eq "SLO attainment ratio 1" "$(jq '.stages[0].figures.slo_attainment.ratio' "$TMP/same.json")" 1
 
 "$BIN" compare "$TMP/A" "$TMP/S" >"$TMP/slow.txt"
 check_eq "compare A S exits 0 without --fail-on-regression" $? 0
