@@ -268,14 +268,23 @@ static enum im_err write_tags(sqlite3 *db, int64_t id, const char *tags_json, co
   return e;
 }
 
-/* The headline of run_dir (absolute): its own results.json, or for a repeat
- * directory without one, its first run's. */
+/* The headline of run_dir (absolute): its own results.json; for a repeat
+ * directory whose own results.json is missing or not in the results format
+ * (an aggregate), its first run's, so the row still names model, tags and
+ * workload. */
 static enum im_err read_dir(const char *abs_dir, struct im_headline *h, char *msg, size_t msg_len) {
   enum im_err e = im_headline_read(abs_dir, h, msg, msg_len);
-  if (e == IM_NOTFOUND) {
-    char first[PATH_MAX + 16];
-    snprintf(first, sizeof first, "%s/run-1", abs_dir);
-    e = im_headline_read(first, h, msg, msg_len);
+  if (e == IM_NOTFOUND || e == IM_PARSE) {
+    char(*paths)[IM_HEADLINE_PATH] = malloc(IM_HEADLINE_MAX_RUNS * sizeof *paths);
+    size_t n = 0;
+    bool repeat = false;
+    char m2[256];
+    if (paths &&
+        im_headline_list_runs(abs_dir, paths, IM_HEADLINE_MAX_RUNS, &n, &repeat, m2, sizeof m2) ==
+            IM_OK &&
+        repeat)
+      e = im_headline_read(paths[0], h, msg, msg_len);
+    free(paths);
   }
   if (e == IM_OK)
     memcpy(h->dir, abs_dir, strlen(abs_dir) + 1);

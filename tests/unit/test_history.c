@@ -201,6 +201,14 @@ static void history(void) {
   CHECK_OK(im_history_query(db1, &f, &rows, &n, msg, sizeof msg));
   CHECK_EQ(n, 1);
   free(rows);
+  /* A repeat directory: its own results.json when that is one, else its
+   * first run's (here the aggregate is in another format). */
+  char rep[300];
+  snprintf(rep, sizeof rep, "%s/rep", tmp);
+  CHECK_OK(im_history_add_run(db1, rep, &id2, msg, sizeof msg));
+  CHECK_EQ(sh("echo '{\"aggregate\": true}' > %s/results.json%s", rep, ""), 0);
+  CHECK_OK(im_history_add_run(db1, rep, &again, msg, sizeof msg));
+  CHECK_EQ(again, id2);
   /* Not a database. */
   char junk[300];
   snprintf(junk, sizeof junk, "%s/junk.db", tmp);
