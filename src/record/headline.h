@@ -77,7 +77,7 @@ struct im_headline {
   struct im_headline_stage stage[IM_HEADLINE_MAX_STAGES];
 };
 
-/* Reads DIR/results.json into *out (the caller's struct; about 30 KiB: keep
+/* Reads DIR/results.json into *out (the caller's struct; about 45 KiB: keep
  * it on the heap). IM_NOTFOUND when the file does not exist, IM_PARSE when it
  * is not the results format, IM_LIMIT when it exceeds a cap. */
 enum im_err im_headline_read(const char *dir, struct im_headline *out, char *msg,
