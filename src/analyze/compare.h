@@ -81,7 +81,8 @@ struct im_cmp_report {
 /* Compares runs A[0..n_a) with B[0..n_b) stage by stage (same index).
  * IM_INVAL (with a message naming the run) when the runs do not all have
  * the same number of stages, a side is empty, or noise/alpha are out of
- * domain; out is caller-owned (about 104 KiB: keep it on the heap). */
+ * domain; IM_LIMIT with more than IM_HEADLINE_MAX_RUNS runs on a side. out is
+ * caller-owned (about 104 KiB: keep it on the heap). */
 enum im_err im_cmp_runs(const struct im_headline *a, size_t n_a, const struct im_headline *b,
                         size_t n_b, double noise, double alpha, struct im_cmp_report *out,
                         char *msg, size_t msg_len) IM_WUR;
