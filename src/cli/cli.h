@@ -8,5 +8,7 @@ int im_cli_run(int argc, char **argv);
 int im_cli_tokenize(int argc, char **argv);
 int im_cli_report(int argc, char **argv);
 int im_cli_audit(int argc, char **argv);
+int im_cli_compare(int argc, char **argv);
+int im_cli_history(int argc, char **argv);
 
 #endif

@@ -17,6 +17,8 @@ static void usage(FILE *out) {
           "  serve      run the built-in simulated LLM server (OpenAI-compatible)\n"
           "  report     recompute results.json and the summary of a run directory\n"
           "  audit      the validity audit of a run directory: valid? publishable? why?\n"
+          "  compare    compare runs or sets of repeated runs: ratios, CIs, verdicts\n"
+          "  history    list the runs recorded in the history database\n"
           "  tokenize   count or encode text with a tokenizer.json\n"
           "\n"
           "options:\n"
@@ -45,6 +47,10 @@ int main(int argc, char **argv) {
     return im_cli_audit(argc - 1, argv + 1);
   if (!strcmp(cmd, "report"))
     return im_cli_report(argc - 1, argv + 1);
+  if (!strcmp(cmd, "compare"))
+    return im_cli_compare(argc - 1, argv + 1);
+  if (!strcmp(cmd, "history"))
+    return im_cli_history(argc - 1, argv + 1);
   if (!strcmp(cmd, "tokenize"))
     return im_cli_tokenize(argc - 1, argv + 1);
   if (!strcmp(cmd, "serve"))

@@ -4,6 +4,9 @@
 set -u
 BIN=${1:?usage: test_x.sh PATH/TO/infermeter}
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/infermeter-e2e.XXXXXX")
+# The run history (`run` records each run in it): a temporary database,
+# never the user's ~/.local/share/infermeter/history.db.
+export XDG_DATA_HOME="$TMP/xdg-data"
 FAILS=0
 CHECKS=0
 SERVER_PID=

@@ -24,6 +24,7 @@ BIN=${1:-}
 SCHEMA=docs/results.schema.json
 FIX=tests/schema/fixtures
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/infermeter-schema.XXXXXX")
+export XDG_DATA_HOME="$TMP/xdg-data" # the run history: never the user's
 trap 'rm -rf "$TMP"' EXIT
 if [ -n "$BIN" ] && [ -z "${IM_NPM_CACHE:-}" ]; then
   # Beside the binary, as the e2e tests do (build/npm-cache).

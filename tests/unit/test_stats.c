@@ -325,6 +325,24 @@ static void test_order_stats(void) {
   CHECK_EQ(es.verdict, IM_VERDICT_INCONCLUSIVE);
   CHECK_EQ(es.more_min, 662 - 100);
   CHECK_EQ(es.more_at_rate, -1); /* 1 % over: the p99 sits at the limit */
+  /* p90 at c = 0.99 (MLPerf LoadGen's minimum query counts): with none
+   * over, 0.9^n <= 0.01 -> n >= 43.7 -> 44; with one over,
+   * 0.9^n + n 0.1 0.9^(n-1) <= 0.01 -> n >= 64. */
+  CHECK_OK(im_stats_early_stop(44, 0, 0.9, 0.99, &es));
+  CHECK_EQ(es.verdict, IM_VERDICT_PASS);
+  CHECK_OK(im_stats_early_stop(43, 0, 0.9, 0.99, &es));
+  CHECK_EQ(es.verdict, IM_VERDICT_INCONCLUSIVE);
+  CHECK_EQ(es.more_min, 1);
+  CHECK_OK(im_stats_early_stop(64, 1, 0.9, 0.99, &es));
+  CHECK_EQ(es.verdict, IM_VERDICT_PASS);
+  CHECK_OK(im_stats_early_stop(63, 1, 0.9, 0.99, &es));
+  CHECK_EQ(es.verdict, IM_VERDICT_INCONCLUSIVE);
+  CHECK_OK(im_stats_early_stop(20, 1, 0.9, 0.99, &es));
+  CHECK_EQ(es.more_min, 64 - 20);
+  CHECK_OK(im_stats_early_stop(662, 1, 0.99, 0.99, &es));
+  CHECK_EQ(es.verdict, IM_VERDICT_PASS);
+  CHECK_OK(im_stats_early_stop(661, 1, 0.99, 0.99, &es));
+  CHECK_EQ(es.verdict, IM_VERDICT_INCONCLUSIVE);
   CHECK_OK(im_stats_early_stop(100, 2, 0.99, 0.99, &es));
   CHECK_EQ(es.verdict, IM_VERDICT_FAIL); /* x(99) is over the limit */
   CHECK_EQ(es.more_min, -1);

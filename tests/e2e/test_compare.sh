@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# `infermeter compare` and `infermeter history` on real runs against the
+# built-in server: repeat directories built by hand (S/run-1 .. S/run-4,
+# different seeds), one closed-loop configuration (2 in flight, 20 requests,
+# 16 output tokens, time scale 4: about 1 s a run, tokens 5 ms apart so
+# that a busy machine's scheduling delays stay small beside them).
+#  - two sets of the same configuration: no figure changes;
+#  - the same configuration against the server 20 % slower (time scale 4
+#    -> 3.333): TPOT and ITL regressed, --fail-on-regression exits 1;
+#  - fewer than 3 runs a side: the ratio, but no change called;
+#  - different workloads are refused (the differences named) unless --force;
+#  - history (a temporary database) lists the runs; ids work in compare;
+#    a deleted directory is reported.
+. "$(dirname "$0")/lib.sh"
+DB="$TMP/history.db"
+RUN() {
+  "$BIN" run --no-progress --quiet --concurrency 2 --requests 20 --warmup 2 --input-len 64 \
+    --output-len "${OUTLEN:-16}" --ignore-eos --slo tpot=50ms --tag suite=compare "$@"
+}
+mkdir -p "$TMP/A" "$TMP/A2" "$TMP/S"
+
+# Same configuration, twice, interleaved (a machine whose speed drifts
+# drifts for both sets alike).
+start_server --time-scale 4
+for i in 1 2 3 4; do
+  RUN --url "$BASE" --seed "$i" --out "$TMP/A/run-$i"
+  check "run A/run-$i exits 0 or 3 ($?)" test $? -le 3
+  RUN --url "$BASE" --seed "$((i + 10))" --out "$TMP/A2/run-$i"
+done
+# The same server 20 % slower: time scale 4 / 1.2.
+start_server --time-scale 3.333333
+for i in 1 2 3 4; do
+  RUN --url "$BASE" --seed "$((i + 20))" --out "$TMP/S/run-$i"
+done
+stop_server
+
+"$BIN" compare "$TMP/A" "$TMP/A2" >"$TMP/same.txt"
+check_eq "compare A A2 exits 0" $? 0
+cat "$TMP/same.txt"
+"$BIN" compare "$TMP/A" "$TMP/A2" --json >"$TMP/same.json"
+check_eq "same configuration: nothing regressed" "$(jq '.regressed' "$TMP/same.json")" false
+check_eq "same configuration: nothing improved" "$(jq '.improved' "$TMP/same.json")" false
+check_eq "same configuration: 4 runs a side" "$(jq '[.a.runs, .b.runs] | map(length)' -c "$TMP/same.json")" "[4,4]"
+check_eq "TPOT p50 no change" "$(jq -r '.stages[0].figures.tpot_p50_ms.verdict' "$TMP/same.json")" "no change"
+# Every run meets the loose TPOT SLO: attainment 1 on both sides, zero
+# variance, ratio exactly 1.
+check_eq "SLO attainment ratio 1" "$(jq '.stages[0].figures.slo_attainment.ratio' "$TMP/same.json")" 1
+
+"$BIN" compare "$TMP/A" "$TMP/S" >"$TMP/slow.txt"
+check_eq "compare A S exits 0 without --fail-on-regression" $? 0
+cat "$TMP/slow.txt"
+"$BIN" compare "$TMP/A" "$TMP/S" --json >"$TMP/slow.json"
+for f in tpot_p50_ms itl_p50_ms; do
+  check_eq "20 % slower: $f regressed" "$(jq -r ".stages[0].figures.$f.verdict" "$TMP/slow.json")" regressed
+  check "20 % slower: $f ratio within 1.1..1.3" \
+    jq -e ".stages[0].figures.$f.ratio > 1.1 and .stages[0].figures.$f.ratio < 1.3" "$TMP/slow.json"
+done
+check_eq "lower is better for TPOT" "$(jq -r '.stages[0].figures.tpot_p50_ms.better' "$TMP/slow.json")" lower
+"$BIN" compare "$TMP/A" "$TMP/S" --fail-on-regression >/dev/null
+check_eq "--fail-on-regression exits 1" $? 1
+# The reverse direction: the faster server improved.
+"$BIN" compare "$TMP/S" "$TMP/A" --json --fail-on-regression >"$TMP/fast.json"
+check_eq "S -> A: TPOT improved" "$(jq -r '.stages[0].figures.tpot_p50_ms.verdict' "$TMP/fast.json")" improved
+
+# One run a side: a ratio, no change called, and it says why.
+"$BIN" compare "$TMP/A/run-1" "$TMP/S/run-1" >"$TMP/one.txt"
+check_eq "one run a side exits 0" $? 0
+check "one run a side: too few runs" grep -q "Too few runs to call a change: 1 vs 1" "$TMP/one.txt"
+check "one run a side: no verdict" grep -q "tpot_p50_ms (-).*too few runs" "$TMP/one.txt"
+# Three against one side of more: A B C compares B and C with A.
+"$BIN" compare "$TMP/A" "$TMP/A2" "$TMP/S" --json >"$TMP/three.json"
+check_eq "A B C: two comparisons" "$(jq 'length' "$TMP/three.json")" 2
+
+# A different workload is refused, naming the difference; --force compares.
+start_server --time-scale 4
+OUTLEN=8 RUN --url "$BASE" --seed 31 --out "$TMP/other"
+stop_server
+"$BIN" compare "$TMP/A" "$TMP/other" >"$TMP/diff.out" 2>"$TMP/diff.err"
+check_eq "different workloads: exit 2" $? 2
+check "the difference is named" grep -q "workload.output_len: 16 vs 8" "$TMP/diff.err"
+"$BIN" compare "$TMP/A" "$TMP/other" --force >"$TMP/forced.out"
+check_eq "--force compares" $? 0
+check "--force warns" grep -q "warning: compared with --force" "$TMP/forced.out"
+"$BIN" compare "$TMP/A" "$TMP/nonexistent" 2>"$TMP/missing.err"
+check_eq "a missing directory: exit 2" $? 2
+
+# History: index the sets, list, filter, use ids, survive a deleted directory.
+"$BIN" history add "$TMP/A" "$TMP/S" "$TMP/other" --history "$DB" >"$TMP/added"
+check_eq "history add exits 0" $? 0
+"$BIN" history --history "$DB" >"$TMP/hist.txt"
+cat "$TMP/hist.txt"
+check_eq "history lists three entries" "$("$BIN" history --history "$DB" --json | jq length)" 3
+check_eq "--tag filters" "$("$BIN" history --history "$DB" --json --tag suite=compare | jq length)" 3
+check_eq "--tag filters out" "$("$BIN" history --history "$DB" --json --tag suite=x | jq length)" 0
+check_eq "--model filters" "$("$BIN" history --history "$DB" --json --model nope | jq length)" 0
+check_eq "--since filters" "$("$BIN" history --history "$DB" --json --since 2999-01-01 | jq length)" 0
+idA=$(awk -v d="$TMP/A" '$2 == d {print $1}' "$TMP/added")
+idS=$(awk -v d="$TMP/S" '$2 == d {print $1}' "$TMP/added")
+"$BIN" compare "$idA" "$idS" --history "$DB" --json >"$TMP/ids.json"
+check_eq "compare by history ids" "$(jq -r '.stages[0].figures.tpot_p50_ms.verdict' "$TMP/ids.json")" regressed
+rm -rf "$TMP/other"
+"$BIN" history --history "$DB" >"$TMP/hist2.txt"
+check_eq "history survives a deleted directory" $? 0
+check "the deleted directory is reported" grep -q "MISSING" "$TMP/hist2.txt"
+idO=$("$BIN" history --history "$DB" --json | jq -r '.[] | select(.dir_missing) | .id')
+"$BIN" compare "$idA" "$idO" --history "$DB" 2>"$TMP/gone.err"
+check_eq "compare with a deleted run's id: exit 2" $? 2
+check "it says the directory is gone" grep -q "moved or deleted" "$TMP/gone.err"
+finish
