@@ -27,6 +27,7 @@
 #include "core/rng.h"
 #include "proto/promparse.h"
 #include "record/hist_json.h"
+#include "record/history.h"
 #include "report/repeat_json.h"
 
 #define MAX_START_OFFSET_S 2.0
@@ -272,6 +273,16 @@ out:
   return rc;
 }
 
+void im__run_add_history(const struct run_opts *o, const char *dir) {
+  char msg[1024];
+  int64_t id = 0;
+  if (im_history_add_run(o->history, dir, &id, msg, sizeof msg) != IM_OK)
+    im_warn("the run is not in the history: %s (--no-history to skip)", msg);
+  else if (!o->quiet)
+    fprintf(stdout, "History: id %lld (infermeter history; infermeter compare ID ID)\n",
+            (long long)id);
+}
+
 int im__run_repeat(int argc, char **argv, const struct run_opts *o) {
   if (o->n_grid || o->sweep) {
     fprintf(stderr, "infermeter run: --repeat runs one stage; with --grid or --sweep, repeat the "
@@ -331,5 +342,7 @@ int im__run_repeat(int argc, char **argv, const struct run_opts *o) {
     return worst(rc, EXIT_USAGE);
   if (o->publish && !publishable)
     rc = worst(rc, EXIT_NOT_PUBLISHABLE);
+  if (!o->no_history)
+    im__run_add_history(o, dir);
   return rc;
 }

@@ -805,6 +805,9 @@ int im_cli_run(int argc, char **argv) {
                            .publish = o->publish};
   struct report_outcome outcome;
   int reported = im__report_dir(o->out_dir, &ro, &outcome);
+  /* One row per run (a --repeat set is added once, as a set, by repeat.c). */
+  if (!reported && !o->no_history && o->repeat_of <= 1)
+    im__run_add_history(o, o->out_dir);
   if (!reported && !o->quiet)
     fprintf(stdout, "Results: %s/results.json, %s/requests.jsonl\n", o->out_dir, o->out_dir);
   if (failed)

@@ -60,6 +60,8 @@ struct run_opts {
   uint32_t repeat;              /* --repeat K (1: a single run) */
   int64_t cooldown_ns;          /* --cooldown */
   uint32_t repeat_index, repeat_of; /* this run is repeat i of K (set by --repeat) */
+  const char *history;          /* --history PATH (NULL: $XDG_DATA_HOME/infermeter/history.db) */
+  bool no_history;              /* --no-history */
   const char *api_key_file;
   uint32_t threads;
   const char *scrape[8];
@@ -174,6 +176,9 @@ struct json_t *im__run_stage_params_json(const struct im_stage *st);
  * and --seed), then DIR/results.json with the statistics over them. The
  * exit status: the worst of the runs' (README's precedence). */
 int im__run_repeat(int argc, char **argv, const struct run_opts *o);
+/* Adds a run (or a --repeat set) directory to the history; a failure is a
+ * warning, never the exit status. */
+void im__run_add_history(const struct run_opts *o, const char *dir);
 
 /* run_opts.c */
 void im__run_usage(FILE *o);
