@@ -8,11 +8,11 @@ read_graph() {
   while IFS=: read -r m d; do [ -n "$m" ] && deps[$m]=$d; done < "$1"
 }
 closure() {
-  local seen=" $1 " todo=("$1") m d
-  while [ ${#todo[@]} -gt 0 ]; do
-    m=${todo[0]}; todo=("${todo[@]:1}")
+  local seen=" $1 " queue=("$1") m d
+  while [ ${#queue[@]} -gt 0 ]; do
+    m=${queue[0]}; queue=("${queue[@]:1}")
     for d in ${deps[$m]:-}; do
-      case "$seen" in *" $d "*) ;; *) seen+="$d "; todo+=("$d");; esac
+      case "$seen" in *" $d "*) ;; *) seen+="$d "; queue+=("$d");; esac
     done
   done
   echo "$seen"
