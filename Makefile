@@ -51,6 +51,8 @@ test-tsan: deps
 	  bash tests/e2e/test_threads.sh $(TSAN_BUILD)/infermeter
 	@TSAN_OPTIONS="halt_on_error=1 exitcode=66 suppressions=$(CURDIR)/tests/tsan.supp" \
 	  bash tests/e2e/test_chaos.sh $(TSAN_BUILD)/infermeter
+	@TSAN_OPTIONS="halt_on_error=1 exitcode=66 suppressions=$(CURDIR)/tests/tsan.supp" \
+	  bash tests/e2e/test_report.sh $(TSAN_BUILD)/infermeter
 
 # The main job: the protocol of a publishable load test against the built-in
 # simulated server (DeepSeek-V3 on 8xH200, real time): three independent runs

@@ -21,6 +21,7 @@
 
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "cli/health.h"
 #include "cli/report.h"
 #include "cli/run_int.h"
 #include "record/rundir.h"
@@ -174,6 +175,7 @@ struct run {
   struct im_stage *stages;
   struct stage_res *res;
   size_t ran;
+  struct im__health health;
   bool started;     /* a stage began (its start line is in stages.jsonl) */
   bool stopped_early;
   double discovery_ms;
@@ -706,6 +708,7 @@ static int open_run_files(struct run *r) {
 }
 
 static void run_cleanup(struct run *r) {
+  im__health_stop(&r->health);
   free(r->res);
   free(r->stages);
   if (r->jsonl_fd >= 0)
@@ -786,6 +789,12 @@ int im_cli_run(int argc, char **argv) {
   install_signals();
   r->env.tty = isatty(STDERR_FILENO);
   start_observers(r);
+  if (o->health_interval_ns) {
+    if (im__health_start(&r->health, r->url, o->health_path, o->health_interval_ns, o->insecure,
+                         r->api_key, r->jsonl_fd))
+      goto out;
+    r->env.health = &r->health;
+  }
   if (!o->quiet)
     fprintf(stderr, "infermeter: %s %s, model %s, %zu stage(s), results in %s\n",
             r->env.builtin ? "built-in server at" : "target", r->url, r->env.model, r->env.n_stages,
@@ -794,6 +803,7 @@ int im_cli_run(int argc, char **argv) {
    * written from the directory whatever happened (the failed stage's end
    * line carries its error). */
   bool failed = run_stages(r) != 0;
+  im__health_stop(&r->health);
   if (!r->started) /* not one stage began: nothing to report */
     goto out;
   /* The results: read back from the directory, by the same path as

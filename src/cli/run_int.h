@@ -60,6 +60,8 @@ struct run_opts {
   uint32_t repeat;              /* --repeat K (1: a single run) */
   int64_t cooldown_ns;          /* --cooldown */
   uint32_t repeat_index, repeat_of; /* this run is repeat i of K (set by --repeat) */
+  int64_t health_interval_ns;   /* --health-interval (0: none) */
+  const char *health_path;      /* --health-path (NULL: /health) */
   const char *history;          /* --history PATH (NULL: $XDG_DATA_HOME/infermeter/history.db) */
   bool no_history;              /* --no-history */
   const char *api_key_file;
@@ -102,6 +104,7 @@ struct json_t;
 struct im_dataset;
 struct im_observer;
 struct im_tok;
+struct im__health;
 
 /* What every stage of a run shares. */
 struct run_env {
@@ -116,6 +119,7 @@ struct run_env {
   char salt[40];
   int jsonl_fd;
   int stages_fd;                  /* stages.jsonl (cli/rundir.h) */
+  struct im__health *health;      /* the health poller, or NULL */
   int series_fd;                  /* DIR/series.jsonl (O_APPEND), -1: not written */
   const char *series_path;        /* its path, or NULL */
   struct im_observer *obs;

@@ -159,6 +159,9 @@ void im__run_usage(FILE *o) {
 "  --cooldown DUR            between repeats against --url: wait until the server's\n"
 "                            running and waiting requests are 0 on its /metrics, at most\n"
 "                            DUR (default 60s; without /metrics, wait DUR)\n"
+"  --health-interval DUR     poll GET /health (--health-path PATH) every DUR during the\n"
+"                            run, as monitoring does; recorded as kind health, never in\n"
+"                            throughput (docs/metrics.md §3)\n"
 "  --history PATH            the results history (SQLite) the run is added to (default\n"
 "                            $XDG_DATA_HOME/infermeter/history.db); --no-history: none\n"
 "                            (infermeter history, infermeter compare ID ID)\n"
@@ -256,7 +259,7 @@ enum {
   O_URL = 256, O_BACKEND, O_MODEL, O_RATE, O_BURST, O_SCHED, O_RATE_END, O_CONC, O_MAXCONC,
   O_MAXCONN, O_DURATION, O_REQUESTS, O_WARMUP, O_GRACE, O_SEED, O_OUT, O_INLEN, O_OUTLEN, O_RANGE,
   O_IGNORE_EOS, O_TEMP, O_TOPP, O_SLO, O_SLO_TARGET, O_PCT, O_TAG, O_HEADER, O_RETRIES, O_TIMEOUT,
-  O_MAXTOK, O_YES, O_KEYFILE, O_INSECURE, O_KEEPALIVE, O_HTTP2, O_CACHE_SALT, O_SHARED, O_QUIET, O_PUBLISH, O_REPEAT, O_COOLDOWN, O_REPEAT_INDEX, O_REPEAT_OF, O_HISTORY, O_NO_HISTORY,
+  O_MAXTOK, O_YES, O_KEYFILE, O_INSECURE, O_KEEPALIVE, O_HTTP2, O_CACHE_SALT, O_SHARED, O_QUIET, O_PUBLISH, O_REPEAT, O_COOLDOWN, O_REPEAT_INDEX, O_REPEAT_OF, O_HISTORY, O_NO_HISTORY, O_HEALTH_INTERVAL, O_HEALTH_PATH,
   O_NOPROG, O_THREADS, O_SCRAPE, O_NOSCRAPE, O_SCRAPE_INT, O_DCGM, O_NOSOCK, O_NOGPU, O_KVREF,
   O_BWREF, O_PGROUPS, O_PLEN, O_PSHARE, O_KVBPT, O_GPUMEM, O_DATASET, O_DSPATH, O_TSPEED, O_PERTURB,
   O_SESSIONS, O_SRATE, O_TURNS, O_GROWTH, O_THINK, O_GRID, O_SWEEP, O_SWEEP_STEPS, O_SWEEP_ALL,
@@ -290,7 +293,9 @@ const struct option im__run_options[] = {
     {"repeat", required_argument, 0, O_REPEAT}, {"cooldown", required_argument, 0, O_COOLDOWN},
     {"repeat-index", required_argument, 0, O_REPEAT_INDEX},
     {"repeat-of", required_argument, 0, O_REPEAT_OF},
-    {"history", required_argument, 0, O_HISTORY}, {"no-history", no_argument, 0, O_NO_HISTORY}, {"no-progress", no_argument, 0, O_NOPROG},
+    {"history", required_argument, 0, O_HISTORY}, {"no-history", no_argument, 0, O_NO_HISTORY},
+    {"health-interval", required_argument, 0, O_HEALTH_INTERVAL},
+    {"health-path", required_argument, 0, O_HEALTH_PATH}, {"no-progress", no_argument, 0, O_NOPROG},
     {"threads", required_argument, 0, O_THREADS}, {"scrape", required_argument, 0, O_SCRAPE},
     {"no-scrape", no_argument, 0, O_NOSCRAPE},
     {"scrape-interval", required_argument, 0, O_SCRAPE_INT},
@@ -473,6 +478,15 @@ int im__run_apply(struct run_opts *o, int opt, const char *arg, bool *rate_given
   case O_REPEAT_OF: return im_arg_u32("--repeat-of", arg, 1, 100, &o->repeat_of);
   case O_HISTORY: o->history = arg; return 0;
   case O_NO_HISTORY: o->no_history = true; return 0;
+  case O_HEALTH_INTERVAL: return im_arg_duration("--health-interval", arg, &o->health_interval_ns);
+  case O_HEALTH_PATH:
+    if (arg[0] != '/' || strlen(arg) > 200) {
+      fprintf(stderr, "infermeter run: --health-path: a path starting with '/' (at most 200 "
+                      "bytes), e.g. /health\n");
+      return -1;
+    }
+    o->health_path = arg;
+    return 0;
   case O_NOPROG: o->no_progress = true; return 0;
   case O_THREADS: return im_arg_u32("--threads", arg, 1, 256, &o->threads);
   case O_SCRAPE:

@@ -49,6 +49,18 @@ R="$TMP/noscrape/results.json"
 check_eq "dead --scrape: cache_metrics FAIL" "$(status_of "$R" cache_metrics)" FAIL
 check "the reason is given" jq -e '.audit.publishable.checks[] | select(.id == "cache_metrics") | .evidence | test("no hit rate")' "$R"
 
+# Health checks during the run (--health-interval): recorded as kind health,
+# never in throughput, and they inflate the raw rate.
+RUN "${BASE_ARGS[@]}" --health-interval 50ms --out "$TMP/health"
+R="$TMP/health/results.json"
+J="$TMP/health/requests.jsonl"
+nh=$(jq -s '[.[] | select(.kind == "health" and .status == 200)] | length' "$J")
+check_ge "health checks recorded, answered 200" "$nh" 5
+check "health checks are not completions" \
+  jq -e --argjson n "$(jq -s '[.[] | select(.kind == "measured" and .error == null)] | length' "$J")" '.summary.completed == $n' "$R"
+check "their class in the table" jq -e '.metrics.effective_rate.classes.health.count > 0' "$R"
+check_eq "health traffic: effective_rate WARN" "$(status_of "$R" effective_rate)" WARN
+
 # Retries of 429s: the effective rate falls below 0.9.
 stop_server
 start_server --time-scale 10 --fault '429:0.5@retry_after=0'

@@ -1,0 +1,128 @@
+/* The health poller: see cli/health.h. */
+#include "cli/health.h"
+
+#include <curl/curl.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/buf.h"
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/thread.h"
+#include "record/record.h"
+
+static size_t discard(char *d, size_t s, size_t n, void *ud) {
+  (void)d;
+  (void)ud;
+  return s * n;
+}
+
+/* One check, recorded on the current stage's clock. */
+static void check_once(struct im__health *h, CURL *c, struct im_buf *line) {
+  int64_t t0 = atomic_load(&h->t0);
+  if (!t0)
+    return; /* before the first stage: nothing to put it on */
+  struct im_record r;
+  memset(&r, 0, sizeof r);
+  im_record_reset(&r);
+  r.id = r.logical_id = h->next_id++;
+  r.attempt = 1;
+  r.kind = IM_KIND_HEALTH;
+  r.stage = atomic_load(&h->stage);
+  int64_t t = im_now_ns();
+  r.t_sched = r.t_sched_first = r.t_dispatch = r.t_start = r.t_send = t - t0;
+  CURLcode rc = curl_easy_perform(c);
+  r.t_end = im_now_ns() - t0;
+  long status = 0;
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+  r.http_status = (int)status;
+  r.t_hdr = status ? r.t_end : -1;
+  r.error = rc == CURLE_OPERATION_TIMEDOUT ? IM_EC_TIMEOUT_TOTAL
+            : rc != CURLE_OK               ? IM_EC_CONNECT
+            : status >= 500                ? IM_EC_HTTP_5XX
+            : status == 429                ? IM_EC_HTTP_429
+            : status >= 400                ? IM_EC_HTTP_4XX
+                                           : IM_EC_NONE;
+  im_buf_reset(line);
+  if (im_record_to_jsonl(&r, line) == IM_OK) {
+    ssize_t w = write(h->jsonl_fd, line->data, line->len);
+    if (w != (ssize_t)line->len)
+      im_warn("a health check could not be recorded");
+  }
+  im_record_cleanup(&r);
+}
+
+static void *health_main(void *arg) {
+  struct im__health *h = arg;
+  CURL *c = curl_easy_init();
+  struct curl_slist *hdr = NULL;
+  char auth[600];
+  struct im_buf line;
+  im_buf_init(&line, IM_RECORD_LINE_MAX);
+  if (!c)
+    return NULL;
+  curl_easy_setopt(c, CURLOPT_URL, h->url);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(h->interval_ns / 1000000 > 100 ? h->interval_ns / 1000000 : 100));
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  if (h->insecure)
+    curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
+  if (h->api_key && h->api_key[0]) {
+    snprintf(auth, sizeof auth, "Authorization: Bearer %.500s", h->api_key);
+    hdr = curl_slist_append(NULL, auth);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
+  }
+  int64_t next = im_now_ns();
+  while (!atomic_load(&h->stop)) {
+    check_once(h, c, &line);
+    next += h->interval_ns;
+    /* Short naps, so a stop is seen within 50 ms. */
+    while (!atomic_load(&h->stop) && im_now_ns() < next) {
+      int64_t left = next - im_now_ns();
+      struct timespec ts = {0, left > 50000000 ? 50000000 : (left > 0 ? left : 0)};
+      nanosleep(&ts, NULL);
+    }
+  }
+  curl_slist_free_all(hdr);
+  curl_easy_cleanup(c);
+  im_buf_cleanup(&line);
+  return NULL;
+}
+
+int im__health_start(struct im__health *h, const char *base, const char *path,
+                     int64_t interval_ns, bool insecure, const char *api_key, int jsonl_fd) {
+  memset(h, 0, sizeof *h);
+  snprintf(h->url, sizeof h->url, "%s%s", base, path ? path : "/health");
+  h->interval_ns = interval_ns;
+  h->insecure = insecure;
+  h->api_key = api_key;
+  h->jsonl_fd = jsonl_fd;
+  h->next_id = UINT64_C(1) << 52; /* below 2^53: exact in JSON readers that use doubles */
+  atomic_init(&h->t0, 0);
+  atomic_init(&h->stage, 0);
+  atomic_init(&h->stop, false);
+  int e = im_thread_start(&h->thread, health_main, h);
+  if (e) {
+    fprintf(stderr, "infermeter run: cannot start the health poller: %s\n", strerror(e));
+    return -1;
+  }
+  h->running = true;
+  return 0;
+}
+
+void im__health_stage(struct im__health *h, uint32_t stage, int64_t t0_mono) {
+  if (!h)
+    return;
+  atomic_store(&h->stage, stage);
+  atomic_store(&h->t0, t0_mono);
+}
+
+void im__health_stop(struct im__health *h) {
+  if (!h || !h->running)
+    return;
+  atomic_store(&h->stop, true);
+  pthread_join(h->thread, NULL);
+  h->running = false;
+}

@@ -1,0 +1,45 @@
+/* --health-interval: a poller that sends GET /health (or the path given) to
+ * the target during the run, as monitoring does in production, and records
+ * each check in requests.jsonl as kind `health` (docs/metrics.md §3): never
+ * in a latency or throughput figure, counted in the traffic classes and the
+ * effective rate, so a report shows how much of the raw rate was not user
+ * work.
+ *
+ * Threads: the poller runs on its own thread (every signal blocked); the
+ * loaders tell it each stage's start through im__health_stage (any thread,
+ * lock-free); its records go to requests.jsonl with one write(2) each
+ * (O_APPEND: whole lines among the loaders' writer's). Ids are taken from
+ * 2^52 up, apart from the loaders' attempt ids (and below 2^53, exact in
+ * readers that hold numbers as doubles). */
+#ifndef IM_CLI_HEALTH_H
+#define IM_CLI_HEALTH_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct im__health {
+  char url[2300];              /* base + path */
+  int64_t interval_ns;
+  bool insecure;
+  const char *api_key;         /* borrowed; sent as Bearer, never recorded */
+  int jsonl_fd;
+  atomic_int_fast64_t t0;      /* the current stage's CLOCK_MONOTONIC start; 0: none yet */
+  atomic_uint stage;
+  atomic_bool stop;
+  uint64_t next_id;
+  pthread_t thread;
+  bool running;
+};
+
+/* Starts the poller (base URL, path beginning with '/'). 0, or -1 after
+ * saying why. */
+int im__health_start(struct im__health *h, const char *base, const char *path,
+                     int64_t interval_ns, bool insecure, const char *api_key, int jsonl_fd);
+/* A stage began at t0_mono: later checks are on its clock. */
+void im__health_stage(struct im__health *h, uint32_t stage, int64_t t0_mono);
+/* Stops and joins the poller (no-op when not running). */
+void im__health_stop(struct im__health *h);
+
+#endif
