@@ -26,17 +26,25 @@ struct dvec {
   size_t n, cap;
 };
 
-static enum im_err dvec_push(struct dvec *d, double x) {
-  if (d->n == d->cap) {
-    size_t cap = d->cap ? d->cap * 2 : 64;
-    double *v = realloc(d->v, cap * sizeof *v);
-    if (!v)
-      return IM_NOMEM;
-    d->v = v;
-    d->cap = cap;
-  }
-  d->v[d->n++] = x;
+/* Makes room for one more element of `size` bytes in *v (n used of *cap),
+ * doubling; IM_NOMEM leaves *v as it was. Shared by both vector kinds. */
+static enum im_err grow(void **v, size_t *cap, size_t n, size_t size) {
+  if (n < *cap)
+    return IM_OK;
+  size_t c = *cap ? *cap * 2 : 64;
+  void *p = realloc(*v, c * size);
+  if (!p)
+    return IM_NOMEM;
+  *v = p;
+  *cap = c;
   return IM_OK;
+}
+
+static enum im_err dvec_push(struct dvec *d, double x) {
+  enum im_err err = grow((void **)&d->v, &d->cap, d->n, sizeof *d->v);
+  if (!err)
+    d->v[d->n++] = x;
+  return err;
 }
 
 static void dvec_free(struct dvec *d) {
@@ -55,16 +63,10 @@ struct ivec {
 };
 
 static enum im_err ivec_push(struct ivec *d, int32_t x) {
-  if (d->n == d->cap) {
-    size_t cap = d->cap ? d->cap * 2 : 256;
-    int32_t *v = realloc(d->v, cap * sizeof *v);
-    if (!v)
-      return IM_NOMEM;
-    d->v = v;
-    d->cap = cap;
-  }
-  d->v[d->n++] = x;
-  return IM_OK;
+  enum im_err err = grow((void **)&d->v, &d->cap, d->n, sizeof *d->v);
+  if (!err)
+    d->v[d->n++] = x;
+  return err;
 }
 
 static int cmp_i32(const void *a, const void *b) {

@@ -52,6 +52,21 @@ stop_server() {
   fi
 }
 
+# chunk_delays RUN_DIR TRUTH_LOG: a JSON array of every token chunk's
+# client arrival minus the server's write (ns), joined by request id and
+# chunk ordinal (the run's records on its manifest's clock origin).
+chunk_delays() {
+  local t0
+  t0=$(jq .manifest.t0_monotonic_ns "$1/results.json")
+  jq -c --argjson t0 "$t0" 'select(.error==null) | {id: .request_id, t: [.chunks_us[] * 1000 + .t_start + $t0]}' \
+    "$1/requests.jsonl" >"$TMP/client_chunks"
+  jq -c -s 'map(select(.type=="chunk")) | group_by(.id) | map({id: .[0].id, t: (sort_by(.index) | map(.ns))}) | .[]' \
+    "$2" >"$TMP/truth_chunks"
+  jq -s -c -n --slurpfile c "$TMP/client_chunks" --slurpfile t "$TMP/truth_chunks" \
+    '($t | map({key: .id, value: .t}) | from_entries) as $w
+     | [$c[] | . as $r | [range(0; $r.t|length)] | map($r.t[.] - $w[$r.id][.])[]]'
+}
+
 ok() { CHECKS=$((CHECKS + 1)); }
 fail() {
   CHECKS=$((CHECKS + 1))

@@ -13,16 +13,8 @@ start_server --time-scale 20 --truth-log "$TMP/truth.jsonl"
 RUN --url "$BASE" --rate 15 --duration 3s --warmup 1s --grace 5s --input-len 128 --output-len 32 \
   --ignore-eos --seed 7 --out "$TMP/r1" --quiet
 stop_server
-J="$TMP/r1/requests.jsonl"
-t0=$(jq .manifest.t0_monotonic_ns "$TMP/r1/results.json")
-jq -c --argjson t0 "$t0" 'select(.error==null) | {id: .request_id, t: [.chunks_us[] * 1000 + .t_start + $t0]}' "$J" >"$TMP/client_chunks"
-jq -c -s 'map(select(.type=="chunk")) | group_by(.id) | map({id: .[0].id, t: (sort_by(.index) | map(.ns))}) | .[]' \
-  "$TMP/truth.jsonl" >"$TMP/truth_chunks"
 check_eq "every chunk received within 50 ms of its write" \
-  "$(jq -s -n --slurpfile c "$TMP/client_chunks" --slurpfile t "$TMP/truth_chunks" \
-     '($t | map({key: .id, value: .t}) | from_entries) as $w
-      | [$c[] | . as $r | [range(0; $r.t|length)] | map($r.t[.] - $w[$r.id][.])[]
-         | . < 50000000] | all')" true
+  "$(chunk_delays "$TMP/r1" "$TMP/truth.jsonl" | jq 'length > 0 and all(. < 50000000)')" true
 
 RUN --duration 4s --warmup 1s --output-len 16 --out "$TMP/d" >"$TMP/d.out" 2>&1
 rc=$?
