@@ -231,6 +231,7 @@ static int shard_config(struct stage *st, uint32_t k) {
   c->warmup_requests = so->warmup_requests;
   c->grace_ns = o->grace_ns;
   c->retries = o->retries;
+  c->keep_ngrams = o->keep_ngrams;
   c->retry_backoff_max_ns = o->retry_backoff_max_ns;
   c->timeout_connect_ns = o->t_connect;
   c->timeout_ttft_ns = o->t_ttft;

@@ -597,12 +597,20 @@ void im_textgen_init(struct im_textgen *g, uint64_t seed, double temperature, do
    * its 4-gram repetition near that of prose at normal settings. */
   if (code)
     g->zipf_s *= CODE_FLATTEN;
+  g->degenerate = im_textgen_degeneracy(temperature, top_p);
+}
+
+double im_textgen_degeneracy(double temperature, double top_p) {
+  if (!(temperature >= 0.0))
+    temperature = 1.0;
+  if (!(top_p > 0.0) || top_p > 1.0)
+    top_p = 1.0;
   /* Loops: none from top_p >= 0.8, fully degenerate at top_p <= 0.3;
    * greedy decoding (temperature < 0.3) also loops. */
   double d = (0.8 - top_p) / 0.5;
   double dt = (0.3 - temperature) / 0.3 * 0.8;
   d = d > dt ? d : dt;
-  g->degenerate = d < 0.0 ? 0.0 : d > 1.0 ? 1.0 : d;
+  return d < 0.0 ? 0.0 : d > 1.0 ? 1.0 : d;
 }
 
 uint32_t im_textgen_next(struct im_textgen *g, const char **text, size_t *len) {

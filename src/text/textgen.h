@@ -35,6 +35,11 @@ struct im_textgen {
   bool close_next;      /* code flavour: the next line closes a block */
 };
 
+/* How readily output loops under these sampling parameters, 0..1: 0 from
+ * top_p >= 0.8 (and temperature >= 0.3), 1 at top_p <= 0.3; also rises as
+ * temperature falls below 0.3 (greedy decoding). Out-of-range top_p counts
+ * as 1.0 (no nucleus cut). */
+double im_textgen_degeneracy(double temperature, double top_p);
 /* Starts a generator. code selects the code flavour. */
 void im_textgen_init(struct im_textgen *g, uint64_t seed, double temperature, double top_p,
                      bool code);
