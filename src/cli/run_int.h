@@ -122,6 +122,7 @@ struct run_env {
   int jsonl_fd;
   int stages_fd;                  /* stages.jsonl (cli/rundir.h) */
   struct im__health *health;      /* the health poller, or NULL */
+  struct im__health *probe;       /* the prober (--probe-rate), or NULL */
   int series_fd;                  /* DIR/series.jsonl (O_APPEND), -1: not written */
   const char *series_path;        /* its path, or NULL */
   struct im_observer *obs;
