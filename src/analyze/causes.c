@@ -265,6 +265,18 @@ static void third(const struct ctx *c, const struct slo_view *s, const struct te
   *out_mean = out / (double)n;
 }
 
+/* Mean output entropy (--logprobs) of the n requests at t; NaN: none has one. */
+static double third_entropy(const struct ctx *c, const struct temp_at *t, size_t n) {
+  double sum = 0;
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    double h = c->req[t[i].i].r->entropy;
+    if (!isnan(h))
+      sum += h, k++;
+  }
+  return k ? sum / (double)k : NAN;
+}
+
 static void check_temperature(const struct ctx *c, const struct slo_view *s,
                               struct im_cause_check *ck) {
   struct temp_at *t = malloc((c->n ? c->n : 1) * sizeof *t);
@@ -299,6 +311,12 @@ static void check_temperature(const struct ctx *c, const struct slo_view *s,
   fig(ck, "cold_share_over", p_cold);
   fig(ck, "hot_output_tokens_mean", out_hot);
   fig(ck, "cold_output_tokens_mean", out_cold);
+  /* Evidence only (--logprobs): sampling flattens as temperature rises. */
+  double h_hot = third_entropy(c, t + m - n3, n3), h_cold = third_entropy(c, t, n3);
+  if (!isnan(h_hot) || !isnan(h_cold)) {
+    fig(ck, "hot_entropy_mean", h_hot);
+    fig(ck, "cold_entropy_mean", h_cold);
+  }
   bool fires = o_hot > 0 && p_hot >= IM_CAUSE_TEMP_RATIO * p_cold && out_hot > out_cold;
   verdict(ck, fires ? IM_CAUSE_FIRED : IM_CAUSE_NOT_FIRED,
           "%.0f%% of the hottest third (T >= %.3g) over the limit against %.0f%% of the coldest "

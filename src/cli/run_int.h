@@ -62,6 +62,7 @@ struct run_opts {
   uint32_t repeat_index, repeat_of; /* this run is repeat i of K (set by --repeat) */
   int64_t health_interval_ns;   /* --health-interval (0: none) */
   uint32_t keep_ngrams;         /* --keep-text (0: off) */
+  uint32_t logprobs;            /* --logprobs N (0: not asked) */
   double probe_rate;            /* --probe-rate, probes per second (0: none) */
   const char *health_path;      /* --health-path (NULL: /health) */
   const char *history;          /* --history PATH (NULL: $XDG_DATA_HOME/infermeter/history.db) */

@@ -133,6 +133,9 @@ void im__run_usage(FILE *o) {
 "                            pieces (at most N per request, default 4096) for its\n"
 "                            repetition rate (top_p_collapse); the text itself is\n"
 "                            never stored\n"
+"  --logprobs N              ask for the top N (1-20) log-probabilities of each token\n"
+"                            (chat logprobs/top_logprobs, completions logprobs) and\n"
+"                            record each answer's mean entropy (temperature evidence)\n"
 "  --yes                     start against a non-loopback target without asking\n"
 "\n"
 "Observers (docs/metrics.md §5; sampled on the run's clock, never fail the run):\n"
@@ -271,7 +274,7 @@ enum {
   O_BWREF, O_PGROUPS, O_PLEN, O_PSHARE, O_KVBPT, O_GPUMEM, O_DATASET, O_DSPATH, O_TSPEED, O_PERTURB,
   O_SESSIONS, O_SRATE, O_TURNS, O_GROWTH, O_THINK, O_GRID, O_SWEEP, O_SWEEP_STEPS, O_SWEEP_ALL,
   O_SCENARIO, O_TOKENIZER, O_CHAT_TMPL, O_MIX, O_TRACE, O_MIN_IN, O_MAX_IN, O_MIN_OUT, O_MAX_OUT,
-  O_BACKOFF_MAX, O_KEEP_TEXT, O_PROBE_RATE
+  O_BACKOFF_MAX, O_KEEP_TEXT, O_PROBE_RATE, O_LOGPROBS
 };
 
 const struct option im__run_options[] = {
@@ -304,7 +307,8 @@ const struct option im__run_options[] = {
     {"health-interval", required_argument, 0, O_HEALTH_INTERVAL},
     {"health-path", required_argument, 0, O_HEALTH_PATH},
     {"keep-text", required_argument, 0, O_KEEP_TEXT},
-    {"probe-rate", required_argument, 0, O_PROBE_RATE}, {"no-progress", no_argument, 0, O_NOPROG},
+    {"probe-rate", required_argument, 0, O_PROBE_RATE},
+    {"logprobs", required_argument, 0, O_LOGPROBS}, {"no-progress", no_argument, 0, O_NOPROG},
     {"threads", required_argument, 0, O_THREADS}, {"scrape", required_argument, 0, O_SCRAPE},
     {"no-scrape", no_argument, 0, O_NOSCRAPE},
     {"scrape-interval", required_argument, 0, O_SCRAPE_INT},
@@ -503,6 +507,7 @@ int im__run_apply(struct run_opts *o, int opt, const char *arg, bool *rate_given
       return 0;
     }
     return im_arg_u32("--keep-text", arg, 0, 1u << 20, &o->keep_ngrams);
+  case O_LOGPROBS: return im_arg_u32("--logprobs", arg, 1, 20, &o->logprobs);
   case O_PROBE_RATE: return im_arg_double("--probe-rate", arg, 0.0, 1000.0, &o->probe_rate);
   case O_NOPROG: o->no_progress = true; return 0;
   case O_THREADS: return im_arg_u32("--threads", arg, 1, 256, &o->threads);

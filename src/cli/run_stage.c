@@ -232,6 +232,7 @@ static int shard_config(struct stage *st, uint32_t k) {
   c->grace_ns = o->grace_ns;
   c->retries = o->retries;
   c->keep_ngrams = o->keep_ngrams;
+  c->logprobs = o->logprobs;
   c->retry_backoff_max_ns = o->retry_backoff_max_ns;
   c->timeout_connect_ns = o->t_connect;
   c->timeout_ttft_ns = o->t_ttft;

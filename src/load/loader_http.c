@@ -10,6 +10,7 @@
 
 #include "core/stats.h"
 #include "load/loader_int.h"
+#include "proto/oai_logprobs.h"
 #include "proto/retry_after.h"
 
 /* ---- request building --------------------------------------------------- */
@@ -22,7 +23,8 @@ static enum im_err build_body(const struct loader *L, const struct im_req_spec *
                              .messages_json = s->messages_json, .extra_json = s->extra_json,
                              .max_tokens = s->max_tokens, .ignore_eos = s->ignore_eos,
                              .temperature = s->temperature, .top_p = s->top_p,
-                             .continuous_usage = c->continuous_usage, .cache_salt = c->cache_salt};
+                             .continuous_usage = c->continuous_usage, .cache_salt = c->cache_salt,
+                             .logprobs = c->logprobs};
   return im_oai_body_encode(&body, b);
 }
 
@@ -183,6 +185,13 @@ enum im_err im__load_on_sse_event(void *ud, const struct im_sse_event *ev) {
     a->capture_reasoning = false;
   if (a->L->cfg->keep_ngrams)
     keep_piece(a, c);
+  /* An unreadable logprobs object adds nothing: the entropy is over the
+   * tokens whose alternatives could be read. */
+  if (a->L->cfg->logprobs && c->logprobs_json.len) {
+    enum im_err e = im_oai_logprobs_entropy(c->logprobs_json.ptr, c->logprobs_json.len,
+                                            &a->entropy_sum, &a->entropy_tokens);
+    (void)e;
+  }
   int64_t t = a->last_chunk; /* the arrival time of this read, set by on_write */
   if (r->t_first < 0)
     r->t_first = t;

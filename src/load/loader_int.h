@@ -96,6 +96,9 @@ struct attempt {
   uint32_t n_grams, cap_grams;
   uint32_t n_pieces;             /* pieces seen (the first 3 make no 4-gram) */
   uint64_t last_pieces[3];
+  /* --logprobs: the entropy of the tokens with alternatives, summed. */
+  double entropy_sum;
+  uint32_t entropy_tokens;
 };
 
 struct loader {

@@ -83,6 +83,7 @@ void im_record_reset(struct im_record *r) {
   r->temperature = NAN;
   r->top_p = NAN;
   r->repetition = NAN;
+  r->entropy = NAN;
 }
 
 void im_record_cleanup(struct im_record *r) {
@@ -320,6 +321,7 @@ static enum im_err write_record(const struct im_record *r, struct im_buf *b) {
           : im_buf_puts(b, "null"));
   TRY(put_double_or_null(b, "repetition", r->ngrams ? r->repetition : NAN));
   U64("ngrams", r->ngrams);
+  TRY(put_double_or_null(b, "entropy", r->entropy));
 
   U64("n_chunks", r->n_chunks);
   TRY(put_key(b, "chunks_us"));
@@ -618,6 +620,11 @@ static enum im_err read_fields(struct rd *d, struct im_record *r) {
     if (r->ngrams && !(r->repetition >= 0 && r->repetition < 1))
       return fail(d->msg, d->msg_len,
                   "requests.jsonl: field \"repetition\" must be in [0, 1) when \"ngrams\" > 0");
+  }
+  if (json_object_get(d->obj, "entropy")) {
+    TRY(get_double(d, "entropy", &r->entropy));
+    if (!isnan(r->entropy) && !(r->entropy >= 0))
+      return fail(d->msg, d->msg_len, "requests.jsonl: field \"entropy\" must be >= 0 or null");
   }
   TRY(get_chunks(d, r));
   return IM_OK;

@@ -119,6 +119,8 @@ struct im_record {
   double repetition;         /* 1 - distinct / total 4-grams of the streamed
                                 pieces (docs/metrics.md §7); NaN: not measured */
   uint32_t ngrams;           /* 4-grams it was computed over (0: none) */
+  double entropy;            /* --logprobs: mean entropy (nats) per token over the
+                                top alternatives streamed; NaN: none */
 };
 
 /* Name used in JSON for a kind / error class / count source. */

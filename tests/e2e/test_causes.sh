@@ -118,12 +118,18 @@ echo "churn: connection_churn $st, score $(checked "$TMP/churn" connection_churn
 # the rule evaluated (see above why its verdict is not asserted).
 serve --time-scale 8
 RUN --url "$BASE" --rate 10 --duration 8s --grace 30s --output-len 3000 --perturb \
-  --temperature 1.5 --slo e2el=4s,ttft=60s --out "$TMP/temp"
+  --temperature 1.5 --slo e2el=4s,ttft=60s --logprobs 5 --out "$TMP/temp"
 st=$(checked "$TMP/temp" temperature_overload status)
 check "temperature: the rule was evaluated ($st)" test "$st" = fired -o "$st" = not_fired
 check "temperature: the hottest third is hotter" jq -e '.analysis.root_causes[0].evidence.checked[]
   | select(.cause == "temperature_overload") | .hot_temperature_min > .cold_temperature_max' \
   "$(R "$TMP/temp")"
+check "temperature: --logprobs gives each request its entropy" jq -se \
+  '[.[] | select(.kind == "measured" and .error == null) | .entropy] | length > 0 and all(. > 0)' \
+  "$TMP/temp/requests.jsonl"
+check "temperature: the hottest third's output entropy is higher" jq -e \
+  '.analysis.root_causes[0].evidence.checked[] | select(.cause == "temperature_overload")
+  | .hot_entropy_mean > .cold_entropy_mean' "$(R "$TMP/temp")"
 # No "no other cause" check here: at time scale 8 with 3,000-token answers
 # a busy machine (a sanitizer build, a shared CI host) starves the server's
 # loop, and the stalls that follow are real, rightly reported as
