@@ -4,13 +4,15 @@
 #
 #   bench/stall_locate.sh BUILD/infermeter [MS...]
 #
-# For each planted stall length M (ms, simulated; default 40 80 160 320),
+# For each planted stall length M (ms, simulated; default 20 40 80 160),
 # `infermeter serve --truth-log` pauses 30 % of the requests for M ms
 # before output token 60 (`--fault stall:0.3@token=60,ms=M`), and
-# `infermeter run` streams 200-token answers at 4 req/s for 20 s. The truth:
+# `infermeter run` streams 200-token answers at RATE req/s (default 4) for
+# 20 s. The truth:
 # a request's planted stall is the gap between consecutive chunk deadlines
-# (engine step ends, in the truth log) above M/2 — the only gap of that size
-# in a request, at a known chunk ordinal. Each detector then flags gaps of
+# (engine step ends, in the truth log) exceeding the request's median such
+# gap by more than M/2 — the only gap of that size in a request, at a known
+# chunk ordinal. Each detector then flags gaps of
 # the client's chunk arrivals (requests.jsonl, joined by X-Request-Id):
 #   per-request  a gap above k x its request's median gap (k = 5), the rule of
 #                analysis.stalls;
@@ -25,7 +27,8 @@ set -eu
 BIN=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 shift
 MS=("$@")
-[ ${#MS[@]} -gt 0 ] || MS=(40 80 160 320)
+[ ${#MS[@]} -gt 0 ] || MS=(20 40 80 160)
+RATE=${RATE:-4}
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/infermeter-stall.XXXXXX")
 trap 'kill "$pid" 2>/dev/null; rm -rf "$TMP"' EXIT
 printf '%-6s %-12s %8s %8s %8s %8s %14s\n' M_ms detector planted exact within1 missed false/1k_gaps
@@ -38,7 +41,7 @@ for m in "${MS[@]}"; do
   exec 3<"$TMP/fifo"
   read -r -t 20 line <&3
   "$BIN" run --url "http://127.0.0.1:${line##*:}" --no-progress --quiet --no-history \
-    --no-gpu --warmup 0s --rate 4 --duration 20s --input-len 128 --output-len 200 \
+    --no-gpu --warmup 0s --rate "$RATE" --duration 20s --input-len 128 --output-len 200 \
     --ignore-eos --seed 7 --out "$TMP/run" || true
   kill -TERM "$pid"
   wait "$pid" 2>/dev/null || true
@@ -47,7 +50,9 @@ for m in "${MS[@]}"; do
   jq -sc --argjson half "$((m * 500000))" '
     [.[] | select(.type == "chunk")] | group_by(.id) | map(
       (sort_by(.index) | [.[].deadline_ns]) as $d
-      | {key: .[0].id, value: ([range(1; $d | length) | select($d[.] - $d[. - 1] > $half)]
+      | ([range(1; $d | length) | $d[.] - $d[. - 1]]) as $g
+      | ($g | sort | .[(length / 2 | floor)] // 0) as $med
+      | {key: .[0].id, value: ([range(0; $g | length) | select($g[.] - $med > $half) | . + 1]
                                | if length == 1 then .[0] else -1 end)})
     | from_entries' "$TMP/truth.jsonl" >"$TMP/truth.json"
   jq -sr --slurpfile t "$TMP/truth.json" --arg m "$m" '
