@@ -833,7 +833,8 @@ int im_cli_run(int argc, char **argv) {
   if (!reported && !o->no_history && o->repeat_of <= 1)
     im__run_add_history(o, o->out_dir);
   if (!reported && !o->quiet)
-    fprintf(stdout, "Results: %s/results.json, %s/requests.jsonl\n", o->out_dir, o->out_dir);
+    fprintf(stdout, "Results: %s/results.json, %s/requests.jsonl\nReport:  %s/report.html\n",
+            o->out_dir, o->out_dir, o->out_dir);
   if (failed)
     rc = r->env.engine_failed ? EXIT_ENGINE : EXIT_USAGE;
   else if (!reported)
