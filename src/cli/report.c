@@ -1,5 +1,6 @@
 /* `infermeter report DIR` and the end of every run: see cli/report.h. */
 #include "cli/report.h"
+#include "cli/otlp.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -539,6 +540,8 @@ static void usage(FILE *f) {
           "  --html FILE the HTML report there (default DIR/report.html: one\n"
           "              self-contained page, charts and tables, light and dark)\n"
           "  --no-html   no HTML report\n"
+          "  --otlp URL  send the run's spans and GenAI metrics to an OTLP/HTTP\n"
+          "              collector (docs/otlp.md)\n"
           "  --publish   NOT_PUBLISHABLE (the validity audit, docs/audit.md) exits 4\n"
           "  -h, --help  this help\n"
           "\n"
@@ -553,12 +556,13 @@ static int report_main(int argc, char **argv, bool audit) {
                                        {"publish", no_argument, NULL, 'p'},
                                        {"html", required_argument, NULL, 'H'},
                                        {"no-html", no_argument, NULL, 'N'},
+                                       {"otlp", required_argument, NULL, 'O'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
   void (*help)(FILE *) = audit ? audit_usage : usage;
   const char *name = audit ? "audit" : "report";
   bool quiet = false, publish = false, no_html = false;
-  const char *html = NULL;
+  const char *html = NULL, *otlp = NULL;
   int c;
   optind = 1;
   while ((c = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
@@ -570,6 +574,8 @@ static int report_main(int argc, char **argv, bool audit) {
       html = optarg;
     } else if (c == 'N' && !audit) {
       no_html = true;
+    } else if (c == 'O' && !audit) {
+      otlp = optarg;
     } else if (c == 'h') {
       help(stdout);
       return EXIT_OK;
@@ -590,6 +596,12 @@ static int report_main(int argc, char **argv, bool audit) {
   struct report_outcome out;
   if (im__report_dir(dir, &ro, &out))
     return EXIT_USAGE;
+  if (otlp) {
+    struct im__otlp_opts oo = {.url = otlp, .sample = 1.0};
+    struct im__otlp_stats os;
+    if (im__otlp_export(dir, &oo, &os))
+      return EXIT_USAGE;
+  }
   if (!quiet && !audit)
     fprintf(stdout, "Results: %s/results.json%s\nReport:  %s%s\n", dir,
             out.interrupted ? " (the run was interrupted: figures of the records on disk)" : "",

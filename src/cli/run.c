@@ -22,6 +22,7 @@
 #include "cli/args.h"
 #include "cli/cli.h"
 #include "cli/health.h"
+#include "cli/otlp.h"
 #include "cli/report.h"
 #include "cli/run_int.h"
 #include "record/rundir.h"
@@ -835,6 +836,13 @@ int im_cli_run(int argc, char **argv) {
   if (!reported && !o->quiet)
     fprintf(stdout, "Results: %s/results.json, %s/requests.jsonl\nReport:  %s/report.html\n",
             o->out_dir, o->out_dir, o->out_dir);
+  if (o->otlp) {
+    struct im__otlp_opts oo = {.url = o->otlp, .sample = o->otlp_sample, .provider = o->provider};
+    struct im__otlp_stats os;
+    if (!im__otlp_export(o->out_dir, &oo, &os) && !o->quiet)
+      fprintf(stdout, "OTLP:    %" PRIu64 " spans and %" PRIu64 " metric points sent to %s\n",
+              os.spans_sent, os.metric_points, o->otlp);
+  }
   if (failed)
     rc = r->env.engine_failed ? EXIT_ENGINE : EXIT_USAGE;
   else if (!reported)

@@ -1,0 +1,38 @@
+/* OTLP export (--otlp URL, docs/otlp.md): a run directory's attempts as
+ * OpenTelemetry spans and its figures as GenAI client metrics, sent as
+ * OTLP/HTTP JSON to URL/v1/traces and URL/v1/metrics after the run (and by
+ * `infermeter report DIR --otlp URL`), never while measuring.
+ *
+ * Spans follow the GenAI semantic conventions v1.41.0 (schemaUrl
+ * https://opentelemetry.io/schemas/1.41.0; the names are experimental and
+ * may move): one CLIENT span per attempt, named "{gen_ai.operation.name}
+ * {gen_ai.request.model}", child of one span per logical request; trace and
+ * span ids are those of the traceparent the attempt sent (record/record.h),
+ * so the server's spans join. Spans are head-sampled per logical request
+ * (--otlp-sample R, by a hash of the trace id: a request keeps all of its
+ * attempts or none); metrics are never sampled. Requests go in batches of
+ * at most 512 spans, retried on 429, 502, 503 and 504 (Retry-After
+ * honoured, at most 5 tries); what could not be sent is counted. */
+#ifndef IM_CLI_OTLP_H
+#define IM_CLI_OTLP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct im__otlp_opts {
+  const char *url;         /* base, e.g. http://127.0.0.1:4318 */
+  double sample;           /* head-sampling share of logical requests, (0, 1] */
+  const char *provider;    /* gen_ai.provider.name (NULL: from the target) */
+  const char *api_key;     /* never sent to the collector */
+};
+
+struct im__otlp_stats {
+  uint64_t spans_sent, spans_dropped, requests, retries;
+  uint64_t metric_points;
+};
+
+/* Exports dir's spans and metrics. 0, or -1 after saying why (the run's
+ * results are unaffected). */
+int im__otlp_export(const char *dir, const struct im__otlp_opts *o, struct im__otlp_stats *st);
+
+#endif
