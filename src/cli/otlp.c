@@ -14,6 +14,7 @@
 
 #include "record/reader.h"
 #include "record/record.h"
+#include "core/thread.h"
 #include "record/rundir.h"
 
 #define SCHEMA_URL "https://opentelemetry.io/schemas/1.41.0"
@@ -221,7 +222,17 @@ static int flush_spans(struct ctx *x, json_t **spans) {
   return rc;
 }
 
-static int export_spans(struct ctx *x, const struct im_record *recs, size_t n) {
+/* Head sampling by the trace id: all of a request's attempts or none. */
+static bool sampled(const struct ctx *x, uint64_t logical_id) {
+  uint64_t req = im_trace_request(logical_id);
+  return (double)(im_mix64(req ^ x->trace_run) >> 11) * 0x1p-53 < x->o->sample;
+}
+
+static uint64_t request_span(const struct ctx *x, uint64_t logical_id) {
+  return im_mix64(logical_id ^ x->trace_run ^ 0x72657175657374ULL) | 1; /* "request" */
+}
+
+static int export_spans(struct ctx *x, const struct im_record *recs, size_t n, bool attempts_sent) {
   const struct im_record **v = malloc((n ? n : 1) * sizeof *v);
   if (!v)
     return -1;
@@ -237,10 +248,8 @@ static int export_spans(struct ctx *x, const struct im_record *recs, size_t n) {
     while (j < m && v[j]->stage == v[i]->stage && v[j]->logical_id == v[i]->logical_id)
       j++;
     uint64_t req = im_trace_request(v[i]->logical_id);
-    /* Head sampling by the trace id: all of a request's attempts or none. */
-    double u = (double)(im_mix64(req ^ x->trace_run) >> 11) * 0x1p-53;
-    if (u < x->o->sample) {
-      uint64_t parent = im_mix64(v[i]->logical_id ^ x->trace_run ^ 0x72657175657374ULL) | 1;
+    if (sampled(x, v[i]->logical_id)) {
+      uint64_t parent = request_span(x, v[i]->logical_id);
       const struct im_record *last = v[j - 1];
       int64_t t0 = wall_of(x, v[i], v[i]->t_sched_first >= 0 ? v[i]->t_sched_first : v[i]->t_sched);
       int64_t t1 = wall_of(x, last, last->t_end);
@@ -255,7 +264,7 @@ static int export_spans(struct ctx *x, const struct im_record *recs, size_t n) {
                              name, "kind", 1, "startTimeUnixNano", u64s((uint64_t)t0),
                              "endTimeUnixNano", u64s((uint64_t)t1), "attributes", a, "status",
                              "code", last->error != IM_EC_NONE ? 2 : 0));
-        for (size_t k = i; k < j; k++) {
+        for (size_t k = i; k < j && !attempts_sent; k++) {
           json_t *s = attempt_span(x, v[k], parent);
           if (s)
             json_array_append_new(spans, s);
@@ -399,8 +408,30 @@ static void target_of(struct ctx *x) {
                                                               : "openai";
 }
 
-int im__otlp_export(const char *dir, const struct im__otlp_opts *o, struct im__otlp_stats *st) {
+/* An easy handle for the collector (NULL when out of memory). */
+static CURL *collector(struct curl_slist **hdr) {
+  CURL *c = curl_easy_init();
+  *hdr = curl_slist_append(NULL, "Content-Type: application/json");
+  if (!c || !*hdr) {
+    if (c)
+      curl_easy_cleanup(c);
+    curl_slist_free_all(*hdr);
+    *hdr = NULL;
+    return NULL;
+  }
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, *hdr);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sink);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  return c;
+}
+
+int im__otlp_export(const char *dir, const struct im__otlp_opts *o, bool attempts_sent,
+                    struct im__otlp_stats *st) {
+  uint64_t live_sent = st->spans_sent, live_dropped = st->spans_dropped;
   memset(st, 0, sizeof *st);
+  if (attempts_sent)
+    st->spans_sent = live_sent, st->spans_dropped = live_dropped;
   struct im_rundir rd;
   char err[512];
   if (im_rundir_read(dir, &rd, err, sizeof err)) {
@@ -422,15 +453,10 @@ int im__otlp_export(const char *dir, const struct im__otlp_opts *o, struct im__o
     goto out;
   }
   target_of(&x);
-  x.c = curl_easy_init();
+  x.c = collector(&x.hdr);
   if (!x.c)
     goto out;
-  x.hdr = curl_slist_append(NULL, "Content-Type: application/json");
-  curl_easy_setopt(x.c, CURLOPT_HTTPHEADER, x.hdr);
-  curl_easy_setopt(x.c, CURLOPT_WRITEFUNCTION, sink);
-  curl_easy_setopt(x.c, CURLOPT_TIMEOUT, 30L);
-  curl_easy_setopt(x.c, CURLOPT_NOSIGNAL, 1L);
-  int a = export_spans(&x, recs, n), b = export_metrics(&x, recs, n);
+  int a = export_spans(&x, recs, n, attempts_sent), b = export_metrics(&x, recs, n);
   rc = a || b ? -1 : 0;
   if (rc)
     fprintf(stderr, "infermeter: --otlp %s: %" PRIu64 " spans not delivered\n", o->url,
@@ -442,4 +468,130 @@ out:
   im_records_free(recs, n);
   im_rundir_free(&rd);
   return rc;
+}
+
+/* ---- live ---------------------------------------------------------------- */
+
+#define LIVE_MAX_WAITING 8192
+
+/* Spans of the complete lines in buf[0..*len) (the rest moved to the
+ * front); rereads the directory when a record's stage has no start yet. */
+static void live_lines(struct ctx *x, struct im_rundir *rd, const char *dir, char *buf, size_t *len,
+                       json_t *pending) {
+  size_t at = 0;
+  for (char *nl; (nl = memchr(buf + at, '\n', *len - at)); at = (size_t)(nl - buf) + 1) {
+    struct im_record r;
+    memset(&r, 0, sizeof r);
+    im_record_reset(&r);
+    if (im_record_from_json(buf + at, (size_t)(nl - (buf + at)), &r, NULL, 0) == IM_OK &&
+        r.kind != IM_KIND_HEALTH && r.kind != IM_KIND_PROBE && sampled(x, r.logical_id)) {
+      if (r.stage >= rd->n_st || rd->st[r.stage].wall_start_ns < 0) {
+        char err[256];
+        struct im_rundir fresh;
+        if (!im_rundir_read(dir, &fresh, err, sizeof err)) {
+          im_rundir_free(rd);
+          *rd = fresh;
+          x->rd = rd;
+          target_of(x); /* its strings pointed into the manifest just freed */
+        }
+      }
+      json_t *sp = attempt_span(x, &r, request_span(x, r.logical_id));
+      if (sp && json_array_size(pending) < LIVE_MAX_WAITING)
+        json_array_append_new(pending, sp);
+      else if (sp) {
+        json_decref(sp);
+        x->st->spans_dropped++;
+      }
+    }
+    im_record_cleanup(&r);
+  }
+  memmove(buf, buf + at, *len - at);
+  *len -= at;
+}
+
+static void *live_main(void *arg) {
+  struct im__otlp_live *l = arg;
+  struct im_rundir rd;
+  char err[256], path[4200];
+  if (im_rundir_read(l->dir, &rd, err, sizeof err))
+    return NULL;
+  struct ctx x = {.o = &l->o, .st = &l->st, .rd = &rd,
+                  .trace_run = im_trace_run(json_string_value(json_object_get(rd.manifest, "run_salt")))};
+  target_of(&x);
+  x.c = collector(&x.hdr);
+  snprintf(path, sizeof path, "%s/requests.jsonl", l->dir);
+  FILE *f = fopen(path, "r");
+  size_t cap = 1 << 20, len = 0;
+  char *buf = malloc(cap);
+  json_t *pending = json_array();
+  struct timespec last;
+  clock_gettime(CLOCK_MONOTONIC, &last);
+  bool stopping = false;
+  while (x.c && f && buf && pending) {
+    stopping = atomic_load(&l->stop);
+    /* Everything written so far (a line longer than the buffer grows it). */
+    for (;;) {
+      if (len == cap) {
+        char *nb = realloc(buf, cap * 2);
+        if (!nb)
+          break;
+        buf = nb;
+        cap *= 2;
+      }
+      size_t got = fread(buf + len, 1, cap - len, f);
+      len += got;
+      if (!got)
+        break;
+      live_lines(&x, &rd, l->dir, buf, &len, pending);
+    }
+    clearerr(f); /* EOF now; the run may write more */
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    bool due = now.tv_sec - last.tv_sec >= 2 || json_array_size(pending) >= BATCH || stopping;
+    while (due && json_array_size(pending)) {
+      json_t *batch = json_array();
+      while (json_array_size(batch) < BATCH && json_array_size(pending)) {
+        json_array_append(batch, json_array_get(pending, 0));
+        json_array_remove(pending, 0);
+      }
+      (void)flush_spans(&x, &batch);
+      json_decref(batch);
+      last = now;
+    }
+    if (stopping)
+      break;
+    struct timespec nap = {0, 250000000};
+    nanosleep(&nap, NULL);
+  }
+  json_decref(pending);
+  free(buf);
+  if (f)
+    fclose(f);
+  curl_slist_free_all(x.hdr);
+  if (x.c)
+    curl_easy_cleanup(x.c);
+  im_rundir_free(&rd);
+  return NULL;
+}
+
+int im__otlp_live_start(struct im__otlp_live *l, const char *dir, const struct im__otlp_opts *o) {
+  memset(l, 0, sizeof *l);
+  snprintf(l->dir, sizeof l->dir, "%s", dir);
+  l->o = *o;
+  atomic_init(&l->stop, false);
+  int e = im_thread_start(&l->thread, live_main, l);
+  if (e) {
+    fprintf(stderr, "infermeter run: cannot start the OTLP exporter: %s\n", strerror(e));
+    return -1;
+  }
+  l->running = true;
+  return 0;
+}
+
+void im__otlp_live_stop(struct im__otlp_live *l) {
+  if (!l || !l->running)
+    return;
+  atomic_store(&l->stop, true);
+  pthread_join(l->thread, NULL);
+  l->running = false;
 }

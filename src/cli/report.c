@@ -598,8 +598,8 @@ static int report_main(int argc, char **argv, bool audit) {
     return EXIT_USAGE;
   if (otlp) {
     struct im__otlp_opts oo = {.url = otlp, .sample = 1.0};
-    struct im__otlp_stats os;
-    if (im__otlp_export(dir, &oo, &os))
+    struct im__otlp_stats os = {0};
+    if (im__otlp_export(dir, &oo, false, &os))
       return EXIT_USAGE;
   }
   if (!quiet && !audit)

@@ -177,6 +177,7 @@ struct run {
   struct stage_res *res;
   size_t ran;
   struct im__health health, probe;
+  struct im__otlp_live otlp;
   bool started;     /* a stage began (its start line is in stages.jsonl) */
   bool stopped_early;
   double discovery_ms;
@@ -715,6 +716,7 @@ static int open_run_files(struct run *r) {
 static void run_cleanup(struct run *r) {
   im__health_stop(&r->health);
   im__health_stop(&r->probe);
+  im__otlp_live_stop(&r->otlp);
   free(r->res);
   free(r->stages);
   if (r->jsonl_fd >= 0)
@@ -809,6 +811,9 @@ int im_cli_run(int argc, char **argv) {
       goto out;
     r->env.probe = &r->probe;
   }
+  struct im__otlp_opts oo = {.url = o->otlp, .sample = o->otlp_sample, .provider = o->provider};
+  if (o->otlp && im__otlp_live_start(&r->otlp, o->out_dir, &oo))
+    goto out;
   if (!o->quiet)
     fprintf(stderr, "infermeter: %s %s, model %s, %zu stage(s), results in %s\n",
             r->env.builtin ? "built-in server at" : "target", r->url, r->env.model, r->env.n_stages,
@@ -819,6 +824,7 @@ int im_cli_run(int argc, char **argv) {
   bool failed = run_stages(r) != 0;
   im__health_stop(&r->health);
   im__health_stop(&r->probe);
+  im__otlp_live_stop(&r->otlp); /* every record is on disk: it sends the last ones */
   if (!r->started) /* not one stage began: nothing to report */
     goto out;
   /* The results: read back from the directory, by the same path as
@@ -837,9 +843,8 @@ int im_cli_run(int argc, char **argv) {
     fprintf(stdout, "Results: %s/results.json, %s/requests.jsonl\nReport:  %s/report.html\n",
             o->out_dir, o->out_dir, o->out_dir);
   if (o->otlp) {
-    struct im__otlp_opts oo = {.url = o->otlp, .sample = o->otlp_sample, .provider = o->provider};
-    struct im__otlp_stats os;
-    if (!im__otlp_export(o->out_dir, &oo, &os) && !o->quiet)
+    struct im__otlp_stats os = r->otlp.st; /* the attempts the live exporter sent */
+    if (!im__otlp_export(o->out_dir, &oo, true, &os) && !o->quiet)
       fprintf(stdout, "OTLP:    %" PRIu64 " spans and %" PRIu64 " metric points sent to %s\n",
               os.spans_sent, os.metric_points, o->otlp);
   }
