@@ -23,6 +23,7 @@
 #include "cli/cli.h"
 #include "cli/health.h"
 #include "cli/otlp.h"
+#include "cli/vllm_compat.h"
 #include "cli/report.h"
 #include "cli/run_int.h"
 #include "record/rundir.h"
@@ -178,6 +179,8 @@ struct run {
   size_t ran;
   struct im__health health, probe;
   struct im__otlp_live otlp;
+  struct im__vllm vllm;         /* vLLM's flags, translated (cli/vllm_compat.h) */
+  char **vllm_argv;             /* the translated command line (owned) */
   bool started;     /* a stage began (its start line is in stages.jsonl) */
   bool stopped_early;
   double discovery_ms;
@@ -756,6 +759,15 @@ int im_cli_run(int argc, char **argv) {
     fprintf(stderr, "infermeter run: out of memory\n");
     return EXIT_USAGE;
   }
+  int targc;
+  char **targv;
+  if (im__vllm_translate(argc, argv, &targc, &targv, &r->vllm)) {
+    free(r);
+    return EXIT_USAGE;
+  }
+  r->vllm_argv = targv;
+  argc = targc;
+  argv = targv;
   r->argc = argc;
   r->argv = argv;
   r->jsonl_fd = r->raw_fd = r->stages_fd = r->series_fd = -1;
@@ -842,6 +854,8 @@ int im_cli_run(int argc, char **argv) {
   if (!reported && !o->quiet)
     fprintf(stdout, "Results: %s/results.json, %s/requests.jsonl\nReport:  %s/report.html\n",
             o->out_dir, o->out_dir, o->out_dir);
+  if (!reported && r->vllm.save_result)
+    (void)im__vllm_save(o->out_dir, &r->vllm);
   if (o->otlp) {
     struct im__otlp_stats os = r->otlp.st; /* the attempts the live exporter sent */
     if (!im__otlp_export(o->out_dir, &oo, true, &os) && !o->quiet)
@@ -854,6 +868,7 @@ int im_cli_run(int argc, char **argv) {
     rc = im__report_exit_code(&outcome);
 out:
   run_cleanup(r);
+  free(r->vllm_argv);
   free(r);
   return rc;
 }
