@@ -25,6 +25,8 @@
 #include "report/causes_json.h"
 #include "report/results.h"
 #include "report/stage_json.h"
+#include "report/roofline_json.h"
+#include "cli/sysdesc.h"
 #include "workload/stages.h"
 
 
@@ -146,6 +148,8 @@ struct rep {
   struct im_series_set *series;  /* series.jsonl; NULL when the run wrote none */
   json_t *root, *stages;
   struct sweep_point *pts;
+  struct im_sysdesc sys;          /* manifest.json's "system" */
+  struct im_roofline_sys rsys;
 };
 
 static const char *str_at(const json_t *root, const char *a, const char *b, const char *c) {
@@ -294,6 +298,16 @@ static int report_stage(struct rep *p, size_t i, bool single) {
     goto oom;
   if (p->series && server_figures(p, s, &f, &in, dst, &sf))
     goto oom;
+  struct im_roofline rl;
+  enum im_err re = im_roofline_compute(&p->rsys, recs, n, in.cfg.window_start_ns,
+                                       in.cfg.window_end_ns, &rl);
+  if (re == IM_OK)
+    re = im_roofline_json(&rl, json_object_get(dst, "metrics"));
+  if (re == IM_OK && p->ro->text && single && !p->ro->audit_only)
+    im_roofline_text(p->ro->text, &rl);
+  im_roofline_cleanup(&rl);
+  if (re != IM_OK)
+    goto oom;
   struct im_causes causes;
   struct im_causes_input cin = {.f = &f, .cfg = &in.cfg, .slo_target = in.slo_target,
                                 .server = p->series ? &sf : NULL};
@@ -379,6 +393,14 @@ static int report_all(struct rep *p) {
     return -1;
   }
   const struct im_rundir_analysis *an = &p->rd.an;
+  im__sys_from_json(json_object_get(p->rd.manifest, "system"), &p->sys);
+  p->rsys = (struct im_roofline_sys){
+      .model = p->sys.has_model ? &p->sys.model : NULL, .hw = p->sys.has_hw ? &p->sys.hw : NULL,
+      .gpus = p->sys.gpus, .tp = p->sys.tp, .dp = p->sys.dp,
+      .kv_bytes_per_token_per_gpu = p->sys.kv_bytes_per_token_per_gpu,
+      .gpu_memory_bytes = p->sys.gpu_memory_bytes, .bw_util_ref = an->bw_util_ref,
+      .mfu_ref = p->sys.mfu_ref > 0 ? p->sys.mfu_ref : 0.32,
+      .kv_residency_ref = an->kv_residency_ref};
   im_summary_config_default(&p->scfg);
   p->scfg.n_percentiles = an->n_percentiles;
   memcpy(p->scfg.percentiles, an->percentiles, sizeof an->percentiles);

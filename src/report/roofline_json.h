@@ -1,0 +1,21 @@
+/* metrics.roofline of a stage in results.json (docs/deepseek.md,
+ * docs/results-schema.md) and its lines in the terminal summary. Renders
+ * only: every number comes from analyze/roofline.h; NaN as null. */
+#ifndef IM_REPORT_ROOFLINE_JSON_H
+#define IM_REPORT_ROOFLINE_JSON_H
+
+#include <stdio.h>
+
+#include "analyze/roofline.h"
+#include "core/err.h"
+
+struct json_t;
+
+/* Sets metrics["roofline"] (replacing it): {"not_collected": reason} or
+ * the figures. IM_INVAL for NULL arguments, IM_NOMEM. */
+enum im_err im_roofline_json(const struct im_roofline *rl, struct json_t *metrics) IM_WUR;
+
+/* Two or three lines for the terminal (nothing when not collected). */
+void im_roofline_text(FILE *f, const struct im_roofline *rl);
+
+#endif
