@@ -142,7 +142,8 @@ static size_t bucket_of(uint32_t prompt) {
   return b;
 }
 
-/* Per-request figures: TPOT mean, per-user speeds, buckets. */
+/* Per-request figures: TPOT mean, per-user speeds, buckets (predictions
+ * only when s is non-NULL: the system is described). */
 static enum im_err per_request(const struct im_roofline_sys *s, const struct im_record *r,
                                size_t n, int64_t ws, int64_t we, struct im_roofline *o) {
   double *speed = malloc((n ? n : 1) * sizeof *speed);
@@ -183,8 +184,11 @@ static enum im_err per_request(const struct im_roofline_sys *s, const struct im_
     u->context_mean = bctx[b] / (double)bn[b];
     u->tpot_mean_s = bsum[b] / (double)bn[b];
     u->decode_tok_s = o->batch_mean / u->tpot_mean_s;
-    im_roofline_predict(s, o->batch_mean, u->context_mean, &u->pred);
-    u->bw_util = im_roofline_bw_util(s, &u->pred, u->tpot_mean_s);
+    u->bw_util = NAN;
+    if (s) {
+      im_roofline_predict(s, o->batch_mean, u->context_mean, &u->pred);
+      u->bw_util = im_roofline_bw_util(s, &u->pred, u->tpot_mean_s);
+    }
   }
   return IM_OK;
 }
@@ -219,23 +223,21 @@ enum im_err im_roofline_compute(const struct im_roofline_sys *s, const struct im
   memset(o, 0, sizeof *o);
   o->sys = s;
   o->bw_util = o->mfu = NAN;
-  if (!s->model || !s->hw) {
-    o->not_collected = !s->model ? "model not described (--model-config; or a target that "
-                                   "declares it, as the built-in server does)"
-                                 : "hardware not described (--hardware)";
-    return IM_OK;
+  bool described = s->model && s->hw;
+  if (described) {
+    o->kv_bytes_per_token = im_model_kv_bytes_per_token(s->model);
+    o->kv_bytes_per_token_per_gpu = kv_per_gpu(s);
+    o->kv_bytes_per_1k_tokens = 1000.0 * o->kv_bytes_per_token;
+    kv_formula(s->model, o->kv_formula, sizeof o->kv_formula);
   }
-  o->kv_bytes_per_token = im_model_kv_bytes_per_token(s->model);
-  o->kv_bytes_per_token_per_gpu = kv_per_gpu(s);
-  o->kv_bytes_per_1k_tokens = 1000.0 * o->kv_bytes_per_token;
-  kv_formula(s->model, o->kv_formula, sizeof o->kv_formula);
   if (we <= ws) {
     o->not_collected = "empty measured window";
     return IM_OK;
   }
   o->output_tok_s = window_tok_s(r, n, ws, we);
   o->output_tok_s_per_gpu = o->output_tok_s / deg(s->gpus);
-  o->mfu = im_roofline_mfu(s, o->output_tok_s);
+  if (described)
+    o->mfu = im_roofline_mfu(s, o->output_tok_s);
   /* One instant per 250 ms of window, 8 to 120. */
   size_t pts = (size_t)((we - ws) / 250000000);
   pts = pts < 8 ? 8 : pts > 120 ? 120 : pts;
@@ -243,14 +245,15 @@ enum im_err im_roofline_compute(const struct im_roofline_sys *s, const struct im
   if (e)
     return e;
   o->n_inflight = pts;
-  double bsum = 0, cwsum = 0, dec = 0, mem = s->gpu_memory_bytes > 0 ? s->gpu_memory_bytes
-                                                                    : s->hw->mem_bytes;
-  double res_sum = 0;
+  double bsum = 0, cwsum = 0, dec = 0, res_sum = 0;
+  double mem = !described ? 0 : s->gpu_memory_bytes > 0 ? s->gpu_memory_bytes : s->hw->mem_bytes;
   for (size_t i = 0; i < pts; i++) {
     const struct im_inflight_pt *p = &o->inflight[i];
     bsum += p->decoding;
     cwsum += p->tokens;
     dec += p->n;
+    if (!described)
+      continue;
     /* Residency: the KV bytes one GPU holds for the in-flight contexts
      * over its memory (each DP rank holds 1/dp of the sequences). */
     double res = p->tokens * o->kv_bytes_per_token_per_gpu / deg(s->dp) / mem;
@@ -263,15 +266,21 @@ enum im_err im_roofline_compute(const struct im_roofline_sys *s, const struct im
   double replicas = deg(s->gpus) / deg(s->tp);
   o->batch_mean = bsum / (double)pts / (replicas >= 1 ? replicas : 1);
   o->context_mean = dec > 0 ? cwsum / dec : 0;
-  if ((e = per_request(s, r, n, ws, we, o)))
+  if ((e = per_request(described ? s : NULL, r, n, ws, we, o)))
     return e;
   if (!(o->batch_mean > 0) || !o->n_users) {
     o->not_collected = "no decoding request in the measured window";
     return IM_OK;
   }
+  o->decode_tok_s = bsum / (double)pts / o->tpot_mean_s;
+  if (!described) {
+    o->not_collected = !s->model ? "model not described (--model-config; or a target that "
+                                   "declares it, as the built-in server does)"
+                                 : "hardware not described (--hardware)";
+    return IM_OK;
+  }
   im_roofline_predict(s, o->batch_mean, o->context_mean, &o->pred);
   o->bw_util = im_roofline_bw_util(s, &o->pred, o->tpot_mean_s);
-  o->decode_tok_s = o->batch_mean * (replicas >= 1 ? replicas : 1) / o->tpot_mean_s;
   return IM_OK;
 }
 
@@ -295,4 +304,45 @@ long im_roofline_knee(const double *context, const double *tput, size_t n, doubl
     sum += tput[i];
   }
   return -1;
+}
+
+static int cmp_point(const void *a, const void *b) {
+  const struct im_knee_point *x = a, *y = b;
+  return (x->input_len > y->input_len) - (x->input_len < y->input_len);
+}
+
+void im_knee_compute(struct im_knee_point *pts, size_t n, double drop, double kv_bytes_per_token,
+                     struct im_knee *out) {
+  memset(out, 0, sizeof *out);
+  if (n < 2) {
+    out->reason = "fewer than two contexts";
+    return;
+  }
+  qsort(pts, n, sizeof *pts, cmp_point);
+  double ctx[IM_KNEE_MAX_POINTS], tput[IM_KNEE_MAX_POINTS];
+  size_t m = n < IM_KNEE_MAX_POINTS ? n : IM_KNEE_MAX_POINTS;
+  for (size_t i = 0; i < m; i++) {
+    ctx[i] = pts[i].input_len;
+    tput[i] = pts[i].decode_tok_s;
+    if (!isfinite(tput[i])) {
+      out->reason = "a stage has no decode throughput (nothing decoded in its window)";
+      return;
+    }
+    if (i && ctx[i] == ctx[i - 1]) {
+      out->reason = "two stages share a context length (a grid over other parameters)";
+      return;
+    }
+  }
+  long k = im_roofline_knee(ctx, tput, m, drop);
+  if (k < 0) {
+    out->reason = "throughput never fell below the plateau by the drop";
+    return;
+  }
+  out->found = true;
+  out->at = (size_t)k;
+  double sum = 0;
+  for (size_t i = 0; i < (size_t)k; i++)
+    sum += tput[i];
+  out->plateau_tok_s = sum / (double)k;
+  out->kv_bytes_per_sequence = kv_bytes_per_token * pts[k].context_mean;
 }

@@ -88,7 +88,8 @@ struct im_roofline {
   double output_tok_s;           /* tokens that arrived in the window / its length */
   struct im_roofline_pred pred;
   double bw_util, mfu, output_tok_s_per_gpu;
-  double decode_tok_s;           /* batch / TPOT: decode throughput without prefill */
+  double decode_tok_s;           /* in-flight decoding / TPOT: decode throughput without
+                                    prefill cost (all replicas) */
   size_t n_users;                /* requests with a TPOT */
   double user_tok_s_mean, user_tok_s_p10, user_tok_s_p50, user_tok_s_p90; /* 1 / TPOT */
   double kv_residency_mean, kv_residency_max;
@@ -105,8 +106,10 @@ struct im_roofline {
  * in-flight instants, output tokens/s from the chunks that arrived in the
  * window (each record's share scaled to its output token count; unlike
  * rates.output_tok_per_s this counts requests still running). Without a
- * model or hardware description, or without a decoding request, sets
- * not_collected and returns IM_OK. IM_NOMEM. */
+ * decoding request sets not_collected; without a model or hardware
+ * description also sets it, after the measured figures (batch, context,
+ * TPOT, decode_tok_s, per-user speeds, in-flight series: what the knee
+ * needs) but without predictions. IM_OK or IM_NOMEM. */
 enum im_err im_roofline_compute(const struct im_roofline_sys *sys, const struct im_record *r,
                                 size_t n, int64_t ws, int64_t we,
                                 struct im_roofline *out) IM_WUR;
@@ -117,5 +120,30 @@ void im_roofline_cleanup(struct im_roofline *rl);
  * mean of the points before it (contexts ascending). Returns the index, or
  * -1 when there is no knee (or fewer than 2 points, or a bad value). */
 long im_roofline_knee(const double *context, const double *tput, size_t n, double drop);
+
+/* The most points im_knee_compute judges (a sweep has at most 64 values). */
+#define IM_KNEE_MAX_POINTS 64
+
+/* One stage of a context sweep. */
+struct im_knee_point {
+  size_t stage;
+  double input_len;       /* the stage's prompt length */
+  double context_mean;    /* in-flight context measured (roofline) */
+  double decode_tok_s;    /* roofline decode_tok_s; NaN when not measured */
+  int bound;              /* predicted: 1 bandwidth, 0 compute, -1 unknown */
+};
+
+struct im_knee {
+  bool found;
+  size_t at;              /* index into the sorted points */
+  double plateau_tok_s;   /* mean decode throughput of the shorter contexts */
+  double kv_bytes_per_sequence; /* KV bytes per token x context at the knee (0: unknown) */
+  const char *reason;     /* static; why there is no knee */
+};
+
+/* Sorts pts by input_len and finds the knee (im_roofline_knee with drop)
+ * over their decode throughput; kv_bytes_per_token 0 when unknown. */
+void im_knee_compute(struct im_knee_point *pts, size_t n, double drop, double kv_bytes_per_token,
+                     struct im_knee *out);
 
 #endif

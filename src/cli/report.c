@@ -75,6 +75,7 @@ static void derive_counters(struct im_rundir_stage *s, const struct im_record *r
 struct sweep_point {
   double rate, attain, throughput;
   int over;
+  struct im_knee_point knee;  /* for a context sweep (analyze/roofline.h) */
 };
 
 /* A rate sweep's verdict: the highest rate whose goodput meets the SLOs
@@ -305,6 +306,11 @@ static int report_stage(struct rep *p, size_t i, bool single) {
     re = im_roofline_json(&rl, json_object_get(dst, "metrics"));
   if (re == IM_OK && p->ro->text && single && !p->ro->audit_only)
     im_roofline_text(p->ro->text, &rl);
+  json_t *in_len = s->params ? json_object_get(s->params, "input_len") : NULL;
+  p->pts[i].knee = (struct im_knee_point){
+      .stage = i, .input_len = json_is_number(in_len) ? json_number_value(in_len) : NAN,
+      .context_mean = rl.context_mean, .decode_tok_s = rl.decode_tok_s > 0 ? rl.decode_tok_s : NAN,
+      .bound = rl.sys->model && rl.sys->hw && rl.decode_tok_s > 0 ? rl.pred.bandwidth_bound : -1};
   im_roofline_cleanup(&rl);
   if (re != IM_OK)
     goto oom;
@@ -325,7 +331,7 @@ static int report_stage(struct rep *p, size_t i, bool single) {
   json_t *rate = s->params ? json_object_get(s->params, "rate") : NULL;
   p->pts[i] = (struct sweep_point){json_is_number(rate) ? json_number_value(rate) : NAN,
                                    f.sum.slo_all_attain, f.sum.request_throughput,
-                                   f.sat_judged && f.sat.growing};
+                                   f.sat_judged && f.sat.growing, p->pts[i].knee};
   FILE *t = p->ro->text;
   if (t && p->ro->audit_only) {
     if (!single)
@@ -384,6 +390,28 @@ static int add_manifest(struct rep *p, size_t n_stages) {
     json_decref(notes);
   json_object_set_new(m, "input", in);
   return json_object_set_new(p->root, "manifest", m);
+}
+
+/* A context sweep (stages that set input_len): results.json's
+ * "bandwidth_knee" (docs/deepseek.md). 0, or -1 when out of memory. */
+static int knee_json(struct rep *p, size_t n_stages) {
+  struct im_knee_point pts[IM_KNEE_MAX_POINTS];
+  size_t n = 0;
+  for (size_t i = 0; i < n_stages && n < IM_KNEE_MAX_POINTS; i++)
+    if (!isnan(p->pts[i].knee.input_len))
+      pts[n++] = p->pts[i].knee;
+  if (n < 2)
+    return 0;
+  const double drop = 0.15; /* docs/metrics.md §9 */
+  struct im_knee k;
+  im_knee_compute(pts, n, drop,
+                  p->sys.has_model ? im_model_kv_bytes_per_token(&p->sys.model) : 0, &k);
+  json_t *j = im_knee_json(pts, n, drop, &k);
+  if (!j || json_object_set_new(p->root, "bandwidth_knee", j))
+    return -1;
+  if (p->ro->text && !p->ro->audit_only)
+    im_knee_text(p->ro->text, pts, drop, &k);
+  return 0;
 }
 
 static int report_all(struct rep *p) {
@@ -467,6 +495,8 @@ static int report_all(struct rep *p) {
       return -1;
     p->out->slo_failed |= !has_point;
   }
+  if (n_stages > 1 && knee_json(p, n_stages))
+    return -1;
   if (add_manifest(p, n_stages))
     return -1;
   char ts[64];

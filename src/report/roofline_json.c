@@ -63,7 +63,7 @@ enum im_err im_roofline_json(const struct im_roofline *rl, json_t *metrics) {
   json_t *o = im_jw_child(metrics, "roofline");
   if (!o)
     return IM_NOMEM;
-  if (rl->not_collected && !rl->sys->model)
+  if (rl->not_collected && !(rl->sys->model && rl->sys->hw))
     return json_object_set_new(o, "not_collected", json_string(rl->not_collected)) ? IM_NOMEM
                                                                                     : IM_OK;
   const struct im_roofline_sys *s = rl->sys;
@@ -118,4 +118,64 @@ void im_roofline_text(FILE *f, const struct im_roofline *rl) {
           rl->bw_util, s->bw_util_ref, rl->mfu, s->mfu_ref, rl->output_tok_s_per_gpu,
           rl->user_tok_s_p50, rl->kv_bytes_per_1k_tokens / 1e6, rl->kv_residency_max,
           s->kv_residency_ref);
+}
+
+static const char *bound_name(int b) {
+  return b == 1 ? "bandwidth" : b == 0 ? "compute" : NULL;
+}
+
+static json_t *knee_point_json(const struct im_knee_point *p) {
+  json_t *o = json_object();
+  const char *b = bound_name(p->bound);
+  if (!o || im_jw_uint(o, "stage", p->stage) || im_jw_num(o, "input_len", p->input_len, NULL) ||
+      im_jw_num(o, "context_mean", p->context_mean, NULL) ||
+      im_jw_num(o, "decode_tok_per_s", p->decode_tok_s, "nothing decoded in the window") ||
+      json_object_set_new(o, "bound", b ? json_string(b) : json_null())) {
+    json_decref(o);
+    return NULL;
+  }
+  return o;
+}
+
+json_t *im_knee_json(const struct im_knee_point *pts, size_t n, double drop,
+                     const struct im_knee *k) {
+  json_t *o = json_object(), *arr = json_array(), *knee = NULL;
+  if (!o || !arr || json_object_set_new(o, "param", json_string("input_len")) ||
+      json_object_set_new(o, "drop", json_real(drop)) || json_object_set_new(o, "points", arr))
+    goto oom;
+  for (size_t i = 0; i < n; i++)
+    if (json_array_append_new(arr, knee_point_json(&pts[i])))
+      goto oom;
+  if (!k->found)
+    return json_object_set_new(o, "knee", json_null()) ||
+                   json_object_set_new(o, "reason", json_string(k->reason))
+               ? (json_decref(o), NULL)
+               : o;
+  if (!(knee = knee_point_json(&pts[k->at])) || json_object_set_new(o, "knee", knee) ||
+      im_jw_num(knee, "plateau_tok_per_s", k->plateau_tok_s, NULL) ||
+      im_jw_num(knee, "kv_bytes_per_sequence", k->kv_bytes_per_sequence > 0
+                                                   ? k->kv_bytes_per_sequence : NAN,
+                "model not described"))
+    goto oom;
+  return o;
+oom:
+  json_decref(o);
+  return NULL;
+}
+
+void im_knee_text(FILE *f, const struct im_knee_point *pts, double drop, const struct im_knee *k) {
+  if (!f)
+    return;
+  if (!k->found) {
+    fprintf(f, "Bandwidth knee: none (%s)\n", k->reason);
+    return;
+  }
+  const struct im_knee_point *p = &pts[k->at];
+  const char *b = bound_name(p->bound);
+  fprintf(f,
+          "Bandwidth knee: input %.0f tokens (stage %zu): decode %.1f tok/s, more than %.0f %% "
+          "below the plateau %.1f tok/s of the shorter contexts; KV %.1f MB per sequence%s%s\n",
+          p->input_len, p->stage, p->decode_tok_s, drop * 100, k->plateau_tok_s,
+          k->kv_bytes_per_sequence / 1e6, b ? "; the roofline predicts the step " : "",
+          b ? (p->bound ? "bandwidth-bound" : "compute-bound") : "");
 }

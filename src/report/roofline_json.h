@@ -18,4 +18,10 @@ enum im_err im_roofline_json(const struct im_roofline *rl, struct json_t *metric
 /* Two or three lines for the terminal (nothing when not collected). */
 void im_roofline_text(FILE *f, const struct im_roofline *rl);
 
+/* results.json's "bandwidth_knee": the points (sorted), the drop, and the
+ * knee or null with its reason; NULL when out of memory. Text: one line. */
+struct json_t *im_knee_json(const struct im_knee_point *pts, size_t n, double drop,
+                            const struct im_knee *k);
+void im_knee_text(FILE *f, const struct im_knee_point *pts, double drop, const struct im_knee *k);
+
 #endif

@@ -56,6 +56,9 @@ void im_engine_config_default(struct im_engine_config *cfg) {
   cfg->time_scale = 1.0;
   cfg->mtp_accept = 0.8;
   cfg->moe_routing = true;
+  cfg->moe_zipf = 0.6;   /* = im_moe_config_default's */
+  cfg->moe_hot_factor = 1.0;
+  cfg->moe_drift = 0.01;
   cfg->seed = 0;
 }
 
@@ -143,6 +146,10 @@ enum im_err im_engine_new(struct im_engine **out, const struct im_engine_config 
     mc.n_groups = e->prof->n_expert_groups ? e->prof->n_expert_groups : 1;
     mc.topk_groups = e->prof->topk_groups ? e->prof->topk_groups : mc.n_groups;
     mc.seed = im_mix64(cfg->seed ^ 0x6d6f65ULL);
+    mc.zipf_s = cfg->moe_zipf;
+    mc.hot_n = cfg->moe_hot_n;
+    mc.hot_factor = cfg->moe_hot_factor;
+    mc.drift = cfg->moe_drift;
     err = im_moe_new(&e->moe, &mc);
     if (err)
       goto fail;

@@ -47,6 +47,10 @@ struct im_engine_config {
   double mtp_accept;               /* acceptance probability of each draft */
   bool moe_routing;                /* simulate routing (MoE profiles) */
   uint32_t routing_detail;         /* sequences whose top-k ids are logged */
+  double moe_zipf;                 /* expert popularity exponent (0.6; serve --moe-zipf) */
+  uint32_t moe_hot_n;              /* experts per layer made moe_hot_factor x more popular */
+  double moe_hot_factor;           /* (--moe-hot N:F; 0 / 1: none) */
+  double moe_drift;                /* per-step probability of a popularity drift (0.01) */
   uint64_t seed;
   FILE *routing_log;               /* JSONL per step, or NULL */
   FILE *truth_log;                 /* JSONL per request end, or NULL (chunks are

@@ -96,6 +96,8 @@ void im_moe_config_default(struct im_moe_config *cfg) {
   cfg->n_groups = 8;
   cfg->topk_groups = 4;
   cfg->zipf_s = 0.6;
+  cfg->hot_n = 0;
+  cfg->hot_factor = 1.0;
   cfg->stickiness = 0.5;
   cfg->n_topics = 16;
   cfg->topic_boost = 4.0;
@@ -117,6 +119,8 @@ static bool config_valid(const struct im_moe_config *c) {
   if ((uint64_t)c->topk_groups * (c->n_experts / c->n_groups) < c->top_k)
     return false;
   if (!(c->zipf_s >= 0.0) || !(c->stickiness >= 0.0) || c->stickiness > 1.0)
+    return false;
+  if (c->hot_n > c->n_experts || !(c->hot_factor > 0.0) || !isfinite(c->hot_factor))
     return false;
   if (c->n_topics == 0 || c->n_topics > MAX_TOPICS || !(c->topic_boost > 0.0))
     return false;
@@ -181,7 +185,8 @@ static void build_layer_tables(const struct im_moe *m, struct gen *gn, uint32_t 
   for (uint32_t t = 0; t < c->n_topics; t++) {
     for (uint32_t r = 0; r < c->n_experts; r++) {
       uint32_t e = perm[r];
-      gn->w[e] = pow((double)r + 1.0, -c->zipf_s) * (favoured(c, l, t, e) ? c->topic_boost : 1.0);
+      gn->w[e] = pow((double)r + 1.0, -c->zipf_s) * (favoured(c, l, t, e) ? c->topic_boost : 1.0) *
+                 (r < c->hot_n ? c->hot_factor : 1.0);
     }
     for (uint32_t g = 0; g < c->n_groups; g++) {
       const double *wg = gn->w + (size_t)g * m->gsize;

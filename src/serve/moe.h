@@ -32,6 +32,8 @@ struct im_moe_config {
   uint32_t n_groups;     /* expert groups (8); 1 = no group limit */
   uint32_t topk_groups;  /* groups per token (4) */
   double zipf_s;         /* popularity exponent (0.6) */
+  uint32_t hot_n;        /* the hot_n most popular experts of each layer ... */
+  double hot_factor;     /* ... weigh hot_factor x more (0 experts / 1: none) */
   double stickiness;     /* P(keep a previous expert) for the next token (0.5) */
   uint32_t n_topics;     /* request topics (16) */
   double topic_boost;    /* weight multiplier of a topic's favoured experts (4) */

@@ -111,6 +111,19 @@ static enum im_err expert_gauges(struct im_buf *b, const struct im_engine *e, co
     err = im_prom_sample(b, "infermeter_sim_expert_imbalance", labels,
                          mean > 0 ? (double)max / mean : 0.0);
   }
+  /* Per-layer G1 of the same counts (the client's metrics.moe reads both;
+   * docs/deepseek.md). */
+  double v[1024];
+  if (!err && ne <= 1024)
+    err = im_prom_family(b, "infermeter_sim_expert_load_g1", "gauge",
+                         "Skewness (G1) of tokens per expert in the last engine step, per MoE "
+                         "layer.");
+  for (uint32_t l = 0; l < nl && ne <= 1024 && !err; l++) {
+    for (uint32_t x = 0; x < ne; x++)
+      v[x] = counts[(size_t)l * ne + x];
+    snprintf(labels, sizeof labels, "%s,layer=\"%u\"", base, l);
+    err = im_prom_sample(b, "infermeter_sim_expert_load_g1", labels, im_skewness_g1(v, ne));
+  }
   return err;
 }
 
