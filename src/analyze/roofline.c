@@ -142,6 +142,39 @@ static size_t bucket_of(uint32_t prompt) {
   return b;
 }
 
+/* The median inter-token gap (s) pooled over the requests with a TPOT:
+ * the step time of a decode step without a prefill chunk in it (under
+ * chunked prefill a minority of steps carry one and are long; TPOT's mean
+ * includes them). NaN when there is no gap. IM_NOMEM. */
+static enum im_err itl_median(const struct im_record *r, size_t n, int64_t ws, int64_t we,
+                              double *out) {
+  size_t total = 0;
+  double t;
+  *out = NAN;
+  for (size_t i = 0; i < n; i++)
+    if (tpot_of(&r[i], ws, we, &t) && r[i].n_chunks > 1)
+      total += r[i].n_chunks - 1;
+  if (!total)
+    return IM_OK;
+  double *g = malloc(total * sizeof *g);
+  if (!g)
+    return IM_NOMEM;
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (!tpot_of(&r[i], ws, we, &t))
+      continue;
+    for (uint32_t j = 1; j < r[i].n_chunks && k < total; j++) {
+      double tok = r[i].chunk_tokens && r[i].chunk_tokens[j] ? r[i].chunk_tokens[j] : 1.0;
+      double d = (double)r[i].chunk_us[j] - (double)r[i].chunk_us[j - 1];
+      g[k++] = (d > 0 ? d : 0) / 1e6 / tok;
+    }
+  }
+  qsort(g, k, sizeof *g, cmp_double);
+  *out = k ? quantile(g, k, 0.5) : NAN;
+  free(g);
+  return IM_OK;
+}
+
 /* Per-request figures: TPOT mean, per-user speeds, buckets (predictions
  * only when s is non-NULL: the system is described). */
 static enum im_err per_request(const struct im_roofline_sys *s, const struct im_record *r,
@@ -272,7 +305,9 @@ enum im_err im_roofline_compute(const struct im_roofline_sys *s, const struct im
     o->not_collected = "no decoding request in the measured window";
     return IM_OK;
   }
-  o->decode_tok_s = bsum / (double)pts / o->tpot_mean_s;
+  if ((e = itl_median(r, n, ws, we, &o->itl_median_s)))
+    return e;
+  o->decode_tok_s = bsum / (double)pts / o->itl_median_s;
   if (!described) {
     o->not_collected = !s->model ? "model not described (--model-config; or a target that "
                                    "declares it, as the built-in server does)"

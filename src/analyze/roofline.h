@@ -88,8 +88,10 @@ struct im_roofline {
   double output_tok_s;           /* tokens that arrived in the window / its length */
   struct im_roofline_pred pred;
   double bw_util, mfu, output_tok_s_per_gpu;
-  double decode_tok_s;           /* in-flight decoding / TPOT: decode throughput without
-                                    prefill cost (all replicas) */
+  double itl_median_s;           /* median inter-token gap, pooled: a decode step
+                                    without a prefill chunk in it */
+  double decode_tok_s;           /* in-flight decoding / itl_median_s: decode throughput
+                                    without prefill cost (all replicas) */
   size_t n_users;                /* requests with a TPOT */
   double user_tok_s_mean, user_tok_s_p10, user_tok_s_p50, user_tok_s_p90; /* 1 / TPOT */
   double kv_residency_mean, kv_residency_max;

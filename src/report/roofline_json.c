@@ -88,7 +88,8 @@ enum im_err im_roofline_json(const struct im_roofline *rl, json_t *metrics) {
   if (im_jw_num(o, "batch_mean", rl->batch_mean, NULL) ||
       im_jw_num(o, "context_mean", rl->context_mean, NULL) ||
       im_jw_num(o, "tpot_mean_ms", rl->tpot_mean_s * 1e3, NULL) ||
-      im_jw_num(o, "decode_tok_per_s", rl->decode_tok_s, NULL) ||
+      im_jw_num(o, "itl_median_ms", rl->itl_median_s * 1e3, "no inter-token gap") ||
+      im_jw_num(o, "decode_tok_per_s", rl->decode_tok_s, "no inter-token gap") ||
       !(pr = im_jw_child(o, "predicted")) || pred_json(pr, &rl->pred) ||
       im_jw_num(o, "achieved_bandwidth_utilisation", rl->bw_util, "no TPOT") ||
       !(pu = im_jw_child(o, "per_user_output_tok_per_s")) || im_jw_uint(pu, "requests", rl->n_users) ||
