@@ -380,13 +380,13 @@ void im_moe_result_cleanup(struct im_moe_result *r) {
 
 /* ---- scraped gauges ------------------------------------------------------ */
 
-/* The built-in server (serve/sim_metrics.c) exports per layer the last
- * step's max/mean tokens per expert and its G1; SGLang exports
+/* The built-in server (serve/sim_metrics.c) exports per layer max/mean and
+ * G1 of the load over its last ~128 steps; SGLang exports
  * sglang:eplb_balancedness, a summary over forward passes (SGLang
  * python/sglang/srt/metrics/collector.py, with
  * SGLANG_ENABLE_EPLB_BALANCEDNESS_METRIC). */
-#define SIM_IMBALANCE "infermeter_sim_expert_imbalance"
-#define SIM_G1 "infermeter_sim_expert_load_g1"
+#define SIM_IMBALANCE "infermeter_sim_expert_window_imbalance"
+#define SIM_G1 "infermeter_sim_expert_window_g1"
 #define SGL_BAL "sglang:eplb_balancedness"
 
 struct page_acc {

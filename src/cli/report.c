@@ -27,6 +27,8 @@
 #include "report/stage_json.h"
 #include "report/roofline_json.h"
 #include "cli/sysdesc.h"
+#include "cli/moe_int.h"
+#include "report/moe_json.h"
 #include "workload/stages.h"
 
 
@@ -257,6 +259,26 @@ static int stage_validity(struct rep *p, const struct im_stage_figures *f,
   return 0;
 }
 
+/* metrics.moe of a stage from the scraped pages of its measured window
+ * (docs/deepseek.md). 0, or -1 when out of memory. */
+static int stage_moe(struct rep *p, const struct im_rundir_stage *s,
+                     const struct im_stage_input *in, json_t *dst, bool single) {
+  /* Reference: balancedness below 0.5 on a layer is a WARN (docs/deepseek.md). */
+  const double ref = 0.5;
+  struct im_moe_scrape ms;
+  uint32_t low[IM_MOE_MAX_LAYERS];
+  int64_t t0 = s->has_t0 ? s->t0_mono : INT64_MIN / 4;
+  if (im__report_moe_scrapes(p->dir, t0 + in->cfg.window_start_ns, t0 + in->cfg.window_end_ns,
+                             &ms))
+    return -1;
+  size_t n_low = im_moe_scrape_finish(&ms, ref, low, IM_MOE_MAX_LAYERS);
+  if (im_moe_scrape_json(&ms, ref, low, n_low, json_object_get(dst, "metrics")) != IM_OK)
+    return -1;
+  if (p->ro->text && single && !p->ro->audit_only)
+    im_moe_scrape_text(p->ro->text, &ms, ref, low, n_low);
+  return 0;
+}
+
 /* Figures and JSON of stage i. 0 or -1 (said). */
 static int report_stage(struct rep *p, size_t i, bool single) {
   struct im_rundir_stage *s = &p->rd.st[i];
@@ -312,7 +334,7 @@ static int report_stage(struct rep *p, size_t i, bool single) {
       .context_mean = rl.context_mean, .decode_tok_s = rl.decode_tok_s > 0 ? rl.decode_tok_s : NAN,
       .bound = rl.sys->model && rl.sys->hw && rl.decode_tok_s > 0 ? rl.pred.bandwidth_bound : -1};
   im_roofline_cleanup(&rl);
-  if (re != IM_OK)
+  if (re != IM_OK || stage_moe(p, s, &in, dst, single))
     goto oom;
   struct im_causes causes;
   struct im_causes_input cin = {.f = &f, .cfg = &in.cfg, .slo_target = in.slo_target,

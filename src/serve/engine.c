@@ -662,6 +662,16 @@ void im_engine_get_stats(const struct im_engine *e, struct im_engine_stats *out)
   out->last_batch_tokens = e->last_tokens;
 }
 
+const double *im_engine_window_expert_load(const struct im_engine *e, uint32_t *n_layers,
+                                           uint32_t *n_experts) {
+  if (!e->moe)
+    return NULL;
+  const struct im_moe_config *mc = im_moe_config(e->moe);
+  *n_layers = mc->n_layers;
+  *n_experts = mc->n_experts;
+  return im_moe_window(e->moe);
+}
+
 const uint32_t *im_engine_last_expert_counts(const struct im_engine *e, uint32_t *n_layers,
                                              uint32_t *n_experts) {
   if (!e->moe)

@@ -178,6 +178,10 @@ void im_engine_hiccup(struct im_engine *e, int64_t pause_ns);
 enum im_err im_engine_resize_kv(struct im_engine *e, double fraction) IM_WUR;
 
 void im_engine_get_stats(const struct im_engine *e, struct im_engine_stats *out);
+/* Per-layer load over the recent steps (serve/moe.h im_moe_window; NULL
+ * for dense profiles). */
+const double *im_engine_window_expert_load(const struct im_engine *e, uint32_t *n_layers,
+                                           uint32_t *n_experts);
 /* Per-layer counts of the last step's routing (NULL for dense profiles). */
 const uint32_t *im_engine_last_expert_counts(const struct im_engine *e, uint32_t *n_layers,
                                              uint32_t *n_experts);

@@ -89,6 +89,12 @@ void im_moe_route(struct im_moe *moe, struct im_moe_seq *seq, uint32_t n_tokens,
 /* Per-step results, valid until the next im_moe_step_begin. */
 const uint32_t *im_moe_counts(const struct im_moe *moe);   /* [layer * n_experts + e] */
 const uint16_t *im_moe_distinct(const struct im_moe *moe); /* [layer] */
+/* Steps of the windowed load below (mean age of its exponential decay). */
+#define IM_MOE_WINDOW_STEPS 128
+/* Load per (layer, expert) over the recent steps, [layer * n_experts + e]:
+ * each finished step's counts added after multiplying the sum so far by
+ * 1 - 1/IM_MOE_WINDOW_STEPS (steps without tokens skipped). */
+const double *im_moe_window(const struct im_moe *moe);
 void im_moe_step_stats(const struct im_moe *moe, struct im_moe_step_stats *out);
 
 /* Adjusted Fisher-Pearson skewness G1 of n values (pandas' skew); 0 when

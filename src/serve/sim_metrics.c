@@ -111,18 +111,32 @@ static enum im_err expert_gauges(struct im_buf *b, const struct im_engine *e, co
     err = im_prom_sample(b, "infermeter_sim_expert_imbalance", labels,
                          mean > 0 ? (double)max / mean : 0.0);
   }
-  /* Per-layer G1 of the same counts (the client's metrics.moe reads both;
-   * docs/deepseek.md). */
-  double v[1024];
-  if (!err && ne <= 1024)
-    err = im_prom_family(b, "infermeter_sim_expert_load_g1", "gauge",
-                         "Skewness (G1) of tokens per expert in the last engine step, per MoE "
-                         "layer.");
-  for (uint32_t l = 0; l < nl && ne <= 1024 && !err; l++) {
-    for (uint32_t x = 0; x < ne; x++)
-      v[x] = counts[(size_t)l * ne + x];
+  /* The load over the last ~IM_MOE_WINDOW_STEPS steps, per layer: max/mean
+   * and G1 (the client's metrics.moe reads them; docs/deepseek.md). One
+   * step's counts are too few at small batches to say anything of skew. */
+  const double *w = im_engine_window_expert_load(e, &nl, &ne);
+  if (!err && w)
+    err = im_prom_family(b, "infermeter_sim_expert_window_imbalance", "gauge",
+                         "Max over mean load per expert over the last ~128 engine steps, per "
+                         "MoE layer.");
+  for (uint32_t l = 0; w && l < nl && !err; l++) {
     snprintf(labels, sizeof labels, "%s,layer=\"%u\"", base, l);
-    err = im_prom_sample(b, "infermeter_sim_expert_load_g1", labels, im_skewness_g1(v, ne));
+    double sum = 0, max = 0;
+    for (uint32_t x = 0; x < ne; x++) {
+      sum += w[(size_t)l * ne + x];
+      max = w[(size_t)l * ne + x] > max ? w[(size_t)l * ne + x] : max;
+    }
+    err = im_prom_sample(b, "infermeter_sim_expert_window_imbalance", labels,
+                         sum > 0 ? max / (sum / ne) : 0.0);
+  }
+  if (!err && w)
+    err = im_prom_family(b, "infermeter_sim_expert_window_g1", "gauge",
+                         "Skewness (G1) of the load per expert over the last ~128 engine steps, "
+                         "per MoE layer.");
+  for (uint32_t l = 0; w && l < nl && !err; l++) {
+    snprintf(labels, sizeof labels, "%s,layer=\"%u\"", base, l);
+    err = im_prom_sample(b, "infermeter_sim_expert_window_g1", labels,
+                         im_skewness_g1(w + (size_t)l * ne, ne));
   }
   return err;
 }

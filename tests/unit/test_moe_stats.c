@@ -97,18 +97,18 @@ static void test_series_bounded(void) {
 
 static void test_scrape(void) {
   const char *p1 =
-      "# TYPE infermeter_sim_expert_imbalance gauge\n"
-      "infermeter_sim_expert_imbalance{model_name=\"m\",layer=\"0\"} 1.25\n"
-      "infermeter_sim_expert_imbalance{model_name=\"m\",layer=\"1\"} 4\n"
-      "# TYPE infermeter_sim_expert_load_g1 gauge\n"
-      "infermeter_sim_expert_load_g1{model_name=\"m\",layer=\"0\"} 0.5\n"
-      "infermeter_sim_expert_load_g1{model_name=\"m\",layer=\"1\"} 3\n";
-  const char *idle = "infermeter_sim_expert_imbalance{layer=\"0\"} 0\n";
+      "# TYPE infermeter_sim_expert_window_imbalance gauge\n"
+      "infermeter_sim_expert_window_imbalance{model_name=\"m\",layer=\"0\"} 1.25\n"
+      "infermeter_sim_expert_window_imbalance{model_name=\"m\",layer=\"1\"} 4\n"
+      "# TYPE infermeter_sim_expert_window_g1 gauge\n"
+      "infermeter_sim_expert_window_g1{model_name=\"m\",layer=\"0\"} 0.5\n"
+      "infermeter_sim_expert_window_g1{model_name=\"m\",layer=\"1\"} 3\n";
+  const char *idle = "infermeter_sim_expert_window_imbalance{layer=\"0\"} 0\n";
   const char *p2 =
-      "infermeter_sim_expert_imbalance{layer=\"0\"} 1.25\n"
-      "infermeter_sim_expert_imbalance{layer=\"1\"} 2\n"
-      "infermeter_sim_expert_load_g1{layer=\"0\"} 0.5\n"
-      "infermeter_sim_expert_load_g1{layer=\"1\"} 1\n";
+      "infermeter_sim_expert_window_imbalance{layer=\"0\"} 1.25\n"
+      "infermeter_sim_expert_window_imbalance{layer=\"1\"} 2\n"
+      "infermeter_sim_expert_window_g1{layer=\"0\"} 0.5\n"
+      "infermeter_sim_expert_window_g1{layer=\"1\"} 1\n";
   struct im_moe_scrape s;
   im_moe_scrape_init(&s);
   CHECK_EQ(im_moe_scrape_page(&s, p1, strlen(p1)), IM_OK);
