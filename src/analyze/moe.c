@@ -317,8 +317,8 @@ enum im_err im_moe_acc_result(const struct im_moe_acc *a, struct im_moe_result *
     im_moe_result_cleanup(r);
     return IM_NOMEM;
   }
-  double jit = 0, jac = 0, g1 = 0, bal = 0;
-  uint64_t tr = 0, ls_steps = 0;
+  double jit = 0, jac = 0, g1 = 0, bal = 0, g1t = 0, balt = 0;
+  uint64_t tr = 0, ls_steps = 0, with_total = 0;
   for (uint32_t l = 0; l < a->nl; l++) {
     const struct layer_acc *la = &a->layer[l];
     struct im_moe_layer_stats *ls = &r->layers[l];
@@ -339,6 +339,11 @@ enum im_err im_moe_acc_result(const struct im_moe_acc *a, struct im_moe_result *
       ls->balancedness_total = mom > 0 ? 1.0 / mom : NAN;
       hottest(tot, a->ne, ls);
     }
+    if (!isnan(ls->g1_total) && !isnan(ls->balancedness_total)) {
+      g1t += ls->g1_total;
+      balt += ls->balancedness_total;
+      with_total++;
+    }
     jit += (double)la->changes;
     jac += la->jaccard_sum;
     tr += la->transitions;
@@ -351,6 +356,8 @@ enum im_err im_moe_acc_result(const struct im_moe_acc *a, struct im_moe_result *
   r->jaccard_distance = tr ? jac / (double)tr : NAN;
   r->g1_step_mean = ls_steps ? g1 / (double)ls_steps : NAN;
   r->balancedness_step_mean = ls_steps ? bal / (double)ls_steps : NAN;
+  r->g1_total_mean = with_total ? g1t / (double)with_total : NAN;
+  r->balancedness_total_mean = with_total ? balt / (double)with_total : NAN;
   r->n_series = a->n_win;
   for (size_t i = 0; i < a->n_win; i++) {
     const struct window *w = &a->win[i];

@@ -82,6 +82,9 @@ struct im_moe_result {
   uint64_t steps, tokens, sequences, sequences_not_followed;
   struct im_moe_layer_stats *layers;   /* n_layers, owned */
   double jitter, jaccard_distance, g1_step_mean, balancedness_step_mean; /* over layers */
+  double g1_total_mean, balancedness_total_mean; /* means over layers of the totals' figures:
+                                                    the skew of the load, without the
+                                                    sampling noise of small steps */
   uint64_t window_steps;               /* steps per series point at the end */
   struct im_moe_window *series;        /* owned */
   size_t n_series;

@@ -13,6 +13,4 @@
 int im__report_moe_scrapes(const char *dir, int64_t from_mono, int64_t to_mono,
                            struct im_moe_scrape *s);
 
-int im_cli_analyze_routing(int argc, char **argv);
-
 #endif

@@ -157,6 +157,8 @@ json_t *im_moe_result_json(const struct im_moe_result *r, double ref) {
                 "no consecutive tokens (serve --routing-detail N)") ||
       im_jw_num(o, "g1_step_mean", r->g1_step_mean, "no step counts") ||
       im_jw_num(o, "balancedness_step_mean", r->balancedness_step_mean, "no step counts") ||
+      im_jw_num(o, "g1_total_mean", r->g1_total_mean, "no step counts") ||
+      im_jw_num(o, "balancedness_total_mean", r->balancedness_total_mean, "no step counts") ||
       json_object_set_new(o, "balancedness_ref", json_real(ref)) ||
       im_jw_uint(o, "window_steps", r->window_steps))
     goto oom;
@@ -164,7 +166,7 @@ json_t *im_moe_result_json(const struct im_moe_result *r, double ref) {
     json_t *lj = layer_json(&r->layers[l], l);
     if (!lj || json_array_append_new(layers, lj))
       goto oom;
-    if (r->layers[l].balancedness_step_mean < ref)
+    if (r->layers[l].balancedness_total < ref)
       json_array_append_new(low, json_integer(l));
   }
   for (size_t i = 0; i < r->n_series; i++) {
