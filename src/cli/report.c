@@ -29,6 +29,7 @@
 #include "cli/sysdesc.h"
 #include "cli/moe_int.h"
 #include "report/moe_json.h"
+#include "report/mix_json.h"
 #include "workload/stages.h"
 
 
@@ -276,6 +277,14 @@ static int stage_moe(struct rep *p, const struct im_rundir_stage *s,
     return -1;
   if (p->ro->text && single && !p->ro->audit_only)
     im_moe_scrape_text(p->ro->text, &ms, ref, low, n_low);
+  /* The code/text mix check rides along (docs/deepseek.md). */
+  struct im_class_mix mix;
+  if (im_mix_compute(in->recs, in->n_recs, in->cfg.window_start_ns, in->cfg.window_end_ns,
+                     &mix) != IM_OK ||
+      im_mix_json(&mix, json_object_get(dst, "metrics")) != IM_OK)
+    return -1;
+  if (p->ro->text && single && !p->ro->audit_only)
+    im_mix_text(p->ro->text, &mix);
   return 0;
 }
 
