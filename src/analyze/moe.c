@@ -402,6 +402,8 @@ struct page_acc {
   bool has_mom[IM_MOE_MAX_LAYERS], has_g1[IM_MOE_MAX_LAYERS];
   double sgl_sum, sgl_count;
   bool sgl;
+  double frag;
+  bool has_frag;
 };
 
 static enum im_err on_sample(void *ud, const struct im_prom_sample *x) {
@@ -420,6 +422,9 @@ static enum im_err on_sample(void *ud, const struct im_prom_sample *x) {
       p->g1[l] = x->value;
       p->has_g1[l] = true;
     }
+  } else if (!strcmp(x->name, "infermeter_sim_kv_fragmentation") && isfinite(x->value)) {
+    p->frag = x->value;
+    p->has_frag = true;
   } else if (!strcmp(x->family, SGL_BAL) && isfinite(x->value)) {
     if (x->suffix == IM_PROM_SFX_SUM) {
       p->sgl_sum += x->value;
@@ -444,6 +449,12 @@ enum im_err im_moe_scrape_page(struct im_moe_scrape *s, const char *page, size_t
   struct im_promparse_cbs cbs = {.sample = on_sample, .ud = p};
   enum im_err e = im_promparse_page(&pp, page, len, &cbs, NULL);
   im_promparse_cleanup(&pp);
+  if (e == IM_OK && p->has_frag) {
+    s->kv_frag_pages++;
+    s->kv_frag_mean += p->frag; /* a sum until im_moe_scrape_finish */
+    if (p->frag > s->kv_frag_max)
+      s->kv_frag_max = p->frag;
+  }
   if (e == IM_OK) {
     /* A page of an idle engine (every layer's max/mean 0) says nothing. */
     bool busy = false;
@@ -480,6 +491,8 @@ enum im_err im_moe_scrape_page(struct im_moe_scrape *s, const char *page, size_t
 
 size_t im_moe_scrape_finish(struct im_moe_scrape *s, double ref, uint32_t *low, size_t max_low) {
   size_t n_low = 0;
+  if (s->kv_frag_pages)
+    s->kv_frag_mean /= (double)s->kv_frag_pages;
   if (s->sglang_seen && !s->source && s->pages)
     s->source = "sglang";
   if (!s->source || strcmp(s->source, "infermeter_sim") || !s->pages)

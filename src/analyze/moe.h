@@ -110,6 +110,10 @@ struct im_moe_scrape {
   double g1_mean, max_over_mean_mean;
   double sglang_sum0, sglang_count0; /* the first page's summary, for the delta */
   bool sglang_seen;
+  /* The built-in server's KV fragmentation gauge (not an MoE figure; read
+   * from the same pages): pages with it, mean and max. */
+  size_t kv_frag_pages;
+  double kv_frag_mean, kv_frag_max;
 };
 
 void im_moe_scrape_init(struct im_moe_scrape *s);

@@ -273,7 +273,8 @@ static int stage_moe(struct rep *p, const struct im_rundir_stage *s,
                              &ms))
     return -1;
   size_t n_low = im_moe_scrape_finish(&ms, ref, low, IM_MOE_MAX_LAYERS);
-  if (im_moe_scrape_json(&ms, ref, low, n_low, json_object_get(dst, "metrics")) != IM_OK)
+  if (im_moe_scrape_json(&ms, ref, low, n_low, json_object_get(dst, "metrics")) != IM_OK ||
+      im_kv_frag_json(&ms, json_object_get(dst, "metrics")) != IM_OK)
     return -1;
   if (p->ro->text && single && !p->ro->audit_only)
     im_moe_scrape_text(p->ro->text, &ms, ref, low, n_low);

@@ -106,6 +106,24 @@ void im_moe_scrape_text(FILE *f, const struct im_moe_scrape *s, double ref, cons
   }
 }
 
+enum im_err im_kv_frag_json(const struct im_moe_scrape *s, json_t *metrics) {
+  json_t *o = im_jw_child(metrics, "kv_fragmentation");
+  if (!o)
+    return IM_NOMEM;
+  if (!s->kv_frag_pages)
+    return json_object_set_new(o, "not_collected",
+                               json_string("the target exports no KV fragmentation gauge (the "
+                                           "built-in server's infermeter_sim_kv_fragmentation)"))
+               ? IM_NOMEM
+               : IM_OK;
+  return json_object_set_new(o, "source", json_string("infermeter_sim_kv_fragmentation")) ||
+                 im_jw_uint(o, "pages", s->kv_frag_pages) ||
+                 im_jw_num(o, "mean", s->kv_frag_mean, NULL) ||
+                 im_jw_num(o, "max", s->kv_frag_max, NULL)
+             ? IM_NOMEM
+             : IM_OK;
+}
+
 static json_t *layer_json(const struct im_moe_layer_stats *l, uint32_t index) {
   json_t *o = json_object(), *hot = json_array(), *why = json_object();
   if (!o || !hot || !why || json_object_set_new(o, "hottest", hot)) {

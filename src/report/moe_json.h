@@ -21,6 +21,10 @@ enum im_err im_moe_scrape_json(const struct im_moe_scrape *s, double ref, const 
 void im_moe_scrape_text(FILE *f, const struct im_moe_scrape *s, double ref, const uint32_t *low,
                         size_t n_low);
 
+/* Sets metrics["kv_fragmentation"]: the server's gauge over the window
+ * (source, pages, mean, max) or not_collected. IM_NOMEM. */
+enum im_err im_kv_frag_json(const struct im_moe_scrape *s, struct json_t *metrics) IM_WUR;
+
 /* The analyze-routing document; NULL when out of memory. */
 struct json_t *im_moe_result_json(const struct im_moe_result *r, double ref);
 

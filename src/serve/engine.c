@@ -654,6 +654,12 @@ void im_engine_get_stats(const struct im_engine *e, struct im_engine_stats *out)
   out->running = e->running.n;
   out->waiting = e->waiting.n;
   out->kv_usage = im_kv_usage(e->kv);
+  uint64_t slots = 0, used = 0;
+  for (const struct im_seq *q = e->running.head; q; q = q->next) {
+    slots += (uint64_t)q->kv.n_blocks * e->block_size;
+    used += q->n_computed;
+  }
+  out->kv_fragmentation = slots > used ? (double)(slots - used) / (double)slots : 0.0;
   im_kv_get_stats(e->kv, &out->kv);
   out->last_step_s = e->last_cost.total_s;
   out->last_hbm_util = e->last_cost.hbm_util;

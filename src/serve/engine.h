@@ -128,6 +128,9 @@ struct im_engine_stats {
   uint64_t hiccups;
   uint32_t running, waiting;
   double kv_usage;
+  /* Running sequences: (allocated token slots - tokens whose KV is
+   * computed) / allocated slots; 0 when nothing is allocated. */
+  double kv_fragmentation;
   struct im_kv_stats kv;
   /* Last step. */
   double last_step_s, last_hbm_util;

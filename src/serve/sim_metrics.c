@@ -232,6 +232,10 @@ enum im_err im_sim_metrics_write(struct im_buf *b, const struct im_sim_metrics *
   if (!err)
     err = expert_gauges(b, e, L);
   if (!err)
+    err = gauge(b, "infermeter_sim_kv_fragmentation",
+                "KV slots allocated to running sequences and not holding a token, over the "
+                "allocated slots.", L, st.kv_fragmentation);
+  if (!err)
     err = gauge(b, "infermeter_sim_batch_sequences", "Sequences in the last engine step.", L,
                 st.last_batch_seqs);
   if (!err)

@@ -32,6 +32,8 @@ check "per-user speed" jq -e '.metrics.roofline.per_user_output_tok_per_s.p50 > 
 check "in-flight context series" jq -e '.metrics.roofline.inflight_context.mean | length >= 8' "$A"
 check "moe from the server's gauges" jq -e '.metrics.moe.source | test("window_imbalance")' "$A"
 check_eq "58 MoE layers" "$(jq '.metrics.moe.per_layer.balancedness | length' "$A")" 58
+check "KV fragmentation from the server" jq -e '.metrics.kv_fragmentation.mean >= 0 and .metrics.kv_fragmentation.max < 1' "$A"
+check "code/text mix absent without --mix" jq -e '.metrics | has("class_mix") | not' "$A"
 check "jitter not collected, with the reason" jq -e '.metrics.moe.jitter == null and (.metrics.moe.null_reasons.jitter | test("routing trace"))' "$A"
 cp "$A" "$TMP/def.first.json"
 "$BIN" report "$TMP/def" --quiet >/dev/null 2>&1
@@ -57,6 +59,21 @@ A="$TMP/hf/results.json"
 check_eq "GQA from config.json: 2 x 80 x 8 x 128 x 2" "$(jq .metrics.roofline.kv.bytes_per_token "$A")" "327680"
 check "parameters estimated (~70.6e9)" jq -e '.manifest.system.model.total_params > 70e9 and .manifest.system.model.total_params < 71e9' "$A"
 check_eq "--kv-bytes-per-token wins" "$(jq .manifest.system.kv_bytes_per_token_per_gpu.value "$A")" "40960"
+# DeepSeek-V3's own config.json fields: MLA, FP8, parameters estimated.
+cat >"$TMP/dsv3.json" <<'JSON'
+{"architectures": ["DeepseekV3ForCausalLM"], "hidden_size": 7168, "intermediate_size": 18432,
+ "kv_lora_rank": 512, "moe_intermediate_size": 2048, "n_routed_experts": 256, "n_shared_experts": 1,
+ "num_attention_heads": 128, "num_experts_per_tok": 8, "num_hidden_layers": 61,
+ "num_key_value_heads": 128, "q_lora_rank": 1536, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+ "v_head_dim": 128, "vocab_size": 129280, "first_k_dense_replace": 3, "tie_word_embeddings": false,
+ "torch_dtype": "bfloat16", "quantization_config": {"quant_method": "fp8"}}
+JSON
+RUN --url "$BASE" --rate 4 --requests 4 --output-len 16 --no-scrape --model-config "$TMP/dsv3.json" \
+  --hardware H200 --out "$TMP/hf3"
+A="$TMP/hf3/results.json"
+check_eq "MLA from config.json" "$(jq .metrics.roofline.kv.bytes_per_token "$A")" "70272"
+check "FP8 from quantization_config" jq -e '.manifest.system.model.weight_bytes == 1' "$A"
+check "671e9 / 37.5e9 estimated" jq -e '.manifest.system.model | .total_params > 670e9 and .total_params < 672e9 and .active_params > 37e9 and .active_params < 38e9' "$A"
 echo '{"layers": 0}' >"$TMP/bad.json"
 "$BIN" run --url "$BASE" --requests 1 --no-progress --quiet --no-history --model-config "$TMP/bad.json" \
   --out "$TMP/bad" 2>"$TMP/bad.err"

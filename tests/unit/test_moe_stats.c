@@ -102,13 +102,15 @@ static void test_scrape(void) {
       "infermeter_sim_expert_window_imbalance{model_name=\"m\",layer=\"1\"} 4\n"
       "# TYPE infermeter_sim_expert_window_g1 gauge\n"
       "infermeter_sim_expert_window_g1{model_name=\"m\",layer=\"0\"} 0.5\n"
-      "infermeter_sim_expert_window_g1{model_name=\"m\",layer=\"1\"} 3\n";
+      "infermeter_sim_expert_window_g1{model_name=\"m\",layer=\"1\"} 3\n"
+      "infermeter_sim_kv_fragmentation{model_name=\"m\"} 0.25\n";
   const char *idle = "infermeter_sim_expert_window_imbalance{layer=\"0\"} 0\n";
   const char *p2 =
       "infermeter_sim_expert_window_imbalance{layer=\"0\"} 1.25\n"
       "infermeter_sim_expert_window_imbalance{layer=\"1\"} 2\n"
       "infermeter_sim_expert_window_g1{layer=\"0\"} 0.5\n"
-      "infermeter_sim_expert_window_g1{layer=\"1\"} 1\n";
+      "infermeter_sim_expert_window_g1{layer=\"1\"} 1\n"
+      "infermeter_sim_kv_fragmentation 0.75\n";
   struct im_moe_scrape s;
   im_moe_scrape_init(&s);
   CHECK_EQ(im_moe_scrape_page(&s, p1, strlen(p1)), IM_OK);
@@ -124,6 +126,9 @@ static void test_scrape(void) {
   CHECK_NEAR(s.g1[1], 2.0, 1e-12);
   CHECK_EQ(n, 1);
   CHECK_EQ(low[0], 1);
+  CHECK_EQ(s.kv_frag_pages, 2);
+  CHECK_NEAR(s.kv_frag_mean, 0.5, 1e-12);
+  CHECK_NEAR(s.kv_frag_max, 0.75, 1e-12);
   /* SGLang's summary: its growth over the stage. */
   const char *g1 = "# TYPE sglang:eplb_balancedness summary\n"
                    "sglang:eplb_balancedness_sum 10\nsglang:eplb_balancedness_count 20\n";
