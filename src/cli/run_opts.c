@@ -115,6 +115,8 @@ void im__run_usage(FILE *o) {
 "                            --sweep-steps (default 5) rates evenly below it, stopping\n"
 "                            at over-saturation or a failed SLO (--sweep-all: go on);\n"
 "                            reports the saturation point\n"
+"  --sweep context=4k,8k,16k one stage per prompt length (k = 1024) at the given\n"
+"                            concurrency; reports the bandwidth knee (docs/deepseek.md)\n"
 "  --scenario FILE           settings from a JSON scenario file (keys are these long\n"
 "                            option names); flags on the command line override it\n"
 "\n"
