@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/validity.h"
 #include "proto/promparse.h"
 
 double im_moe_g1(const double *v, size_t n) {
@@ -514,4 +515,27 @@ size_t im_moe_scrape_finish(struct im_moe_scrape *s, double ref, uint32_t *low, 
     s->max_over_mean_mean = mom / s->n_layers;
   }
   return n_low;
+}
+
+bool im_moe_audit_check(const struct im_moe_scrape *s, double ref, const uint32_t *low,
+                        size_t n_low, struct im_valid_check *c) {
+  if (!s->source)
+    return false;
+  memset(c, 0, sizeof *c);
+  c->id = "moe_balance";
+  c->status = n_low ? IM_CHECK_WARN : IM_CHECK_PASS;
+  int w = snprintf(c->evidence, sizeof c->evidence, "expert-load balancedness %.3f (mean over "
+                   "%s)%s", s->balancedness_mean, s->n_layers ? "layers" : "the stage",
+                   n_low ? "; below " : "");
+  if (n_low) {
+    size_t len = w > 0 ? (size_t)w : 0;
+    len += (size_t)snprintf(c->evidence + len, sizeof c->evidence - len, "%.2f on %zu layer(s):",
+                            ref, n_low);
+    for (size_t i = 0; i < n_low && len + 12 < sizeof c->evidence; i++)
+      len += (size_t)snprintf(c->evidence + len, sizeof c->evidence - len, " %u", low[i]);
+    snprintf(c->fix, sizeof c->fix,
+             "the load is skewed over the experts: report it with the figures; expert-parallel "
+             "load balancing (EPLB, redundant experts) spreads it");
+  }
+  return true;
 }

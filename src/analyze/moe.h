@@ -123,4 +123,11 @@ enum im_err im_moe_scrape_page(struct im_moe_scrape *s, const char *page, size_t
  * written to low[] (at most max_low), their count returned. */
 size_t im_moe_scrape_finish(struct im_moe_scrape *s, double ref, uint32_t *low, size_t max_low);
 
+struct im_valid_check;
+/* The publishable audit's `moe_balance` check (docs/audit.md) of scraped
+ * figures finished by im_moe_scrape_finish: WARN naming the layers below
+ * ref, PASS otherwise; false (no check) when nothing was collected. */
+bool im_moe_audit_check(const struct im_moe_scrape *s, double ref, const uint32_t *low,
+                        size_t n_low, struct im_valid_check *out);
+
 #endif

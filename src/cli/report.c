@@ -153,6 +153,8 @@ struct rep {
   json_t *root, *stages;
   struct sweep_point *pts;
   struct im_sysdesc sys;          /* manifest.json's "system" */
+  struct im_valid_check moe_check; /* the stage's moe_balance check ... */
+  bool has_moe_check;             /* ... when metrics.moe was collected */
   struct im_roofline_sys rsys;
 };
 
@@ -253,8 +255,12 @@ static int stage_validity(struct rep *p, const struct im_stage_figures *f,
   /* One of --repeat K runs: the configuration ran K times. */
   json_t *of = json_object_get(json_object_get(m, "repeat"), "of");
   vin.repeats = json_is_integer(of) && json_integer_value(of) > 0 ? (uint32_t)json_integer_value(of) : 1;
-  if (im_validity_compute(&vin, v) != IM_OK ||
-      im_validity_json(v, json_object_get(dst, "audit")) != IM_OK)
+  if (im_validity_compute(&vin, v) != IM_OK)
+    return -1;
+  /* The MoE load skew (docs/deepseek.md), a WARN at most. */
+  if (p->has_moe_check && v->n < IM_VALID_MAX_CHECKS)
+    v->checks[v->n++] = p->moe_check;
+  if (im_validity_json(v, json_object_get(dst, "audit")) != IM_OK)
     return -1;
   p->out->not_publishable |= !v->publishable;
   return 0;
@@ -278,6 +284,7 @@ static int stage_moe(struct rep *p, const struct im_rundir_stage *s,
     return -1;
   if (p->ro->text && single && !p->ro->audit_only)
     im_moe_scrape_text(p->ro->text, &ms, ref, low, n_low);
+  p->has_moe_check = im_moe_audit_check(&ms, ref, low, n_low, &p->moe_check);
   /* The code/text mix check rides along (docs/deepseek.md). */
   struct im_class_mix mix;
   if (im_mix_compute(in->recs, in->n_recs, in->cfg.window_start_ns, in->cfg.window_end_ns,

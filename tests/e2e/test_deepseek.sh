@@ -32,6 +32,7 @@ check "per-user speed" jq -e '.metrics.roofline.per_user_output_tok_per_s.p50 > 
 check "in-flight context series" jq -e '.metrics.roofline.inflight_context.mean | length >= 8' "$A"
 check "moe from the server's gauges" jq -e '.metrics.moe.source | test("window_imbalance")' "$A"
 check_eq "58 MoE layers" "$(jq '.metrics.moe.per_layer.balancedness | length' "$A")" 58
+check "the audit WARNs about the planted skew, naming layers" jq -e '.audit.publishable.checks[] | select(.id == "moe_balance") | .status == "WARN" and (.evidence | test("layer"))' "$A"
 check "KV fragmentation from the server" jq -e '.metrics.kv_fragmentation.mean >= 0 and .metrics.kv_fragmentation.max < 1' "$A"
 check "code/text mix absent without --mix" jq -e '.metrics | has("class_mix") | not' "$A"
 check "jitter not collected, with the reason" jq -e '.metrics.moe.jitter == null and (.metrics.moe.null_reasons.jitter | test("routing trace"))' "$A"

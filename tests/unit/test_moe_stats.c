@@ -3,6 +3,7 @@
  * the bounded series, the scraped gauges. */
 #include "check.h"
 #include "analyze/moe.h"
+#include "analyze/validity.h"
 
 static void test_g1(void) {
   /* [1, 2, 3, 10]: mean 4, m2 = 50/4 = 12.5, m3 = 180/4 = 45,
@@ -126,6 +127,14 @@ static void test_scrape(void) {
   CHECK_NEAR(s.g1[1], 2.0, 1e-12);
   CHECK_EQ(n, 1);
   CHECK_EQ(low[0], 1);
+  struct im_valid_check c;
+  CHECK(im_moe_audit_check(&s, 0.5, low, n, &c));
+  CHECK_STR(c.id, "moe_balance");
+  CHECK_EQ(c.status, IM_CHECK_WARN);
+  CHECK(strstr(c.evidence, "1 layer(s): 1") != NULL);
+  CHECK(c.fix[0] != '\0');
+  CHECK(im_moe_audit_check(&s, 0.2, low, 0, &c));
+  CHECK_EQ(c.status, IM_CHECK_PASS);
   CHECK_EQ(s.kv_frag_pages, 2);
   CHECK_NEAR(s.kv_frag_mean, 0.5, 1e-12);
   CHECK_NEAR(s.kv_frag_max, 0.75, 1e-12);
@@ -143,6 +152,7 @@ static void test_scrape(void) {
   im_moe_scrape_init(&s);
   CHECK_EQ(im_moe_scrape_finish(&s, 0.5, low, 4), 0);
   CHECK(s.source == NULL);
+  CHECK(!im_moe_audit_check(&s, 0.5, low, 0, &c));
 }
 
 int main(void) {
