@@ -342,7 +342,12 @@ static int report_stage(struct rep *p, size_t i, bool single) {
   enum im_err re = im_roofline_compute(&p->rsys, recs, n, in.cfg.window_start_ns,
                                        in.cfg.window_end_ns, &rl);
   if (re == IM_OK)
-    re = im_roofline_json(&rl, json_object_get(dst, "metrics"));
+    re = im_roofline_json(&rl, p->series && !sf.gpu.not_available[0] ? sf.gpu.dram_bw_util_mean
+                                                                     : NAN,
+                          !p->series ? "no observer samples (series.jsonl)"
+                          : sf.gpu.not_available[0] ? sf.gpu.not_available
+                                                    : "no DRAM counter sampled",
+                          json_object_get(dst, "metrics"));
   if (re == IM_OK && p->ro->text && single && !p->ro->audit_only)
     im_roofline_text(p->ro->text, &rl);
   json_t *in_len = s->params ? json_object_get(s->params, "input_len") : NULL;

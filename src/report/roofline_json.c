@@ -57,7 +57,8 @@ static int inflight_json(json_t *o, const struct im_roofline *rl) {
   return 0;
 }
 
-enum im_err im_roofline_json(const struct im_roofline *rl, json_t *metrics) {
+enum im_err im_roofline_json(const struct im_roofline *rl, double dram_util,
+                             const char *dram_why, json_t *metrics) {
   if (!rl || !metrics)
     return IM_INVAL;
   json_t *o = im_jw_child(metrics, "roofline");
@@ -92,6 +93,7 @@ enum im_err im_roofline_json(const struct im_roofline *rl, json_t *metrics) {
       im_jw_num(o, "decode_tok_per_s", rl->decode_tok_s, "no inter-token gap") ||
       !(pr = im_jw_child(o, "predicted")) || pred_json(pr, &rl->pred) ||
       im_jw_num(o, "achieved_bandwidth_utilisation", rl->bw_util, "no TPOT") ||
+      im_jw_num(o, "measured_dram_bw_util", dram_util, dram_why) ||
       !(pu = im_jw_child(o, "per_user_output_tok_per_s")) || im_jw_uint(pu, "requests", rl->n_users) ||
       im_jw_num(pu, "mean", rl->user_tok_s_mean, NULL) ||
       im_jw_num(pu, "p10", rl->user_tok_s_p10, NULL) ||

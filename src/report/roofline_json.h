@@ -12,8 +12,11 @@
 struct json_t;
 
 /* Sets metrics["roofline"] (replacing it): {"not_collected": reason} or
- * the figures. IM_INVAL for NULL arguments, IM_NOMEM. */
-enum im_err im_roofline_json(const struct im_roofline *rl, struct json_t *metrics) IM_WUR;
+ * the figures, with the GPUs' measured DRAM bandwidth utilisation beside
+ * the prediction (analyze/server.h's NVML/DCGM mean; NaN with dram_why
+ * when not sampled). IM_INVAL for NULL arguments, IM_NOMEM. */
+enum im_err im_roofline_json(const struct im_roofline *rl, double dram_util,
+                             const char *dram_why, struct json_t *metrics) IM_WUR;
 
 /* Two or three lines for the terminal (nothing when not collected). */
 void im_roofline_text(FILE *f, const struct im_roofline *rl);
