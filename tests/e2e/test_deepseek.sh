@@ -83,6 +83,11 @@ check "naming the file and field" grep -q "bad.json: layers" "$TMP/bad.err"
 "$BIN" run --url "$BASE" --requests 1 --no-progress --quiet --no-history --hardware H20 \
   --out "$TMP/bad2" 2>"$TMP/bad2.err"
 check "an unknown GPU is refused" grep -q "unknown" "$TMP/bad2.err"
+"$BIN" run --url "$BASE" --requests 1 --no-progress --quiet --no-history --gpus 2 --tp 4 \
+  --out "$TMP/bad3" 2>"$TMP/bad3.err"
+check_eq "--tp above --gpus is refused" "$?" "1"
+"$BIN" serve --moe-hot 4 2>"$TMP/hot.err" >/dev/null
+check "serve --moe-hot without :F is refused" grep -q "expected N:F" "$TMP/hot.err"
 stop_server
 
 # 3. analyze-routing: the skew planted with --moe-zipf is found, monotone.
@@ -102,6 +107,13 @@ for z in 0 0.6 1.5; do
   prev_g1=$g1
   prev_bal=$bal
 done
+# --moe-hot: 4 experts per layer 20 times more popular hold ~a quarter of it.
+start_server --time-scale 4 --moe-zipf 0 --moe-hot 4:20 --routing-log "$TMP/rl_hot.jsonl"
+RUN --url "$BASE" --rate 6 --requests 16 --output-len 48 --no-scrape --no-sockstat --out "$TMP/hot"
+stop_server
+"$BIN" analyze-routing "$TMP/rl_hot.jsonl" --quiet --out "$TMP/ar_hot.json"
+check "--moe-hot 4:20: the 4 hottest experts of layer 0 hold > 15 %" \
+  jq -e '[.layers[0].hottest[0:4][].share] | add > 0.15' "$TMP/ar_hot.json"
 check "heavy skew warns about layers" jq -e '.low_balancedness_layers | length > 0' "$TMP/ar_1.5.json"
 check "uniform: its hottest expert holds < 2 %" jq -e '.layers[0].hottest[0].share < 0.02' "$TMP/ar_0.json"
 echo '{"counts": [[1,2],[3]]}' | "$BIN" analyze-routing - --quiet >/dev/null 2>"$TMP/ar.err"
