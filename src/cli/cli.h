@@ -10,5 +10,6 @@ int im_cli_report(int argc, char **argv);
 int im_cli_audit(int argc, char **argv);
 int im_cli_compare(int argc, char **argv);
 int im_cli_history(int argc, char **argv);
+int im_cli_analyze_routing(int argc, char **argv); /* cli/routing.c */
 
 #endif

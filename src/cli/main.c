@@ -20,6 +20,7 @@ static void usage(FILE *out) {
           "  compare    compare runs or sets of repeated runs: ratios, CIs, verdicts\n"
           "  history    list the runs recorded in the history database\n"
           "  tokenize   count or encode text with a tokenizer.json\n"
+          "  analyze-routing  MoE routing statistics of a serve --routing-log file\n"
           "\n"
           "options:\n"
           "  -h, --help       this help; `infermeter COMMAND --help` for a command\n"
@@ -53,6 +54,8 @@ int main(int argc, char **argv) {
     return im_cli_history(argc - 1, argv + 1);
   if (!strcmp(cmd, "tokenize"))
     return im_cli_tokenize(argc - 1, argv + 1);
+  if (!strcmp(cmd, "analyze-routing"))
+    return im_cli_analyze_routing(argc - 1, argv + 1);
   if (!strcmp(cmd, "serve"))
     return im_cli_serve(argc - 1, argv + 1);
   fprintf(stderr, "infermeter: unknown command '%s' (see infermeter --help)\n", cmd);

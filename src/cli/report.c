@@ -27,6 +27,11 @@
 #include "report/causes_json.h"
 #include "report/results.h"
 #include "report/stage_json.h"
+#include "report/roofline_json.h"
+#include "cli/sysdesc.h"
+#include "cli/moe_int.h"
+#include "report/moe_json.h"
+#include "report/mix_json.h"
 #include "workload/stages.h"
 
 
@@ -75,6 +80,7 @@ static void derive_counters(struct im_rundir_stage *s, const struct im_record *r
 struct sweep_point {
   double rate, attain, throughput;
   int over;
+  struct im_knee_point knee;  /* for a context sweep (analyze/roofline.h) */
 };
 
 /* A rate sweep's verdict: the highest rate whose goodput meets the SLOs
@@ -171,6 +177,10 @@ struct rep {
   struct im_series_set *series;  /* series.jsonl; NULL when the run wrote none */
   json_t *root, *stages;
   struct sweep_point *pts;
+  struct im_sysdesc sys;          /* manifest.json's "system" */
+  struct im_valid_check moe_check; /* the stage's moe_balance check ... */
+  bool has_moe_check;             /* ... when metrics.moe was collected */
+  struct im_roofline_sys rsys;
 };
 
 static const char *str_at(const json_t *root, const char *a, const char *b, const char *c) {
@@ -270,10 +280,44 @@ static int stage_validity(struct rep *p, const struct im_stage_figures *f,
   /* One of --repeat K runs: the configuration ran K times. */
   json_t *of = json_object_get(json_object_get(m, "repeat"), "of");
   vin.repeats = json_is_integer(of) && json_integer_value(of) > 0 ? (uint32_t)json_integer_value(of) : 1;
-  if (im_validity_compute(&vin, v) != IM_OK ||
-      im_validity_json(v, json_object_get(dst, "audit")) != IM_OK)
+  if (im_validity_compute(&vin, v) != IM_OK)
+    return -1;
+  /* The MoE load skew (docs/deepseek.md), a WARN at most. */
+  if (p->has_moe_check && v->n < IM_VALID_MAX_CHECKS)
+    v->checks[v->n++] = p->moe_check;
+  if (im_validity_json(v, json_object_get(dst, "audit")) != IM_OK)
     return -1;
   p->out->not_publishable |= !v->publishable;
+  return 0;
+}
+
+/* metrics.moe of a stage from the scraped pages of its measured window
+ * (docs/deepseek.md). 0, or -1 when out of memory. */
+static int stage_moe(struct rep *p, const struct im_rundir_stage *s,
+                     const struct im_stage_input *in, json_t *dst, bool single) {
+  /* Reference: balancedness below 0.5 on a layer is a WARN (docs/deepseek.md). */
+  const double ref = 0.5;
+  struct im_moe_scrape ms;
+  uint32_t low[IM_MOE_MAX_LAYERS];
+  int64_t t0 = s->has_t0 ? s->t0_mono : INT64_MIN / 4;
+  if (im__report_moe_scrapes(p->dir, t0 + in->cfg.window_start_ns, t0 + in->cfg.window_end_ns,
+                             &ms))
+    return -1;
+  size_t n_low = im_moe_scrape_finish(&ms, ref, low, IM_MOE_MAX_LAYERS);
+  if (im_moe_scrape_json(&ms, ref, low, n_low, json_object_get(dst, "metrics")) != IM_OK ||
+      im_kv_frag_json(&ms, json_object_get(dst, "metrics")) != IM_OK)
+    return -1;
+  if (p->ro->text && single && !p->ro->audit_only)
+    im_moe_scrape_text(p->ro->text, &ms, ref, low, n_low);
+  p->has_moe_check = im_moe_audit_check(&ms, ref, low, n_low, &p->moe_check);
+  /* The code/text mix check rides along (docs/deepseek.md). */
+  struct im_class_mix mix;
+  if (im_mix_compute(in->recs, in->n_recs, in->cfg.window_start_ns, in->cfg.window_end_ns,
+                     &mix) != IM_OK ||
+      im_mix_json(&mix, json_object_get(dst, "metrics")) != IM_OK)
+    return -1;
+  if (p->ro->text && single && !p->ro->audit_only)
+    im_mix_text(p->ro->text, &mix);
   return 0;
 }
 
@@ -327,6 +371,26 @@ static int report_stage(struct rep *p, size_t i, bool single) {
     goto oom;
   if (p->series && server_figures(p, s, &f, &in, dst, &sf))
     goto oom;
+  struct im_roofline rl;
+  enum im_err re = im_roofline_compute(&p->rsys, recs, n, in.cfg.window_start_ns,
+                                       in.cfg.window_end_ns, &rl);
+  if (re == IM_OK)
+    re = im_roofline_json(&rl, p->series && !sf.gpu.not_available[0] ? sf.gpu.dram_bw_util_mean
+                                                                     : NAN,
+                          !p->series ? "no observer samples (series.jsonl)"
+                          : sf.gpu.not_available[0] ? sf.gpu.not_available
+                                                    : "no DRAM counter sampled",
+                          json_object_get(dst, "metrics"));
+  if (re == IM_OK && p->ro->text && single && !p->ro->audit_only)
+    im_roofline_text(p->ro->text, &rl);
+  json_t *in_len = s->params ? json_object_get(s->params, "input_len") : NULL;
+  p->pts[i].knee = (struct im_knee_point){
+      .stage = i, .input_len = json_is_number(in_len) ? json_number_value(in_len) : NAN,
+      .context_mean = rl.context_mean, .decode_tok_s = rl.decode_tok_s > 0 ? rl.decode_tok_s : NAN,
+      .bound = rl.sys->model && rl.sys->hw && rl.decode_tok_s > 0 ? rl.pred.bandwidth_bound : -1};
+  im_roofline_cleanup(&rl);
+  if (re != IM_OK || stage_moe(p, s, &in, dst, single))
+    goto oom;
   struct im_causes causes;
   struct im_causes_input cin = {.f = &f, .cfg = &in.cfg, .slo_target = in.slo_target,
                                 .server = p->series ? &sf : NULL};
@@ -344,7 +408,7 @@ static int report_stage(struct rep *p, size_t i, bool single) {
   json_t *rate = s->params ? json_object_get(s->params, "rate") : NULL;
   p->pts[i] = (struct sweep_point){json_is_number(rate) ? json_number_value(rate) : NAN,
                                    f.sum.slo_all_attain, f.sum.request_throughput,
-                                   f.sat_judged && f.sat.growing};
+                                   f.sat_judged && f.sat.growing, p->pts[i].knee};
   FILE *t = p->ro->text;
   if (t && p->ro->audit_only) {
     if (!single)
@@ -405,6 +469,28 @@ static int add_manifest(struct rep *p, size_t n_stages) {
   return json_object_set_new(p->root, "manifest", m);
 }
 
+/* A context sweep (stages that set input_len): results.json's
+ * "bandwidth_knee" (docs/deepseek.md). 0, or -1 when out of memory. */
+static int knee_json(struct rep *p, size_t n_stages) {
+  struct im_knee_point pts[IM_KNEE_MAX_POINTS];
+  size_t n = 0;
+  for (size_t i = 0; i < n_stages && n < IM_KNEE_MAX_POINTS; i++)
+    if (!isnan(p->pts[i].knee.input_len))
+      pts[n++] = p->pts[i].knee;
+  if (n < 2)
+    return 0;
+  const double drop = 0.15; /* docs/metrics.md §9 */
+  struct im_knee k;
+  im_knee_compute(pts, n, drop,
+                  p->sys.has_model ? im_model_kv_bytes_per_token(&p->sys.model) : 0, &k);
+  json_t *j = im_knee_json(pts, n, drop, &k);
+  if (!j || json_object_set_new(p->root, "bandwidth_knee", j))
+    return -1;
+  if (p->ro->text && !p->ro->audit_only)
+    im_knee_text(p->ro->text, pts, drop, &k);
+  return 0;
+}
+
 static int report_all(struct rep *p) {
   char err[512];
   if (im_rundir_read(p->dir, &p->rd, err, sizeof err)) {
@@ -412,6 +498,14 @@ static int report_all(struct rep *p) {
     return -1;
   }
   const struct im_rundir_analysis *an = &p->rd.an;
+  im__sys_from_json(json_object_get(p->rd.manifest, "system"), &p->sys);
+  p->rsys = (struct im_roofline_sys){
+      .model = p->sys.has_model ? &p->sys.model : NULL, .hw = p->sys.has_hw ? &p->sys.hw : NULL,
+      .gpus = p->sys.gpus, .tp = p->sys.tp, .dp = p->sys.dp,
+      .kv_bytes_per_token_per_gpu = p->sys.kv_bytes_per_token_per_gpu,
+      .gpu_memory_bytes = p->sys.gpu_memory_bytes, .bw_util_ref = an->bw_util_ref,
+      .mfu_ref = p->sys.mfu_ref > 0 ? p->sys.mfu_ref : 0.32,
+      .kv_residency_ref = an->kv_residency_ref};
   im_summary_config_default(&p->scfg);
   p->scfg.n_percentiles = an->n_percentiles;
   memcpy(p->scfg.percentiles, an->percentiles, sizeof an->percentiles);
@@ -478,6 +572,8 @@ static int report_all(struct rep *p) {
       return -1;
     p->out->slo_failed |= !has_point;
   }
+  if (n_stages > 1 && knee_json(p, n_stages))
+    return -1;
   if (add_manifest(p, n_stages))
     return -1;
   char ts[64];

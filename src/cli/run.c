@@ -26,6 +26,7 @@
 #include "cli/vllm_compat.h"
 #include "cli/report.h"
 #include "cli/run_int.h"
+#include "cli/sysdesc.h"
 #include "record/rundir.h"
 #include "core/clock.h"
 #include "core/log.h"
@@ -169,6 +170,7 @@ struct run {
   struct builtin srv;
   char url[2048], out_dir[4096], model[512], scrape_default[2100];
   json_t *models, *version;
+  struct im_sysdesc sys;  /* model, GPU, parallelism (cli/sysdesc.h) */
   int jsonl_fd, raw_fd, stages_fd, series_fd;
   char series_path[4200];
   char *api_key;
@@ -484,6 +486,13 @@ static int discover(struct run *r) {
   }
   im__run_http_get_json(r->url, "/version", r->api_key, o->insecure, &r->version, err, sizeof err);
   r->discovery_ms = (double)(im_now_ns() - t0) / 1e6;
+  struct im_sys_flags fl = o->sys;
+  fl.kv_bytes_per_token = o->kv_bytes_per_token;
+  fl.gpu_memory = o->gpu_memory;
+  if (im__sys_resolve(&fl, r->version, &r->sys, err, sizeof err)) {
+    fprintf(stderr, "infermeter run: %s\n", err);
+    return EXIT_USAGE;
+  }
   json_t *first = json_array_get(json_object_get(r->models, "data"), 0);
   r->env.model = o->model;
   if (!r->env.model) {
@@ -651,6 +660,7 @@ static json_t *manifest_json(const struct run *r) {
   json_t *m = im__run_manifest_json(o, r->argc, r->argv, env->url, env->builtin, env->model,
                                     r->models, r->version, im_wall_ns(), env->salt);
   json_object_set_new(m, "discovery_ms", json_real(r->discovery_ms));
+  json_object_set_new(m, "system", im__sys_json(&r->sys));
   json_t *wl = json_object_get(m, "workload");
   json_object_set_new(wl, "exact_lengths", json_boolean(env->exact));
   json_object_set_new(wl, "tokenizer", json_string(o->tokenizer ? o->tokenizer : "built-in"));
@@ -700,8 +710,8 @@ static int open_run_files(struct run *r) {
                                   .autosweep = r->autosweep,
                                   .kv_residency_ref = o->kv_residency_ref,
                                   .bw_util_ref = o->bw_util_ref,
-                                  .kv_bytes_per_token = o->kv_bytes_per_token,
-                                  .gpu_memory_bytes = o->gpu_memory,
+                                  .kv_bytes_per_token = r->sys.kv_bytes_per_token_per_gpu,
+                                  .gpu_memory_bytes = r->sys.gpu_memory_bytes,
                                   .scrape_interval_ns = o->scrape_interval_ns,
                                   .segment_window = o->segment_window,
                                   .segment_stride = o->segment_stride,

@@ -16,6 +16,7 @@
 #include "workload/sched.h"
 #include "workload/stages.h"
 #include "analyze/summary.h"
+#include "cli/sysdesc.h"
 #include "load/loader.h"
 
 #define MAX_TAGS 64
@@ -84,6 +85,7 @@ struct run_opts {
   uint32_t prefix_groups, prefix_len;
   double prefix_share;
   double kv_bytes_per_token, gpu_memory;
+  struct im_sys_flags sys;      /* --model-config, --hardware, --gpus/--tp/--dp */
   const char *dataset, *dataset_path, *trace;
   uint32_t min_in, max_in, min_out, max_out;  /* sharegpt length filters (0: none) */
   double trace_speed;

@@ -115,6 +115,8 @@ void im__run_usage(FILE *o) {
 "                            --sweep-steps (default 5) rates evenly below it, stopping\n"
 "                            at over-saturation or a failed SLO (--sweep-all: go on);\n"
 "                            reports the saturation point\n"
+"  --sweep context=4k,8k,16k one stage per prompt length (k = 1024) at the given\n"
+"                            concurrency; reports the bandwidth knee (docs/deepseek.md)\n"
 "  --scenario FILE           settings from a JSON scenario file (keys are these long\n"
 "                            option names); flags on the command line override it\n"
 "\n");
@@ -161,7 +163,17 @@ void im__run_usage(FILE *o) {
 "  --kv-residency-ref F, --bw-util-ref F   reference lines (0.68, 0.78)\n"
 "  --kv-bytes-per-token N    KV bytes one GPU holds per token (DeepSeek-V3 MLA:\n"
 "                            70272), for KV residency\n"
-"  --gpu-memory SIZE         memory of one GPU (default: from NVML), e.g. 141G\n"
+"  --gpu-memory SIZE         memory of one GPU (default: from --hardware or NVML), e.g. 141G\n"
+"  --model-config FILE|NAME  the served model's shape for the roofline (metrics.roofline):\n"
+"                            a preset (deepseek-ai/DeepSeek-V3, DeepSeek-R1, DeepSeek-V2-Lite,\n"
+"                            DeepSeek-R1-Distill-Qwen-32B, DeepSeek-R1-Distill-Llama-70B,\n"
+"                            meta-llama/Llama-3.1-8B-Instruct), a Hugging Face config.json or\n"
+"                            a JSON description (docs/deepseek.md); default: what the\n"
+"                            target declares (the built-in server does)\n"
+"  --hardware NAME           GPU preset: A100-SXM, H100-SXM, H200, B200, MI300X\n"
+"  --gpus N, --tp N, --dp N  GPUs serving, tensor-parallel degree, data-parallel attention\n"
+"                            (flags override the descriptions, which override the target)\n"
+"  --mfu-ref F               MFU reference line (0.32)\n"
 "\n");
   fprintf(o,
 "Output:\n"
@@ -288,7 +300,7 @@ enum {
   O_SESSIONS, O_SRATE, O_TURNS, O_GROWTH, O_THINK, O_GRID, O_SWEEP, O_SWEEP_STEPS, O_SWEEP_ALL,
   O_SCENARIO, O_TOKENIZER, O_CHAT_TMPL, O_MIX, O_TRACE, O_MIN_IN, O_MAX_IN, O_MIN_OUT, O_MAX_OUT,
   O_BACKOFF_MAX, O_KEEP_TEXT, O_PROBE_RATE, O_LOGPROBS, O_SEGW, O_SEGS, O_STALLK, O_TIMESLICE,
-  O_OTLP, O_OTLP_SAMPLE, O_PROVIDER
+  O_OTLP, O_OTLP_SAMPLE, O_PROVIDER, O_MODELCFG, O_HARDWARE, O_GPUS, O_TP, O_DP, O_MFUREF
 };
 
 const struct option im__run_options[] = {
@@ -341,6 +353,12 @@ const struct option im__run_options[] = {
     {"prefix-share", required_argument, 0, O_PSHARE},
     {"kv-bytes-per-token", required_argument, 0, O_KVBPT},
     {"gpu-memory", required_argument, 0, O_GPUMEM},
+    {"model-config", required_argument, 0, O_MODELCFG},
+    {"hardware", required_argument, 0, O_HARDWARE},
+    {"gpus", required_argument, 0, O_GPUS},
+    {"tp", required_argument, 0, O_TP},
+    {"dp", required_argument, 0, O_DP},
+    {"mfu-ref", required_argument, 0, O_MFUREF},
     {"dataset", required_argument, 0, O_DATASET},
     {"dataset-path", required_argument, 0, O_DSPATH},
     {"trace-speed", required_argument, 0, O_TSPEED}, {"perturb", no_argument, 0, O_PERTURB},
@@ -626,6 +644,12 @@ int im__run_apply(struct run_opts *o, int opt, const char *arg, bool *rate_given
   case O_MIN_OUT: return im_arg_u32("--min-output-len", arg, 0, 10000000, &o->min_out);
   case O_MAX_OUT: return im_arg_u32("--max-output-len", arg, 0, 10000000, &o->max_out);
   case O_TSPEED: return im_arg_double("--trace-speed", arg, 1e-6, 1e6, &o->trace_speed);
+  case O_MODELCFG: o->sys.model_config = arg; return 0;
+  case O_HARDWARE: o->sys.hardware = arg; return 0;
+  case O_GPUS: return im_arg_u32("--gpus", arg, 1, 65536, &o->sys.gpus);
+  case O_TP: return im_arg_u32("--tp", arg, 1, 65536, &o->sys.tp);
+  case O_DP: return im_arg_u32("--dp", arg, 1, 65536, &o->sys.dp);
+  case O_MFUREF: return im_arg_double("--mfu-ref", arg, 0.001, 1, &o->sys.mfu_ref);
   case O_KVBPT: return im_arg_double("--kv-bytes-per-token", arg, 1, 1e9, &o->kv_bytes_per_token);
   case O_GPUMEM:
     if (im_arg_size("--gpu-memory", arg, &u))

@@ -35,7 +35,8 @@ static void usage(FILE *out) {
 "  --keepalive-interval DUR     ': keep-alive' comment to queued streams every DUR of\n"
 "                               wall-clock time, whatever --time-scale (default 2s)\n"
 "  --max-connections N          connections beyond N are closed at once (default 10000)\n"
-"\n"
+"\n");
+  fprintf(out,
 "Engine (vLLM's names where they exist):\n"
 "  --profile NAME               model + hardware profile (default deepseek-v3-8xh200);\n"
 "                               --list-profiles shows them\n"
@@ -60,6 +61,11 @@ static void usage(FILE *out) {
 "                               socket (CLOCK_MONOTONIC ns) and one per request\n"
 "  --routing-log FILE           MoE routing, JSONL: per-layer expert counts of every step\n"
 "  --routing-detail N           also log the per-layer top-k ids of the first N sequences\n"
+"  --moe-zipf S                 expert popularity exponent: weight (rank+1)^-S (default 0.6;\n"
+"                               0 = uniform, 1.5 = heavily skewed)\n"
+"  --moe-hot N:F                the N most popular experts of each layer weigh F times more\n"
+"  --moe-drift P                per-step probability that a layer's popularity ranks drift\n"
+"                               (two neighbouring ranks swap; default 0.01)\n"
 "  --log-level LEVEL            error, warn (default), info, debug\n"
 "  --quiet                      no 'listening on' line\n"
 "\n"
@@ -104,7 +110,7 @@ static FILE *open_log(const char *flag, const char *path) {
 enum {
   O_HOST = 256, O_PORT, O_PROFILE, O_MODEL, O_SEED, O_SCALE, O_TRUTH, O_FAULT, O_SEQS, O_BATCHED,
   O_BLOCK, O_KVBLOCKS, O_GPUMEM, O_MAXLEN, O_PREFIX, O_NOPREFIX, O_MTP, O_MTPACC, O_NOMOE,
-  O_RLOG, O_RDETAIL, O_REASONING, O_MAXBODY, O_MAXHDR, O_IDLE, O_KA, O_MAXCONN, O_RATE,
+  O_RLOG, O_RDETAIL, O_MOEZIPF, O_MOEHOT, O_MOEDRIFT, O_REASONING, O_MAXBODY, O_MAXHDR, O_IDLE, O_KA, O_MAXCONN, O_RATE,
   O_LIST, O_QUIET, O_LOGLEVEL, O_TOKENIZER
 };
 
@@ -130,6 +136,9 @@ static const struct option options[] = {
     {"no-moe-routing", no_argument, 0, O_NOMOE},
     {"routing-log", required_argument, 0, O_RLOG},
     {"routing-detail", required_argument, 0, O_RDETAIL},
+    {"moe-zipf", required_argument, 0, O_MOEZIPF},
+    {"moe-hot", required_argument, 0, O_MOEHOT},
+    {"moe-drift", required_argument, 0, O_MOEDRIFT},
     {"reasoning-field", required_argument, 0, O_REASONING},
     {"max-body", required_argument, 0, O_MAXBODY},
     {"max-header", required_argument, 0, O_MAXHDR},
@@ -200,6 +209,21 @@ static int apply_option(int opt, const char *arg, struct im_server_config *cfg,
   case O_NOMOE: e->moe_routing = false; return 0;
   case O_RLOG: *routing_path = arg; return 0;
   case O_RDETAIL: return im_arg_u32("--routing-detail", arg, 0, 1u << 20, &e->routing_detail);
+  case O_MOEZIPF: return im_arg_double("--moe-zipf", arg, 0, 10, &e->moe_zipf);
+  case O_MOEDRIFT: return im_arg_double("--moe-drift", arg, 0, 1, &e->moe_drift);
+  case O_MOEHOT: {
+    unsigned n = 0;
+    double f = 0;
+    char tail;
+    if (sscanf(arg, "%u:%lf%c", &n, &f, &tail) != 2 || n > 1024 || !(f > 0) || f > 1e6) {
+      fprintf(stderr, "infermeter serve: --moe-hot %s: expected N:F (N experts per layer F "
+                      "times more popular, e.g. 4:10)\n", arg);
+      return -1;
+    }
+    e->moe_hot_n = n;
+    e->moe_hot_factor = f;
+    return 0;
+  }
   case O_REASONING:
     if (!strcmp(arg, "reasoning") || !strcmp(arg, "reasoning_content")) {
       cfg->reasoning_field_new = !strcmp(arg, "reasoning");

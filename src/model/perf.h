@@ -27,6 +27,8 @@ struct im_profile {
   const char *name;        /* CLI name, e.g. "deepseek-v3-8xh200" */
   const char *model;       /* served model id, e.g. "deepseek-v3" */
   const char *description; /* one line for --help and /version */
+  const char *model_preset; /* its entry in model/desc.h's table (declared by /version) */
+  const char *hw_preset;    /* its GPU in model/desc.h's table */
   bool reasoning;          /* streams reasoning tokens before the answer (R1) */
   double reasoning_share;  /* mean fraction of output tokens that are reasoning */
 

@@ -23,12 +23,13 @@
 #include <string.h>
 
 #include "model/perf.h"
+#include "model/shapes.h"
 
 /* One routed expert of DeepSeek-V3: gate, up and down projections,
  * 3 x hidden 7168 x moe_intermediate 2048. */
-#define DSV3_EXPERT (3.0 * 7168.0 * 2048.0)
+#define DSV3_EXPERT (3.0 * IM_DSV3_HIDDEN * IM_DSV3_MOE_INTERMEDIATE)
 /* MLA latent cache per token: 61 layers x (kv_lora_rank 512 + rope 64) x 2 B. */
-#define DSV3_KV (61.0 * (512.0 + 64.0) * 2.0)
+#define DSV3_KV (IM_DSV3_LAYERS * (IM_DSV3_KV_LORA_RANK + IM_DSV3_QK_ROPE_HEAD_DIM) * 2.0)
 /* Absorbed MLA decode, per layer and head: q.k over the 576-wide latent+rope
  * key (2 x 576 FLOPs) and p.v over the 512-wide latent (2 x 512 FLOPs);
  * 128 heads, 61 layers. */
@@ -39,13 +40,16 @@
 #define DSV3_ATTN_PARAMS (61.0 * 187107328.0)
 
 #define DSV3_COMMON                                                                  \
-  .total_params = 671e9, .active_params = 37e9, .expert_params = DSV3_EXPERT,       \
-  .n_layers = 61, .n_moe_layers = 58, .n_experts = 256, .top_k = 8,                \
+  .total_params = IM_DSV3_TOTAL_PARAMS, .active_params = IM_DSV3_ACTIVE_PARAMS,     \
+  .expert_params = DSV3_EXPERT, .n_layers = IM_DSV3_LAYERS,                         \
+  .n_moe_layers = IM_DSV3_LAYERS - IM_DSV3_DENSE_LAYERS,                            \
+  .n_experts = IM_DSV3_ROUTED_EXPERTS, .top_k = IM_DSV3_TOP_K,                      \
   .n_expert_groups = 8, .topk_groups = 4, .weight_bytes = 1.0,                     \
   .kv_bytes_per_token = DSV3_KV, .kv_replicated_tp = true,                         \
   .attn_flops_per_ctx = DSV3_ATTN_FLOPS, .attn_params = DSV3_ATTN_PARAMS,          \
   .max_model_len = 163840, .vocab_size = 129280, .n_gpus = 8, .tp = 8,             \
-  .gpu_mem_bytes = 141e9, .hbm_bw = 4.8e12, .peak_flops = 1979e12, .mem_eff = 0.7, \
+  .gpu_mem_bytes = IM_H200_MEM, .hbm_bw = IM_H200_HBM_BW, .peak_flops = IM_H200_FP8, \
+  .mem_eff = 0.7, .hw_preset = "H200",                                              \
   .mfu = 0.4, .activation_reserve_bytes = 4e9, .step_overhead_s = 0.017,           \
   .per_token_s = 25e-6, .noise_sigma = 0.05
 
@@ -54,6 +58,7 @@ static const struct im_profile profiles[] = {
         .name = "deepseek-v3-8xh200",
         .model = "deepseek-v3",
         .description = "DeepSeek-V3 671B (FP8) on 8x H200, TP8",
+        .model_preset = "deepseek-ai/DeepSeek-V3",
         .reasoning = false,
         .reasoning_share = 0.0,
         DSV3_COMMON,
@@ -64,6 +69,7 @@ static const struct im_profile profiles[] = {
         .name = "deepseek-r1-8xh200",
         .model = "deepseek-r1",
         .description = "DeepSeek-R1 671B (FP8) on 8x H200, TP8, reasoning output",
+        .model_preset = "deepseek-ai/DeepSeek-R1",
         .reasoning = true,
         .reasoning_share = 0.7,
         DSV3_COMMON,
@@ -74,6 +80,7 @@ static const struct im_profile profiles[] = {
         .name = "deepseek-v3-8xh200-dp8",
         .model = "deepseek-v3",
         .description = "DeepSeek-V3 671B (FP8) on 8x H200, TP8 MoE + data-parallel attention x8",
+        .model_preset = "deepseek-ai/DeepSeek-V3",
         .reasoning = false,
         .reasoning_share = 0.0,
         DSV3_COMMON,
@@ -84,19 +91,21 @@ static const struct im_profile profiles[] = {
         .name = "deepseek-v2-lite-1xh200",
         .model = "deepseek-v2-lite",
         .description = "DeepSeek-V2-Lite 15.7B (BF16) on 1x H200",
+        .model_preset = "deepseek-ai/DeepSeek-V2-Lite",
+        .hw_preset = "H200",
         .reasoning = false,
         .reasoning_share = 0.0,
         .total_params = 15.7e9,
         .active_params = 2.4e9,
-        .expert_params = 3.0 * 2048.0 * 1408.0,
-        .n_layers = 27,
-        .n_moe_layers = 26,
-        .n_experts = 64,
-        .top_k = 6,
+        .expert_params = 3.0 * IM_DSV2L_HIDDEN * IM_DSV2L_MOE_INTERMEDIATE,
+        .n_layers = IM_DSV2L_LAYERS,
+        .n_moe_layers = IM_DSV2L_LAYERS - IM_DSV2L_DENSE_LAYERS,
+        .n_experts = IM_DSV2L_ROUTED_EXPERTS,
+        .top_k = IM_DSV2L_TOP_K,
         .n_expert_groups = 1,
         .topk_groups = 1,
         .weight_bytes = 2.0,
-        .kv_bytes_per_token = 27.0 * (512.0 + 64.0) * 2.0,
+        .kv_bytes_per_token = IM_DSV2L_LAYERS * (512.0 + 64.0) * 2.0,
         .kv_replicated_tp = true,
         .attn_flops_per_ctx = 27.0 * 16.0 * 2.0 * (576.0 + 512.0),
         /* q 2048x3072, kv_a 2048x576, kv_a_norm 512, kv_b 512x4096,
@@ -107,9 +116,9 @@ static const struct im_profile profiles[] = {
         .n_gpus = 1,
         .tp = 1,
         .dp_attention = 1,
-        .gpu_mem_bytes = 141e9,
-        .hbm_bw = 4.8e12,
-        .peak_flops = 989e12,
+        .gpu_mem_bytes = IM_H200_MEM,
+        .hbm_bw = IM_H200_HBM_BW,
+        .peak_flops = IM_H200_BF16,
         .mem_eff = 0.7,
         .mfu = 0.4,
         .activation_reserve_bytes = 2e9,
@@ -122,10 +131,12 @@ static const struct im_profile profiles[] = {
         .name = "llama-3.1-8b-1xh100",
         .model = "llama-3.1-8b",
         .description = "Llama-3.1-8B (BF16) on 1x H100 SXM 80GB",
+        .model_preset = "meta-llama/Llama-3.1-8B-Instruct",
+        .hw_preset = "H100-SXM",
         .reasoning = false,
         .reasoning_share = 0.0,
-        .total_params = 8.03e9,
-        .active_params = 8.03e9,
+        .total_params = IM_LLAMA8B_PARAMS,
+        .active_params = IM_LLAMA8B_PARAMS,
         .expert_params = 0.0,
         .n_layers = 32,
         .n_moe_layers = 0,
@@ -135,7 +146,7 @@ static const struct im_profile profiles[] = {
         .topk_groups = 1,
         .weight_bytes = 2.0,
         /* GQA: K and V x 32 layers x 8 KV heads x 128 x 2 B. */
-        .kv_bytes_per_token = 2.0 * 32.0 * 8.0 * 128.0 * 2.0,
+        .kv_bytes_per_token = 2.0 * IM_LLAMA8B_LAYERS * IM_LLAMA8B_KV_HEADS * IM_LLAMA8B_HEAD_DIM * 2.0,
         .kv_replicated_tp = false,
         /* q.k and p.v, 2 x 128 FLOPs each, per head (32) and layer (32). */
         .attn_flops_per_ctx = 4.0 * 32.0 * 32.0 * 128.0,
@@ -146,9 +157,9 @@ static const struct im_profile profiles[] = {
         .n_gpus = 1,
         .tp = 1,
         .dp_attention = 1,
-        .gpu_mem_bytes = 80e9,
-        .hbm_bw = 3.35e12,
-        .peak_flops = 989e12,
+        .gpu_mem_bytes = IM_H100_MEM,
+        .hbm_bw = IM_H100_HBM_BW,
+        .peak_flops = IM_H100_BF16,
         .mem_eff = 0.8,
         .mfu = 0.45,
         .activation_reserve_bytes = 2e9,

@@ -56,6 +56,9 @@ void im_engine_config_default(struct im_engine_config *cfg) {
   cfg->time_scale = 1.0;
   cfg->mtp_accept = 0.8;
   cfg->moe_routing = true;
+  cfg->moe_zipf = 0.6;   /* = im_moe_config_default's */
+  cfg->moe_hot_factor = 1.0;
+  cfg->moe_drift = 0.01;
   cfg->seed = 0;
 }
 
@@ -143,6 +146,10 @@ enum im_err im_engine_new(struct im_engine **out, const struct im_engine_config 
     mc.n_groups = e->prof->n_expert_groups ? e->prof->n_expert_groups : 1;
     mc.topk_groups = e->prof->topk_groups ? e->prof->topk_groups : mc.n_groups;
     mc.seed = im_mix64(cfg->seed ^ 0x6d6f65ULL);
+    mc.zipf_s = cfg->moe_zipf;
+    mc.hot_n = cfg->moe_hot_n;
+    mc.hot_factor = cfg->moe_hot_factor;
+    mc.drift = cfg->moe_drift;
     err = im_moe_new(&e->moe, &mc);
     if (err)
       goto fail;
@@ -675,12 +682,28 @@ void im_engine_get_stats(const struct im_engine *e, struct im_engine_stats *out)
   out->running = e->running.n;
   out->waiting = e->waiting.n;
   out->kv_usage = im_kv_usage(e->kv);
+  uint64_t slots = 0, used = 0;
+  for (const struct im_seq *q = e->running.head; q; q = q->next) {
+    slots += (uint64_t)q->kv.n_blocks * e->block_size;
+    used += q->n_computed;
+  }
+  out->kv_fragmentation = slots > used ? (double)(slots - used) / (double)slots : 0.0;
   im_kv_get_stats(e->kv, &out->kv);
   out->last_step_s = e->last_cost.total_s;
   out->last_hbm_util = e->last_cost.hbm_util;
   out->last_moe = e->last_moe;
   out->last_batch_seqs = e->last_seqs;
   out->last_batch_tokens = e->last_tokens;
+}
+
+const double *im_engine_window_expert_load(const struct im_engine *e, uint32_t *n_layers,
+                                           uint32_t *n_experts) {
+  if (!e->moe)
+    return NULL;
+  const struct im_moe_config *mc = im_moe_config(e->moe);
+  *n_layers = mc->n_layers;
+  *n_experts = mc->n_experts;
+  return im_moe_window(e->moe);
 }
 
 const uint32_t *im_engine_last_expert_counts(const struct im_engine *e, uint32_t *n_layers,

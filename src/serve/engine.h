@@ -47,6 +47,10 @@ struct im_engine_config {
   double mtp_accept;               /* acceptance probability of each draft */
   bool moe_routing;                /* simulate routing (MoE profiles) */
   uint32_t routing_detail;         /* sequences whose top-k ids are logged */
+  double moe_zipf;                 /* expert popularity exponent (0.6; serve --moe-zipf) */
+  uint32_t moe_hot_n;              /* experts per layer made moe_hot_factor x more popular */
+  double moe_hot_factor;           /* (--moe-hot N:F; 0 / 1: none) */
+  double moe_drift;                /* per-step probability of a popularity drift (0.01) */
   uint64_t seed;
   FILE *routing_log;               /* JSONL per step, or NULL */
   FILE *truth_log;                 /* JSONL per request end, or NULL (chunks are
@@ -128,6 +132,9 @@ struct im_engine_stats {
   uint64_t hiccups;
   uint32_t running, waiting;
   double kv_usage;
+  /* Running sequences: (allocated token slots - tokens whose KV is
+   * computed) / allocated slots; 0 when nothing is allocated. */
+  double kv_fragmentation;
   struct im_kv_stats kv;
   /* Last step. */
   double last_step_s, last_hbm_util;
@@ -178,6 +185,10 @@ void im_engine_hiccup(struct im_engine *e, int64_t pause_ns);
 enum im_err im_engine_resize_kv(struct im_engine *e, double fraction) IM_WUR;
 
 void im_engine_get_stats(const struct im_engine *e, struct im_engine_stats *out);
+/* Per-layer load over the recent steps (serve/moe.h im_moe_window; NULL
+ * for dense profiles). */
+const double *im_engine_window_expert_load(const struct im_engine *e, uint32_t *n_layers,
+                                           uint32_t *n_experts);
 /* Per-layer counts of the last step's routing (NULL for dense profiles). */
 const uint32_t *im_engine_last_expert_counts(const struct im_engine *e, uint32_t *n_layers,
                                              uint32_t *n_experts);

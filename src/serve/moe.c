@@ -75,6 +75,7 @@ struct im_moe {
   uint32_t *tmp_counts;  /* one scaled prefill call, before scaling */
   uint16_t *tmp_distinct;
   uint64_t step_tokens;
+  double *window;        /* [layer][expert] load decayed over IM_MOE_WINDOW_STEPS steps */
 };
 
 /* Tables used only while the chains are generated. */
@@ -96,6 +97,8 @@ void im_moe_config_default(struct im_moe_config *cfg) {
   cfg->n_groups = 8;
   cfg->topk_groups = 4;
   cfg->zipf_s = 0.6;
+  cfg->hot_n = 0;
+  cfg->hot_factor = 1.0;
   cfg->stickiness = 0.5;
   cfg->n_topics = 16;
   cfg->topic_boost = 4.0;
@@ -117,6 +120,8 @@ static bool config_valid(const struct im_moe_config *c) {
   if ((uint64_t)c->topk_groups * (c->n_experts / c->n_groups) < c->top_k)
     return false;
   if (!(c->zipf_s >= 0.0) || !(c->stickiness >= 0.0) || c->stickiness > 1.0)
+    return false;
+  if (c->hot_n > c->n_experts || !(c->hot_factor > 0.0) || !isfinite(c->hot_factor))
     return false;
   if (c->n_topics == 0 || c->n_topics > MAX_TOPICS || !(c->topic_boost > 0.0))
     return false;
@@ -181,7 +186,8 @@ static void build_layer_tables(const struct im_moe *m, struct gen *gn, uint32_t 
   for (uint32_t t = 0; t < c->n_topics; t++) {
     for (uint32_t r = 0; r < c->n_experts; r++) {
       uint32_t e = perm[r];
-      gn->w[e] = pow((double)r + 1.0, -c->zipf_s) * (favoured(c, l, t, e) ? c->topic_boost : 1.0);
+      gn->w[e] = pow((double)r + 1.0, -c->zipf_s) * (favoured(c, l, t, e) ? c->topic_boost : 1.0) *
+                 (r < c->hot_n ? c->hot_factor : 1.0);
     }
     for (uint32_t g = 0; g < c->n_groups; g++) {
       const double *wg = gn->w + (size_t)g * m->gsize;
@@ -312,6 +318,7 @@ void im_moe_free(struct im_moe *moe) {
   free(moe->distinct);
   free(moe->tmp_counts);
   free(moe->tmp_distinct);
+  free(moe->window);
   free(moe);
 }
 
@@ -340,6 +347,7 @@ enum im_err im_moe_new(struct im_moe **out, const struct im_moe_config *cfg) {
   m->distinct = calloc(L, sizeof *m->distinct);
   m->tmp_counts = calloc(L * E, sizeof *m->tmp_counts);
   m->tmp_distinct = calloc(L, sizeof *m->tmp_distinct);
+  m->window = calloc(L * E, sizeof *m->window);
   gn.alias = malloc(T * E * sizeof *gn.alias);
   gn.gweight = malloc(T * cfg->n_groups * sizeof *gn.gweight);
   gn.w = malloc(E * sizeof *gn.w);
@@ -347,6 +355,7 @@ enum im_err im_moe_new(struct im_moe **out, const struct im_moe_config *cfg) {
   gn.small = malloc(m->gsize * sizeof *gn.small);
   gn.large = malloc(m->gsize * sizeof *gn.large);
   if (!m->perm || !m->chain || !m->counts || !m->distinct || !m->tmp_counts || !m->tmp_distinct ||
+      !m->window ||
       !gn.alias || !gn.gweight || !gn.w || !gn.prob || !gn.small || !gn.large)
     goto out;
 
@@ -415,6 +424,15 @@ static void relabel_layer(struct im_moe *m, uint32_t l, uint16_t a, uint16_t b) 
 
 void im_moe_step_begin(struct im_moe *moe) {
   const struct im_moe_config *c = &moe->cfg;
+  /* Fold the last step into the windowed load: exponential decay with a
+   * mean age of IM_MOE_WINDOW_STEPS steps (a sliding window without the
+   * ring of counts; SGLang and vLLM's EPLB judge balance over windows of
+   * passes too). Idle steps (no tokens) do not age it. */
+  if (moe->step_tokens) {
+    const double keep = 1.0 - 1.0 / IM_MOE_WINDOW_STEPS;
+    for (size_t i = 0; i < (size_t)c->n_layers * c->n_experts; i++)
+      moe->window[i] = moe->window[i] * keep + moe->counts[i];
+  }
   memset(moe->counts, 0, (size_t)c->n_layers * c->n_experts * sizeof *moe->counts);
   memset(moe->distinct, 0, (size_t)c->n_layers * sizeof *moe->distinct);
   moe->step_tokens = 0;
@@ -521,6 +539,8 @@ void im_moe_route(struct im_moe *moe, struct im_moe_seq *seq, uint32_t n_tokens,
 }
 
 const uint32_t *im_moe_counts(const struct im_moe *moe) { return moe->counts; }
+
+const double *im_moe_window(const struct im_moe *moe) { return moe->window; }
 
 const uint16_t *im_moe_distinct(const struct im_moe *moe) { return moe->distinct; }
 

@@ -32,6 +32,8 @@ struct im_moe_config {
   uint32_t n_groups;     /* expert groups (8); 1 = no group limit */
   uint32_t topk_groups;  /* groups per token (4) */
   double zipf_s;         /* popularity exponent (0.6) */
+  uint32_t hot_n;        /* the hot_n most popular experts of each layer ... */
+  double hot_factor;     /* ... weigh hot_factor x more (0 experts / 1: none) */
   double stickiness;     /* P(keep a previous expert) for the next token (0.5) */
   uint32_t n_topics;     /* request topics (16) */
   double topic_boost;    /* weight multiplier of a topic's favoured experts (4) */
@@ -87,6 +89,12 @@ void im_moe_route(struct im_moe *moe, struct im_moe_seq *seq, uint32_t n_tokens,
 /* Per-step results, valid until the next im_moe_step_begin. */
 const uint32_t *im_moe_counts(const struct im_moe *moe);   /* [layer * n_experts + e] */
 const uint16_t *im_moe_distinct(const struct im_moe *moe); /* [layer] */
+/* Steps of the windowed load below (mean age of its exponential decay). */
+#define IM_MOE_WINDOW_STEPS 128
+/* Load per (layer, expert) over the recent steps, [layer * n_experts + e]:
+ * each finished step's counts added after multiplying the sum so far by
+ * 1 - 1/IM_MOE_WINDOW_STEPS (steps without tokens skipped). */
+const double *im_moe_window(const struct im_moe *moe);
 void im_moe_step_stats(const struct im_moe *moe, struct im_moe_step_stats *out);
 
 /* Adjusted Fisher-Pearson skewness G1 of n values (pandas' skew); 0 when

@@ -521,14 +521,19 @@ static void handle_version(struct conn *c) {
                    "\"num_gpu_blocks\":%u,\"block_size\":%u,\"max_model_len\":%u,"
                    "\"config\":{\"torch_compile\":\"n/a\",\"tp\":%u,\"dp\":%u,"
                    "\"quantization\":\"%s\",\"kv_cache_dtype\":\"%s\",\"max_num_seqs\":%u,"
-                   "\"enable_prefix_caching\":%s,\"speculative\":\"%s\"}}",
+                   "\"enable_prefix_caching\":%s,\"speculative\":\"%s\"},"
+                   /* Its entries in model/desc.h's table: a client's roofline
+                    * (docs/deepseek.md) picks them up. */
+                   "\"system\":{\"model_preset\":\"%s\",\"hardware\":\"%s\",\"gpus\":%u}}",
                    IM_VERSION, IM_GIT_HASH, p->name, s->model, e->time_scale,
                    im_engine_num_blocks(s->engine), im_engine_block_size(s->engine),
                    im_engine_max_model_len(s->engine), p->tp,
                    p->dp_attention ? p->dp_attention : 1, p->weight_bytes <= 1.0 ? "fp8" : "none",
                    "auto" /* every profile's KV cache is 2-byte (docs/perf-model.md) */,
                    e->max_num_seqs,
-                   e->prefix_caching ? "true" : "false", e->mtp_k ? "mtp" : "none");
+                   e->prefix_caching ? "true" : "false", e->mtp_k ? "mtp" : "none",
+                   p->model_preset ? p->model_preset : "", p->hw_preset ? p->hw_preset : "",
+                   p->n_gpus);
   im__srv_respond(c, 200, "application/json", body, (size_t)n, NULL);
 }
 

@@ -111,6 +111,33 @@ static enum im_err expert_gauges(struct im_buf *b, const struct im_engine *e, co
     err = im_prom_sample(b, "infermeter_sim_expert_imbalance", labels,
                          mean > 0 ? (double)max / mean : 0.0);
   }
+  /* The load over the last ~IM_MOE_WINDOW_STEPS steps, per layer: max/mean
+   * and G1 (the client's metrics.moe reads them; docs/deepseek.md). One
+   * step's counts are too few at small batches to say anything of skew. */
+  const double *w = im_engine_window_expert_load(e, &nl, &ne);
+  if (!err && w)
+    err = im_prom_family(b, "infermeter_sim_expert_window_imbalance", "gauge",
+                         "Max over mean load per expert over the last ~128 engine steps, per "
+                         "MoE layer.");
+  for (uint32_t l = 0; w && l < nl && !err; l++) {
+    snprintf(labels, sizeof labels, "%s,layer=\"%u\"", base, l);
+    double sum = 0, max = 0;
+    for (uint32_t x = 0; x < ne; x++) {
+      sum += w[(size_t)l * ne + x];
+      max = w[(size_t)l * ne + x] > max ? w[(size_t)l * ne + x] : max;
+    }
+    err = im_prom_sample(b, "infermeter_sim_expert_window_imbalance", labels,
+                         sum > 0 ? max / (sum / ne) : 0.0);
+  }
+  if (!err && w)
+    err = im_prom_family(b, "infermeter_sim_expert_window_g1", "gauge",
+                         "Skewness (G1) of the load per expert over the last ~128 engine steps, "
+                         "per MoE layer.");
+  for (uint32_t l = 0; w && l < nl && !err; l++) {
+    snprintf(labels, sizeof labels, "%s,layer=\"%u\"", base, l);
+    err = im_prom_sample(b, "infermeter_sim_expert_window_g1", labels,
+                         im_skewness_g1(w + (size_t)l * ne, ne));
+  }
   return err;
 }
 
@@ -204,6 +231,10 @@ enum im_err im_sim_metrics_write(struct im_buf *b, const struct im_sim_metrics *
                 st.last_moe.skew_mean);
   if (!err)
     err = expert_gauges(b, e, L);
+  if (!err)
+    err = gauge(b, "infermeter_sim_kv_fragmentation",
+                "KV slots allocated to running sequences and not holding a token, over the "
+                "allocated slots.", L, st.kv_fragmentation);
   if (!err)
     err = gauge(b, "infermeter_sim_batch_sequences", "Sequences in the last engine step.", L,
                 st.last_batch_seqs);

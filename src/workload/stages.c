@@ -244,6 +244,37 @@ enum im_err im_grid_stage(const struct im_grid *grid, size_t index, struct im_st
   return IM_OK;
 }
 
+/* "context=4k, 8k" -> "input_len=4096,8192" (k and K: x 1024, as the
+ * context-growth flag counts); other values are copied for parse_spec to
+ * judge. IM_LIMIT when it does not fit. */
+static enum im_err context_spec(const char *spec, char *out, size_t cap) {
+  size_t o = (size_t)snprintf(out, cap, "input_len=");
+  const char *v = spec + strlen("context=");
+  for (;;) {
+    const char *comma = strchr(v, ',');
+    size_t len = comma ? (size_t)(comma - v) : strlen(v);
+    while (len && isspace((unsigned char)v[len - 1]))
+      len--;
+    char tok[64], *stop = NULL;
+    if (len >= sizeof tok)
+      return IM_LIMIT;
+    memcpy(tok, v, len);
+    tok[len] = '\0';
+    double x = len > 1 && (tok[len - 1] == 'k' || tok[len - 1] == 'K') ? strtod(tok, &stop) : NAN;
+    int w = stop == tok + len - 1 && isfinite(x)
+                ? snprintf(out + o, cap - o, "%.15g", x * 1024.0)
+                : snprintf(out + o, cap - o, "%s", tok);
+    if (w < 0 || (size_t)w + 1 >= cap - o)
+      return IM_LIMIT;
+    o += (size_t)w;
+    if (!comma)
+      return IM_OK;
+    out[o++] = ',';
+    out[o] = '\0';
+    v = comma + 1;
+  }
+}
+
 enum im_err im_sweep_parse(const char *spec, struct im_sweep *sweep, char *err, size_t errlen) {
   if (!sweep) {
     set_err(err, errlen, "--sweep: no sweep");
@@ -252,7 +283,25 @@ enum im_err im_sweep_parse(const char *spec, struct im_sweep *sweep, char *err, 
   memset(sweep, 0, sizeof *sweep);
   struct im_grid_axis axis;
   int is_auto = 0;
-  enum im_err rc = parse_spec("--sweep", spec, IM_PARAM_RATE, IM_PARAM_CONCURRENCY, &is_auto, &axis,
+  enum im_err rc;
+  if (spec && !strncmp(spec, "context=", 8)) {
+    /* A context sweep: one stage per prompt length (docs/deepseek.md). */
+    char ctx[IM_STAGE_SPEC_MAX + 1];
+    if (strnlen(spec, IM_STAGE_SPEC_MAX + 1) > IM_STAGE_SPEC_MAX ||
+        context_spec(spec, ctx, sizeof ctx) != IM_OK) {
+      set_err(err, errlen, "--sweep: value longer than %d characters", IM_STAGE_SPEC_MAX);
+      return IM_LIMIT;
+    }
+    rc = parse_spec("--sweep", ctx, IM_PARAM_INPUT_LEN, IM_PARAM_INPUT_LEN, NULL, &axis, err,
+                    errlen);
+    if (rc == IM_OK)
+      sweep->param = IM_PARAM_INPUT_LEN;
+    sweep->nvalues = rc == IM_OK ? axis.nvalues : 0;
+    if (rc == IM_OK)
+      memcpy(sweep->values, axis.values, sizeof sweep->values);
+    return rc;
+  }
+  rc = parse_spec("--sweep", spec, IM_PARAM_RATE, IM_PARAM_CONCURRENCY, &is_auto, &axis,
                               err, errlen);
   if (rc != IM_OK)
     return rc;

@@ -222,6 +222,17 @@ static void test_sweep(void) {
   CHECK(strstr(err, "known: rate, concurrency") != NULL);
   CHECK_EQ(im_sweep_parse("rate=auto,2", &s, err, sizeof err), IM_PARSE);
   CHECK_EQ(im_sweep_parse("rate=1e999", &s, err, sizeof err), IM_PARSE);
+  /* A context sweep: input lengths, k = 1024. */
+  CHECK_OK(im_sweep_parse("context=4k, 8K,16384,0.5k", &s, err, sizeof err));
+  CHECK_EQ(s.param, IM_PARAM_INPUT_LEN);
+  CHECK_EQ(s.nvalues, 4);
+  CHECK(s.values[0] == 4096 && s.values[1] == 8192 && s.values[2] == 16384 && s.values[3] == 512);
+  CHECK_OK(im_sweep_stage(&s, 1, &st));
+  CHECK_STR(st.label, "input_len=8192");
+  CHECK_EQ(im_sweep_parse("context=4k,4096", &s, err, sizeof err), IM_INVAL);
+  CHECK_EQ(im_sweep_parse("context=4x", &s, err, sizeof err), IM_PARSE);
+  CHECK_EQ(im_sweep_parse("context=", &s, err, sizeof err), IM_PARSE);
+  CHECK_EQ(im_sweep_parse("context=0.1k", &s, err, sizeof err), IM_INVAL);
 
   /* Auto planner. */
   CHECK_OK(im_sweep_parse("rate=auto", &s, err, sizeof err));
