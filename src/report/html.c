@@ -830,6 +830,77 @@ static void tokens_section(struct page *p, const json_t *stage) {
   put(p, "</div>");
 }
 
+/* A series of parallel arrays at key of obj against the array index. */
+static void index_series(struct chart *c, const char *name, const json_t *arr, double x0) {
+  size_t n = json_array_size(arr);
+  struct series *s = n ? add_series(c, name, n) : NULL;
+  for (size_t i = 0; s && i < n; i++)
+    push_pt(s, x0 + (double)i, jnum(json_array_get(arr, i)));
+}
+
+/* Roofline, in-flight contexts and MoE skew (docs/deepseek.md). */
+static void deepseek_section(struct page *p, const json_t *stage) {
+  const json_t *rl = path(stage, "metrics", "roofline"), *moe = path(stage, "metrics", "moe");
+  if (!rl && !moe)
+    return;
+  put(p, "<h2>Model and hardware (roofline, MoE)</h2><p class=\"meta\">");
+  if (rl) {
+    put(p, "achieved bandwidth utilisation <b>");
+    num(p, jnum(at(rl, "achieved_bandwidth_utilisation")));
+    put(p, "</b> (reference ");
+    num(p, jnum(at(rl, "bw_util_ref")));
+    put(p, ") · MFU <b>");
+    num(p, jnum(at(rl, "mfu")));
+    put(p, "</b> (reference ");
+    num(p, jnum(at(rl, "mfu_ref")));
+    put(p, ") · output tok/s per GPU <b>");
+    num(p, jnum(at(rl, "output_tok_per_s_per_gpu")));
+    put(p, "</b> · per-user output speed p50 <b>");
+    num(p, jnum(path(rl, "per_user_output_tok_per_s", "p50")));
+    put(p, " tok/s</b>");
+  }
+  put(p, "</p><div class=\"charts\">");
+  const json_t *ic = at(rl, "inflight_context");
+  struct chart c = {.title = "In-flight context lengths (rebuilt from the records)",
+                    .xlabel = "time since start (s)", .ylabel = "tokens",
+                    .why_empty = "no request in flight at a sample instant", .mark_x = NAN};
+  arr_series(&c, "max", ic, "max", 1);
+  arr_series(&c, "mean", ic, "mean", 1);
+  arr_series(&c, "min", ic, "min", 1);
+  line_chart(p, &c);
+  series_free(&c);
+  const json_t *bc = at(rl, "by_context");
+  size_t n = json_array_size(bc);
+  struct chart b = {.title = "Decode step: measured against the roofline",
+                    .xlabel = "mean context (tokens)", .ylabel = "ms per step",
+                    .why_empty = "no decode measured", .mark_x = NAN};
+  struct series *m = add_series(&b, "measured TPOT", n), *bw = add_series(&b, "bandwidth-bound", n),
+                *cp = add_series(&b, "compute-bound", n);
+  for (size_t i = 0; m && bw && cp && i < n; i++) {
+    const json_t *e = json_array_get(bc, i);
+    double x = jnum(at(e, "context_mean"));
+    push_pt(m, x, jnum(at(e, "tpot_mean_ms")));
+    push_pt(bw, x, jnum(path(e, "predicted", "bandwidth_bound_step_ms")));
+    push_pt(cp, x, jnum(path(e, "predicted", "compute_bound_step_ms")));
+  }
+  line_chart(p, &b);
+  series_free(&b);
+  const json_t *pl = at(moe, "per_layer");
+  struct chart l = {.title = "MoE load per layer (scraped)", .xlabel = "MoE layer",
+                    .ylabel = "balancedness (mean/max) · G1 / 10",
+                    .why_empty = jstr(path(moe, "null_reasons", "per_layer"),
+                                      "no per-layer expert load scraped"),
+                    .mark_x = NAN};
+  index_series(&l, "balancedness", at(pl, "balancedness"), 0);
+  index_series(&l, "G1 skewness / 10", at(pl, "g1"), 0);
+  if (l.ns == 2)
+    for (size_t i = 0; i < l.s[1].n; i++)
+      l.s[1].y[i] /= 10;
+  line_chart(p, &l);
+  series_free(&l);
+  put(p, "</div>");
+}
+
 static void causes_section(struct page *p, const json_t *stage) {
   const json_t *rc = path(stage, "analysis", "root_causes");
   put(p, "<h2>Root causes of SLO violations</h2>");
@@ -858,6 +929,7 @@ static void stage_sections(struct page *p, const json_t *stage) {
   time_section(p, stage);
   breakdown_section(p, stage);
   tokens_section(p, stage);
+  deepseek_section(p, stage);
   causes_section(p, stage);
 }
 
@@ -888,14 +960,15 @@ static void stages_section(struct page *p, const json_t *root) {
   const json_t *knee = at(root, "bandwidth_knee");
   if (knee) {
     struct chart k = {.title = "Decode throughput against context (bandwidth knee)",
-                      .xlabel = "context (tokens)", .ylabel = "decode tok/s",
-                      .why_empty = "no context sweep", .mark_x = jnum(at(knee, "knee_context"))};
+                      .xlabel = "mean context (tokens)", .ylabel = "decode tok/s",
+                      .why_empty = "no context sweep",
+                      .mark_x = jnum(path(knee, "knee", "context_mean"))};
     k.mark_label = "knee";
     const json_t *pts = at(knee, "points");
     struct series *s = add_series(&k, "decode throughput", json_array_size(pts));
     for (size_t i = 0; s && i < json_array_size(pts); i++) {
       const json_t *e = json_array_get(pts, i);
-      push_pt(s, jnum(at(e, "context")), jnum(at(e, "decode_throughput")));
+      push_pt(s, jnum(at(e, "context_mean")), jnum(at(e, "decode_tok_per_s")));
     }
     line_chart(p, &k);
     series_free(&k);
