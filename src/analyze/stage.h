@@ -17,6 +17,7 @@
 #include "analyze/audit.h"
 #include "analyze/breakdown.h"
 #include "analyze/population.h"
+#include "analyze/reasoning.h"
 #include "analyze/slo.h"
 #include "analyze/summary.h"
 #include "analyze/tokens.h"
@@ -52,6 +53,7 @@ struct im_stage_figures {
   bool slo_failed;               /* an SLO's attainment fell below slo_target */
   struct im_slo_verdicts slo;    /* early-stopping verdicts of the SLOs */
   struct im_tokens tokens;       /* segmented sampling and stalls */
+  struct im_reasoning reasoning; /* reasoning models (analyze/reasoning.h) */
 };
 
 /* Computes every figure of the stage. IM_INVAL for an invalid config,

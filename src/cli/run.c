@@ -68,9 +68,11 @@ static void *server_main(void *arg) {
   return NULL;
 }
 
-static int builtin_start(struct builtin *b, uint64_t seed, const char *tokenizer) {
+static int builtin_start(struct builtin *b, uint64_t seed, const char *tokenizer,
+                         const struct run_agent_opts *ag) {
   struct im_server_config cfg;
   im_server_config_default(&cfg);
+  im__run_agent_serve(ag, &cfg); /* --serve-profile and the agent policies */
   cfg.port = 0;
   cfg.quiet = true;
   cfg.engine.seed = seed;
@@ -405,7 +407,7 @@ static int plan_stages(struct run *r) {
  * slash or /v1. */
 static int start_target(struct run *r) {
   if (r->env.builtin) {
-    int port = builtin_start(&r->srv, r->o.seed, r->env.tok ? r->o.tokenizer : NULL);
+    int port = builtin_start(&r->srv, r->o.seed, r->env.tok ? r->o.tokenizer : NULL, &r->o.agent);
     if (port < 0) {
       fprintf(stderr, "infermeter run: cannot start the built-in server\n");
       return -1;

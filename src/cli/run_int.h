@@ -17,6 +17,7 @@
 #include "workload/stages.h"
 #include "analyze/summary.h"
 #include "load/loader.h"
+#include "cli/run_agents.h"
 
 #define MAX_TAGS 64
 #define MAX_HEADERS 32
@@ -65,6 +66,7 @@ struct run_opts {
   const char *history;          /* --history PATH (NULL: $XDG_DATA_HOME/infermeter/history.db) */
   bool no_history;              /* --no-history */
   const char *api_key_file;
+  struct run_agent_opts agent;  /* reasoning, agents (cli/run_agents.h) */
   uint32_t threads;
   const char *scrape[8];
   size_t n_scrape;

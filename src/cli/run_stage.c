@@ -205,6 +205,8 @@ static int shard_config(struct stage *st, uint32_t k) {
   c->http2 = o->http2;
   c->continuous_usage = env->builtin;
   c->cache_salt = o->cache_salt ? env->salt : NULL;
+  c->reasoning_effort = o->agent.reasoning_effort;
+  c->thinking = o->agent.thinking;
   c->run_salt = env->salt;
   c->shard = k;
   c->n_shards = n;

@@ -107,6 +107,11 @@ struct im_load_config {
   bool continuous_usage;         /* ask for stream_options.continuous_usage_stats */
   const char *cache_salt;        /* sent as vLLM's cache_salt when non-NULL */
   const char *run_salt;          /* request ids: im-<run_salt>-<id> */
+  /* Reasoning controls and the run's extra request fields (proto/oai_request.h):
+   * reasoning_effort NULL or a name, thinking 0/1/-1; recorded per attempt. */
+  const char *reasoning_effort;
+  int thinking;
+  const char *run_json;
 
   /* Schedule: open loop when times != NULL, else closed loop. */
   const int64_t *times;          /* arrival ns since start, sorted */

@@ -21,7 +21,9 @@ static enum im_err build_body(const struct loader *L, const struct im_req_spec *
                              .messages_json = s->messages_json, .extra_json = s->extra_json,
                              .max_tokens = s->max_tokens, .ignore_eos = s->ignore_eos,
                              .temperature = s->temperature, .top_p = s->top_p,
-                             .continuous_usage = c->continuous_usage, .cache_salt = c->cache_salt};
+                             .continuous_usage = c->continuous_usage, .cache_salt = c->cache_salt,
+                             .reasoning_effort = c->reasoning_effort, .thinking = c->thinking,
+                             .run_json = c->run_json};
   return im_oai_body_encode(&body, b);
 }
 

@@ -1,6 +1,7 @@
 /* The load engine's attempts and the requests it prepares ahead (see
  * loader_int.h): an attempt's life, the workload's request for an index,
  * and the ring of prepared requests the builder thread keeps full. */
+#include <stdio.h>
 #include <curl/curl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,6 +95,10 @@ void im__load_fill_record(struct attempt *a) {
   r->session = a->spec.session;
   r->turn = a->spec.turn;
   r->content_class = a->spec.content_class;
+  const struct im_load_config *c = a->L->cfg;
+  snprintf(r->reasoning_effort, sizeof r->reasoning_effort, "%s",
+           c->reasoning_effort ? c->reasoning_effort : "");
+  r->thinking = (int8_t)(c->thinking > 0 ? 1 : c->thinking < 0 ? -1 : 0);
 }
 
 /* See loader_int.h. A build failure is left for start_http to report when

@@ -28,6 +28,15 @@ struct im_oai_body {
   double temperature, top_p; /* NaN: not sent */
   bool continuous_usage;     /* vLLM's stream_options.continuous_usage_stats */
   const char *cache_salt;    /* vLLM's cache_salt (NULL: not sent) */
+  /* Reasoning controls (docs/agents.md; proto/oai_api_ext.h names the
+   * sources): reasoning_effort as given (NULL: not sent); thinking 1 on, -1
+   * off, 0 not sent, sent both as DeepSeek's {"thinking": {"type": ...}}
+   * and as vLLM's chat_template_kwargs {"thinking": ...} (DeepSeek-V3.1's
+   * template; a server ignores the form it does not know). */
+  const char *reasoning_effort;
+  int thinking;
+  const char *run_json;      /* a JSON object whose fields every request of the run
+                                carries (e.g. response_format); before extra_json */
 };
 
 /* Appends the JSON body to b. Strings are escaped; messages_json and the

@@ -317,6 +317,15 @@ static enum im_err write_record(const struct im_record *r, struct im_buf *b) {
   TRY(r->content_class != IM_CLASS_NONE
           ? put_str(b, im_req_class_name(r->content_class), strlen(im_req_class_name(r->content_class)))
           : im_buf_puts(b, "null"));
+  size_t effort = strnlen(r->reasoning_effort, sizeof r->reasoning_effort);
+  if (effort) {
+    TRY(put_key(b, "reasoning_effort"));
+    TRY(put_str(b, r->reasoning_effort, effort));
+  }
+  if (r->thinking) {
+    TRY(put_key(b, "thinking"));
+    TRY(im_buf_puts(b, r->thinking > 0 ? "true" : "false"));
+  }
 
   U64("n_chunks", r->n_chunks);
   TRY(put_key(b, "chunks_us"));
@@ -608,6 +617,13 @@ static enum im_err read_fields(struct rd *d, struct im_record *r) {
   if (json_object_get(d->obj, "class")) {
     TRY(get_enum(d, "class", class_names, IM_CLASS_COUNT_, true, &e));
     r->content_class = (enum im_req_class)e;
+  }
+  if (json_object_get(d->obj, "reasoning_effort"))
+    TRY(get_str(d, "reasoning_effort", false, r->reasoning_effort, sizeof r->reasoning_effort));
+  if (json_object_get(d->obj, "thinking")) {
+    bool on = false;
+    TRY(get_bool(d, "thinking", &on));
+    r->thinking = on ? 1 : -1;
   }
   TRY(get_chunks(d, r));
   return IM_OK;

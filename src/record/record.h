@@ -116,6 +116,9 @@ struct im_record {
   uint32_t context_tokens;   /* the client's count of the prompt it sent (template
                                 included), whatever usage later says */
   enum im_req_class content_class;
+  /* Reasoning controls sent (docs/agents.md); written only when sent. */
+  char reasoning_effort[8];  /* "" not sent */
+  int8_t thinking;           /* 0 not sent, 1 on, -1 off */
 };
 
 /* Name used in JSON for a kind / error class / count source. */

@@ -1,6 +1,7 @@
 /* The simulated engine. See engine.h for the step structure; the reasons
  * for the choices that are not obvious are given where they are made. */
 #include "serve/engine.h"
+#include "serve/reasoning.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -222,10 +223,10 @@ enum im_err im_engine_submit(struct im_engine *e, const struct im_seq_params *p,
   }
   if (p->min_tokens && s->target_out < p->min_tokens)
     s->target_out = p->min_tokens < max_tokens ? p->min_tokens : max_tokens;
-  if (e->prof->reasoning && s->target_out > 1) {
-    double share = e->prof->reasoning_share * (0.8 + 0.4 * im_rng_uniform(&s->rng));
-    uint32_t r = (uint32_t)(share * s->target_out);
-    s->n_reasoning = r >= s->target_out ? s->target_out - 1 : r;
+  if (e->prof->reasoning) { /* serve/reasoning.h: grows with difficulty and temperature */
+    struct im_reasoning_ask ask = {p->effort, p->thinking, p->n_prompt, p->code, p->temperature};
+    im_reasoning_split(&s->rng, e->prof, &ask, s->target_out, max_tokens, p->ignore_eos,
+                       &s->n_reasoning, &s->target_out, &s->capped);
   }
   s->max_tokens = max_tokens;
   s->cap_tokens = p->n_prompt + s->target_out + e->cfg.mtp_k + 1;

@@ -84,6 +84,8 @@ struct im_seq_params {
   uint64_t seed;
   uint64_t cache_salt;             /* 0: none */
   bool code;                       /* prompt looks like code */
+  int effort;                      /* enum im_effort: reasoning_effort asked (0 unset) */
+  int thinking;                    /* 0 not said, 1 on, -1 off (serve/reasoning.h) */
   int64_t slow_ns;                 /* fault: every token this much later (real ns) */
   int64_t stall_token;             /* fault: pause before this token (-1 none) */
   int64_t stall_ns;

@@ -427,6 +427,8 @@ static void handle_generate(struct conn *c, enum im_api_kind kind) {
       .seed = (uint64_t)r.seed,
       .cache_salt = r.cache_salt ? im_fnv1a64(r.cache_salt, strlen(r.cache_salt)) | 1 : 0,
       .code = code,
+      .effort = (int)r.effort,
+      .thinking = r.thinking,
       .slow_ns = (int64_t)((double)plan.slow_ns / scale),
       .stall_token = plan.stall_token,
       .stall_ns = (int64_t)((double)plan.stall_ns / scale),

@@ -1,0 +1,77 @@
+/* Reasoning and agent options of `infermeter run`: see cli/run_agents.h. */
+#include "cli/run_agents.h"
+
+#include <string.h>
+
+#include "cli/args.h"
+#include "model/perf.h"
+#include "proto/oai_api_ext.h"
+#include "serve/server.h"
+
+void im__run_agent_defaults(struct run_agent_opts *a) {
+  memset(a, 0, sizeof *a);
+  a->tool_latency_ns = 200000000;
+  a->tool_result_len = 512;
+}
+
+int im__run_agent_opt(struct run_agent_opts *a, int code, const char *arg) {
+  switch (code) {
+  case O_REASONING_EFFORT:
+    if (im_effort_parse(arg) < 0) {
+      fprintf(stderr,
+              "infermeter: --reasoning-effort: expected none, minimal, low, medium, "
+              "high or max, got '%s'\n",
+              arg);
+      return -1;
+    }
+    a->reasoning_effort = arg;
+    return 0;
+  case O_THINKING:
+    if (strcmp(arg, "on") && strcmp(arg, "off")) {
+      fprintf(stderr, "infermeter: --thinking: expected on or off, got '%s'\n", arg);
+      return -1;
+    }
+    a->thinking = !strcmp(arg, "on") ? 1 : -1;
+    return 0;
+  case O_AGENT_HOPS:
+    return im_arg_u32("--agent-hops", arg, 1, 64, &a->agent_hops);
+  case O_TOOL_LATENCY:
+    return im_arg_duration("--tool-latency", arg, &a->tool_latency_ns);
+  case O_TOOL_RESULT_LEN:
+    return im_arg_u32("--tool-result-len", arg, 1, 1000000, &a->tool_result_len);
+  case O_SERVE_PROFILE:
+    if (!im_profile_find(arg)) {
+      fprintf(stderr,
+              "infermeter: --serve-profile: no profile '%s' (infermeter serve --help "
+              "lists them)\n",
+              arg);
+      return -1;
+    }
+    a->serve_profile = arg;
+    return 0;
+  default:
+    return -1;
+  }
+}
+
+void im__run_agent_serve(const struct run_agent_opts *a, struct im_server_config *cfg) {
+  if (a->serve_profile)
+    cfg->engine.profile = im_profile_find(a->serve_profile);
+}
+
+void im__run_agent_help(FILE *o) {
+  fprintf(o,
+          "Reasoning and agents (docs/agents.md):\n"
+          "  --reasoning-effort E      send reasoning_effort E (none, minimal, low, medium, high,\n"
+          "                            max; DeepSeek API and vLLM), recorded per request\n"
+          "  --thinking on|off         send DeepSeek's thinking {type} and vLLM's\n"
+          "                            chat_template_kwargs.thinking, recorded per request\n"
+          "  --agent-hops N            sessions are agent chains: tools are offered, each tool\n"
+          "                            call is answered with a tool result and the next turn is\n"
+          "                            sent, up to N tool-call hops or a final answer\n"
+          "  --tool-latency DUR        time the simulated tool takes (default 200ms)\n"
+          "  --tool-result-len N       tokens of each tool result message (default 512)\n"
+          "  --serve-profile NAME      profile of the built-in server (without --url), e.g.\n"
+          "                            deepseek-r1-8xh200 (default: infermeter serve's)\n"
+          "\n");
+}

@@ -1,0 +1,52 @@
+/* Options of `infermeter run` for reasoning models and agents
+ * (docs/agents.md): reasoning controls, agent chains of tool calls,
+ * cancellation, structured output. Kept apart from run_opts.c's table so
+ * each concern stays in its own file; run_opts.c splices the entries in. */
+#ifndef IM_CLI_RUN_AGENTS_H
+#define IM_CLI_RUN_AGENTS_H
+
+#include <getopt.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct run_agent_opts {
+  const char *reasoning_effort; /* --reasoning-effort (NULL: not sent) */
+  int thinking;                 /* --thinking on|off: 1 / -1 (0: not sent) */
+  uint32_t agent_hops;          /* --agent-hops N (0: no agent chains) */
+  int64_t tool_latency_ns;      /* --tool-latency DUR (default 200 ms) */
+  uint32_t tool_result_len;     /* --tool-result-len N tokens (default 512) */
+  const char *serve_profile;    /* --serve-profile: the built-in server's (NULL: default) */
+};
+
+enum {
+  O_AGENT_FIRST = 0x1000,
+  O_REASONING_EFFORT = O_AGENT_FIRST,
+  O_THINKING,
+  O_AGENT_HOPS,
+  O_TOOL_LATENCY,
+  O_TOOL_RESULT_LEN,
+  O_SERVE_PROFILE,
+  O_AGENT_LAST
+};
+
+#define IM_RUN_AGENT_OPTIONS                                                                       \
+  {"reasoning-effort", required_argument, 0, O_REASONING_EFFORT},                                  \
+      {"thinking", required_argument, 0, O_THINKING},                                              \
+      {"agent-hops", required_argument, 0, O_AGENT_HOPS},                                          \
+      {"tool-latency", required_argument, 0, O_TOOL_LATENCY},                                      \
+      {"tool-result-len", required_argument, 0, O_TOOL_RESULT_LEN}, {                              \
+    "serve-profile", required_argument, 0, O_SERVE_PROFILE                                         \
+  }
+
+/* Defaults (tool latency 200 ms, tool results 512 tokens). */
+void im__run_agent_defaults(struct run_agent_opts *a);
+/* Applies one option (code in [O_AGENT_FIRST, O_AGENT_LAST)); 0, or -1
+ * with a message on stderr naming the flag. */
+int im__run_agent_opt(struct run_agent_opts *a, int code, const char *arg);
+struct im_server_config;
+/* What the options ask of the built-in server (its profile, ...). */
+void im__run_agent_serve(const struct run_agent_opts *a, struct im_server_config *cfg);
+/* The help section. */
+void im__run_agent_help(FILE *o);
+
+#endif

@@ -1,0 +1,225 @@
+/* Tests of reasoning and agent workloads (docs/agents.md): the request
+ * fields (decode and encode), the simulated server's reasoning profile and
+ * the reasoning figures. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyze/reasoning.h"
+#include "check.h"
+#include "core/buf.h"
+#include "core/rng.h"
+#include "model/perf.h"
+#include "proto/oai_api.h"
+#include "proto/oai_api_ext.h"
+#include "proto/oai_request.h"
+#include "serve/reasoning.h"
+
+static char msg[256];
+
+static enum im_err decode(const char *body, struct im_api_req *r) {
+  return im_api_decode(IM_API_CHAT, body, strlen(body), r, msg, sizeof msg);
+}
+
+#define MSGS "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]"
+
+static void test_decode_reasoning_fields(void) {
+  struct im_api_req r;
+  CHECK_OK(decode("{" MSGS "}", &r));
+  CHECK_EQ(r.effort, IM_EFFORT_UNSET);
+  CHECK_EQ(r.thinking, 0);
+  im_api_req_cleanup(&r);
+  /* DeepSeek API: thinking {type}; its reasoning_effort names. */
+  CHECK_OK(
+      decode("{" MSGS ",\"reasoning_effort\":\"max\",\"thinking\":{\"type\":\"disabled\"}}", &r));
+  CHECK_EQ(r.effort, IM_EFFORT_MAX);
+  CHECK_EQ(r.thinking, -1);
+  im_api_req_cleanup(&r);
+  /* vLLM: chat_template_kwargs.thinking (DeepSeek-V3.1), enable_thinking (Qwen3). */
+  CHECK_OK(decode("{" MSGS
+                  ",\"reasoning_effort\":\"minimal\",\"chat_template_kwargs\":{\"thinking\":true}}",
+                  &r));
+  CHECK_EQ(r.effort, IM_EFFORT_LOW);
+  CHECK_EQ(r.thinking, 1);
+  im_api_req_cleanup(&r);
+  CHECK_OK(decode("{" MSGS ",\"chat_template_kwargs\":{\"enable_thinking\":false}}", &r));
+  CHECK_EQ(r.thinking, -1);
+  im_api_req_cleanup(&r);
+  /* Errors name the field. */
+  CHECK_EQ(decode("{" MSGS ",\"reasoning_effort\":\"extreme\"}", &r), IM_INVAL);
+  CHECK(strstr(msg, "reasoning_effort") != NULL);
+  CHECK_EQ(decode("{" MSGS ",\"thinking\":{\"type\":\"maybe\"}}", &r), IM_INVAL);
+  CHECK(strstr(msg, "thinking") != NULL);
+  CHECK_EQ(decode("{" MSGS ",\"chat_template_kwargs\":{\"thinking\":1}}", &r), IM_INVAL);
+  CHECK(strstr(msg, "chat_template_kwargs.thinking") != NULL);
+}
+
+static void test_decode_tools_and_format(void) {
+  struct im_api_req r;
+  CHECK_OK(
+      decode("{\"messages\":[{\"role\":\"user\",\"content\":\"q\"},"
+             "{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"c1\","
+             "\"type\":\"function\",\"function\":{\"name\":\"search\",\"arguments\":\"{}\"}}]},"
+             "{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":\"r\"}],"
+             "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"search\","
+             "\"parameters\":{\"type\":\"object\"}}},{\"type\":\"function\",\"function\":"
+             "{\"name\":\"fetch\"}}],"
+             "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"x\","
+             "\"schema\":{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\"}}}}}}",
+             &r));
+  CHECK_EQ(r.n_tools, 2);
+  CHECK_STR(r.tool_name, "search");
+  CHECK_EQ(r.n_tool_results, 1);
+  CHECK_EQ(r.response_format, IM_RESP_JSON_SCHEMA);
+  CHECK_STR(r.schema_json, "{\"properties\":{\"a\":{\"type\":\"string\"}},\"type\":\"object\"}");
+  im_api_req_cleanup(&r);
+  CHECK_OK(decode("{" MSGS ",\"response_format\":{\"type\":\"json_object\"}}", &r));
+  CHECK_EQ(r.response_format, IM_RESP_JSON_OBJECT);
+  im_api_req_cleanup(&r);
+  CHECK_EQ(decode("{" MSGS ",\"tools\":[{\"type\":\"function\"}]}", &r), IM_INVAL);
+  CHECK(strstr(msg, "tools[0]") != NULL);
+  CHECK_EQ(decode("{" MSGS ",\"response_format\":{\"type\":\"yaml\"}}", &r), IM_INVAL);
+  CHECK(strstr(msg, "response_format.type") != NULL);
+}
+
+/* What the load engine sends is what the server decodes. */
+static void test_encode_round_trip(void) {
+  struct im_buf b;
+  im_buf_init(&b, IM_TEST_BUF_MAX);
+  struct im_oai_body q = {.model = "m",
+                          .chat = true,
+                          .prompt = "hello",
+                          .prompt_len = 5,
+                          .max_tokens = 8,
+                          .temperature = NAN,
+                          .top_p = NAN,
+                          .reasoning_effort = "high",
+                          .thinking = -1,
+                          .run_json = "{\"response_format\":{\"type\":\"json_object\"}}",
+                          .extra_json = "{\"user\":\"u\"}"};
+  CHECK_OK(im_oai_body_encode(&q, &b));
+  CHECK(strstr(b.data, "\"chat_template_kwargs\":{\"thinking\":false}") != NULL);
+  struct im_api_req r;
+  CHECK_OK(im_api_decode(IM_API_CHAT, b.data, b.len, &r, msg, sizeof msg));
+  CHECK_EQ(r.effort, IM_EFFORT_HIGH);
+  CHECK_EQ(r.thinking, -1);
+  CHECK_EQ(r.response_format, IM_RESP_JSON_OBJECT);
+  CHECK_STR(r.user, "u");
+  im_api_req_cleanup(&r);
+  im_buf_cleanup(&b);
+}
+
+/* Mean reasoning tokens of n draws (a fixed seed: deterministic). */
+static double mean_reasoning(const struct im_reasoning_ask *a, uint32_t drawn, uint32_t max) {
+  const struct im_profile *p = im_profile_find("deepseek-r1-8xh200");
+  struct im_rng rng;
+  im_rng_seed(&rng, 42);
+  double sum = 0;
+  for (int i = 0; i < 2000; i++) {
+    uint32_t r, total;
+    bool capped = false;
+    im_reasoning_split(&rng, p, a, drawn, max, false, &r, &total, &capped);
+    if (r >= total || total > max)
+      return -1; /* an answer token always remains; max_tokens holds */
+    sum += r;
+  }
+  return sum / 2000;
+}
+
+static void test_reasoning_profile(void) {
+  CHECK_EQ(im_reasoning_difficulty(100, false), 0);
+  CHECK_EQ(im_reasoning_difficulty(100, true), 1);
+  CHECK_EQ(im_reasoning_difficulty(4000, false), 1);
+  CHECK_EQ(im_reasoning_difficulty(20000, false), 2);
+  struct im_reasoning_ask easy = {IM_EFFORT_UNSET, 0, 200, false, 1.0};
+  struct im_reasoning_ask hard = easy, hot = easy, cold = easy, off = easy, high = easy;
+  hard.n_prompt = 20000;
+  hot.temperature = 2.0;
+  cold.temperature = 0.0;
+  off.thinking = -1;
+  high.effort = IM_EFFORT_HIGH;
+  double e = mean_reasoning(&easy, 1000, 1u << 20), h = mean_reasoning(&hard, 1000, 1u << 20);
+  /* The reference point: share 0.7 of 1000 at difficulty factor 0.6 -> ~420. */
+  CHECK_NEAR(e, 420, 30);
+  CHECK_NEAR(h / e, 3.0, 0.3); /* 1.8 / 0.6 */
+  CHECK_NEAR(mean_reasoning(&hot, 1000, 1u << 20) / mean_reasoning(&cold, 1000, 1u << 20),
+             1.4 / 0.6, 0.25);
+  CHECK_NEAR(mean_reasoning(&high, 1000, 1u << 20) / e, 1.6, 0.15);
+  CHECK_EQ(mean_reasoning(&off, 1000, 1u << 20), 0);
+  /* max_tokens bounds reasoning + answer, leaving an answer token. */
+  CHECK(mean_reasoning(&hard, 1000, 300) > 0);
+  /* A profile without reasoning never reasons. */
+  const struct im_profile *v3 = im_profile_find("deepseek-v3-8xh200");
+  struct im_rng rng;
+  im_rng_seed(&rng, 1);
+  uint32_t r = 9, total = 0;
+  bool capped = false;
+  im_reasoning_split(&rng, v3, &hard, 500, 1000, false, &r, &total, &capped);
+  CHECK_EQ(r, 0);
+  CHECK_EQ(total, 500);
+  CHECK(!capped);
+}
+
+/* A record of n one-token chunks, 10 ms apart from t_first; the answer
+ * starts at chunk a (a >= n: none). */
+static void make(struct im_record *r, uint64_t id, uint32_t prompt, uint32_t n, uint32_t a,
+                 uint32_t usage_reasoning) {
+  im_record_reset(r);
+  r->id = r->logical_id = id;
+  r->attempt = 1;
+  r->t_sched = r->t_dispatch = r->t_start = 1000000;
+  r->t_first = r->t_start + 50000000; /* 50 ms */
+  for (uint32_t i = 0; i < n; i++)
+    CHECK_OK(im_record_add_chunk(r, r->t_first + (int64_t)i * 10000000, 1));
+  r->t_last = r->t_first + (int64_t)(n - 1) * 10000000;
+  r->t_answer = a < n ? r->t_first + (int64_t)a * 10000000 : -1;
+  r->output_tokens = n;
+  r->prompt_tokens = prompt;
+  r->reasoning_tokens = usage_reasoning;
+  snprintf(r->finish_reason, sizeof r->finish_reason, "stop");
+}
+
+static void test_reasoning_figures(void) {
+  struct im_record recs[4];
+  memset(recs, 0, sizeof recs);
+  make(&recs[0], 1, 100, 11, 6, 0);     /* 6 reasoning tokens from the stream, 5 answer */
+  make(&recs[1], 2, 40000, 21, 11, 12); /* usage says 12 */
+  make(&recs[2], 3, 100, 5, 0, 0);      /* no reasoning: not counted */
+  make(&recs[3], 4, 100, 4, 9, 0);      /* answer never came: all reasoning */
+  recs[3].reasoning_tokens = 4;
+  struct im_population pop;
+  CHECK_OK(im_population_build(recs, 4, 0, INT64_MAX, &pop));
+  struct im_summary_config sc;
+  im_summary_config_default(&sc);
+  struct im_reasoning r;
+  CHECK_OK(im_reasoning_compute(&pop, &sc, &r));
+  CHECK_EQ(r.completed, 4);
+  CHECK_EQ(r.n, 3);
+  CHECK_EQ(r.tokens_from_usage, 2);
+  CHECK_EQ(r.no_answer, 1);
+  CHECK_EQ(r.ctx[0].n, 2);
+  CHECK_EQ(r.ctx[4].n, 1);
+  /* Request 2: ttfa = 50 + 110 ms; the reasoning phase 10 gaps of 10 ms over 10. */
+  CHECK_NEAR(r.ctx[0].ttft.p50, 50.0, 1e-9);
+  CHECK_NEAR(r.ctx[4].ttfa.p50, 50.0 + 110.0, 1e-9);
+  CHECK_NEAR(r.ctx[4].reasoning_tokens.p50, 12, 1e-9);
+  CHECK_NEAR(r.ctx[4].answer_tokens.p50, 9, 1e-9);
+  CHECK_NEAR(r.ctx[4].tpot_reasoning.p50, 10.0, 1e-6);
+  CHECK_NEAR(r.ctx[4].tpot_answer.p50, 10.0, 1e-6);
+  /* Share: 110 ms of reasoning over an E2E of 50 + 200 ms. */
+  CHECK_NEAR(r.ctx[4].reasoning_share.p50, 110.0 / 250.0, 1e-9);
+  CHECK_EQ(r.all.ttfa.n, 2); /* the unanswered request has no TTFA */
+  CHECK_EQ(r.all.tpot_answer.n, 2);
+  im_population_cleanup(&pop);
+  for (int i = 0; i < 4; i++)
+    im_record_cleanup(&recs[i]);
+}
+
+int main(void) {
+  test_decode_reasoning_fields();
+  test_decode_tools_and_format();
+  test_encode_round_trip();
+  test_reasoning_profile();
+  test_reasoning_figures();
+  return CHECK_DONE();
+}
