@@ -225,6 +225,8 @@ static int check_opts(const struct run_opts *o, bool rate_given) {
     why = "--context-growth and --think-time need --sessions or --session-rate";
   else if (o->sched_kind == IM_SCHED_RAMP && o->rate_end <= 0)
     why = "--schedule ramp needs --rate-end";
+  else
+    why = im__run_agent_check(&o->agent, sessions, o->backend == IM_BACKEND_CHAT);
   if (why)
     fprintf(stderr, "infermeter run: %s\n", why);
   return why ? -1 : 0;

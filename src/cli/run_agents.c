@@ -54,6 +54,14 @@ int im__run_agent_opt(struct run_agent_opts *a, int code, const char *arg) {
   }
 }
 
+const char *im__run_agent_check(const struct run_agent_opts *a, bool sessions, bool chat) {
+  if (a->agent_hops && !sessions)
+    return "--agent-hops needs --sessions N or --session-rate R (each session is a chain)";
+  if (a->agent_hops && !chat)
+    return "--agent-hops needs the chat backend (tools and tool messages)";
+  return NULL;
+}
+
 void im__run_agent_serve(const struct run_agent_opts *a, struct im_server_config *cfg) {
   if (a->serve_profile)
     cfg->engine.profile = im_profile_find(a->serve_profile);

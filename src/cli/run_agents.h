@@ -6,6 +6,7 @@
 #define IM_CLI_RUN_AGENTS_H
 
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -43,6 +44,9 @@ void im__run_agent_defaults(struct run_agent_opts *a);
 /* Applies one option (code in [O_AGENT_FIRST, O_AGENT_LAST)); 0, or -1
  * with a message on stderr naming the flag. */
 int im__run_agent_opt(struct run_agent_opts *a, int code, const char *arg);
+/* NULL, or why the agent options do not fit the run (sessions: --sessions
+ * or --session-rate given; chat: the chat backend). */
+const char *im__run_agent_check(const struct run_agent_opts *a, bool sessions, bool chat);
 struct im_server_config;
 /* What the options ask of the built-in server (its profile, ...). */
 void im__run_agent_serve(const struct run_agent_opts *a, struct im_server_config *cfg);

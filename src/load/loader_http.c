@@ -146,7 +146,14 @@ enum im_err im__load_on_sse_event(void *ud, const struct im_sse_event *ev) {
     n = delta > 0 ? (uint32_t)delta : 1;
     a->usage_completion = c->usage.completion_tokens;
   }
-  if (a->capture) { /* a session's next turn sends the answer back */
+  if (a->capture && L->cfg->session && L->cfg->session->agent && c->n_tool_calls) {
+    /* An agent's next turn echoes the tool calls (workload/spec.h). */
+    if ((!a->tool_seen && im_buf_append(&a->answer, "", 1) != IM_OK) ||
+        im_buf_append(&a->answer, c->tool_calls_json.ptr, c->tool_calls_json.len) != IM_OK ||
+        im_buf_append(&a->answer, "\n", 1) != IM_OK)
+      a->capture = false;
+    a->tool_seen = true;
+  } else if (a->capture && !a->tool_seen) { /* a session's next turn sends the answer back */
     const struct im_oai_str *txt = c->content.len ? &c->content : &c->text;
     if (txt->len && im_buf_append(&a->answer, txt->ptr, txt->len) != IM_OK)
       a->capture = false; /* over the bound: the history keeps what fitted */

@@ -87,6 +87,7 @@ struct attempt {
   enum im_err build_err;         /* the builder thread's verdict */
   bool count_job;                /* only a record whose output the builder counts */
   bool capture;                  /* keep content/text in answer */
+  bool tool_seen;                /* agents: a tool_calls delta was captured */
   bool capture_reasoning;        /* keep reasoning too (for counting) */
   struct im_buf answer;
   struct im_buf reasoning;

@@ -56,6 +56,7 @@ struct im_api_req {
   uint32_t n_tools;           /* function tools offered */
   char *tool_name;            /* the first tool's function.name; NULL none */
   uint32_t n_tool_results;    /* chat messages of role "tool" */
+  bool tool_choice_none;      /* tool_choice "none": answer, call no tool */
   enum im_resp_format response_format;
   char *schema_json;          /* json_schema.schema as compact JSON; NULL none */
 };

@@ -73,6 +73,10 @@ static enum im_err decode_tools(json_t *root, struct im_api_req *r, char *msg, s
       return IM_NOMEM;
     r->n_tools++;
   }
+  json_t *choice = get(root, "tool_choice");
+  if (choice && !json_is_string(choice) && !json_is_object(choice))
+    return im_errf(msg, len, IM_INVAL, "'tool_choice' must be a string or an object");
+  r->tool_choice_none = json_is_string(choice) && !strcmp(json_string_value(choice), "none");
   for (size_t i = 0; i < r->n_messages; i++)
     r->n_tool_results += r->messages[i].role && !strcmp(r->messages[i].role, "tool");
   return IM_OK;

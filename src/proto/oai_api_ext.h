@@ -13,6 +13,7 @@
  *                     in that order wins;
  *   tools             [{"type": "function", "function": {"name": ...}}]
  *                     (OpenAI schema); role "tool" messages are counted;
+ *   tool_choice       "none" is noted (the other values: a tool may be called);
  *   response_format   {"type": "text" | "json_object" | "json_schema",
  *                     "json_schema": {"schema": {...}}} (OpenAI; vLLM's
  *                     structured outputs).

@@ -223,6 +223,10 @@ enum im_err im_engine_submit(struct im_engine *e, const struct im_seq_params *p,
   }
   if (p->min_tokens && s->target_out < p->min_tokens)
     s->target_out = p->min_tokens < max_tokens ? p->min_tokens : max_tokens;
+  if (p->target_tokens && !p->ignore_eos) {
+    s->target_out = p->target_tokens < max_tokens ? p->target_tokens : max_tokens;
+    s->capped = p->target_tokens > max_tokens;
+  }
   if (e->prof->reasoning) { /* serve/reasoning.h: grows with difficulty and temperature */
     struct im_reasoning_ask ask = {p->effort, p->thinking, p->n_prompt, p->code, p->temperature};
     im_reasoning_split(&s->rng, e->prof, &ask, s->target_out, max_tokens, p->ignore_eos,

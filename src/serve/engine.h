@@ -86,6 +86,8 @@ struct im_seq_params {
   bool code;                       /* prompt looks like code */
   int effort;                      /* enum im_effort: reasoning_effort asked (0 unset) */
   int thinking;                    /* 0 not said, 1 on, -1 off (serve/reasoning.h) */
+  uint32_t target_tokens;          /* the answer's length when the caller decides it (a tool
+                                      call's arguments; not with ignore_eos); 0: drawn */
   int64_t slow_ns;                 /* fault: every token this much later (real ns) */
   int64_t stall_token;             /* fault: pause before this token (-1 none) */
   int64_t stall_ns;

@@ -34,6 +34,7 @@ void im_server_config_default(struct im_server_config *cfg) {
   cfg->keepalive_comment_ns = 2 * 1000000000LL;
   cfg->max_connections = 10000;
   cfg->max_output_backlog = 8u << 20;
+  im_agent_policy_default(&cfg->agent);
 }
 
 /* Simulated ns since start (fault windows and rates are simulated time). */

@@ -26,6 +26,7 @@ void im__srv_stream_free(struct stream *st) {
   st->c->stream = NULL;
   im_buf_cleanup(&st->text);
   im_buf_cleanup(&st->rtext);
+  im_agent_answer_cleanup(&st->agent);
   free(st);
 }
 
@@ -165,7 +166,10 @@ static void on_tokens(struct im_seq *seq, const char *text, size_t len, uint32_t
     err = im_oai_role_chunk(b, &st->oai);
     st->role_sent = true;
   }
-  if (!err)
+  if (!err && !reasoning && im_agent_active(&st->agent))
+    err = im_agent_chunk(b, &st->oai, &st->agent, text, len, finish,
+                         st->continuous ? &st->usage : NULL);
+  else if (!err)
     err = im_oai_chunk(b, &st->oai, text, len, reasoning, finish,
                        st->continuous ? &st->usage : NULL);
   if (err) {
@@ -440,6 +444,11 @@ static void handle_generate(struct conn *c, enum im_api_kind kind) {
   if (s->streams)
     s->streams->prev = st;
   s->streams = st;
+  if (im_agent_plan(&s->cfg.agent, &r, &s->rng, &st->agent, &p.target_tokens)) {
+    im__srv_stream_free(st);
+    im__srv_respond_error_close(c, 500, "out of memory");
+    goto out;
+  }
   if (im_engine_submit(s->engine, &p, now, &st->seq)) {
     im__srv_stream_free(st);
     im__srv_respond_error_close(c, 500, "engine refused the request");

@@ -58,6 +58,7 @@ struct stream {
   int64_t last_keepalive, t_prev_token;
   struct im_buf text, rtext;    /* non-streaming answer */
   struct im_fault_plan plan;
+  struct im_agent_answer agent; /* tool call / JSON answer (serve/agent.h) */
 };
 
 struct im_server {

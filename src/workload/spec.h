@@ -61,6 +61,12 @@ struct im_session_ops {
   void (*end)(void *ctx, void *state);
   uint32_t turns;
   int64_t think_ns;
+  /* Agent chains (workload/agent.h): a turn whose finish_reason is not
+   * "tool_calls" ends the session, and `answer` is the content received,
+   * then, once a chunk carried delta.tool_calls, a NUL byte and each such
+   * chunk's raw tool_calls JSON array, one per line (content after the
+   * first tool call is dropped). think_ns is then the tool's latency. */
+  bool agent;
 };
 
 /* Frees the spec's strings and sets them to NULL (s itself is the caller's). */

@@ -14,6 +14,7 @@
 #include "proto/oai_api_ext.h"
 #include "proto/oai_request.h"
 #include "serve/reasoning.h"
+#include "workload/agent.h"
 
 static char msg[256];
 
@@ -215,7 +216,74 @@ static void test_reasoning_figures(void) {
     im_record_cleanup(&recs[i]);
 }
 
+/* An agent chain's turns, as the loader would send them, decode on the
+ * server side with tools offered, the tool calls echoed with their ids and
+ * tool_choice "none" at the last hop. */
+static void test_agent_turns(void) {
+  struct im_synth sy;
+  memset(&sy, 0, sizeof sy);
+  sy.input_len = 50;
+  sy.output_len = 16;
+  sy.temperature = NAN;
+  sy.top_p = NAN;
+  sy.seed = 7;
+  snprintf(sy.salt, sizeof sy.salt, "salt");
+  struct im_agents ag = {.synth = &sy, .hops = 2, .tool_result_len = 40, .tool_latency_ns = 1};
+  struct im_session_ops ops;
+  im_agents_ops(&ag, &ops);
+  CHECK_EQ(ops.turns, 3);
+  CHECK(ops.agent);
+  void *state = NULL;
+  struct im_req_spec spec;
+  struct im_buf b;
+  im_buf_init(&b, IM_TEST_BUF_MAX);
+  struct im_api_req r;
+  /* The answer as the loader captures it: content, NUL, tool_calls deltas. */
+  static const char answer[] =
+      "ok\0[{\"index\":0,\"id\":\"chatcmpl-tool-1\",\"type\":\"function\",\"function\":"
+      "{\"name\":\"search\",\"arguments\":\"{\\\"query\\\":\"}}]\n"
+      "[{\"index\":0,\"function\":{\"arguments\":\"\\\"x\\\"}\"}}]\n";
+  struct im_agent_call calls[IM_AGENT_MAX_CALLS];
+  CHECK_EQ(im_agent_parse_calls(answer, sizeof answer - 1, calls), 1);
+  CHECK_STR(calls[0].id, "chatcmpl-tool-1");
+  CHECK_STR(calls[0].name, "search");
+  CHECK_STR(calls[0].arguments, "{\"query\":\"x\"}");
+  im_agent_calls_free(calls, IM_AGENT_MAX_CALLS);
+  uint32_t prev_tokens = 0;
+  for (uint32_t turn = 0; turn < 3; turn++) {
+    CHECK_OK(
+        ops.turn(&ag, 0, turn, &state, turn ? answer : NULL, turn ? sizeof answer - 1 : 0, &spec));
+    CHECK_EQ(spec.turn, turn + 1);
+    if (turn) /* a tool result of 40 tokens (and the echoed call) per hop */
+      CHECK_INT(spec.prompt_tokens, >=, prev_tokens + 40);
+    prev_tokens = spec.prompt_tokens;
+    CHECK(!spec.ignore_eos);
+    struct im_oai_body q = {.model = "m",
+                            .chat = true,
+                            .messages_json = spec.messages_json,
+                            .extra_json = spec.extra_json,
+                            .max_tokens = spec.max_tokens,
+                            .temperature = NAN,
+                            .top_p = NAN};
+    im_buf_reset(&b);
+    CHECK_OK(im_oai_body_encode(&q, &b));
+    CHECK_OK(im_api_decode(IM_API_CHAT, b.data, b.len, &r, msg, sizeof msg));
+    CHECK_EQ(r.n_tools, 2);
+    CHECK_STR(r.tool_name, "search");
+    CHECK_EQ(r.n_tool_results, turn);
+    CHECK_EQ(r.tool_choice_none, turn == 2);
+    CHECK_EQ(r.n_messages, 1 + 2 * turn);
+    if (turn)
+      CHECK(strstr(b.data, "\"tool_call_id\":\"chatcmpl-tool-1\"") != NULL);
+    im_api_req_cleanup(&r);
+    im_req_spec_cleanup(&spec);
+  }
+  ops.end(&ag, state);
+  im_buf_cleanup(&b);
+}
+
 int main(void) {
+  test_agent_turns();
   test_decode_reasoning_fields();
   test_decode_tools_and_format();
   test_encode_round_trip();

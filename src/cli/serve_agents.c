@@ -1,0 +1,31 @@
+/* Agent options of `infermeter serve`: see cli/serve_agents.h. */
+#include "cli/serve_agents.h"
+
+#include "cli/args.h"
+
+int im__serve_agent_opt(struct im_agent_policy *p, int code, const char *arg) {
+  switch (code) {
+  case O_TOOL_CALL_PROB:
+    return im_arg_double("--tool-call-prob", arg, 0, 1, &p->call_prob);
+  case O_TOOL_MAX_HOPS:
+    return im_arg_u32("--tool-max-hops", arg, 0, 1000, &p->max_hops);
+  case O_TOOL_ARGS_LEN:
+    return im_arg_u32("--tool-args-len", arg, 1, 100000, &p->args_tokens);
+  case O_INVALID_JSON:
+    return im_arg_double("--invalid-json-rate", arg, 0, 1, &p->invalid_json);
+  default:
+    return -1;
+  }
+}
+
+void im__serve_agent_help(FILE *o) {
+  fprintf(o, "Agents (docs/agents.md): a chat request offering tools is answered with a\n"
+             "streamed tool call (finish_reason tool_calls) while the conversation holds\n"
+             "fewer tool results than --tool-max-hops and tool_choice is not \"none\":\n"
+             "  --tool-call-prob P           probability of a tool call at each hop (default 1)\n"
+             "  --tool-max-hops N            answer in text after N tool results (default 8)\n"
+             "  --tool-args-len N            mean tokens of a call's arguments (default 32)\n"
+             "  --invalid-json-rate P        share of response_format answers left as invalid\n"
+             "                               JSON (a planted fault; default 0)\n"
+             "\n");
+}
