@@ -30,6 +30,23 @@ static enum im_err finish_str(struct im_buf *b, const char *finish_reason) {
   return finish_reason ? im_buf_printf(b, "\"%s\"", finish_reason) : im_buf_puts(b, "null");
 }
 
+/* The end of a chunk after its delta (or text) and comma: logprobs,
+ * finish_reason, the optional usage, the event's end. */
+static enum im_err chunk_tail(struct im_buf *b, const char *finish_reason,
+                              const struct im_sim_usage *usage) {
+  enum im_err err = im_buf_puts(b, "\"logprobs\":null,\"finish_reason\":");
+  if (!err)
+    err = finish_str(b, finish_reason);
+  if (!err)
+    err = im_buf_puts(b, "}]");
+  if (!err && usage) {
+    err = im_buf_puts(b, ",\"usage\":");
+    if (!err)
+      err = usage_json(b, usage);
+  }
+  return err ? err : im_buf_puts(b, "}\n\n");
+}
+
 enum im_err im_oai_chunk(struct im_buf *b, const struct im_oai_ctx *c, const char *text, size_t len,
                          bool reasoning, const char *finish_reason,
                          const struct im_sim_usage *usage) {
@@ -45,20 +62,8 @@ enum im_err im_oai_chunk(struct im_buf *b, const struct im_oai_ctx *c, const cha
   if (!err)
     err = im_buf_json_escape(b, text, len);
   if (!err)
-    err = im_buf_puts(b, c->kind == IM_API_CHAT ? "\"},\"logprobs\":null,\"finish_reason\":"
-                                                 : "\",\"logprobs\":null,\"finish_reason\":");
-  if (!err)
-    err = finish_str(b, finish_reason);
-  if (!err)
-    err = im_buf_puts(b, "}]");
-  if (!err && usage) {
-    err = im_buf_puts(b, ",\"usage\":");
-    if (!err)
-      err = usage_json(b, usage);
-  }
-  if (!err)
-    err = im_buf_puts(b, "}\n\n");
-  return err;
+    err = im_buf_puts(b, c->kind == IM_API_CHAT ? "\"}," : "\",");
+  return err ? err : chunk_tail(b, finish_reason, usage);
 }
 
 enum im_err im_oai_role_chunk(struct im_buf *b, const struct im_oai_ctx *c) {
@@ -169,17 +174,6 @@ enum im_err im_oai_tool_chunk(struct im_buf *b, const struct im_oai_ctx *c, cons
   if (!err)
     err = im_buf_json_escape(b, args, len);
   if (!err)
-    err = im_buf_puts(b, "\"}}]},\"logprobs\":null,\"finish_reason\":");
-  if (!err)
-    err = finish_str(b, finish_reason);
-  if (!err)
-    err = im_buf_puts(b, "}]");
-  if (!err && usage) {
-    err = im_buf_puts(b, ",\"usage\":");
-    if (!err)
-      err = usage_json(b, usage);
-  }
-  if (!err)
-    err = im_buf_puts(b, "}\n\n");
-  return err;
+    err = im_buf_puts(b, "\"}}]},");
+  return err ? err : chunk_tail(b, finish_reason, usage);
 }
