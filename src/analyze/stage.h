@@ -17,6 +17,7 @@
 #include "analyze/audit.h"
 #include "analyze/breakdown.h"
 #include "analyze/population.h"
+#include "analyze/agents.h"
 #include "analyze/reasoning.h"
 #include "analyze/slo.h"
 #include "analyze/summary.h"
@@ -54,6 +55,7 @@ struct im_stage_figures {
   struct im_slo_verdicts slo;    /* early-stopping verdicts of the SLOs */
   struct im_tokens tokens;       /* segmented sampling and stalls */
   struct im_reasoning reasoning; /* reasoning models (analyze/reasoning.h) */
+  struct im_agent_figs agents;   /* agent chains (analyze/agents.h) */
 };
 
 /* Computes every figure of the stage. IM_INVAL for an invalid config,

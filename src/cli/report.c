@@ -22,6 +22,7 @@
 #include "report/analysis_json.h"
 #include "report/audit_json.h"
 #include "report/breakdown_json.h"
+#include "report/agents_json.h"
 #include "report/reasoning_json.h"
 #include "report/causes_json.h"
 #include "report/results.h"
@@ -322,6 +323,7 @@ static int report_stage(struct rep *p, size_t i, bool single) {
     im_report_text(t, &f.sum, &in.cfg, &f.check);
     im_breakdown_text(t, &f.bd, s->by_class);
     im_reasoning_text(t, &f.reasoning);
+    im_agents_text(t, &f.agents);
     im_analysis_text(t, &f, &in.cfg);
     im_causes_text(t, &causes);
     im_validity_text(t, &val, false);

@@ -291,6 +291,7 @@ static void schedule_retry(struct loader *L, struct attempt *old, int64_t now) {
   r->content_class = o->content_class;
   memcpy(r->reasoning_effort, o->reasoning_effort, sizeof r->reasoning_effort);
   r->thinking = o->thinking;
+  r->tools = o->tools;
   /* Exponential backoff with jitter, or the server's Retry-After when it
    * sent one; both capped. */
   int64_t cap = L->cfg->retry_backoff_max_ns;

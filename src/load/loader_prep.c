@@ -95,6 +95,7 @@ void im__load_fill_record(struct attempt *a) {
   r->session = a->spec.session;
   r->turn = a->spec.turn;
   r->content_class = a->spec.content_class;
+  r->tools = a->spec.tools;
   const struct im_load_config *c = a->L->cfg;
   snprintf(r->reasoning_effort, sizeof r->reasoning_effort, "%s",
            c->reasoning_effort ? c->reasoning_effort : "");

@@ -326,6 +326,8 @@ static enum im_err write_record(const struct im_record *r, struct im_buf *b) {
     TRY(put_key(b, "thinking"));
     TRY(im_buf_puts(b, r->thinking > 0 ? "true" : "false"));
   }
+  if (r->tools)
+    U64("tools", r->tools);
 
   U64("n_chunks", r->n_chunks);
   TRY(put_key(b, "chunks_us"));
@@ -625,6 +627,8 @@ static enum im_err read_fields(struct rd *d, struct im_record *r) {
     TRY(get_bool(d, "thinking", &on));
     r->thinking = on ? 1 : -1;
   }
+  if (json_object_get(d->obj, "tools"))
+    TRY(get_u32(d, "tools", &r->tools));
   TRY(get_chunks(d, r));
   return IM_OK;
 #undef TRY

@@ -119,6 +119,7 @@ struct im_record {
   /* Reasoning controls sent (docs/agents.md); written only when sent. */
   char reasoning_effort[8];  /* "" not sent */
   int8_t thinking;           /* 0 not sent, 1 on, -1 off */
+  uint32_t tools;            /* tools offered (agent chains, docs/agents.md); 0 none */
 };
 
 /* Name used in JSON for a kind / error class / count source. */

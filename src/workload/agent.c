@@ -225,6 +225,7 @@ static enum im_err agent_turn(void *ctx, uint64_t sid, uint32_t turn, void **sta
   spec->temperature = sy->temperature;
   spec->top_p = sy->top_p;
   im_synth_perturb(sy, tag, spec);
+  spec->tools = 2; /* search, fetch */
   spec->session = sid + 1;
   spec->turn = turn + 1;
   return IM_OK;

@@ -31,6 +31,7 @@ struct im_req_spec {
   uint64_t session;        /* recorded as is (0: not in a session) */
   uint32_t turn;
   enum im_req_class content_class;
+  uint32_t tools;          /* tools offered (agent chains); recorded */
 };
 
 /* The workload: called on the loop thread shortly before a request is due,

@@ -51,6 +51,38 @@ check_eq "buckets 0-4K and 4-8K both hold requests" \
 check "reasoning + answer tokens = output tokens (usage)" jq -e '.metrics.reasoning.all | (.reasoning_tokens.mean + .answer_tokens.mean) > 0' "$R"
 check_eq "report DIR recomputes results.json" "$(same_results "$TMP/high")" same
 
+# --- agent chains: 3 hops, then a final answer, per session
+start_server --time-scale 100
+RUN --sessions 3 --agent-hops 3 --requests 24 --warmup 0 --input-len 300 --output-len 64 \
+  --tool-latency 100ms --tool-result-len 200 --out "$TMP/agent"
+rc=$?
+check "agent run exits 0 or 3 ($rc)" ok_rc $rc
+A=$TMP/agent/results.json
+J=$TMP/agent/requests.jsonl
+check_eq "6 chains of 4 turns" "$(jq -s 'group_by(.session) | map(length) | unique' "$J" | jq -c .)" "[4]"
+check_eq "every chain: 3 tool-call turns, then a final answer" \
+  "$(jq -s -c 'group_by(.session) | map(sort_by(.turn) | map(.finish_reason)) | unique' "$J")" \
+  '[["tool_calls","tool_calls","tool_calls","length"]]'
+check_eq "tools recorded per turn" "$(jq -r .tools "$J" | sort -u)" 2
+check "each hop's prompt holds the previous one plus a tool result" jq -s -e \
+  'group_by(.session) | map(sort_by(.turn) | . as $t | [range(1; length) | $t[.].prompt_tokens - $t[. - 1].prompt_tokens >= 200] | all) | all' "$J"
+check_eq "metrics.agents: 6 complete chains, 18 tool calls" \
+  "$(jq -c '.metrics.agents | [.chains, .chains_complete, .tool_calls]' "$A")" "[6,6,18]"
+check_eq "per-hop rows 1..3 with 6 each" "$(jq -c '[.metrics.agents.per_hop[] | [.hop, .n]]' "$A")" \
+  "[[1,6],[2,6],[3,6]]"
+check "tool-call arguments have tokens" jq -e '.metrics.agents.per_hop | all(.args_tokens.p50 >= 4)' "$A"
+check "time in tools >= 3 x 100 ms per chain" jq -e '.metrics.agents.per_chain.tool_ms.p50 >= 300' "$A"
+check "model share in (0, 1)" jq -e '.metrics.agents.per_chain.model_share | .p50 > 0 and .p50 < 1' "$A"
+check_eq "report DIR recomputes the agent run" "$(same_results "$TMP/agent")" same
+# A server that answers at once (--tool-call-prob 0): chains of one turn.
+start_server --time-scale 100 --tool-call-prob 0
+RUN --sessions 2 --agent-hops 3 --requests 6 --warmup 0 --input-len 200 --output-len 16 --out "$TMP/agent0"
+check_eq "no tool call: one-turn chains ending in text" \
+  "$(jq -c '.metrics.agents | [.chains_complete, .tool_calls, .per_chain.hops.p50]' "$TMP/agent0/results.json")" "[6,0,0]"
+"$BIN" run --agent-hops 2 --url "$BASE" 2>"$TMP/err"
+check_eq "--agent-hops without sessions exits 1" $? 1
+check "the message says why" grep -q -- "--sessions" "$TMP/err"
+
 # --- bad input: a clear message and exit 1
 "$BIN" run --reasoning-effort extreme --url "$BASE" 2>"$TMP/err"
 check_eq "unknown effort exits 1" $? 1

@@ -12,7 +12,9 @@
 #include "model/perf.h"
 #include "proto/oai_api.h"
 #include "proto/oai_api_ext.h"
+#include "proto/oai_chunk.h"
 #include "proto/oai_request.h"
+#include "proto/sse.h"
 #include "serve/reasoning.h"
 #include "workload/agent.h"
 
@@ -282,7 +284,66 @@ static void test_agent_turns(void) {
   im_buf_cleanup(&b);
 }
 
+/* A vLLM-shaped tool-call stream: every tool_calls delta is token-bearing,
+ * and the deltas captured as the loader captures them (workload/spec.h)
+ * give back the whole call. */
+struct capture {
+  struct im_oai_chunk chunk;
+  struct im_buf answer;
+  int tool_chunks;
+  char finish[32];
+};
+
+static enum im_err on_event(void *ud, const struct im_sse_event *ev) {
+  struct capture *c = ud;
+  if (ev->kind != IM_SSE_EVENT)
+    return IM_OK;
+  CHECK_OK(im_oai_chunk_decode(&c->chunk, ev->data, ev->data_len));
+  const struct im_oai_chunk *k = &c->chunk;
+  if (k->finish_reason.ptr)
+    snprintf(c->finish, sizeof c->finish, "%.*s", (int)k->finish_reason.len, k->finish_reason.ptr);
+  if (k->kind != IM_OAI_CHUNK || !k->n_tool_calls)
+    return IM_OK;
+  CHECK_EQ(k->cls, IM_OAI_TOKENS);
+  if (!c->tool_chunks++)
+    CHECK_OK(im_buf_append(&c->answer, "", 1));
+  CHECK_OK(im_buf_append(&c->answer, k->tool_calls_json.ptr, k->tool_calls_json.len));
+  CHECK_OK(im_buf_append(&c->answer, "\n", 1));
+  return IM_OK;
+}
+
+static void test_vllm_tool_stream(void) {
+  FILE *f = fopen("tests/fixtures/streams/vllm_tool_calls.sse", "rb");
+  CHECK(f != NULL);
+  if (!f)
+    return;
+  char data[8192];
+  size_t n = fread(data, 1, sizeof data, f);
+  fclose(f);
+  struct capture c = {0};
+  im_oai_chunk_init(&c.chunk, 0);
+  im_buf_init(&c.answer, IM_TEST_BUF_MAX);
+  struct im_sse sse;
+  im_sse_init(&sse, NULL, on_event, &c);
+  /* Byte by byte: the capture does not depend on how reads split. */
+  for (size_t i = 0; i < n; i++)
+    CHECK_OK(im_sse_feed(&sse, data + i, 1));
+  CHECK_OK(im_sse_finish(&sse));
+  CHECK_EQ(c.tool_chunks, 4);
+  CHECK_STR(c.finish, "tool_calls");
+  struct im_agent_call calls[IM_AGENT_MAX_CALLS];
+  CHECK_EQ(im_agent_parse_calls(c.answer.data, c.answer.len, calls), 1);
+  CHECK_STR(calls[0].id, "chatcmpl-tool-9f2c4d1e6a7b4c3d");
+  CHECK_STR(calls[0].name, "search");
+  CHECK_STR(calls[0].arguments, "{\"query\": \"weather in Oslo\"}");
+  im_agent_calls_free(calls, IM_AGENT_MAX_CALLS);
+  im_sse_cleanup(&sse);
+  im_oai_chunk_cleanup(&c.chunk);
+  im_buf_cleanup(&c.answer);
+}
+
 int main(void) {
+  test_vllm_tool_stream();
   test_agent_turns();
   test_decode_reasoning_fields();
   test_decode_tools_and_format();

@@ -1,0 +1,21 @@
+/* results.json's metrics.agents and its terminal lines: renders
+ * analyze/agents.h's figures (docs/agents.md "Agent figures"). */
+#ifndef IM_REPORT_AGENTS_JSON_H
+#define IM_REPORT_AGENTS_JSON_H
+
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "analyze/agents.h"
+
+/* {"turns", "tool_calls", "chains", "chains_complete", "chains_failed",
+ *  "chains_unfinished", "per_hop": [{"hop", "n", "ttft_ms", "tool_call_ms",
+ *  "args_tokens"}...], "final_answer": {"n", "ttft_ms", "e2el_ms"},
+ *  "per_chain": {"e2e_ms", "model_ms", "tool_ms", "model_share", "hops"}}
+ * (distributions null when empty). NULL when out of memory. */
+json_t *im_agents_json(const struct im_agent_figs *f, const struct im_summary_config *sc);
+/* A few lines for people (nothing without agent turns). */
+void im_agents_text(FILE *o, const struct im_agent_figs *f);
+
+#endif
