@@ -18,6 +18,7 @@
 #include "analyze/breakdown.h"
 #include "analyze/population.h"
 #include "analyze/agents.h"
+#include "analyze/cancel.h"
 #include "analyze/reasoning.h"
 #include "analyze/slo.h"
 #include "analyze/summary.h"
@@ -56,6 +57,7 @@ struct im_stage_figures {
   struct im_tokens tokens;       /* segmented sampling and stalls */
   struct im_reasoning reasoning; /* reasoning models (analyze/reasoning.h) */
   struct im_agent_figs agents;   /* agent chains (analyze/agents.h) */
+  struct im_cancel_figs cancel;  /* --cancel-after (analyze/cancel.h) */
 };
 
 /* Computes every figure of the stage. IM_INVAL for an invalid config,

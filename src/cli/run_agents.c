@@ -1,6 +1,7 @@
 /* Reasoning and agent options of `infermeter run`: see cli/run_agents.h. */
 #include "cli/run_agents.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/args.h"
@@ -12,6 +13,38 @@ void im__run_agent_defaults(struct run_agent_opts *a) {
   memset(a, 0, sizeof *a);
   a->tool_latency_ns = 200000000;
   a->tool_result_len = 512;
+  a->cancel_share = 1.0;
+}
+
+/* DUR[:SHARE] or N(t|tok|tokens)[:SHARE]. */
+static int parse_cancel(struct run_agent_opts *a, const char *arg) {
+  char what[64];
+  const char *colon = strchr(arg, ':');
+  size_t n = colon ? (size_t)(colon - arg) : strlen(arg);
+  double share = 1.0;
+  if (n == 0 || n >= sizeof what ||
+      (colon && im_arg_double("--cancel-after (share)", colon + 1, 0, 1, &share)))
+    goto bad;
+  memcpy(what, arg, n);
+  what[n] = '\0';
+  char *end = NULL;
+  unsigned long long tokens = strtoull(what, &end, 10);
+  a->cancel_after_ns = 0;
+  a->cancel_after_tokens = 0;
+  if (end != what && (!strcmp(end, "t") || !strcmp(end, "tok") || !strcmp(end, "tokens"))) {
+    if (tokens < 1 || tokens > 10000000)
+      goto bad;
+    a->cancel_after_tokens = (uint32_t)tokens;
+  } else if (im_arg_duration("--cancel-after", what, &a->cancel_after_ns) ||
+             a->cancel_after_ns <= 0) {
+    goto bad;
+  }
+  a->cancel_share = share;
+  return 0;
+bad:
+  fprintf(stderr, "infermeter: --cancel-after: expected DUR or N tokens with an optional share, "
+                  "e.g. 2s, 2s:0.3, 50t:0.25 (got '%s')\n", arg);
+  return -1;
 }
 
 int im__run_agent_opt(struct run_agent_opts *a, int code, const char *arg) {
@@ -39,6 +72,7 @@ int im__run_agent_opt(struct run_agent_opts *a, int code, const char *arg) {
     return im_arg_duration("--tool-latency", arg, &a->tool_latency_ns);
   case O_TOOL_RESULT_LEN:
     return im_arg_u32("--tool-result-len", arg, 1, 1000000, &a->tool_result_len);
+  case O_CANCEL_AFTER: return parse_cancel(a, arg);
   case O_SERVE_PROFILE:
     if (!im_profile_find(arg)) {
       fprintf(stderr,
@@ -79,7 +113,11 @@ void im__run_agent_help(FILE *o) {
           "                            sent, up to N tool-call hops or a final answer\n"
           "  --tool-latency DUR        time the simulated tool takes (default 200ms)\n"
           "  --tool-result-len N       tokens of each tool result message (default 512)\n"
-          "  --serve-profile NAME      profile of the built-in server (without --url), e.g.\n"
+          "  --cancel-after DUR|Nt[:SHARE]  abandon SHARE of the requests (default all) DUR\n"
+"                            after they were sent, or after N tokens (e.g. 50t),\n"
+"                            closing the connection; kind cancelled, out of the\n"
+"                            latency figures, share in metrics.cancelled\n"
+"  --serve-profile NAME      profile of the built-in server (without --url), e.g.\n"
           "                            deepseek-r1-8xh200 (default: infermeter serve's)\n"
           "\n");
 }

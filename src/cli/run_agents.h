@@ -17,6 +17,9 @@ struct run_agent_opts {
   int64_t tool_latency_ns;      /* --tool-latency DUR (default 200 ms) */
   uint32_t tool_result_len;     /* --tool-result-len N tokens (default 512) */
   const char *serve_profile;    /* --serve-profile: the built-in server's (NULL: default) */
+  int64_t cancel_after_ns;      /* --cancel-after DUR[:SHARE] */
+  uint32_t cancel_after_tokens; /* --cancel-after Nt[:SHARE] */
+  double cancel_share;          /* default 1 */
 };
 
 enum {
@@ -27,17 +30,20 @@ enum {
   O_TOOL_LATENCY,
   O_TOOL_RESULT_LEN,
   O_SERVE_PROFILE,
+  O_CANCEL_AFTER,
   O_AGENT_LAST
 };
 
-#define IM_RUN_AGENT_OPTIONS                                                                       \
-  {"reasoning-effort", required_argument, 0, O_REASONING_EFFORT},                                  \
-      {"thinking", required_argument, 0, O_THINKING},                                              \
-      {"agent-hops", required_argument, 0, O_AGENT_HOPS},                                          \
-      {"tool-latency", required_argument, 0, O_TOOL_LATENCY},                                      \
-      {"tool-result-len", required_argument, 0, O_TOOL_RESULT_LEN}, {                              \
-    "serve-profile", required_argument, 0, O_SERVE_PROFILE                                         \
-  }
+/* clang-format off */
+#define IM_RUN_AGENT_OPTIONS                                       \
+  {"reasoning-effort", required_argument, 0, O_REASONING_EFFORT}, \
+  {"thinking", required_argument, 0, O_THINKING},                 \
+  {"agent-hops", required_argument, 0, O_AGENT_HOPS},             \
+  {"tool-latency", required_argument, 0, O_TOOL_LATENCY},         \
+  {"tool-result-len", required_argument, 0, O_TOOL_RESULT_LEN},   \
+  {"serve-profile", required_argument, 0, O_SERVE_PROFILE},       \
+  {"cancel-after", required_argument, 0, O_CANCEL_AFTER}
+/* clang-format on */
 
 /* Defaults (tool latency 200 ms, tool results 512 tokens). */
 void im__run_agent_defaults(struct run_agent_opts *a);

@@ -215,6 +215,10 @@ static int shard_config(struct stage *st, uint32_t k) {
   c->cache_salt = o->cache_salt ? env->salt : NULL;
   c->reasoning_effort = o->agent.reasoning_effort;
   c->thinking = o->agent.thinking;
+  c->cancel_after_ns = o->agent.cancel_after_ns;
+  c->cancel_after_tokens = o->agent.cancel_after_tokens;
+  c->cancel_share = o->agent.cancel_share;
+  c->cancel_seed = o->seed;
   c->run_salt = env->salt;
   c->shard = k;
   c->n_shards = n;

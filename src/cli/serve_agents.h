@@ -18,12 +18,13 @@ enum {
   O_SERVE_AGENT_LAST
 };
 
-#define IM_SERVE_AGENT_OPTIONS                                                                     \
-  {"tool-call-prob", required_argument, 0, O_TOOL_CALL_PROB},                                      \
-      {"tool-max-hops", required_argument, 0, O_TOOL_MAX_HOPS},                                    \
-      {"tool-args-len", required_argument, 0, O_TOOL_ARGS_LEN}, {                                  \
-    "invalid-json-rate", required_argument, 0, O_INVALID_JSON                                      \
-  }
+/* clang-format off */
+#define IM_SERVE_AGENT_OPTIONS                                   \
+  {"tool-call-prob", required_argument, 0, O_TOOL_CALL_PROB},   \
+  {"tool-max-hops", required_argument, 0, O_TOOL_MAX_HOPS},     \
+  {"tool-args-len", required_argument, 0, O_TOOL_ARGS_LEN},     \
+  {"invalid-json-rate", required_argument, 0, O_INVALID_JSON}
+/* clang-format on */
 
 /* Applies one option (code in [O_SERVE_AGENT_FIRST, O_SERVE_AGENT_LAST));
  * 0, or -1 with a message on stderr naming the flag. */

@@ -275,6 +275,7 @@ static void schedule_retry(struct loader *L, struct attempt *old, int64_t now) {
   a->sid = old->sid;
   a->turn = old->turn;
   a->budget = old->budget;
+  a->cancel = old->cancel;
   struct im_record *r = &a->rec, *o = &old->rec;
   r->logical_id = o->logical_id;
   r->attempt = o->attempt + 1;
@@ -391,6 +392,7 @@ static void finish_attempt(struct loader *L, struct attempt *a, CURLcode res) {
   }
   r->t_end = now;
   r->error = im__load_classify(a, res);
+  im__load_cancel_finish(L, a, res);
   if (r->n_chunks && a->usage_seen && r->output_tokens) {
     r->output_source = IM_COUNT_USAGE;
   } else if (r->n_chunks && L->cfg->count_output && a->capture && a->capture_reasoning) {

@@ -112,6 +112,16 @@ struct im_load_config {
   const char *reasoning_effort;
   int thinking;
   const char *run_json;
+  /* Cancellation (--cancel-after, docs/agents.md): a share cancel_share of
+   * the logical requests (chosen by a hash of the request's index and
+   * cancel_seed) is abandoned, its connection closed, once it has run
+   * cancel_after_ns since t_start (curl's total timeout) or received
+   * cancel_after_tokens tokens, whichever is set; recorded with kind
+   * cancelled and no error. 0 / 0: none. */
+  int64_t cancel_after_ns;
+  uint32_t cancel_after_tokens;
+  double cancel_share;
+  uint64_t cancel_seed;
 
   /* Schedule: open loop when times != NULL, else closed loop. */
   const int64_t *times;          /* arrival ns since start, sorted */

@@ -63,6 +63,8 @@ enum im_err im__load_on_sse_event(void *ud, const struct im_sse_event *ev) {
   struct attempt *a = ud;
   struct loader *L = a->L;
   struct im_record *r = &a->rec;
+  if (a->cancelled)
+    return IM_OK; /* abandoned: what else arrived in this read is not read */
   if (ev->kind == IM_SSE_COMMENT) {
     r->keepalives++;
     return IM_OK;
@@ -167,7 +169,9 @@ enum im_err im__load_on_sse_event(void *ud, const struct im_sse_event *ev) {
   if (r->t_answer < 0 && (c->content.len || c->text.len))
     r->t_answer = t;
   r->t_last = t;
-  return im_record_add_chunk(r, t, n);
+  enum im_err err = im_record_add_chunk(r, t, n);
+  im__load_cancel_count(L, a, n);
+  return err;
 }
 
 static size_t on_write(char *data, size_t size, size_t n, void *ud) {
@@ -192,6 +196,8 @@ static size_t on_write(char *data, size_t size, size_t n, void *ud) {
   }
   a->last_chunk = now;
   enum im_err err = im_sse_feed(&a->sse, data, len);
+  if (a->cancelled)
+    return 0; /* the user leaves: the transfer ends, its connection closes */
   if (err != IM_OK) {
     set_malformed(a, err == IM_LIMIT ? "an SSE line or event above the size limit"
                                      : "the SSE stream could not be read");
@@ -312,7 +318,7 @@ enum im_err im__load_build_http(struct loader *L, struct attempt *a) {
    * default is 16 KiB) keeps 10,000 streams within memory. */
   curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 4096L);
   curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)(c->timeout_connect_ns / 1000000));
-  curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)(c->timeout_total_ns / 1000000));
+  curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, im__load_cancel_timeout_ms(L, a));
   curl_easy_setopt(e, CURLOPT_HTTP_VERSION,
                    c->http2 ? (long)CURL_HTTP_VERSION_2TLS : (long)CURL_HTTP_VERSION_1_1);
   if (c->insecure) {

@@ -96,6 +96,7 @@ void im__load_fill_record(struct attempt *a) {
   r->turn = a->spec.turn;
   r->content_class = a->spec.content_class;
   r->tools = a->spec.tools;
+  im__load_cancel_plan(a->L, a);
   const struct im_load_config *c = a->L->cfg;
   snprintf(r->reasoning_effort, sizeof r->reasoning_effort, "%s",
            c->reasoning_effort ? c->reasoning_effort : "");

@@ -18,7 +18,7 @@
 #define FIRST_CHUNKS 64
 
 static const char *const kind_names[IM_KIND_COUNT_] = {
-    "measured", "warmup", "retry", "health", "probe", "aborted",
+    "measured", "warmup", "retry", "health", "probe", "aborted", "cancelled",
 };
 
 static const char *const errclass_names[IM_EC_COUNT_] = {

@@ -31,7 +31,8 @@ enum im_req_kind {
   IM_KIND_RETRY,    /* attempt >= 2 of a logical request */
   IM_KIND_HEALTH,   /* health checks / model polling during the run */
   IM_KIND_PROBE,    /* synthetic probes */
-  IM_KIND_ABORTED,  /* still running after the grace period, or cancelled */
+  IM_KIND_ABORTED,  /* still running after the grace period, or interrupted */
+  IM_KIND_CANCELLED, /* abandoned by the client on purpose (--cancel-after) */
   IM_KIND_COUNT_
 };
 

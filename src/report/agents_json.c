@@ -61,3 +61,26 @@ void im_agents_text(FILE *o, const struct im_agent_figs *f) {
                "%.0f %%), %.0f hops\n",
             f->e2e.p50, f->model.p50, f->tool.p50, 100 * f->model_share.p50, f->hops.p50);
 }
+
+json_t *im_cancel_json(const struct im_cancel_figs *c, const struct im_summary_config *sc) {
+  json_t *o = json_object();
+  if (!o || im_jw_uint(o, "requests", c->requests) || im_jw_uint(o, "cancelled", c->cancelled) ||
+      im_jw_num(o, "share", c->share, "no request") ||
+      im_jw_uint(o, "before_first_token", c->before_first_token) ||
+      put(o, "after_ms", im_bd_dist_json(&c->after_ms, sc)) ||
+      put(o, "tokens", im_bd_dist_json(&c->tokens, sc))) {
+    json_decref(o);
+    return NULL;
+  }
+  return o;
+}
+
+void im_cancel_text(FILE *o, const struct im_cancel_figs *c) {
+  if (!c->cancelled)
+    return;
+  fprintf(o,
+          "Cancelled by the client: %llu of %llu requests (%.1f %%), %llu before their first "
+          "token; left after p50 %.1f ms, %.0f tokens (not in the latency figures)\n",
+          (unsigned long long)c->cancelled, (unsigned long long)c->requests, 100 * c->share,
+          (unsigned long long)c->before_first_token, c->after_ms.p50, c->tokens.p50);
+}

@@ -8,6 +8,7 @@
 #include <jansson.h>
 
 #include "analyze/agents.h"
+#include "analyze/cancel.h"
 
 /* {"turns", "tool_calls", "chains", "chains_complete", "chains_failed",
  *  "chains_unfinished", "per_hop": [{"hop", "n", "ttft_ms", "tool_call_ms",
@@ -15,6 +16,11 @@
  *  "per_chain": {"e2e_ms", "model_ms", "tool_ms", "model_share", "hops"}}
  * (distributions null when empty). NULL when out of memory. */
 json_t *im_agents_json(const struct im_agent_figs *f, const struct im_summary_config *sc);
+/* {"requests", "cancelled", "share", "before_first_token", "after_ms",
+ *  "tokens"}: analyze/cancel.h. NULL when out of memory. */
+json_t *im_cancel_json(const struct im_cancel_figs *c, const struct im_summary_config *sc);
+/* One line for people (nothing without cancellations). */
+void im_cancel_text(FILE *o, const struct im_cancel_figs *c);
 /* A few lines for people (nothing without agent turns). */
 void im_agents_text(FILE *o, const struct im_agent_figs *f);
 

@@ -73,7 +73,8 @@ enum im_err im_stage_json(const struct im_stage_figures *f, const struct im_stag
       (m->by_class && set(metrics, "by_class", im_breakdown_class_json(&f->bd, sc))) ||
       (m->sessions && set(metrics, "sessions", im_breakdown_sessions_json(&f->bd))) ||
       (f->reasoning.n && set(metrics, "reasoning", im_reasoning_json(&f->reasoning, sc))) ||
-      (f->agents.turns && set(metrics, "agents", im_agents_json(&f->agents, sc))))
+      (f->agents.turns && set(metrics, "agents", im_agents_json(&f->agents, sc))) ||
+      (f->cancel.cancelled && set(metrics, "cancelled", im_cancel_json(&f->cancel, sc))))
     return IM_NOMEM;
   if (im_analysis_json(f, sc, dst))
     return IM_NOMEM;

@@ -83,6 +83,33 @@ check_eq "no tool call: one-turn chains ending in text" \
 check_eq "--agent-hops without sessions exits 1" $? 1
 check "the message says why" grep -q -- "--sessions" "$TMP/err"
 
+# --- cancellation: half the requests abandoned after 20 tokens
+start_server --time-scale 20
+RUN --rate 20 --requests 60 --warmup 0 --input-len 200 --output-len 200 --cancel-after 20t:0.5 \
+  --out "$TMP/cancel"
+rc=$?
+check "cancel run exits 0 or 3 ($rc)" ok_rc $rc
+C=$TMP/cancel/results.json
+ncan=$(jq -s 'map(select(.kind == "cancelled")) | length' "$TMP/cancel/requests.jsonl")
+check "some but not all requests cancelled ($ncan of 60)" test "$ncan" -gt 10 -a "$ncan" -lt 50
+check_eq "cancelled records: no error, exactly 20 tokens" \
+  "$(jq -s -c 'map(select(.kind == "cancelled") | [.error, .output_tokens]) | unique' "$TMP/cancel/requests.jsonl")" '[[null,20]]'
+check_eq "metrics.cancelled counts them" "$(jq '.metrics.cancelled | [.requests, .cancelled] | @csv' "$C")" "\"60,$ncan\""
+check_eq "cancelled are neither completed nor failed" \
+  "$(jq '.summary.completed + (.metrics.counts.failed // 0)' "$C" 2>/dev/null || echo x)" "$((60 - ncan))"
+running=$(curl -s "$BASE/metrics" | awk '/^vllm:num_requests_running/ {print $2}')
+aborts=$(curl -s "$BASE/metrics" | awk -F'} ' '/^vllm:request_success_total.*finished_reason="abort"/ {print $2}')
+check_eq "the server runs nothing after the run" "$running" 0
+check_eq "the server aborted each cancelled request (client disconnect)" "$aborts" "$ncan"
+# PASS, or WARN when the last scrape raced the last disconnect (the /metrics
+# check above is the exact one).
+check "the audit's cancelled_freed check reports the running counts" jq -e \
+  '[.. | objects | select(.id? == "cancelled_freed")] | .[0] | (.status == "PASS" or .status == "WARN") and (.evidence | test("cancelled"))' "$C"
+check_eq "report DIR recomputes the cancel run" "$(same_results "$TMP/cancel")" same
+"$BIN" run --cancel-after 2parsecs --url "$BASE" 2>"$TMP/err"
+check_eq "bad --cancel-after exits 1" $? 1
+check "the message names the flag" grep -q -- "--cancel-after" "$TMP/err"
+
 # --- bad input: a clear message and exit 1
 "$BIN" run --reasoning-effort extreme --url "$BASE" 2>"$TMP/err"
 check_eq "unknown effort exits 1" $? 1

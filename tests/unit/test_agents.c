@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/agents.h"
+#include "analyze/cancel.h"
 #include "analyze/reasoning.h"
 #include "check.h"
 #include "core/buf.h"
@@ -342,7 +344,88 @@ static void test_vllm_tool_stream(void) {
   im_buf_cleanup(&c.answer);
 }
 
+/* Cancelled requests: their own outcome, in no latency figure, counted. */
+static void test_cancel_figures(void) {
+  struct im_record recs[3];
+  memset(recs, 0, sizeof recs);
+  make(&recs[0], 1, 100, 10, 3, 0);
+  make(&recs[1], 2, 100, 4, 9, 0);
+  recs[1].kind = IM_KIND_CANCELLED;
+  recs[1].t_end = recs[1].t_start + 80000000; /* left after 80 ms */
+  make(&recs[2], 3, 100, 6, 9, 0);
+  recs[2].kind = IM_KIND_WARMUP;
+  struct im_population pop;
+  CHECK_OK(im_population_build(recs, 3, 0, INT64_MAX, &pop));
+  CHECK_EQ(pop.req[1].outcome, IM_OUTCOME_CANCELLED);
+  struct im_summary_config sc;
+  im_summary_config_default(&sc);
+  struct im_cancel_figs c;
+  CHECK_OK(im_cancel_compute(&pop, &sc, &c));
+  CHECK_EQ(c.requests, 2);
+  CHECK_EQ(c.cancelled, 1);
+  CHECK_NEAR(c.share, 0.5, 1e-12);
+  CHECK_NEAR(c.after_ms.p50, 80.0, 1e-9);
+  CHECK_NEAR(c.tokens.p50, 4, 1e-9);
+  struct im_reasoning r;
+  CHECK_OK(im_reasoning_compute(&pop, &sc, &r));
+  CHECK_EQ(r.completed, 1); /* the cancelled one is not completed */
+  im_population_cleanup(&pop);
+  for (int i = 0; i < 3; i++)
+    im_record_cleanup(&recs[i]);
+}
+
+/* Chains from records: hops, final answers, model vs tool time. */
+static void test_agent_figures(void) {
+  struct im_record recs[5];
+  memset(recs, 0, sizeof recs);
+  for (int i = 0; i < 5; i++) {
+    make(&recs[i], (uint64_t)i + 1, 100, 5, 0, 0);
+    recs[i].tools = 2;
+    recs[i].session = i < 3 ? 1 : 2;
+    recs[i].turn = i < 3 ? (uint32_t)i + 1 : (uint32_t)i - 2;
+    snprintf(recs[i].finish_reason, sizeof recs[i].finish_reason, "%s",
+             (i < 2 || i == 3) ? "tool_calls" : "stop");
+  }
+  /* Chain 1: turns 100 ms apart in time (each 90 ms long); chain 2's
+   * second turn failed. */
+  for (int i = 0; i < 3; i++) {
+    int64_t shift = (int64_t)i * 200000000;
+    recs[i].t_start += shift;
+    recs[i].t_first += shift;
+    recs[i].t_last += shift;
+    if (recs[i].t_answer >= 0)
+      recs[i].t_answer += shift;
+  }
+  recs[4].error = IM_EC_HTTP_5XX;
+  struct im_population pop;
+  CHECK_OK(im_population_build(recs, 5, 0, INT64_MAX, &pop));
+  struct im_summary_config sc;
+  im_summary_config_default(&sc);
+  struct im_agent_figs f;
+  CHECK_OK(im_agents_compute(&pop, &sc, &f));
+  CHECK_EQ(f.turns, 5);
+  CHECK_EQ(f.tool_calls, 3);
+  CHECK_EQ(f.chains, 2);
+  CHECK_EQ(f.chains_complete, 1);
+  CHECK_EQ(f.chains_failed, 1);
+  CHECK_EQ(f.max_hop, 2);
+  CHECK_EQ(f.hop[0].n, 2);
+  CHECK_EQ(f.hop[1].n, 1);
+  CHECK_NEAR(f.hop[0].tool_call.p50, 90.0, 1e-9); /* 50 ms + 4 gaps of 10 ms */
+  CHECK_EQ(f.final.n, 1);
+  /* Chain 1: 2 x 200 ms + 90 ms end to end, 3 x 90 ms in the model. */
+  CHECK_NEAR(f.e2e.p50, 490.0, 1e-9);
+  CHECK_NEAR(f.model.p50, 270.0, 1e-9);
+  CHECK_NEAR(f.tool.p50, 220.0, 1e-9);
+  CHECK_NEAR(f.hops.p50, 2, 1e-9);
+  im_population_cleanup(&pop);
+  for (int i = 0; i < 5; i++)
+    im_record_cleanup(&recs[i]);
+}
+
 int main(void) {
+  test_cancel_figures();
+  test_agent_figures();
   test_vllm_tool_stream();
   test_agent_turns();
   test_decode_reasoning_fields();
