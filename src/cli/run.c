@@ -728,6 +728,7 @@ static void run_cleanup(struct run *r) {
   json_decref(r->models);
   json_decref(r->version);
   json_decref(r->scenario_keep);
+  im__run_agent_cleanup(&r->o.agent);
   free(r->order);
   im_dataset_cleanup(&r->ds);
   if (r->api_key) {
@@ -773,8 +774,8 @@ int im_cli_run(int argc, char **argv) {
   if (!o->seed_given)
     o->seed = im_mix64((uint64_t)im_wall_ns() ^ ((uint64_t)getpid() << 32));
   r->env.builtin = o->url == NULL;
-  if (r->env.builtin && !o->ignore_eos_given)
-    o->ignore_eos = true;
+  if (r->env.builtin && !o->ignore_eos_given && !o->agent.response_format)
+    o->ignore_eos = true; /* structured output must be free to close its JSON */
   if (o->requests)
     o->duration_ns = 0;
   if (check_fds(o) || read_api_key(r))

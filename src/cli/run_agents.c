@@ -1,6 +1,7 @@
 /* Reasoning and agent options of `infermeter run`: see cli/run_agents.h. */
 #include "cli/run_agents.h"
 
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +15,47 @@ void im__run_agent_defaults(struct run_agent_opts *a) {
   a->tool_latency_ns = 200000000;
   a->tool_result_len = 512;
   a->cancel_share = 1.0;
+}
+
+void im__run_agent_cleanup(struct run_agent_opts *a) {
+  free(a->run_json);
+  free(a->json_schema);
+  a->run_json = a->json_schema = NULL;
+  a->response_format = false;
+}
+
+/* json_object, or json_schema:FILE (also json_schema=FILE): OpenAI's
+ * response_format, which vLLM's structured outputs honour. */
+static int parse_format(struct run_agent_opts *a, const char *arg) {
+  im__run_agent_cleanup(a);
+  json_t *rf = NULL;
+  if (!strcmp(arg, "json_object")) {
+    rf = json_pack("{s:{s:s}}", "response_format", "type", "json_object");
+  } else if (!strncmp(arg, "json_schema", 11) && (arg[11] == ':' || arg[11] == '=') && arg[12]) {
+    json_error_t e;
+    json_t *schema = json_load_file(arg + 12, 0, &e);
+    if (!schema || !json_is_object(schema)) {
+      fprintf(stderr, "infermeter: --response-format: %s: %s\n", arg + 12,
+              schema ? "the schema must be a JSON object" : e.text);
+      json_decref(schema);
+      return -1;
+    }
+    a->json_schema = json_dumps(schema, JSON_COMPACT);
+    rf = json_pack("{s:{s:s, s:{s:s, s:o}}}", "response_format", "type", "json_schema",
+                   "json_schema", "name", "infermeter", "schema", schema);
+  } else {
+    fprintf(stderr, "infermeter: --response-format: expected json_object or json_schema:FILE, "
+                    "got '%s'\n", arg);
+    return -1;
+  }
+  a->run_json = rf ? json_dumps(rf, JSON_COMPACT) : NULL;
+  json_decref(rf);
+  if (!a->run_json) {
+    fprintf(stderr, "infermeter: --response-format: out of memory\n");
+    return -1;
+  }
+  a->response_format = true;
+  return 0;
 }
 
 /* DUR[:SHARE] or N(t|tok|tokens)[:SHARE]. */
@@ -73,6 +115,7 @@ int im__run_agent_opt(struct run_agent_opts *a, int code, const char *arg) {
   case O_TOOL_RESULT_LEN:
     return im_arg_u32("--tool-result-len", arg, 1, 1000000, &a->tool_result_len);
   case O_CANCEL_AFTER: return parse_cancel(a, arg);
+  case O_RESPONSE_FORMAT: return parse_format(a, arg);
   case O_SERVE_PROFILE:
     if (!im_profile_find(arg)) {
       fprintf(stderr,
@@ -117,6 +160,11 @@ void im__run_agent_help(FILE *o) {
 "                            after they were sent, or after N tokens (e.g. 50t),\n"
 "                            closing the connection; kind cancelled, out of the\n"
 "                            latency figures, share in metrics.cancelled\n"
+"  --response-format json_object | json_schema:FILE\n"
+"                            ask for structured output (OpenAI response_format) and\n"
+"                            check each answer parses (and fits the schema's types,\n"
+"                            required keys, enums); a failure is the error class\n"
+"                            invalid_json\n"
 "  --serve-profile NAME      profile of the built-in server (without --url), e.g.\n"
           "                            deepseek-r1-8xh200 (default: infermeter serve's)\n"
           "\n");

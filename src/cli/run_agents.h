@@ -20,6 +20,12 @@ struct run_agent_opts {
   int64_t cancel_after_ns;      /* --cancel-after DUR[:SHARE] */
   uint32_t cancel_after_tokens; /* --cancel-after Nt[:SHARE] */
   double cancel_share;          /* default 1 */
+  /* --response-format json_object | json_schema:FILE: the request field
+   * (run_json, owned) and the schema the answers are checked against
+   * (compact JSON, owned; NULL for json_object). */
+  bool response_format;
+  char *run_json;
+  char *json_schema;
 };
 
 enum {
@@ -31,6 +37,7 @@ enum {
   O_TOOL_RESULT_LEN,
   O_SERVE_PROFILE,
   O_CANCEL_AFTER,
+  O_RESPONSE_FORMAT,
   O_AGENT_LAST
 };
 
@@ -42,11 +49,14 @@ enum {
   {"tool-latency", required_argument, 0, O_TOOL_LATENCY},         \
   {"tool-result-len", required_argument, 0, O_TOOL_RESULT_LEN},   \
   {"serve-profile", required_argument, 0, O_SERVE_PROFILE},       \
-  {"cancel-after", required_argument, 0, O_CANCEL_AFTER}
+  {"cancel-after", required_argument, 0, O_CANCEL_AFTER},         \
+  {"response-format", required_argument, 0, O_RESPONSE_FORMAT}
 /* clang-format on */
 
 /* Defaults (tool latency 200 ms, tool results 512 tokens). */
 void im__run_agent_defaults(struct run_agent_opts *a);
+/* Frees what the options allocated (the response format's JSON). */
+void im__run_agent_cleanup(struct run_agent_opts *a);
 /* Applies one option (code in [O_AGENT_FIRST, O_AGENT_LAST)); 0, or -1
  * with a message on stderr naming the flag. */
 int im__run_agent_opt(struct run_agent_opts *a, int code, const char *arg);

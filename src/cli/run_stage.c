@@ -219,6 +219,9 @@ static int shard_config(struct stage *st, uint32_t k) {
   c->cancel_after_tokens = o->agent.cancel_after_tokens;
   c->cancel_share = o->agent.cancel_share;
   c->cancel_seed = o->seed;
+  c->run_json = o->agent.run_json;
+  c->check_json = o->agent.response_format;
+  c->json_schema = o->agent.json_schema;
   c->run_salt = env->salt;
   c->shard = k;
   c->n_shards = n;

@@ -1,6 +1,7 @@
 /* The load engine (see loader.h). Reasons for the non-obvious choices are
  * given where they are made. */
 #include "load/loader_int.h"
+#include "proto/json_check.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -392,7 +393,11 @@ static void finish_attempt(struct loader *L, struct attempt *a, CURLcode res) {
   }
   r->t_end = now;
   r->error = im__load_classify(a, res);
-  im__load_cancel_finish(L, a, res);
+  if (!im__load_cancel_finish(L, a, res) && r->error == IM_EC_NONE && L->cfg->check_json &&
+      strcmp(r->finish_reason, "tool_calls") != 0 &&
+      !im_json_conforms(a->answer.data, a->answer.len, L->cfg->json_schema, a->reason,
+                        sizeof a->reason))
+    r->error = IM_EC_INVALID_JSON;
   if (r->n_chunks && a->usage_seen && r->output_tokens) {
     r->output_source = IM_COUNT_USAGE;
   } else if (r->n_chunks && L->cfg->count_output && a->capture && a->capture_reasoning) {

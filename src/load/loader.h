@@ -122,6 +122,12 @@ struct im_load_config {
   uint32_t cancel_after_tokens;
   double cancel_share;
   uint64_t cancel_seed;
+  /* Structured output (--response-format, sent through run_json): each
+   * answer that ends in text is checked (proto/json_check.h: an object, or
+   * json_schema when non-NULL) on the loop after its t_end; a failure is
+   * the error class invalid_json. */
+  bool check_json;
+  const char *json_schema;
 
   /* Schedule: open loop when times != NULL, else closed loop. */
   const int64_t *times;          /* arrival ns since start, sorted */

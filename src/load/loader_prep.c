@@ -46,7 +46,7 @@ struct attempt *im__load_attempt_new(struct loader *L) {
   im_sse_report_fields(&a->sse, 1); /* llama.cpp's "error:" lines */
   im_buf_init(&a->answer, IM_LOAD_ANSWER_MAX);
   im_buf_init(&a->reasoning, IM_LOAD_ANSWER_MAX);
-  a->capture = L->cfg->session != NULL || L->cfg->count_output != NULL;
+  a->capture = L->cfg->session != NULL || L->cfg->count_output != NULL || L->cfg->check_json;
   a->capture_reasoning = L->cfg->count_output != NULL;
   return a;
 }

@@ -38,6 +38,7 @@ static const char *const errclass_names[IM_EC_COUNT_] = {
     "insufficient_resource",
     "aborted",
     "no_output",
+    "invalid_json",
 };
 
 static const char *const source_names[IM_COUNT_SOURCE_COUNT_] = {

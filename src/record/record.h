@@ -53,6 +53,7 @@ enum im_errclass {
   IM_EC_INSUFFICIENT, /* finish_reason insufficient_system_resource (DeepSeek API) */
   IM_EC_ABORTED,
   IM_EC_NO_OUTPUT,    /* HTTP 200 but no token-bearing chunk */
+  IM_EC_INVALID_JSON, /* --response-format: the answer is not JSON of the format */
   IM_EC_COUNT_
 };
 

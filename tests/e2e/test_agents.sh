@@ -110,6 +110,30 @@ check_eq "report DIR recomputes the cancel run" "$(same_results "$TMP/cancel")" 
 check_eq "bad --cancel-after exits 1" $? 1
 check "the message names the flag" grep -q -- "--cancel-after" "$TMP/err"
 
+# --- structured output: valid JSON of the schema; planted invalid JSON counted
+cat >"$TMP/schema.json" <<'JSON'
+{"type": "object", "properties": {"title": {"type": "string"}, "score": {"type": "integer"},
+ "ok": {"type": "boolean"}}, "required": ["title", "score"], "additionalProperties": false}
+JSON
+start_server --time-scale 100
+RUN --rate 20 --requests 30 --warmup 0 --input-len 100 --output-len 4000 \
+  --response-format "json_schema:$TMP/schema.json" --out "$TMP/json"
+rc=$?
+check "json_schema run exits 0 or 3 ($rc)" ok_rc $rc
+check_eq "every answer fits the schema" "$(jq -s -c 'map(.error) | unique' "$TMP/json/requests.jsonl")" '[null]'
+start_server --time-scale 100 --invalid-json-rate 0.3
+RUN --rate 20 --requests 40 --warmup 0 --input-len 100 --output-len 4000 \
+  --response-format json_object --out "$TMP/badjson"
+bad=$(jq -s 'map(select(.error == "invalid_json")) | length' "$TMP/badjson/requests.jsonl")
+check "planted invalid JSON counted as invalid_json ($bad of 40)" test "$bad" -ge 4 -a "$bad" -le 24
+check_eq "the summary's error table counts them" "$(jq '.metrics.errors.invalid_json // .summary.errors.invalid_json' "$TMP/badjson/results.json")" "$bad"
+check_eq "no other error" "$(jq -s -c 'map(.error) | unique' "$TMP/badjson/requests.jsonl")" '[null,"invalid_json"]'
+check_eq "report DIR recomputes the structured-output run" "$(same_results "$TMP/badjson")" same
+echo '[1, 2]' >"$TMP/notobj.json"
+"$BIN" run --response-format "json_schema:$TMP/notobj.json" --url "$BASE" 2>"$TMP/err"
+check_eq "a schema that is not an object exits 1" $? 1
+check "the message names the file" grep -q "notobj.json" "$TMP/err"
+
 # --- bad input: a clear message and exit 1
 "$BIN" run --reasoning-effort extreme --url "$BASE" 2>"$TMP/err"
 check_eq "unknown effort exits 1" $? 1

@@ -15,8 +15,10 @@
 #include "proto/oai_api.h"
 #include "proto/oai_api_ext.h"
 #include "proto/oai_chunk.h"
+#include "proto/json_check.h"
 #include "proto/oai_request.h"
 #include "proto/sse.h"
+#include "serve/agent.h"
 #include "serve/reasoning.h"
 #include "workload/agent.h"
 
@@ -423,7 +425,61 @@ static void test_agent_figures(void) {
     im_record_cleanup(&recs[i]);
 }
 
+static void test_json_check(void) {
+  char why[128];
+  static const char schema[] =
+      "{\"type\":\"object\",\"properties\":{\"t\":{\"type\":\"string\"},\"n\":{\"type\":"
+      "\"integer\"},\"c\":{\"enum\":[\"a\",\"b\"]},\"l\":{\"type\":\"array\",\"items\":"
+      "{\"type\":\"number\"}}},\"required\":[\"t\"],\"additionalProperties\":false}";
+#define OK(text, sch) CHECK(im_json_conforms(text, strlen(text), sch, why, sizeof why))
+#define BAD(text, sch, frag)                                                                       \
+  do {                                                                                             \
+    CHECK(!im_json_conforms(text, strlen(text), sch, why, sizeof why));                            \
+    CHECK(strstr(why, frag) != NULL);                                                              \
+  } while (0)
+  OK("{\"a\": 1}", NULL);
+  BAD("[1]", NULL, "expected an object");
+  BAD("{\"answer\": \"cut", NULL, "not JSON");
+  OK("{\"t\":\"x\",\"n\":3,\"c\":\"b\",\"l\":[1,2.5]}", schema);
+  BAD("{\"n\":3}", schema, "required key \"t\"");
+  BAD("{\"t\":\"x\",\"n\":3.5}", schema, "/n: expected integer");
+  BAD("{\"t\":\"x\",\"c\":\"z\"}", schema, "/c: not one of");
+  BAD("{\"t\":\"x\",\"l\":[1,\"2\"]}", schema, "/l/1: expected number");
+  BAD("{\"t\":\"x\",\"zz\":1}", schema, "/zz: not allowed");
+  BAD("{}", "{not json", "the schema is not JSON");
+#undef OK
+#undef BAD
+}
+
+/* serve's JSON answers conform to the schema they were shaped from. */
+static void test_serve_json_shape(void) {
+  struct im_api_req r;
+  CHECK_OK(decode("{" MSGS ",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{"
+                  "\"schema\":{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"integer\"},"
+                  "\"t\":{\"type\":\"string\"},\"b\":{\"type\":\"boolean\"}},\"required\":"
+                  "[\"n\",\"t\",\"b\"],\"additionalProperties\":false}}}}",
+                  &r));
+  struct im_agent_policy pol;
+  im_agent_policy_default(&pol);
+  struct im_rng rng;
+  im_rng_seed(&rng, 3);
+  struct im_agent_answer a;
+  uint32_t target = 9;
+  CHECK_OK(im_agent_plan(&pol, &r, &rng, &a, &target));
+  CHECK(a.json && !a.tool);
+  CHECK_EQ(target, 0);
+  char text[512];
+  snprintf(text, sizeof text, "%s%s%s", a.prefix, "a \\\"quoted\\\" word", a.suffix);
+  char why[128] = "";
+  CHECK(im_json_conforms(text, strlen(text), r.schema_json, why, sizeof why));
+  CHECK_STR(why, "");
+  im_agent_answer_cleanup(&a);
+  im_api_req_cleanup(&r);
+}
+
 int main(void) {
+  test_json_check();
+  test_serve_json_shape();
   test_cancel_figures();
   test_agent_figures();
   test_vllm_tool_stream();
