@@ -19,6 +19,7 @@
 #include "analyze/population.h"
 #include "analyze/agents.h"
 #include "analyze/cancel.h"
+#include "analyze/models.h"
 #include "analyze/reasoning.h"
 #include "analyze/slo.h"
 #include "analyze/summary.h"
@@ -58,6 +59,7 @@ struct im_stage_figures {
   struct im_reasoning reasoning; /* reasoning models (analyze/reasoning.h) */
   struct im_agent_figs agents;   /* agent chains (analyze/agents.h) */
   struct im_cancel_figs cancel;  /* --cancel-after (analyze/cancel.h) */
+  struct im_models models;       /* --model-mix (analyze/models.h) */
 };
 
 /* Computes every figure of the stage. IM_INVAL for an invalid config,

@@ -327,6 +327,7 @@ static int report_stage(struct rep *p, size_t i, bool single) {
     im_reasoning_text(t, &f.reasoning);
     im_agents_text(t, &f.agents);
     im_cancel_text(t, &f.cancel);
+    im_models_text(t, &f.models);
     im_analysis_text(t, &f, &in.cfg);
     im_causes_text(t, &causes);
     im_validity_text(t, &val, false);

@@ -20,6 +20,9 @@ void im__run_agent_defaults(struct run_agent_opts *a) {
 void im__run_agent_cleanup(struct run_agent_opts *a) {
   free(a->run_json);
   free(a->json_schema);
+  free(a->mix_buf);
+  a->mix_buf = NULL;
+  a->n_mix = 0;
   a->run_json = a->json_schema = NULL;
   a->response_format = false;
 }
@@ -56,6 +59,37 @@ static int parse_format(struct run_agent_opts *a, const char *arg) {
   }
   a->response_format = true;
   return 0;
+}
+
+/* name=w[,name=w...]: weights > 0, normalised; "base" is the run's model. */
+static int parse_mix(struct run_agent_opts *a, const char *arg) {
+  free(a->mix_buf);
+  a->n_mix = 0;
+  if (!(a->mix_buf = strdup(arg)))
+    return -1;
+  double w[16], sum = 0;
+  for (char *save = NULL, *tok = strtok_r(a->mix_buf, ",", &save); tok;
+       tok = strtok_r(NULL, ",", &save)) {
+    char *eq = strchr(tok, '=');
+    if (!eq || eq == tok || a->n_mix == 16 || strlen(tok) > 63 ||
+        im_arg_double("--model-mix", eq + 1, 1e-9, 1e9, &w[a->n_mix]))
+      goto bad;
+    *eq = '\0';
+    a->mix_names[a->n_mix] = strcmp(tok, "base") ? tok : NULL;
+    sum += w[a->n_mix++];
+  }
+  if (!a->n_mix)
+    goto bad;
+  double cum = 0;
+  for (size_t i = 0; i < a->n_mix; i++)
+    a->mix_cum[i] = (cum += w[i] / sum);
+  a->mix_cum[a->n_mix - 1] = 1.0;
+  return 0;
+bad:
+  fprintf(stderr, "infermeter: --model-mix: expected name=weight,... (at most 16, names up to "
+                  "63 bytes, 'base' for the run's model), got '%s'\n", arg);
+  a->n_mix = 0;
+  return -1;
 }
 
 /* DUR[:SHARE] or N(t|tok|tokens)[:SHARE]. */
@@ -116,6 +150,7 @@ int im__run_agent_opt(struct run_agent_opts *a, int code, const char *arg) {
     return im_arg_u32("--tool-result-len", arg, 1, 1000000, &a->tool_result_len);
   case O_CANCEL_AFTER: return parse_cancel(a, arg);
   case O_RESPONSE_FORMAT: return parse_format(a, arg);
+  case O_MODEL_MIX: return parse_mix(a, arg);
   case O_SERVE_PROFILE:
     if (!im_profile_find(arg)) {
       fprintf(stderr,
@@ -165,6 +200,10 @@ void im__run_agent_help(FILE *o) {
 "                            check each answer parses (and fits the schema's types,\n"
 "                            required keys, enums); a failure is the error class\n"
 "                            invalid_json\n"
+"  --model-mix base=0.5,lora-a=0.3,lora-b=0.2\n"
+"                            each request (each session) asks for one of these\n"
+"                            served model names by weight ('base': --model);\n"
+"                            recorded per request, figures per model\n"
 "  --serve-profile NAME      profile of the built-in server (without --url), e.g.\n"
           "                            deepseek-r1-8xh200 (default: infermeter serve's)\n"
           "\n");

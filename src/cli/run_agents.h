@@ -26,6 +26,12 @@ struct run_agent_opts {
   bool response_format;
   char *run_json;
   char *json_schema;
+  /* --model-mix name=w,...: names (NULL for "base", the run's model) and
+   * cumulative weights (the last 1); mix_buf owns the names. */
+  const char *mix_names[16];
+  double mix_cum[16];
+  size_t n_mix;
+  char *mix_buf;
 };
 
 enum {
@@ -38,6 +44,7 @@ enum {
   O_SERVE_PROFILE,
   O_CANCEL_AFTER,
   O_RESPONSE_FORMAT,
+  O_MODEL_MIX,
   O_AGENT_LAST
 };
 
@@ -50,7 +57,8 @@ enum {
   {"tool-result-len", required_argument, 0, O_TOOL_RESULT_LEN},   \
   {"serve-profile", required_argument, 0, O_SERVE_PROFILE},       \
   {"cancel-after", required_argument, 0, O_CANCEL_AFTER},         \
-  {"response-format", required_argument, 0, O_RESPONSE_FORMAT}
+  {"response-format", required_argument, 0, O_RESPONSE_FORMAT},   \
+  {"model-mix", required_argument, 0, O_MODEL_MIX}
 /* clang-format on */
 
 /* Defaults (tool latency 200 ms, tool results 512 tokens). */

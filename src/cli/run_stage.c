@@ -222,6 +222,10 @@ static int shard_config(struct stage *st, uint32_t k) {
   c->run_json = o->agent.run_json;
   c->check_json = o->agent.response_format;
   c->json_schema = o->agent.json_schema;
+  c->mix_names = o->agent.mix_names;
+  c->mix_cum = o->agent.mix_cum;
+  c->n_mix = o->agent.n_mix;
+  c->mix_seed = o->seed ^ 0x6d6978ULL;
   c->run_salt = env->salt;
   c->shard = k;
   c->n_shards = n;

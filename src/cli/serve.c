@@ -265,7 +265,7 @@ static int apply_option(int opt, const char *arg, struct im_server_config *cfg,
   case O_QUIET: cfg->quiet = true; return 0;
   default:
     if (opt >= O_SERVE_AGENT_FIRST && opt < O_SERVE_AGENT_LAST)
-      return im__serve_agent_opt(&cfg->agent, opt, arg);
+      return im__serve_agent_opt(cfg, opt, (char *)arg); /* an argv string: writable */
     return -1;
   }
 }

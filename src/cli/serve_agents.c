@@ -3,8 +3,28 @@
 
 #include "cli/args.h"
 
-int im__serve_agent_opt(struct im_agent_policy *p, int code, const char *arg) {
+int im__serve_agent_opt(struct im_server_config *cfg, int code, char *arg) {
+  struct im_agent_policy *p = &cfg->agent;
+  char err[160];
+  int64_t ns;
   switch (code) {
+  case O_LORA_MODULES:
+    if (im_lora_config_parse(&cfg->lora, arg, err, sizeof err)) {
+      fprintf(stderr, "infermeter serve: --lora-modules: %s\n", err);
+      return -1;
+    }
+    return 0;
+  case O_MAX_LORAS: return im_arg_u32("--max-loras", arg, 1, 64, &cfg->lora.max_loras);
+  case O_LORA_STEP_COST:
+    if (im_arg_duration("--lora-step-cost", arg, &ns))
+      return -1;
+    cfg->lora.step_cost_s = (double)ns / 1e9;
+    return 0;
+  case O_LORA_SWAP_COST:
+    if (im_arg_duration("--lora-swap-cost", arg, &ns))
+      return -1;
+    cfg->lora.swap_s = (double)ns / 1e9;
+    return 0;
   case O_TOOL_CALL_PROB:
     return im_arg_double("--tool-call-prob", arg, 0, 1, &p->call_prob);
   case O_TOOL_MAX_HOPS:

@@ -294,6 +294,7 @@ static void schedule_retry(struct loader *L, struct attempt *old, int64_t now) {
   memcpy(r->reasoning_effort, o->reasoning_effort, sizeof r->reasoning_effort);
   r->thinking = o->thinking;
   r->tools = o->tools;
+  memcpy(r->model, o->model, sizeof r->model);
   /* Exponential backoff with jitter, or the server's Retry-After when it
    * sent one; both capped. */
   int64_t cap = L->cfg->retry_backoff_max_ns;

@@ -128,6 +128,14 @@ struct im_load_config {
    * the error class invalid_json. */
   bool check_json;
   const char *json_schema;
+  /* --model-mix: the model each request (each session) asks for, drawn by
+   * weight from a hash of its index and mix_seed; a NULL name is `model`.
+   * mix_cum: cumulative weights, the last 1. n_mix 0: every request asks
+   * for `model`. Recorded per attempt. */
+  const char *const *mix_names;
+  const double *mix_cum;
+  size_t n_mix;
+  uint64_t mix_seed;
 
   /* Schedule: open loop when times != NULL, else closed loop. */
   const int64_t *times;          /* arrival ns since start, sorted */

@@ -13,10 +13,11 @@
 
 /* ---- request building --------------------------------------------------- */
 
+/* model: the record's (--model-mix), "" for the run's. */
 static enum im_err build_body(const struct loader *L, const struct im_req_spec *s,
-                              struct im_buf *b) {
+                              const char *model, struct im_buf *b) {
   const struct im_load_config *c = L->cfg;
-  struct im_oai_body body = {.model = c->model, .chat = c->backend == IM_BACKEND_CHAT,
+  struct im_oai_body body = {.model = model[0] ? model : c->model, .chat = c->backend == IM_BACKEND_CHAT,
                              .prompt = s->prompt, .prompt_len = s->prompt_len,
                              .messages_json = s->messages_json, .extra_json = s->extra_json,
                              .max_tokens = s->max_tokens, .ignore_eos = s->ignore_eos,
@@ -255,7 +256,7 @@ enum im_err im__load_build_http(struct loader *L, struct attempt *a) {
   a->hdrs = NULL;
   if (a->spec.prompt || a->spec.messages_json) { /* a retry arrives with its body built */
     im_buf_reset(&a->body);
-    if (build_body(L, &a->spec, &a->body))
+    if (build_body(L, &a->spec, a->rec.model, &a->body))
       return IM_NOMEM;
     /* The body holds the prompt now; the text itself would double the
      * memory of every stream in flight. */

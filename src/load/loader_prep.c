@@ -96,6 +96,16 @@ void im__load_fill_record(struct attempt *a) {
   r->turn = a->spec.turn;
   r->content_class = a->spec.content_class;
   r->tools = a->spec.tools;
+  const struct im_load_config *mc = a->L->cfg;
+  if (mc->n_mix) { /* one model per session (or request): its index picks it */
+    uint64_t h = im_mix64(mc->mix_seed ^ im_mix64(a->sid * 2 + 1));
+    double u = (double)(h >> 11) * 0x1p-53;
+    size_t k = 0;
+    while (k + 1 < mc->n_mix && u >= mc->mix_cum[k])
+      k++;
+    const char *name = mc->mix_names[k] ? mc->mix_names[k] : mc->model;
+    snprintf(r->model, sizeof r->model, "%s", name ? name : "");
+  }
   im__load_cancel_plan(a->L, a);
   const struct im_load_config *c = a->L->cfg;
   snprintf(r->reasoning_effort, sizeof r->reasoning_effort, "%s",

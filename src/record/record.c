@@ -329,6 +329,11 @@ static enum im_err write_record(const struct im_record *r, struct im_buf *b) {
   }
   if (r->tools)
     U64("tools", r->tools);
+  size_t model_len = strnlen(r->model, sizeof r->model);
+  if (model_len) {
+    TRY(put_key(b, "model"));
+    TRY(put_str(b, r->model, model_len));
+  }
 
   U64("n_chunks", r->n_chunks);
   TRY(put_key(b, "chunks_us"));
@@ -630,6 +635,8 @@ static enum im_err read_fields(struct rd *d, struct im_record *r) {
   }
   if (json_object_get(d->obj, "tools"))
     TRY(get_u32(d, "tools", &r->tools));
+  if (json_object_get(d->obj, "model"))
+    TRY(get_str(d, "model", false, r->model, sizeof r->model));
   TRY(get_chunks(d, r));
   return IM_OK;
 #undef TRY

@@ -122,6 +122,7 @@ struct im_record {
   char reasoning_effort[8];  /* "" not sent */
   int8_t thinking;           /* 0 not sent, 1 on, -1 off */
   uint32_t tools;            /* tools offered (agent chains, docs/agents.md); 0 none */
+  char model[64];            /* --model-mix: the model name sent; "" without a mix */
 };
 
 /* Name used in JSON for a kind / error class / count source. */

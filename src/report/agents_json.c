@@ -84,3 +84,28 @@ void im_cancel_text(FILE *o, const struct im_cancel_figs *c) {
           (unsigned long long)c->cancelled, (unsigned long long)c->requests, 100 * c->share,
           (unsigned long long)c->before_first_token, c->after_ms.p50, c->tokens.p50);
 }
+
+json_t *im_models_json(const struct im_models *m, const struct im_summary_config *sc) {
+  json_t *o = json_object();
+  for (size_t k = 0; o && k < m->n; k++) {
+    const struct im_model_group *g = &m->g[k];
+    json_t *row = json_object();
+    if (!row || json_object_set_new(o, g->name, row) || im_jw_uint(row, "n", g->n) ||
+        put(row, "ttft_ms", im_bd_dist_json(&g->ttft, sc)) ||
+        put(row, "tpot_ms", im_bd_dist_json(&g->tpot, sc)) ||
+        put(row, "itl_ms", im_bd_dist_json(&g->itl, sc))) {
+      json_decref(o);
+      return NULL;
+    }
+  }
+  return o;
+}
+
+void im_models_text(FILE *o, const struct im_models *m) {
+  if (!m->n)
+    return;
+  fprintf(o, "By model (--model-mix):\n  model                 n  TTFT p50(ms)  TPOT p50(ms)  TPOT p99(ms)\n");
+  for (size_t k = 0; k < m->n; k++)
+    fprintf(o, "  %-18.18s %5llu  %12.1f  %12.2f  %12.2f\n", m->g[k].name,
+            (unsigned long long)m->g[k].n, m->g[k].ttft.p50, m->g[k].tpot.p50, m->g[k].tpot.p99);
+}

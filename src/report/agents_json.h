@@ -9,6 +9,7 @@
 
 #include "analyze/agents.h"
 #include "analyze/cancel.h"
+#include "analyze/models.h"
 
 /* {"turns", "tool_calls", "chains", "chains_complete", "chains_failed",
  *  "chains_unfinished", "per_hop": [{"hop", "n", "ttft_ms", "tool_call_ms",
@@ -21,6 +22,11 @@ json_t *im_agents_json(const struct im_agent_figs *f, const struct im_summary_co
 json_t *im_cancel_json(const struct im_cancel_figs *c, const struct im_summary_config *sc);
 /* One line for people (nothing without cancellations). */
 void im_cancel_text(FILE *o, const struct im_cancel_figs *c);
+/* {"<model>": {"n", "ttft_ms", "tpot_ms", "itl_ms"}, ...}: analyze/models.h.
+ * NULL when out of memory. */
+json_t *im_models_json(const struct im_models *m, const struct im_summary_config *sc);
+/* A table for people (nothing without a model mix). */
+void im_models_text(FILE *o, const struct im_models *m);
 /* A few lines for people (nothing without agent turns). */
 void im_agents_text(FILE *o, const struct im_agent_figs *f);
 

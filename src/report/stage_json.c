@@ -74,7 +74,8 @@ enum im_err im_stage_json(const struct im_stage_figures *f, const struct im_stag
       (m->sessions && set(metrics, "sessions", im_breakdown_sessions_json(&f->bd))) ||
       (f->reasoning.n && set(metrics, "reasoning", im_reasoning_json(&f->reasoning, sc))) ||
       (f->agents.turns && set(metrics, "agents", im_agents_json(&f->agents, sc))) ||
-      (f->cancel.cancelled && set(metrics, "cancelled", im_cancel_json(&f->cancel, sc))))
+      (f->cancel.cancelled && set(metrics, "cancelled", im_cancel_json(&f->cancel, sc))) ||
+      (f->models.n && set(metrics, "by_model", im_models_json(&f->models, sc))))
     return IM_NOMEM;
   if (im_analysis_json(f, sc, dst))
     return IM_NOMEM;

@@ -252,6 +252,7 @@ enum im_err im_engine_submit(struct im_engine *e, const struct im_seq_params *p,
     s->detail = e->cfg.routing_detail && s->num <= e->cfg.routing_detail;
   }
   im_textgen_init(&s->gen, im_rng_u64(&s->rng), p->temperature, p->top_p, p->code);
+  s->lora = p->lora;
   s->slow_ns = p->slow_ns;
   s->stall_token = p->stall_token;
   s->stall_ns = p->stall_ns;
@@ -336,6 +337,12 @@ static bool is_paused(struct im_seq *s, int64_t now) {
 static uint32_t schedule(struct im_engine *e, int64_t now) {
   uint32_t budget = e->cfg.max_num_batched_tokens;
   bool preempted = false;
+  struct im_lora *lora = e->cfg.lora;
+  if (lora) { /* serve/lora.h: the batch's adapters, at most max_loras */
+    im_lora_begin(lora);
+    for (struct im_seq *s = e->running.head; s; s = s->next)
+      im_lora_note(lora, s->lora);
+  }
 
   for (struct im_seq *s = e->running.head; s && budget;) {
     if (is_paused(s, now)) {
@@ -363,8 +370,12 @@ static uint32_t schedule(struct im_engine *e, int64_t now) {
   }
 
   /* vLLM V1 admits nothing in a step that had to preempt. */
-  while (!preempted && budget && e->waiting.head && e->running.n < e->cfg.max_num_seqs) {
-    struct im_seq *s = e->waiting.head;
+  for (struct im_seq *next = e->waiting.head;
+       !preempted && budget && next && e->running.n < e->cfg.max_num_seqs;) {
+    struct im_seq *s = next;
+    next = s->next;
+    if (lora && !im_lora_admit(lora, s->lora))
+      continue; /* vLLM skips it: its adapter would exceed max_loras */
     if (s->kv.n_blocks == 0) {
       uint32_t hit = 0;
       if (im_kv_acquire_prefix(e->kv, &s->kv, s->tokens, s->n_tokens, &hit))
@@ -452,6 +463,8 @@ static bool start_step(struct im_engine *e, int64_t start) {
     im_moe_step_stats(e->moe, &e->last_moe);
   }
   im_perf_step(e->prof, &shape, &e->last_cost);
+  if (e->cfg.lora)
+    e->last_cost.total_s += im_lora_cost(e->cfg.lora);
   double sigma = e->prof->noise_sigma;
   double noise = sigma > 0 ? exp(sigma * im_rng_normal(&e->rng) - 0.5 * sigma * sigma) : 1.0;
   double dur_s = e->last_cost.total_s * noise / e->cfg.time_scale;
@@ -668,4 +681,23 @@ const uint32_t *im_engine_last_expert_counts(const struct im_engine *e, uint32_t
   *n_layers = mc->n_layers;
   *n_experts = mc->n_experts;
   return im_moe_counts(e->moe);
+}
+
+enum im_err im_engine_lora_info(const struct im_engine *e, struct im_buf *running,
+                                struct im_buf *waiting) {
+  if (!e->cfg.lora)
+    return IM_OK;
+  uint32_t ids[256];
+  const struct seq_list *lists[2] = {&e->running, &e->waiting};
+  struct im_buf *out[2] = {running, waiting};
+  for (int k = 0; k < 2; k++) {
+    size_t n = 0;
+    for (const struct im_seq *s = lists[k]->head; s && n < 256; s = s->next)
+      if (s->lora)
+        ids[n++] = s->lora;
+    enum im_err err = im_lora_names(e->cfg.lora, ids, n, out[k]);
+    if (err)
+      return err;
+  }
+  return IM_OK;
 }

@@ -29,6 +29,7 @@
 
 #include "core/err.h"
 #include "serve/kv.h"
+#include "serve/lora.h"
 #include "serve/moe.h"
 #include "model/perf.h"
 #include "text/textgen.h"
@@ -51,6 +52,7 @@ struct im_engine_config {
   FILE *routing_log;               /* JSONL per step, or NULL */
   FILE *truth_log;                 /* JSONL per request end, or NULL (chunks are
                                       logged by the HTTP layer, which writes them) */
+  struct im_lora *lora;            /* LoRA adapters (serve/lora.h; borrowed), or NULL */
 };
 
 void im_engine_config_default(struct im_engine_config *cfg);
@@ -88,6 +90,7 @@ struct im_seq_params {
   int thinking;                    /* 0 not said, 1 on, -1 off (serve/reasoning.h) */
   uint32_t target_tokens;          /* the answer's length when the caller decides it (a tool
                                       call's arguments; not with ignore_eos); 0: drawn */
+  uint32_t lora;                   /* LoRA adapter id (serve/lora.h), 0: the base model */
   int64_t slow_ns;                 /* fault: every token this much later (real ns) */
   int64_t stall_token;             /* fault: pause before this token (-1 none) */
   int64_t stall_ns;
@@ -120,6 +123,7 @@ struct im_seq {
   const struct im_seq_sink *sink;
   void *ctx;
   bool detail;                     /* routing detail logged */
+  uint32_t lora;                   /* LoRA adapter id, 0: base */
 };
 
 struct im_engine_stats {
@@ -178,6 +182,10 @@ void im_engine_hiccup(struct im_engine *e, int64_t pause_ns);
 enum im_err im_engine_resize_kv(struct im_engine *e, double fraction) IM_WUR;
 
 void im_engine_get_stats(const struct im_engine *e, struct im_engine_stats *out);
+/* The comma-separated LoRA adapters of the running and of the waiting
+ * sequences (vLLM's vllm:lora_requests_info labels); nothing without LoRA. */
+enum im_err im_engine_lora_info(const struct im_engine *e, struct im_buf *running,
+                                struct im_buf *waiting) IM_WUR;
 /* Per-layer counts of the last step's routing (NULL for dense profiles). */
 const uint32_t *im_engine_last_expert_counts(const struct im_engine *e, uint32_t *n_layers,
                                              uint32_t *n_experts);

@@ -54,6 +54,7 @@ struct im_server_config {
   struct im_tok *tokenizer;      /* counts prompts (borrowed, used on the loop
                                     thread only); NULL: the built-in tokenizer */
   struct im_agent_policy agent;  /* tool calls, structured output (serve/agent.h) */
+  struct im_lora_config lora;    /* LoRA adapters (serve/lora.h); n 0: none */
 };
 
 void im_server_config_default(struct im_server_config *cfg);

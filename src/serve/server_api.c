@@ -342,7 +342,8 @@ static void handle_generate(struct conn *c, enum im_api_kind kind) {
   struct im_fault_plan plan;
   im_fault_plan_none(&plan);
 
-  if (r.model && strcmp(r.model, s->model) != 0) {
+  uint32_t lora = im_lora_find(s->lora, r.model); /* an adapter's name is a model */
+  if (r.model && strcmp(r.model, s->model) != 0 && !lora) {
     snprintf(msg, sizeof msg, "The model `%.200s` does not exist.", r.model);
     im__srv_respond_error(c, 404, msg, NULL);
     goto out;
@@ -433,6 +434,7 @@ static void handle_generate(struct conn *c, enum im_api_kind kind) {
       .code = code,
       .effort = (int)r.effort,
       .thinking = r.thinking,
+      .lora = lora,
       .slow_ns = (int64_t)((double)plan.slow_ns / scale),
       .stall_token = plan.stall_token,
       .stall_ns = (int64_t)((double)plan.stall_ns / scale),
@@ -499,13 +501,52 @@ void im__srv_on_step(void *ctx, const struct im_step_cost *cost, double wall_s,
 
 static void handle_models(struct conn *c) {
   struct im_server *s = c->srv;
-  char body[1024];
-  int n = snprintf(body, sizeof body,
-                   "{\"object\":\"list\",\"data\":[{\"id\":\"%s\",\"object\":\"model\",\"created\":%" PRId64
-                   ",\"owned_by\":\"infermeter\",\"root\":\"%s\",\"parent\":null,\"max_model_len\":%u}]}",
-                   s->model, s->t0 ? im_wall_ns() / 1000000000 : 0, s->model,
-                   im_engine_max_model_len(s->engine));
-  im__srv_respond(c, 200, "application/json", body, (size_t)n, NULL);
+  struct im_buf b;
+  im_buf_init(&b, 1u << 20);
+  int64_t created = s->t0 ? im_wall_ns() / 1000000000 : 0;
+  enum im_err err = im_buf_printf(
+      &b,
+      "{\"object\":\"list\",\"data\":[{\"id\":\"%s\",\"object\":\"model\",\"created\":%" PRId64
+      ",\"owned_by\":\"infermeter\",\"root\":\"%s\",\"parent\":null,\"max_model_len\":%u}",
+      s->model, created, s->model, im_engine_max_model_len(s->engine));
+  /* vLLM lists each LoRA adapter after the base model, its path as root and
+   * the base model as parent (serving_models.py). */
+  const struct im_lora_config *lc = s->lora ? im_lora_config(s->lora) : NULL;
+  for (size_t i = 0; !err && lc && i < lc->n; i++) {
+    err = im_buf_puts(&b, ",{\"id\":\"");
+    if (!err)
+      err = im_buf_json_escape(&b, lc->names[i], strlen(lc->names[i]));
+    if (!err)
+      err = im_buf_printf(&b, "\",\"object\":\"model\",\"created\":%" PRId64
+                              ",\"owned_by\":\"infermeter\",\"root\":\"", created);
+    if (!err)
+      err = im_buf_json_escape(&b, lc->paths[i], strlen(lc->paths[i]));
+    if (!err)
+      err = im_buf_printf(&b, "\",\"parent\":\"%s\",\"max_model_len\":%u}", s->model,
+                          im_engine_max_model_len(s->engine));
+  }
+  if (!err)
+    err = im_buf_puts(&b, "]}");
+  if (err)
+    im__srv_respond_error(c, 500, "out of memory", NULL);
+  else
+    im__srv_respond(c, 200, "application/json", b.data, b.len, NULL);
+  im_buf_cleanup(&b);
+}
+
+/* vllm:lora_requests_info and the swap count (serve/lora.h). */
+static enum im_err lora_metrics(struct im_server *s, struct im_buf *b) {
+  if (!s->lora)
+    return IM_OK;
+  struct im_buf run, wait;
+  im_buf_init(&run, 64u << 10);
+  im_buf_init(&wait, 64u << 10);
+  enum im_err err = im_engine_lora_info(s->engine, &run, &wait);
+  if (!err)
+    err = im_lora_prom(b, s->lora, run.data, wait.data, (double)im_wall_ns() / 1e9);
+  im_buf_cleanup(&run);
+  im_buf_cleanup(&wait);
+  return err;
 }
 
 static void handle_version(struct conn *c) {
@@ -538,7 +579,8 @@ static void handle_metrics(struct conn *c) {
   struct im_buf b;
   im_buf_init(&b, 4u << 20);
   if (im_sim_metrics_write(&b, &s->metrics, s->engine, s->model, s->cfg.engine.time_scale,
-                           s->cfg.engine.prefix_caching)) {
+                           s->cfg.engine.prefix_caching) ||
+      lora_metrics(s, &b)) {
     im_buf_cleanup(&b);
     im__srv_respond_error(c, 500, "metrics page too large", NULL);
     return;

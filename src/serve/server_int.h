@@ -73,6 +73,7 @@ struct im_server {
   int tfd;
   int64_t armed_at;
   struct im_engine *engine;
+  struct im_lora *lora;         /* LoRA adapters, or NULL */
   struct im_sim_metrics metrics;
   struct im_fault *faults;
   size_t n_faults;

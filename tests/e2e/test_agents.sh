@@ -134,6 +134,31 @@ echo '[1, 2]' >"$TMP/notobj.json"
 check_eq "a schema that is not an object exits 1" $? 1
 check "the message names the file" grep -q "notobj.json" "$TMP/err"
 
+# --- model mix over LoRA adapters
+start_server --time-scale 20 --lora-modules a=/m/a,b=/m/b --lora-modules c=/m/c --max-loras 1
+check_eq "adapters listed after the base model, their parent" \
+  "$(curl -s "$BASE/v1/models" | jq -c '[.data[] | [.id, .parent]]')" \
+  '[["deepseek-v3",null],["a","deepseek-v3"],["b","deepseek-v3"],["c","deepseek-v3"]]'
+RUN --rate 20 --requests 40 --warmup 0 --input-len 100 --output-len 20 \
+  --model-mix base=0.25,a=0.25,b=0.25,c=0.25 --out "$TMP/mix"
+rc=$?
+check "mix run exits 0 or 3 ($rc)" ok_rc $rc
+check_eq "every request records its model" \
+  "$(jq -r .model "$TMP/mix/requests.jsonl" | sort -u | tr '\n' ' ')" "a b c deepseek-v3 "
+check_eq "every request succeeded (the adapters are served)" \
+  "$(jq -s -c 'map(.error) | unique' "$TMP/mix/requests.jsonl")" '[null]'
+check_eq "metrics.by_model has the four" "$(jq -c '.metrics.by_model | keys' "$TMP/mix/results.json")" \
+  '["a","b","c","deepseek-v3"]'
+check_eq "by_model counts add up" "$(jq '[.metrics.by_model[].n] | add' "$TMP/mix/results.json")" 40
+check "the server exports vllm:lora_requests_info with max_lora" \
+  grep -q 'vllm:lora_requests_info{max_lora="1",running_lora_adapters="",waiting_lora_adapters=""}' \
+  <<<"$(curl -s "$BASE/metrics")"
+swaps=$(curl -s "$BASE/metrics" | awk '/^infermeter_sim_lora_swaps_total/ {print $2}')
+check "adapters were swapped in (one slot, three adapters: $swaps)" test "$swaps" -ge 3
+check_eq "report DIR recomputes the mix run" "$(same_results "$TMP/mix")" same
+"$BIN" run --model-mix a=x --url "$BASE" 2>"$TMP/err"
+check_eq "a bad weight exits 1" $? 1
+
 # --- bad input: a clear message and exit 1
 "$BIN" run --reasoning-effort extreme --url "$BASE" 2>"$TMP/err"
 check_eq "unknown effort exits 1" $? 1

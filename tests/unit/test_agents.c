@@ -19,6 +19,7 @@
 #include "proto/oai_request.h"
 #include "proto/sse.h"
 #include "serve/agent.h"
+#include "serve/lora.h"
 #include "serve/reasoning.h"
 #include "workload/agent.h"
 
@@ -477,7 +478,60 @@ static void test_serve_json_shape(void) {
   im_api_req_cleanup(&r);
 }
 
+/* LoRA: max_loras distinct adapters a batch, swaps when the set changes. */
+static void test_lora(void) {
+  struct im_lora_config c;
+  im_lora_config_default(&c);
+  char spec[] = "a=/p/a,b=/p/b, c=/p/c";
+  char err[128];
+  CHECK_EQ(im_lora_config_parse(&c, spec, err, sizeof err), 0);
+  CHECK_EQ(c.n, 3);
+  CHECK_STR(c.paths[2], "/p/c");
+  char dup[] = "a=/x,a=/y";
+  struct im_lora_config d;
+  im_lora_config_default(&d);
+  CHECK_EQ(im_lora_config_parse(&d, dup, err, sizeof err), -1);
+  CHECK(strstr(err, "twice") != NULL);
+  c.max_loras = 1;
+  c.step_cost_s = 0.001;
+  c.swap_s = 0.1;
+  struct im_lora *l;
+  CHECK_OK(im_lora_new(&l, &c));
+  CHECK_EQ(im_lora_find(l, "b"), 2);
+  CHECK_EQ(im_lora_find(l, "deepseek-v3"), 0);
+  /* Step 1: a is admitted, b is skipped, the base model always fits. */
+  im_lora_begin(l);
+  CHECK(im_lora_admit(l, 1));
+  CHECK(!im_lora_admit(l, 2));
+  CHECK(im_lora_admit(l, 0));
+  CHECK(im_lora_admit(l, 1));
+  CHECK_NEAR(im_lora_cost(l), 0.001 + 0.1, 1e-12); /* a swapped in */
+  /* Step 2: a still running: no swap. */
+  im_lora_begin(l);
+  im_lora_note(l, 1);
+  CHECK_NEAR(im_lora_cost(l), 0.001, 1e-12);
+  /* Step 3: a finished; b takes the slot. */
+  im_lora_begin(l);
+  CHECK(im_lora_admit(l, 2));
+  CHECK_NEAR(im_lora_cost(l), 0.001 + 0.1, 1e-12);
+  struct im_lora_stats st;
+  im_lora_stats(l, &st);
+  CHECK_EQ(st.swaps, 2);
+  struct im_buf b;
+  im_buf_init(&b, 1024);
+  uint32_t ids[] = {2, 0, 1, 2};
+  CHECK_OK(im_lora_names(l, ids, 4, &b));
+  CHECK_STR(b.data, "b,a");
+  im_buf_reset(&b);
+  CHECK_OK(im_lora_prom(&b, l, "b", "", 12.5));
+  CHECK(strstr(b.data, "vllm:lora_requests_info{max_lora=\"1\",running_lora_adapters=\"b\","
+                       "waiting_lora_adapters=\"\"} 12.5") != NULL);
+  im_buf_cleanup(&b);
+  im_lora_free(l);
+}
+
 int main(void) {
+  test_lora();
   test_json_check();
   test_serve_json_shape();
   test_cancel_figures();
