@@ -499,6 +499,15 @@ void im__srv_on_step(void *ctx, const struct im_step_cost *cost, double wall_s,
   im_prom_hist_observe(&s->metrics.hist[IM_H_STEP], wall_s);
 }
 
+/* Answers 200 with the JSON in b (500 when building it failed); frees b. */
+static void respond_json(struct conn *c, enum im_err err, struct im_buf *b) {
+  if (err)
+    im__srv_respond_error(c, 500, "out of memory", NULL);
+  else
+    im__srv_respond(c, 200, "application/json", b->data, b->len, NULL);
+  im_buf_cleanup(b);
+}
+
 static void handle_models(struct conn *c) {
   struct im_server *s = c->srv;
   struct im_buf b;
@@ -527,11 +536,7 @@ static void handle_models(struct conn *c) {
   }
   if (!err)
     err = im_buf_puts(&b, "]}");
-  if (err)
-    im__srv_respond_error(c, 500, "out of memory", NULL);
-  else
-    im__srv_respond(c, 200, "application/json", b.data, b.len, NULL);
-  im_buf_cleanup(&b);
+  respond_json(c, err, &b);
 }
 
 /* vllm:lora_requests_info and the swap count (serve/lora.h). */
@@ -614,11 +619,7 @@ static void handle_tokenize(struct conn *c) {
     err = im_buf_printf(&b, i ? ",%u" : "%u", ids[i]);
   if (!err)
     err = im_buf_puts(&b, "]}");
-  if (err)
-    im__srv_respond_error(c, 500, "out of memory", NULL);
-  else
-    im__srv_respond(c, 200, "application/json", b.data, b.len, NULL);
-  im_buf_cleanup(&b);
+  respond_json(c, err, &b);
   free(ids);
   im_api_req_cleanup(&r);
 }
