@@ -19,6 +19,8 @@ enum {
   O_MAX_LORAS,
   O_LORA_STEP_COST,
   O_LORA_SWAP_COST,
+  O_NATIVE_WINDOW,
+  O_ROPE_SLOWDOWN,
   O_SERVE_AGENT_LAST
 };
 
@@ -31,7 +33,9 @@ enum {
   {"lora-modules", required_argument, 0, O_LORA_MODULES},       \
   {"max-loras", required_argument, 0, O_MAX_LORAS},             \
   {"lora-step-cost", required_argument, 0, O_LORA_STEP_COST},   \
-  {"lora-swap-cost", required_argument, 0, O_LORA_SWAP_COST}
+  {"lora-swap-cost", required_argument, 0, O_LORA_SWAP_COST},   \
+  {"native-window", required_argument, 0, O_NATIVE_WINDOW},     \
+  {"rope-slowdown", required_argument, 0, O_ROPE_SLOWDOWN}
 /* clang-format on */
 
 /* Applies one option (code in [O_SERVE_AGENT_FIRST, O_SERVE_AGENT_LAST))

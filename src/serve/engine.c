@@ -2,6 +2,7 @@
  * for the choices that are not obvious are given where they are made. */
 #include "serve/engine.h"
 #include "serve/reasoning.h"
+#include "serve/rope.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -22,6 +23,7 @@ struct im_engine {
   struct im_kv *kv;
   struct im_moe *moe;         /* NULL for dense profiles or routing off */
   uint32_t block_size, num_blocks, max_model_len;
+  uint32_t native_window;          /* serve/rope.h; UINT32_MAX: none */
   struct seq_list waiting, running;
   struct im_rng rng;
   uint64_t next_num;
@@ -55,6 +57,7 @@ void im_engine_config_default(struct im_engine_config *cfg) {
   cfg->gpu_mem_util = 0.9;
   cfg->prefix_caching = true;
   cfg->time_scale = 1.0;
+  cfg->rope_slowdown = 1.5;
   cfg->mtp_accept = 0.8;
   cfg->moe_routing = true;
   cfg->seed = 0;
@@ -117,6 +120,9 @@ enum im_err im_engine_new(struct im_engine **out, const struct im_engine_config 
   /* FlashMLA, which vLLM uses for DeepSeek's MLA, needs 64-token blocks. */
   e->block_size = cfg->block_size ? cfg->block_size : (profile_is_mla(e->prof) ? 64 : 16);
   e->max_model_len = cfg->max_model_len ? cfg->max_model_len : e->prof->max_model_len;
+  e->native_window = cfg->native_window ? cfg->native_window : im_rope_window_of(e->prof).native;
+  if (!e->native_window)
+    e->native_window = UINT32_MAX; /* none declared: no slowdown */
   if (cfg->kv_blocks) {
     e->num_blocks = cfg->kv_blocks;
   } else {
@@ -440,6 +446,7 @@ static bool start_step(struct im_engine *e, int64_t start) {
     return false;
 
   struct im_step_shape shape = {0};
+  double beyond = 0; /* attention pairs past the native window (serve/rope.h) */
   if (e->moe)
     im_moe_step_begin(e->moe);
   for (struct im_seq *s = e->running.head; s; s = s->next) {
@@ -451,6 +458,8 @@ static bool start_step(struct im_engine *e, int64_t start) {
     shape.n_tokens += compute;
     shape.kv_read_tokens += s->n_computed + s->sched_tokens;
     shape.attn_pairs += (double)compute * (s->n_computed + s->sched_tokens / 2.0);
+    if (s->n_computed + s->sched_tokens > e->native_window)
+      beyond += (double)compute * (s->n_computed + s->sched_tokens - e->native_window);
     if (e->moe) {
       bool detail = s->detail && s->prefill_done && e->cfg.routing_log;
       im_moe_route(e->moe, &s->moe, compute, detail ? e->detail_ids : NULL);
@@ -465,6 +474,8 @@ static bool start_step(struct im_engine *e, int64_t start) {
   im_perf_step(e->prof, &shape, &e->last_cost);
   if (e->cfg.lora)
     e->last_cost.total_s += im_lora_cost(e->cfg.lora);
+  e->last_cost.total_s +=
+      im_rope_extra_s(e->prof, &shape, &e->last_cost, beyond, e->cfg.rope_slowdown);
   double sigma = e->prof->noise_sigma;
   double noise = sigma > 0 ? exp(sigma * im_rng_normal(&e->rng) - 0.5 * sigma * sigma) : 1.0;
   double dur_s = e->last_cost.total_s * noise / e->cfg.time_scale;

@@ -53,6 +53,9 @@ struct im_engine_config {
   FILE *truth_log;                 /* JSONL per request end, or NULL (chunks are
                                       logged by the HTTP layer, which writes them) */
   struct im_lora *lora;            /* LoRA adapters (serve/lora.h; borrowed), or NULL */
+  uint32_t native_window;          /* serve/rope.h: attention slows past it (0: the
+                                      profile's declared window; UINT32_MAX: off) */
+  double rope_slowdown;            /* 1.5; 1: off */
 };
 
 void im_engine_config_default(struct im_engine_config *cfg);

@@ -8,6 +8,7 @@
 #include "im_version.h"
 #include "core/clock.h"
 #include "core/log.h"
+#include "serve/rope.h"
 #include "serve/server_int.h"
 #include "text/chattmpl.h"
 #include "text/promptgen.h"
@@ -558,7 +559,14 @@ static void handle_version(struct conn *c) {
   struct im_server *s = c->srv;
   const struct im_profile *p = im_engine_profile(s->engine);
   const struct im_engine_config *e = &s->cfg.engine;
-  char body[2048];
+  char body[2048], rope[160] = "null";
+  /* The trained window and its RoPE extension (serve/rope.h). */
+  struct im_rope_window w = im_rope_window_of(p);
+  uint32_t native = e->native_window ? e->native_window : w.native;
+  if (native)
+    snprintf(rope, sizeof rope,
+             "{\"native_window\":%u,\"type\":\"%s\",\"factor\":%g,\"slowdown\":%g}", native,
+             w.method[0] ? w.method : "declared", w.factor, e->rope_slowdown);
   /* "config": the settings a load test must declare (docs/serve.md): the
    * simulated engine knows its own, so it says them. It has no compiler:
    * torch_compile is "n/a". */
@@ -568,14 +576,14 @@ static void handle_version(struct conn *c) {
                    "\"num_gpu_blocks\":%u,\"block_size\":%u,\"max_model_len\":%u,"
                    "\"config\":{\"torch_compile\":\"n/a\",\"tp\":%u,\"dp\":%u,"
                    "\"quantization\":\"%s\",\"kv_cache_dtype\":\"%s\",\"max_num_seqs\":%u,"
-                   "\"enable_prefix_caching\":%s,\"speculative\":\"%s\"}}",
+                   "\"enable_prefix_caching\":%s,\"speculative\":\"%s\"},\"rope\":%s}",
                    IM_VERSION, IM_GIT_HASH, p->name, s->model, e->time_scale,
                    im_engine_num_blocks(s->engine), im_engine_block_size(s->engine),
                    im_engine_max_model_len(s->engine), p->tp,
                    p->dp_attention ? p->dp_attention : 1, p->weight_bytes <= 1.0 ? "fp8" : "none",
                    "auto" /* every profile's KV cache is 2-byte (docs/perf-model.md) */,
                    e->max_num_seqs,
-                   e->prefix_caching ? "true" : "false", e->mtp_k ? "mtp" : "none");
+                   e->prefix_caching ? "true" : "false", e->mtp_k ? "mtp" : "none", rope);
   im__srv_respond(c, 200, "application/json", body, (size_t)n, NULL);
 }
 

@@ -159,6 +159,22 @@ check_eq "report DIR recomputes the mix run" "$(same_results "$TMP/mix")" same
 "$BIN" run --model-mix a=x --url "$BASE" 2>"$TMP/err"
 check_eq "a bad weight exits 1" $? 1
 
+# --- a 128K-context session: beyond DeepSeek-V3's 4K native window
+start_server --time-scale 50
+check_eq "/version declares the native window and YaRN factor" \
+  "$(curl -s "$BASE/version" | jq -c '.rope')" '{"native_window":4096,"type":"yarn","factor":40,"slowdown":1.5}'
+RUN --sessions 2 --turns 4 --context-growth 2k:128k --output-len 32 --requests 8 --warmup 0 \
+  --out "$TMP/long"
+rc=$?
+check "128K session exits 0 or 3 ($rc)" ok_rc $rc
+check "the last turns reach 128K tokens" jq -s -e 'map(.prompt_tokens) | max >= 131000' "$TMP/long/requests.jsonl"
+check_eq "requests in 0-4K and 32K+" \
+  "$(jq -c '[.metrics.by_context[] | select(.n > 0) | [.bucket, .n]]' "$TMP/long/results.json")" \
+  '[["0-4K",2],["32K+",6]]'
+check_eq "the long-context check spans them" \
+  "$(jq -c '.analysis.long_context | [.shortest_bucket, .longest_bucket]' "$TMP/long/results.json")" \
+  '["0-4K","32K+"]'
+
 # --- bad input: a clear message and exit 1
 "$BIN" run --reasoning-effort extreme --url "$BASE" 2>"$TMP/err"
 check_eq "unknown effort exits 1" $? 1

@@ -21,4 +21,15 @@ t1=$(jq '.metrics.by_model["deepseek-v3"].tpot_ms.mean' "$TMP/slots1/results.jso
 t3=$(jq '.metrics.by_model["deepseek-v3"].tpot_ms.mean' "$TMP/slots3/results.json")
 check "base-model TPOT mean higher with one slot (swaps): $t1 > 1.1 x $t3" \
   awk -v a="$t1" -v b="$t3" 'BEGIN { exit !(a > 1.1 * b) }'
+# Attention past the native window: --rope-slowdown 3 makes a 128K session's
+# TTFT per uncached token grow past the +210 % line; without it, it stays
+# below.
+for sd in 1 3; do
+  start_server --time-scale 50 --rope-slowdown $sd
+  RUN --sessions 2 --turns 4 --context-growth 2k:128k --output-len 32 --requests 8 --warmup 0 \
+    --out "$TMP/rope$sd"
+done
+check_eq "no slowdown: long-context growth not flagged" \
+  "$(jq '.analysis.long_context.flagged' "$TMP/rope1/results.json")" false
+check_eq "slowdown 3 past 4K: flagged" "$(jq '.analysis.long_context.flagged' "$TMP/rope3/results.json")" true
 finish
