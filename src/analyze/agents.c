@@ -23,7 +23,9 @@ static bool is_tool_call(const struct im_logical *g) {
   return g->outcome == IM_OUTCOME_COMPLETED && !strcmp(g->final->finish_reason, "tool_calls");
 }
 
-static double ms(int64_t ns) { return (double)ns / 1e6; }
+static double ms(int64_t ns) {
+  return (double)ns / 1e6;
+}
 
 /* Per-hop and final-answer values into x (arrays of n doubles each). */
 static void turn_figures(struct im_agent_figs *f, const struct turn *t, size_t n,

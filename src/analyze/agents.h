@@ -38,10 +38,10 @@ struct im_agent_hop {
 };
 
 struct im_agent_figs {
-  uint64_t turns;             /* logical requests that offered tools */
-  uint64_t tool_calls;        /* completed turns ending in tool_calls */
+  uint64_t turns;      /* logical requests that offered tools */
+  uint64_t tool_calls; /* completed turns ending in tool_calls */
   uint64_t chains, chains_complete, chains_failed, chains_unfinished;
-  uint32_t max_hop;           /* rows of hop[] in use */
+  uint32_t max_hop; /* rows of hop[] in use */
   struct im_agent_hop hop[IM_AGENT_MAX_HOPS];
   struct {
     uint64_t n;

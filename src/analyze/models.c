@@ -21,7 +21,8 @@ enum im_err im_models_compute(const struct im_population *pop, const struct im_s
   for (size_t i = 0; i < pop->n_req; i++)
     if (pop->req[i].outcome == IM_OUTCOME_COMPLETED)
       n_gaps += pop->req[i].final->n_chunks;
-  double *ttft = malloc(2 * cap * sizeof *ttft), *gaps = malloc((n_gaps ? n_gaps : 1) * sizeof *gaps);
+  double *ttft = malloc(2 * cap * sizeof *ttft),
+         *gaps = malloc((n_gaps ? n_gaps : 1) * sizeof *gaps);
   if (!ttft || !gaps) {
     free(ttft);
     free(gaps);
@@ -39,13 +40,11 @@ enum im_err im_models_compute(const struct im_population *pop, const struct im_s
     size_t n = 0, n_tpot = 0, n_gap = 0;
     for (size_t i = 0; i < pop->n_req; i++) {
       const struct im_record *r = pop->req[i].final;
-      if (pop->req[i].outcome != IM_OUTCOME_COMPLETED ||
-          strncmp(r->model, g->name, sizeof g->name))
+      if (pop->req[i].outcome != IM_OUTCOME_COMPLETED || strncmp(r->model, g->name, sizeof g->name))
         continue;
       ttft[n++] = (double)(r->t_first - r->t_start) / 1e6;
       if (r->output_tokens >= 2)
-        tpot[n_tpot++] =
-            (double)(r->t_last - r->t_first) / 1e6 / (double)(r->output_tokens - 1);
+        tpot[n_tpot++] = (double)(r->t_last - r->t_first) / 1e6 / (double)(r->output_tokens - 1);
       for (uint32_t c = 1; r->chunk_us && c < r->n_chunks; c++)
         gaps[n_gap++] = ((double)r->chunk_us[c] - (double)r->chunk_us[c - 1]) / 1e3;
     }

@@ -20,8 +20,8 @@ struct im_model_group {
 };
 
 struct im_models {
-  size_t n;                                /* groups in use (first-seen order) */
-  uint64_t other;                          /* completed requests of names past the cap */
+  size_t n;       /* groups in use (first-seen order) */
+  uint64_t other; /* completed requests of names past the cap */
   struct im_model_group g[IM_MODELS_MAX];
 };
 

@@ -47,8 +47,10 @@ static int parse_format(struct run_agent_opts *a, const char *arg) {
     rf = json_pack("{s:{s:s, s:{s:s, s:o}}}", "response_format", "type", "json_schema",
                    "json_schema", "name", "infermeter", "schema", schema);
   } else {
-    fprintf(stderr, "infermeter: --response-format: expected json_object or json_schema:FILE, "
-                    "got '%s'\n", arg);
+    fprintf(stderr,
+            "infermeter: --response-format: expected json_object or json_schema:FILE, "
+            "got '%s'\n",
+            arg);
     return -1;
   }
   a->run_json = rf ? json_dumps(rf, JSON_COMPACT) : NULL;
@@ -86,8 +88,10 @@ static int parse_mix(struct run_agent_opts *a, const char *arg) {
   a->mix_cum[a->n_mix - 1] = 1.0;
   return 0;
 bad:
-  fprintf(stderr, "infermeter: --model-mix: expected name=weight,... (at most 16, names up to "
-                  "63 bytes, 'base' for the run's model), got '%s'\n", arg);
+  fprintf(stderr,
+          "infermeter: --model-mix: expected name=weight,... (at most 16, names up to "
+          "63 bytes, 'base' for the run's model), got '%s'\n",
+          arg);
   a->n_mix = 0;
   return -1;
 }
@@ -118,8 +122,10 @@ static int parse_cancel(struct run_agent_opts *a, const char *arg) {
   a->cancel_share = share;
   return 0;
 bad:
-  fprintf(stderr, "infermeter: --cancel-after: expected DUR or N tokens with an optional share, "
-                  "e.g. 2s, 2s:0.3, 50t:0.25 (got '%s')\n", arg);
+  fprintf(stderr,
+          "infermeter: --cancel-after: expected DUR or N tokens with an optional share, "
+          "e.g. 2s, 2s:0.3, 50t:0.25 (got '%s')\n",
+          arg);
   return -1;
 }
 
@@ -148,9 +154,12 @@ int im__run_agent_opt(struct run_agent_opts *a, int code, const char *arg) {
     return im_arg_duration("--tool-latency", arg, &a->tool_latency_ns);
   case O_TOOL_RESULT_LEN:
     return im_arg_u32("--tool-result-len", arg, 1, 1000000, &a->tool_result_len);
-  case O_CANCEL_AFTER: return parse_cancel(a, arg);
-  case O_RESPONSE_FORMAT: return parse_format(a, arg);
-  case O_MODEL_MIX: return parse_mix(a, arg);
+  case O_CANCEL_AFTER:
+    return parse_cancel(a, arg);
+  case O_RESPONSE_FORMAT:
+    return parse_format(a, arg);
+  case O_MODEL_MIX:
+    return parse_mix(a, arg);
   case O_SERVE_PROFILE:
     if (!im_profile_find(arg)) {
       fprintf(stderr,
@@ -180,6 +189,7 @@ void im__run_agent_serve(const struct run_agent_opts *a, struct im_server_config
 }
 
 void im__run_agent_help(FILE *o) {
+  /* clang-format off */
   fprintf(o,
           "Reasoning and agents (docs/agents.md):\n"
           "  --reasoning-effort E      send reasoning_effort E (none, minimal, low, medium, high,\n"
@@ -207,4 +217,5 @@ void im__run_agent_help(FILE *o) {
 "  --serve-profile NAME      profile of the built-in server (without --url), e.g.\n"
           "                            deepseek-r1-8xh200 (default: infermeter serve's)\n"
           "\n");
+  /* clang-format on */
 }

@@ -18,7 +18,8 @@ int im__serve_agent_opt(struct im_server_config *cfg, int code, char *arg) {
     return im_arg_u32("--native-window", arg, 1, UINT32_MAX - 1, &cfg->engine.native_window);
   case O_ROPE_SLOWDOWN:
     return im_arg_double("--rope-slowdown", arg, 1, 100, &cfg->engine.rope_slowdown);
-  case O_MAX_LORAS: return im_arg_u32("--max-loras", arg, 1, 64, &cfg->lora.max_loras);
+  case O_MAX_LORAS:
+    return im_arg_u32("--max-loras", arg, 1, 64, &cfg->lora.max_loras);
   case O_LORA_STEP_COST:
     if (im_arg_duration("--lora-step-cost", arg, &ns))
       return -1;

@@ -56,7 +56,8 @@ static bool check(json_t *v, json_t *schema, const char *path, char *why, size_t
   }
   char sub[256];
   if (json_is_object(v)) {
-    json_t *props = json_object_get(schema, "properties"), *req = json_object_get(schema, "required");
+    json_t *props = json_object_get(schema, "properties"),
+           *req = json_object_get(schema, "required");
     for (size_t i = 0; json_is_array(req) && i < json_array_size(req); i++) {
       const char *k = json_string_value(json_array_get(req, i));
       if (k && !json_object_get(v, k)) {

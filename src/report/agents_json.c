@@ -4,7 +4,9 @@
 #include "report/breakdown_json.h"
 #include "report/jsonw.h"
 
-static int put(json_t *o, const char *k, json_t *v) { return !v || json_object_set_new(o, k, v); }
+static int put(json_t *o, const char *k, json_t *v) {
+  return !v || json_object_set_new(o, k, v);
+}
 
 json_t *im_agents_json(const struct im_agent_figs *f, const struct im_summary_config *sc) {
   json_t *o = json_object(), *hops = json_array(), *fin = json_object(), *chain = json_object();
@@ -57,8 +59,9 @@ void im_agents_text(FILE *o, const struct im_agent_figs *f) {
   fprintf(o, "  final %5llu  %12.1f  %17.1f (E2E)\n", (unsigned long long)f->final.n,
           f->final.ttft.p50, f->final.e2el.p50);
   if (f->chains_complete)
-    fprintf(o, "  per chain p50: E2E %.1f ms, in the model %.1f ms, in tools %.1f ms (model share "
-               "%.0f %%), %.0f hops\n",
+    fprintf(o,
+            "  per chain p50: E2E %.1f ms, in the model %.1f ms, in tools %.1f ms (model share "
+            "%.0f %%), %.0f hops\n",
             f->e2e.p50, f->model.p50, f->tool.p50, 100 * f->model_share.p50, f->hops.p50);
 }
 
@@ -104,7 +107,8 @@ json_t *im_models_json(const struct im_models *m, const struct im_summary_config
 void im_models_text(FILE *o, const struct im_models *m) {
   if (!m->n)
     return;
-  fprintf(o, "By model (--model-mix):\n  model                 n  TTFT p50(ms)  TPOT p50(ms)  TPOT p99(ms)\n");
+  fprintf(o, "By model (--model-mix):\n  model                 n  TTFT p50(ms)  TPOT p50(ms)  TPOT "
+             "p99(ms)\n");
   for (size_t k = 0; k < m->n; k++)
     fprintf(o, "  %-18.18s %5llu  %12.1f  %12.2f  %12.2f\n", m->g[k].name,
             (unsigned long long)m->g[k].n, m->g[k].ttft.p50, m->g[k].tpot.p50, m->g[k].tpot.p99);

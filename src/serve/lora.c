@@ -12,8 +12,8 @@ struct im_lora {
   bool in_set[IM_LORA_MAX + 1];
   uint32_t set[IM_LORA_MAX];
   uint32_t n_set;
-  uint32_t *slot;          /* resident adapter per slot, 0 empty */
-  uint64_t *slot_used;     /* step of last use */
+  uint32_t *slot;      /* resident adapter per slot, 0 empty */
+  uint64_t *slot_used; /* step of last use */
   uint64_t step;
   struct im_lora_stats stats;
 };
@@ -26,7 +26,8 @@ void im_lora_config_default(struct im_lora_config *c) {
 }
 
 int im_lora_config_parse(struct im_lora_config *c, char *spec, char *err, size_t errlen) {
-  for (char *save = NULL, *tok = strtok_r(spec, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
+  for (char *save = NULL, *tok = strtok_r(spec, ", ", &save); tok;
+       tok = strtok_r(NULL, ", ", &save)) {
     char *eq = strchr(tok, '=');
     if (!eq || eq == tok || !eq[1]) {
       snprintf(err, errlen, "expected name=path, got '%s'", tok);
@@ -74,7 +75,9 @@ void im_lora_free(struct im_lora *l) {
   free(l);
 }
 
-const struct im_lora_config *im_lora_config(const struct im_lora *l) { return &l->cfg; }
+const struct im_lora_config *im_lora_config(const struct im_lora *l) {
+  return &l->cfg;
+}
 
 uint32_t im_lora_find(const struct im_lora *l, const char *name) {
   for (size_t i = 0; l && name && i < l->cfg.n; i++)
@@ -134,7 +137,9 @@ double im_lora_cost(struct im_lora *l) {
   return l->n_set * l->cfg.step_cost_s + swaps * l->cfg.swap_s;
 }
 
-void im_lora_stats(const struct im_lora *l, struct im_lora_stats *out) { *out = l->stats; }
+void im_lora_stats(const struct im_lora *l, struct im_lora_stats *out) {
+  *out = l->stats;
+}
 
 enum im_err im_lora_names(const struct im_lora *l, const uint32_t *ids, size_t n,
                           struct im_buf *out) {

@@ -29,7 +29,7 @@ struct im_lora_config {
   const char *names[IM_LORA_MAX]; /* borrowed */
   const char *paths[IM_LORA_MAX];
   size_t n;
-  uint32_t max_loras;             /* >= 1 */
+  uint32_t max_loras; /* >= 1 */
   double step_cost_s, swap_s;
 };
 
@@ -57,8 +57,8 @@ bool im_lora_admit(struct im_lora *l, uint32_t id);
 double im_lora_cost(struct im_lora *l);
 
 struct im_lora_stats {
-  uint64_t swaps;        /* adapters loaded into a slot */
-  uint32_t in_batch;     /* distinct adapters of the last step */
+  uint64_t swaps;    /* adapters loaded into a slot */
+  uint32_t in_batch; /* distinct adapters of the last step */
 };
 void im_lora_stats(const struct im_lora *l, struct im_lora_stats *out);
 /* Appends the comma-separated names of the adapters of ids (each id once). */

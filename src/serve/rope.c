@@ -6,7 +6,8 @@
 struct im_rope_window im_rope_window_of(const struct im_profile *p) {
   /* DeepSeek-V3 / R1 config.json: rope_scaling yarn, factor 40,
    * original_max_position_embeddings 4096. */
-  if (p && p->model && (!strncmp(p->model, "deepseek-v3", 11) || !strncmp(p->model, "deepseek-r1", 11)))
+  if (p && p->model &&
+      (!strncmp(p->model, "deepseek-v3", 11) || !strncmp(p->model, "deepseek-r1", 11)))
     return (struct im_rope_window){4096, 40.0, "yarn"};
   return (struct im_rope_window){0, 1.0, ""};
 }

@@ -19,8 +19,8 @@
 #include "model/perf.h"
 
 struct im_rope_window {
-  uint32_t native;   /* trained window in tokens; 0: none known */
-  double factor;     /* RoPE scaling factor declared by the model (YaRN) */
+  uint32_t native; /* trained window in tokens; 0: none known */
+  double factor;   /* RoPE scaling factor declared by the model (YaRN) */
   const char *method;
 };
 
