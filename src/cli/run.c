@@ -774,8 +774,8 @@ int im_cli_run(int argc, char **argv) {
   if (!o->seed_given)
     o->seed = im_mix64((uint64_t)im_wall_ns() ^ ((uint64_t)getpid() << 32));
   r->env.builtin = o->url == NULL;
-  if (r->env.builtin && !o->ignore_eos_given && !o->agent.response_format)
-    o->ignore_eos = true; /* structured output must be free to close its JSON */
+  if (r->env.builtin && !o->ignore_eos_given && !im__run_agent_eos_free(&o->agent))
+    o->ignore_eos = true; /* structured output and reasoning end by themselves */
   if (o->requests)
     o->duration_ns = 0;
   if (check_fds(o) || read_api_key(r))

@@ -175,6 +175,10 @@ int im__run_agent_opt(struct run_agent_opts *a, int code, const char *arg) {
   }
 }
 
+bool im__run_agent_eos_free(const struct run_agent_opts *a) {
+  return a->response_format || a->reasoning_effort || a->thinking;
+}
+
 const char *im__run_agent_check(const struct run_agent_opts *a, bool sessions, bool chat) {
   if (a->agent_hops && !sessions)
     return "--agent-hops needs --sessions N or --session-rate R (each session is a chain)";

@@ -71,6 +71,11 @@ int im__run_agent_opt(struct run_agent_opts *a, int code, const char *arg);
 /* NULL, or why the agent options do not fit the run (sessions: --sessions
  * or --session-rate given; chat: the chat backend). */
 const char *im__run_agent_check(const struct run_agent_opts *a, bool sessions, bool chat);
+/* Whether the options want answers that end by themselves, so the built-in
+ * server's default --ignore-eos is not applied: structured output (its
+ * JSON must close) and reasoning controls (the split between reasoning and
+ * answer would be cut at max_tokens). */
+bool im__run_agent_eos_free(const struct run_agent_opts *a);
 struct im_server_config;
 /* What the options ask of the built-in server (its profile, ...). */
 void im__run_agent_serve(const struct run_agent_opts *a, struct im_server_config *cfg);
