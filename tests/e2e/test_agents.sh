@@ -175,6 +175,21 @@ check_eq "the long-context check spans them" \
   "$(jq -c '.analysis.long_context | [.shortest_bucket, .longest_bucket]' "$TMP/long/results.json")" \
   '["0-4K","32K+"]'
 
+# --- the shipped scenarios load and run against the built-in server (shortened)
+"$BIN" run --no-progress --quiet --no-history --scenario scenarios/deepseek-r1-reasoning.json \
+  --duration 4s --warmup 0 --rate 2 --output-len 48 --input-len 2000 --grace 60s --out "$TMP/sc-r1"
+rc=$?
+check "deepseek-r1-reasoning.json runs (exit $rc)" ok_rc $rc
+check "its requests reasoned, effort recorded" jq -e '.metrics.reasoning.requests > 0' "$TMP/sc-r1/results.json"
+check_eq "its requests carry the effort and thinking" \
+  "$(jq -r '[.reasoning_effort, .thinking] | @csv' "$TMP/sc-r1/requests.jsonl" | sort -u)" '"medium",true'
+"$BIN" run --no-progress --quiet --no-history --scenario scenarios/agent-tool-chain.json \
+  --duration 4s --warmup 0 --sessions 2 --output-len 16 --input-len 200 --tool-latency 50ms \
+  --grace 60s --out "$TMP/sc-agent"
+rc=$?
+check "agent-tool-chain.json runs (exit $rc)" ok_rc $rc
+check "its chains made tool calls" jq -e '.metrics.agents.tool_calls > 0' "$TMP/sc-agent/results.json"
+
 # --- bad input: a clear message and exit 1
 "$BIN" run --reasoning-effort extreme --url "$BASE" 2>"$TMP/err"
 check_eq "unknown effort exits 1" $? 1
