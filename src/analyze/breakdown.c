@@ -31,8 +31,8 @@ static unsigned context_of(const struct im_record *r) {
   return r->prompt_tokens ? r->prompt_tokens : r->context_tokens;
 }
 
-static void dist_fill(struct im_bd_dist *d, double *x, size_t n,
-                      const struct im_summary_config *sc) {
+void im_bd_dist_fill(struct im_bd_dist *d, double *x, size_t n,
+                     const struct im_summary_config *sc) {
   d->n = n;
   im_stats_sort(x, n);
   d->mean = n ? im_stats_mean(x, n) : NAN;
@@ -66,10 +66,10 @@ static void group_fill(struct im_bd_group *g, const struct im_population *pop, i
       gaps[n_gap++] = ((double)r->chunk_us[c] - (double)r->chunk_us[c - 1]) / 1e3;
   }
   g->n = n;
-  dist_fill(&g->itl, gaps, n_gap, sc);
-  dist_fill(&g->ttft, ttft, n, sc);
-  dist_fill(&g->tpot, tpot, n_tpot, sc);
-  dist_fill(&g->ttft_per_uncached_token, tok, n_tok, sc);
+  im_bd_dist_fill(&g->itl, gaps, n_gap, sc);
+  im_bd_dist_fill(&g->ttft, ttft, n, sc);
+  im_bd_dist_fill(&g->tpot, tpot, n_tpot, sc);
+  im_bd_dist_fill(&g->ttft_per_uncached_token, tok, n_tok, sc);
 }
 
 static int pick_bucket(const struct im_record *r) { return im_breakdown_bucket(context_of(r)); }

@@ -37,6 +37,9 @@ struct im_bd_dist {
   double pct[IM_MAX_PERCENTILES];
 };
 
+/* Fills d from the n values x (sorted in place; x may be NULL when n is 0). */
+void im_bd_dist_fill(struct im_bd_dist *d, double *x, size_t n, const struct im_summary_config *sc);
+
 struct im_bd_group {
   uint64_t n;                    /* completed requests in the group */
   struct im_bd_dist ttft, tpot;  /* tpot over those with >= 2 output tokens */

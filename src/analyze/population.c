@@ -22,7 +22,8 @@ int64_t im_logical_sched_base(const struct im_logical *g) {
 }
 
 static bool user_kind(enum im_req_kind k) {
-  return k == IM_KIND_MEASURED || k == IM_KIND_RETRY || k == IM_KIND_ABORTED || k == IM_KIND_WARMUP;
+  return k == IM_KIND_MEASURED || k == IM_KIND_RETRY || k == IM_KIND_ABORTED ||
+         k == IM_KIND_CANCELLED || k == IM_KIND_WARMUP;
 }
 
 static uint64_t group_key(const struct im_record *r) {
@@ -50,6 +51,8 @@ static enum im_outcome outcome_of(const struct im_record *const *att, size_t n) 
   const struct im_record *fin = att[n - 1];
   if (fin->kind == IM_KIND_ABORTED)
     return IM_OUTCOME_ABORTED;
+  if (fin->kind == IM_KIND_CANCELLED)
+    return IM_OUTCOME_CANCELLED;
   return im_attempt_succeeded(fin) ? IM_OUTCOME_COMPLETED : IM_OUTCOME_FAILED;
 }
 

@@ -4,13 +4,15 @@
  * no two figures can disagree about what they count.
  *
  * The rule:
- *   - Attempts of kind measured, retry, aborted and warmup are the user's
+ *   - Attempts of kind measured, retry, aborted, cancelled and warmup are the user's
  *     requests. They are grouped into logical requests by logical_id (id
  *     when logical_id is 0), attempts ordered by attempt number.
  *   - A logical request holding a warmup attempt is a warm-up request: it
  *     takes part in no figure but the census of kinds and errors.
  *   - The final attempt (the highest attempt number) decides the outcome,
- *     once per logical request: kind aborted -> ABORTED; no error and at
+ *     once per logical request: kind aborted -> ABORTED; kind cancelled ->
+ *     CANCELLED (neither completed nor failed: in no latency figure, its
+ *     share reported by analyze/cancel.h); no error and at
  *     least one token-bearing chunk with its times -> COMPLETED; anything
  *     else -> FAILED.
  *   - Latency figures, their histograms, the vLLM block, breakdowns, cache
@@ -39,7 +41,10 @@
 #include "core/err.h"
 #include "record/record.h"
 
-enum im_outcome { IM_OUTCOME_WARMUP, IM_OUTCOME_COMPLETED, IM_OUTCOME_FAILED, IM_OUTCOME_ABORTED };
+enum im_outcome {
+  IM_OUTCOME_WARMUP, IM_OUTCOME_COMPLETED, IM_OUTCOME_FAILED, IM_OUTCOME_ABORTED,
+  IM_OUTCOME_CANCELLED /* the client abandoned it on purpose (--cancel-after) */
+};
 
 /* One logical request. */
 struct im_logical {

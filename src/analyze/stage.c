@@ -13,7 +13,8 @@ void im_stage_window(const struct im_record *recs, size_t n, const struct im_win
       continue;
     if (r->t_sched > last_sched)
       last_sched = r->t_sched;
-    if ((r->kind == IM_KIND_MEASURED || r->kind == IM_KIND_ABORTED) && r->t_sched >= 0 &&
+    if ((r->kind == IM_KIND_MEASURED || r->kind == IM_KIND_ABORTED ||
+         r->kind == IM_KIND_CANCELLED) && r->t_sched >= 0 &&
         (first_measured < 0 || r->t_sched < first_measured))
       first_measured = r->t_sched;
   }
@@ -88,6 +89,14 @@ enum im_err im_stage_analyze(const struct im_stage_input *in, struct im_stage_fi
     err = im_summary_compute_pop(&f->pop, &in->cfg, &f->sum);
   if (!err)
     err = im_breakdown_compute(&f->pop, &in->cfg, &f->bd);
+  if (!err)
+    err = im_reasoning_compute(&f->pop, &in->cfg, &f->reasoning);
+  if (!err)
+    err = im_agents_compute(&f->pop, &in->cfg, &f->agents);
+  if (!err)
+    err = im_cancel_compute(&f->pop, &in->cfg, &f->cancel);
+  if (!err)
+    err = im_models_compute(&f->pop, &in->cfg, &f->models);
   if (!err)
     err = judge_saturation(in, f);
   struct im_tokens_config tc = in->tokens;

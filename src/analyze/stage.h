@@ -17,6 +17,10 @@
 #include "analyze/audit.h"
 #include "analyze/breakdown.h"
 #include "analyze/population.h"
+#include "analyze/agents.h"
+#include "analyze/cancel.h"
+#include "analyze/models.h"
+#include "analyze/reasoning.h"
 #include "analyze/slo.h"
 #include "analyze/summary.h"
 #include "analyze/probes.h"
@@ -59,6 +63,10 @@ struct im_stage_figures {
   struct im_tokens tokens;       /* segmented sampling and stalls */
   struct im_probes probes;       /* --probe-rate's requests */
   struct im_timeslices slices;   /* --timeslice */
+  struct im_reasoning reasoning; /* reasoning models (analyze/reasoning.h) */
+  struct im_agent_figs agents;   /* agent chains (analyze/agents.h) */
+  struct im_cancel_figs cancel;  /* --cancel-after (analyze/cancel.h) */
+  struct im_models models;       /* --model-mix (analyze/models.h) */
 };
 
 /* Computes every figure of the stage. IM_INVAL for an invalid config,

@@ -562,9 +562,11 @@ static enum im_err pass_logical(struct pass *p, const struct im_population *pop,
       continue;
     for (size_t a = g->begin; a < g->end; a++) {
       collect_client(s->hist, pop->attempts[a]);
-      if (g->outcome != IM_OUTCOME_ABORTED)
+      if (g->outcome != IM_OUTCOME_ABORTED && g->outcome != IM_OUTCOME_CANCELLED)
         pass_attempt_span(p, pop->attempts[a]);
     }
+    if (g->outcome == IM_OUTCOME_CANCELLED)
+      continue; /* analyze/cancel.h reports them */
     if (g->outcome == IM_OUTCOME_ABORTED)
       s->aborted++;
     else if (g->outcome == IM_OUTCOME_FAILED)
@@ -640,7 +642,8 @@ static void census(const struct im_record *recs, size_t n, const struct im_summa
     if ((unsigned)r->error < IM_EC_COUNT_)
       s->by_error[r->error]++;
     /* The schedule's own arrivals: first attempts of non-warm-up work. */
-    if (r->attempt <= 1 && (r->kind == IM_KIND_MEASURED || r->kind == IM_KIND_ABORTED)) {
+    if (r->attempt <= 1 && (r->kind == IM_KIND_MEASURED || r->kind == IM_KIND_ABORTED ||
+                            r->kind == IM_KIND_CANCELLED)) {
       s->scheduled += in_window(r->t_sched, cfg);
       s->dispatched += in_window(r->t_dispatch, cfg);
     }

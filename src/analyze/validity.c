@@ -306,6 +306,31 @@ static void check_connections(const struct im_validity_input *in, struct im_vali
                                "time is inside TTFT");
 }
 
+/* Requests the client abandoned must leave the server (docs/agents.md
+ * "Cancellation"): its running count returns to where it started. A WARN,
+ * never a FAIL: the last scrape may race the server's handling of the
+ * last disconnects. */
+static void check_cancelled(const struct im_validity_input *in, struct im_validity *v) {
+  const struct im_cancel_figs *cf = &in->f->cancel;
+  if (!cf->cancelled)
+    return;
+  double a = in->server_running_first, b = in->server_running_last;
+  bool known = !isnan(a) && !isnan(b);
+  struct im_valid_check *c = add(v, "cancelled_freed", known && b <= a ? IM_CHECK_PASS : IM_CHECK_WARN);
+  if (known)
+    say(c->evidence, sizeof c->evidence,
+        "%llu requests cancelled; the server's running requests: %g at the first scrape, %g at "
+        "the last",
+        (unsigned long long)cf->cancelled, a, b);
+  else
+    say(c->evidence, sizeof c->evidence,
+        "%llu requests cancelled; the server's running requests were not scraped",
+        (unsigned long long)cf->cancelled);
+  if (!known || b > a)
+    say(c->fix, sizeof c->fix, "check that the server aborts a request whose client disconnects "
+                               "(scrape its /metrics: running requests should drop back)");
+}
+
 static void check_errors(const struct im_validity_input *in, struct im_validity *v) {
   const struct im_summary *s = &in->f->sum;
   uint64_t all = s->completed + s->failed;
@@ -340,5 +365,6 @@ enum im_err im_validity_compute(const struct im_validity_input *in, struct im_va
   check_effective(in, v);
   check_connections(in, v);
   check_errors(in, v);
+  check_cancelled(in, v);
   return IM_OK;
 }

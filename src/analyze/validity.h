@@ -45,6 +45,9 @@ struct im_validity_input {
   double server_hit_rate;        /* the server's prefix-cache hit rate; NaN: none */
   const char *server_hit_rate_why; /* why there is none (NULL: not scraped) */
   bool time_wait_growing;        /* the TCP observer's warning */
+  /* The server's running requests at the first and the last scrape of the
+   * stage (NaN: not scraped), for the cancellations check. */
+  double server_running_first, server_running_last;
   double time_wait_slope;        /* sockets per second; NaN unknown */
   uint64_t connections_opened;
 };

@@ -24,6 +24,8 @@
 #include "report/analysis_json.h"
 #include "report/audit_json.h"
 #include "report/breakdown_json.h"
+#include "report/agents_json.h"
+#include "report/reasoning_json.h"
 #include "report/causes_json.h"
 #include "report/results.h"
 #include "report/stage_json.h"
@@ -273,6 +275,8 @@ static int stage_validity(struct rep *p, const struct im_stage_figures *f,
                              : srv->not_collected[0] ? srv->not_collected
                                                      : "the server exports no prefix-cache counters",
       .time_wait_growing = tcp && tcp->time_wait_growing,
+      .server_running_first = srv && srv->n_series ? srv->series[0].requests_running : NAN,
+      .server_running_last = srv && srv->n_series ? srv->series[srv->n_series - 1].requests_running : NAN,
       .time_wait_slope = tcp ? tcp->time_wait_growth_per_s : NAN,
       .connections_opened = s->connections_opened};
   for (int k = 0; k < IM_VALID_N_SETTINGS; k++)
@@ -417,6 +421,10 @@ static int report_stage(struct rep *p, size_t i, bool single) {
   } else if (t && single) {
     im_report_text(t, &f.sum, &in.cfg, &f.check);
     im_breakdown_text(t, &f.bd, s->by_class);
+    im_reasoning_text(t, &f.reasoning);
+    im_agents_text(t, &f.agents);
+    im_cancel_text(t, &f.cancel);
+    im_models_text(t, &f.models);
     im_analysis_text(t, &f, &in.cfg);
     im_causes_text(t, &causes);
     im_validity_text(t, &val, false);

@@ -71,9 +71,11 @@ static void *server_main(void *arg) {
   return NULL;
 }
 
-static int builtin_start(struct builtin *b, uint64_t seed, const char *tokenizer) {
+static int builtin_start(struct builtin *b, uint64_t seed, const char *tokenizer,
+                         const struct run_agent_opts *ag) {
   struct im_server_config cfg;
   im_server_config_default(&cfg);
+  im__run_agent_serve(ag, &cfg); /* --serve-profile and the agent policies */
   cfg.port = 0;
   cfg.quiet = true;
   cfg.engine.seed = seed;
@@ -230,6 +232,8 @@ static int check_opts(const struct run_opts *o, bool rate_given) {
     why = "--context-growth and --think-time need --sessions or --session-rate";
   else if (o->sched_kind == IM_SCHED_RAMP && o->rate_end <= 0)
     why = "--schedule ramp needs --rate-end";
+  else
+    why = im__run_agent_check(&o->agent, sessions, o->backend == IM_BACKEND_CHAT);
   if (why)
     fprintf(stderr, "infermeter run: %s\n", why);
   return why ? -1 : 0;
@@ -412,7 +416,7 @@ static int plan_stages(struct run *r) {
  * slash or /v1. */
 static int start_target(struct run *r) {
   if (r->env.builtin) {
-    int port = builtin_start(&r->srv, r->o.seed, r->env.tok ? r->o.tokenizer : NULL);
+    int port = builtin_start(&r->srv, r->o.seed, r->env.tok ? r->o.tokenizer : NULL, &r->o.agent);
     if (port < 0) {
       fprintf(stderr, "infermeter run: cannot start the built-in server\n");
       return -1;
@@ -745,6 +749,7 @@ static void run_cleanup(struct run *r) {
   json_decref(r->models);
   json_decref(r->version);
   json_decref(r->scenario_keep);
+  im__run_agent_cleanup(&r->o.agent);
   free(r->order);
   im_dataset_cleanup(&r->ds);
   if (r->api_key) {
@@ -799,8 +804,8 @@ int im_cli_run(int argc, char **argv) {
   if (!o->seed_given)
     o->seed = im_mix64((uint64_t)im_wall_ns() ^ ((uint64_t)getpid() << 32));
   r->env.builtin = o->url == NULL;
-  if (r->env.builtin && !o->ignore_eos_given)
-    o->ignore_eos = true;
+  if (r->env.builtin && !o->ignore_eos_given && !im__run_agent_eos_free(&o->agent))
+    o->ignore_eos = true; /* structured output and reasoning end by themselves */
   if (o->requests)
     o->duration_ns = 0;
   if (check_fds(o) || read_api_key(r))

@@ -18,6 +18,7 @@
 #include "analyze/summary.h"
 #include "cli/sysdesc.h"
 #include "load/loader.h"
+#include "cli/run_agents.h"
 
 #define MAX_TAGS 64
 #define MAX_HEADERS 32
@@ -75,6 +76,7 @@ struct run_opts {
   const char *history;          /* --history PATH (NULL: $XDG_DATA_HOME/infermeter/history.db) */
   bool no_history;              /* --no-history */
   const char *api_key_file;
+  struct run_agent_opts agent;  /* reasoning, agents (cli/run_agents.h) */
   uint32_t threads;
   const char *scrape[8];
   size_t n_scrape;

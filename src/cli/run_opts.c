@@ -98,6 +98,7 @@ void im__run_usage(FILE *o) {
 "  --shared-cache            let this run hit a previous run's prefix cache (by\n"
 "                            default every prompt starts with a per-run salt)\n"
 "\n");
+  im__run_agent_help(o);
   fprintf(o,
 "Sessions (multi-turn chat with growing contexts, docs/sessions.md):\n"
 "  --sessions N              N sessions at once, an ended one replaced at once\n"
@@ -378,6 +379,7 @@ const struct option im__run_options[] = {
     {"max-input-len", required_argument, 0, O_MAX_IN},
     {"min-output-len", required_argument, 0, O_MIN_OUT},
     {"max-output-len", required_argument, 0, O_MAX_OUT},
+    IM_RUN_AGENT_OPTIONS,
     {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0}};
 
@@ -400,6 +402,7 @@ void im__run_opts_default(struct run_opts *o) {
   o->keepalive = true;
   o->keep_ngrams = 4096;
   o->otlp_sample = 1.0;
+  im__run_agent_defaults(&o->agent);
   o->threads = 1;
   o->t_connect = 5 * 1000000000LL;
   o->t_ttft = 60 * 1000000000LL;
@@ -656,7 +659,10 @@ int im__run_apply(struct run_opts *o, int opt, const char *arg, bool *rate_given
       return -1;
     o->gpu_memory = (double)u;
     return 0;
-  default: return -1;
+  default:
+    if (opt >= O_AGENT_FIRST && opt < O_AGENT_LAST)
+      return im__run_agent_opt(&o->agent, opt, arg);
+    return -1;
   }
   (void)ns;
   (void)u;

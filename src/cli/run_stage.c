@@ -23,6 +23,7 @@
 #include "core/thread.h"
 #include "core/stats.h"
 #include "text/tokenizer.h"
+#include "workload/agent.h"
 #include "workload/dsworkload.h"
 #include "workload/session.h"
 #include "workload/synth.h"
@@ -88,6 +89,7 @@ struct workload {
   struct im_dsw dsw;
   struct im_sessions sess;
   struct im_session_ops sops;
+  struct im_agents agents;    /* --agent-hops: chains instead of chat sessions */
 };
 
 /* A stage being run: what its steps share. */
@@ -180,6 +182,12 @@ static int stage_workloads(struct stage *st) {
                                    .ctx_end = so->ctx_start ? so->ctx_end : so->input_len,
                                    .min_user = 32, .think_ns = so->think_ns};
     im_sessions_ops(&w->sess, &w->sops);
+    if (so->agent.agent_hops) {
+      w->agents = (struct im_agents){.synth = &w->synth, .hops = so->agent.agent_hops,
+                                     .tool_result_len = so->agent.tool_result_len,
+                                     .tool_latency_ns = so->agent.tool_latency_ns};
+      im_agents_ops(&w->agents, &w->sops);
+    }
   }
   return 0;
 }
@@ -205,6 +213,19 @@ static int shard_config(struct stage *st, uint32_t k) {
   c->http2 = o->http2;
   c->continuous_usage = env->builtin;
   c->cache_salt = o->cache_salt ? env->salt : NULL;
+  c->reasoning_effort = o->agent.reasoning_effort;
+  c->thinking = o->agent.thinking;
+  c->cancel_after_ns = o->agent.cancel_after_ns;
+  c->cancel_after_tokens = o->agent.cancel_after_tokens;
+  c->cancel_share = o->agent.cancel_share;
+  c->cancel_seed = o->seed;
+  c->run_json = o->agent.run_json;
+  c->check_json = o->agent.response_format;
+  c->json_schema = o->agent.json_schema;
+  c->mix_names = o->agent.mix_names;
+  c->mix_cum = o->agent.mix_cum;
+  c->n_mix = o->agent.n_mix;
+  c->mix_seed = o->seed ^ 0x6d6978ULL;
   c->run_salt = env->salt;
   c->shard = k;
   c->n_shards = n;
@@ -242,6 +263,8 @@ static int shard_config(struct stage *st, uint32_t k) {
   c->workload = env->use_ds ? im_dsw_request : im_synth_request;
   c->workload_ctx = env->use_ds ? (void *)&w->dsw : st->sessions ? (void *)&w->sess : (void *)&w->synth;
   c->session = st->sessions ? &w->sops : NULL;
+  if (st->sessions && so->agent.agent_hops)
+    c->workload_ctx = &w->agents;
   if (env->toks || env->builtin_tok) {
     c->count_output = count_output;
     c->count_ctx = &w->synth;

@@ -8,6 +8,7 @@
 
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "cli/serve_agents.h"
 #include "core/log.h"
 #include "serve/server.h"
 
@@ -80,6 +81,8 @@ static void usage(FILE *out) {
 "\n"
 "  --list-profiles              print the profiles and exit\n"
 "  -h, --help                   this help\n");
+  fprintf(out, "\n");
+  im__serve_agent_help(out);
 }
 
 static struct im_server *running_server;
@@ -150,6 +153,7 @@ static const struct option options[] = {
     {"quiet", no_argument, 0, O_QUIET},
     {"tokenizer", required_argument, 0, O_TOKENIZER},
     {"log-level", required_argument, 0, O_LOGLEVEL},
+    IM_SERVE_AGENT_OPTIONS,
     {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0},
 };
@@ -283,7 +287,10 @@ static int apply_option(int opt, const char *arg, struct im_server_config *cfg,
     }
     return 0;
   case O_QUIET: cfg->quiet = true; return 0;
-  default: return -1;
+  default:
+    if (opt >= O_SERVE_AGENT_FIRST && opt < O_SERVE_AGENT_LAST)
+      return im__serve_agent_opt(cfg, opt, (char *)arg); /* an argv string: writable */
+    return -1;
   }
 }
 

@@ -1,6 +1,7 @@
 /* The load engine (see loader.h). Reasons for the non-obvious choices are
  * given where they are made. */
 #include "load/loader_int.h"
+#include "proto/json_check.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -276,6 +277,7 @@ static void schedule_retry(struct loader *L, struct attempt *old, int64_t now) {
   a->sid = old->sid;
   a->turn = old->turn;
   a->budget = old->budget;
+  a->cancel = old->cancel;
   struct im_record *r = &a->rec, *o = &old->rec;
   r->logical_id = o->logical_id;
   r->attempt = o->attempt + 1;
@@ -290,6 +292,10 @@ static void schedule_retry(struct loader *L, struct attempt *old, int64_t now) {
   r->session = o->session;
   r->turn = o->turn;
   r->content_class = o->content_class;
+  memcpy(r->reasoning_effort, o->reasoning_effort, sizeof r->reasoning_effort);
+  r->thinking = o->thinking;
+  r->tools = o->tools;
+  memcpy(r->model, o->model, sizeof r->model);
   /* Exponential backoff with jitter, or the server's Retry-After when it
    * sent one; both capped. */
   int64_t cap = L->cfg->retry_backoff_max_ns;
@@ -395,6 +401,11 @@ static void finish_attempt(struct loader *L, struct attempt *a, CURLcode res) {
   if (a->entropy_tokens)
     r->entropy = a->entropy_sum / (double)a->entropy_tokens;
   r->error = im__load_classify(a, res);
+  if (!im__load_cancel_finish(L, a, res) && r->error == IM_EC_NONE && L->cfg->check_json &&
+      strcmp(r->finish_reason, "tool_calls") != 0 &&
+      !im_json_conforms(a->answer.data, a->answer.len, L->cfg->json_schema, a->reason,
+                        sizeof a->reason))
+    r->error = IM_EC_INVALID_JSON;
   if (r->n_chunks && a->usage_seen && r->output_tokens) {
     r->output_source = IM_COUNT_USAGE;
   } else if (r->n_chunks && L->cfg->count_output && a->capture && a->capture_reasoning) {

@@ -107,6 +107,35 @@ struct im_load_config {
   bool continuous_usage;         /* ask for stream_options.continuous_usage_stats */
   const char *cache_salt;        /* sent as vLLM's cache_salt when non-NULL */
   const char *run_salt;          /* request ids: im-<run_salt>-<id> */
+  /* Reasoning controls and the run's extra request fields (proto/oai_request.h):
+   * reasoning_effort NULL or a name, thinking 0/1/-1; recorded per attempt. */
+  const char *reasoning_effort;
+  int thinking;
+  const char *run_json;
+  /* Cancellation (--cancel-after, docs/agents.md): a share cancel_share of
+   * the logical requests (chosen by a hash of the request's index and
+   * cancel_seed) is abandoned, its connection closed, once it has run
+   * cancel_after_ns since t_start (curl's total timeout) or received
+   * cancel_after_tokens tokens, whichever is set; recorded with kind
+   * cancelled and no error. 0 / 0: none. */
+  int64_t cancel_after_ns;
+  uint32_t cancel_after_tokens;
+  double cancel_share;
+  uint64_t cancel_seed;
+  /* Structured output (--response-format, sent through run_json): each
+   * answer that ends in text is checked (proto/json_check.h: an object, or
+   * json_schema when non-NULL) on the loop after its t_end; a failure is
+   * the error class invalid_json. */
+  bool check_json;
+  const char *json_schema;
+  /* --model-mix: the model each request (each session) asks for, drawn by
+   * weight from a hash of its index and mix_seed; a NULL name is `model`.
+   * mix_cum: cumulative weights, the last 1. n_mix 0: every request asks
+   * for `model`. Recorded per attempt. */
+  const char *const *mix_names;
+  const double *mix_cum;
+  size_t n_mix;
+  uint64_t mix_seed;
 
   /* Schedule: open loop when times != NULL, else closed loop. */
   const int64_t *times;          /* arrival ns since start, sorted */

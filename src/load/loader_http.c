@@ -15,16 +15,19 @@
 
 /* ---- request building --------------------------------------------------- */
 
+/* model: the record's (--model-mix), "" for the run's. */
 static enum im_err build_body(const struct loader *L, const struct im_req_spec *s,
-                              struct im_buf *b) {
+                              const char *model, struct im_buf *b) {
   const struct im_load_config *c = L->cfg;
-  struct im_oai_body body = {.model = c->model, .chat = c->backend == IM_BACKEND_CHAT,
+  struct im_oai_body body = {.model = model[0] ? model : c->model, .chat = c->backend == IM_BACKEND_CHAT,
                              .prompt = s->prompt, .prompt_len = s->prompt_len,
                              .messages_json = s->messages_json, .extra_json = s->extra_json,
                              .max_tokens = s->max_tokens, .ignore_eos = s->ignore_eos,
                              .temperature = s->temperature, .top_p = s->top_p,
                              .continuous_usage = c->continuous_usage, .cache_salt = c->cache_salt,
-                             .logprobs = c->logprobs};
+                             .logprobs = c->logprobs,
+                             .reasoning_effort = c->reasoning_effort, .thinking = c->thinking,
+                             .run_json = c->run_json};
   return im_oai_body_encode(&body, b);
 }
 
@@ -92,6 +95,8 @@ enum im_err im__load_on_sse_event(void *ud, const struct im_sse_event *ev) {
   struct attempt *a = ud;
   struct loader *L = a->L;
   struct im_record *r = &a->rec;
+  if (a->cancelled)
+    return IM_OK; /* abandoned: what else arrived in this read is not read */
   if (ev->kind == IM_SSE_COMMENT) {
     r->keepalives++;
     return IM_OK;
@@ -175,7 +180,14 @@ enum im_err im__load_on_sse_event(void *ud, const struct im_sse_event *ev) {
     n = delta > 0 ? (uint32_t)delta : 1;
     a->usage_completion = c->usage.completion_tokens;
   }
-  if (a->capture) { /* a session's next turn sends the answer back */
+  if (a->capture && L->cfg->session && L->cfg->session->agent && c->n_tool_calls) {
+    /* An agent's next turn echoes the tool calls (workload/spec.h). */
+    if ((!a->tool_seen && im_buf_append(&a->answer, "", 1) != IM_OK) ||
+        im_buf_append(&a->answer, c->tool_calls_json.ptr, c->tool_calls_json.len) != IM_OK ||
+        im_buf_append(&a->answer, "\n", 1) != IM_OK)
+      a->capture = false;
+    a->tool_seen = true;
+  } else if (a->capture && !a->tool_seen) { /* a session's next turn sends the answer back */
     const struct im_oai_str *txt = c->content.len ? &c->content : &c->text;
     if (txt->len && im_buf_append(&a->answer, txt->ptr, txt->len) != IM_OK)
       a->capture = false; /* over the bound: the history keeps what fitted */
@@ -198,7 +210,9 @@ enum im_err im__load_on_sse_event(void *ud, const struct im_sse_event *ev) {
   if (r->t_answer < 0 && (c->content.len || c->text.len))
     r->t_answer = t;
   r->t_last = t;
-  return im_record_add_chunk(r, t, n);
+  enum im_err err = im_record_add_chunk(r, t, n);
+  im__load_cancel_count(L, a, n);
+  return err;
 }
 
 static size_t on_write(char *data, size_t size, size_t n, void *ud) {
@@ -223,6 +237,8 @@ static size_t on_write(char *data, size_t size, size_t n, void *ud) {
   }
   a->last_chunk = now;
   enum im_err err = im_sse_feed(&a->sse, data, len);
+  if (a->cancelled)
+    return 0; /* the user leaves: the transfer ends, its connection closes */
   if (err != IM_OK) {
     set_malformed(a, err == IM_LIMIT ? "an SSE line or event above the size limit"
                                      : "the SSE stream could not be read");
@@ -280,7 +296,7 @@ enum im_err im__load_build_http(struct loader *L, struct attempt *a) {
   a->hdrs = NULL;
   if (a->spec.prompt || a->spec.messages_json) { /* a retry arrives with its body built */
     im_buf_reset(&a->body);
-    if (build_body(L, &a->spec, &a->body))
+    if (build_body(L, &a->spec, a->rec.model, &a->body))
       return IM_NOMEM;
     /* The body holds the prompt now; the text itself would double the
      * memory of every stream in flight. */
@@ -343,7 +359,7 @@ enum im_err im__load_build_http(struct loader *L, struct attempt *a) {
    * default is 16 KiB) keeps 10,000 streams within memory. */
   curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 4096L);
   curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)(c->timeout_connect_ns / 1000000));
-  curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)(c->timeout_total_ns / 1000000));
+  curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, im__load_cancel_timeout_ms(L, a));
   curl_easy_setopt(e, CURLOPT_HTTP_VERSION,
                    c->http2 ? (long)CURL_HTTP_VERSION_2TLS : (long)CURL_HTTP_VERSION_1_1);
   if (c->insecure) {

@@ -87,6 +87,10 @@ struct attempt {
   enum im_err build_err;         /* the builder thread's verdict */
   bool count_job;                /* only a record whose output the builder counts */
   bool capture;                  /* keep content/text in answer */
+  bool tool_seen;                /* agents: a tool_calls delta was captured */
+  bool cancel;                   /* --cancel-after applies to this request */
+  bool cancelled;                /* ... and the client has abandoned it */
+  uint64_t cancel_tokens;        /* tokens received so far (token-based cancel) */
   bool capture_reasoning;        /* keep reasoning too (for counting) */
   struct im_buf answer;
   struct im_buf reasoning;
@@ -253,6 +257,18 @@ void im__load_count_output(struct loader *L, struct attempt *a);
 /* Appends a finished attempt's record to requests.jsonl and the result
  * (the loop's thread). */
 void im__load_store_record(struct loader *L, struct im_record *r);
+
+/* loader_cancel.c (--cancel-after) */
+/* Decides whether the request is to be cancelled (at preparation). */
+void im__load_cancel_plan(const struct loader *L, struct attempt *a);
+/* curl's total timeout for the attempt: the run's, or the time to cancel. */
+long im__load_cancel_timeout_ms(const struct loader *L, const struct attempt *a);
+/* After a chunk of n tokens: marks the attempt cancelled once it has
+ * received its cancel_after_tokens. */
+void im__load_cancel_count(const struct loader *L, struct attempt *a, uint32_t n);
+/* At the end: when the attempt was cancelled (by tokens, or by its timer),
+ * marks its record cancelled (no error) and returns true. */
+bool im__load_cancel_finish(const struct loader *L, struct attempt *a, CURLcode res);
 
 /* loader_http.c */
 /* Builds an attempt's request (body, headers, easy handle) without sending. */

@@ -1,6 +1,7 @@
 /* The load engine's attempts and the requests it prepares ahead (see
  * loader_int.h): an attempt's life, the workload's request for an index,
  * and the ring of prepared requests the builder thread keeps full. */
+#include <stdio.h>
 #include <curl/curl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +47,7 @@ struct attempt *im__load_attempt_new(struct loader *L) {
   im_sse_report_fields(&a->sse, 1); /* llama.cpp's "error:" lines */
   im_buf_init(&a->answer, IM_LOAD_ANSWER_MAX);
   im_buf_init(&a->reasoning, IM_LOAD_ANSWER_MAX);
-  a->capture = L->cfg->session != NULL || L->cfg->count_output != NULL;
+  a->capture = L->cfg->session != NULL || L->cfg->count_output != NULL || L->cfg->check_json;
   a->capture_reasoning = L->cfg->count_output != NULL;
   return a;
 }
@@ -95,6 +96,22 @@ void im__load_fill_record(struct attempt *a) {
   r->session = a->spec.session;
   r->turn = a->spec.turn;
   r->content_class = a->spec.content_class;
+  r->tools = a->spec.tools;
+  const struct im_load_config *mc = a->L->cfg;
+  if (mc->n_mix) { /* one model per session (or request): its index picks it */
+    uint64_t h = im_mix64(mc->mix_seed ^ im_mix64(a->sid * 2 + 1));
+    double u = (double)(h >> 11) * 0x1p-53;
+    size_t k = 0;
+    while (k + 1 < mc->n_mix && u >= mc->mix_cum[k])
+      k++;
+    const char *name = mc->mix_names[k] ? mc->mix_names[k] : mc->model;
+    snprintf(r->model, sizeof r->model, "%s", name ? name : "");
+  }
+  im__load_cancel_plan(a->L, a);
+  const struct im_load_config *c = a->L->cfg;
+  snprintf(r->reasoning_effort, sizeof r->reasoning_effort, "%s",
+           c->reasoning_effort ? c->reasoning_effort : "");
+  r->thinking = (int8_t)(c->thinking > 0 ? 1 : c->thinking < 0 ? -1 : 0);
 }
 
 /* See loader_int.h. A build failure is left for start_http to report when

@@ -52,6 +52,10 @@ bool im__load_session_next(struct loader *L, struct attempt *a, int64_t now) {
   const struct im_session_ops *so = c->session;
   if (a->rec.error != IM_EC_NONE || a->turn + 1 >= a->budget || L->stop_dispatch || L->aborting)
     return false;
+  if (a->rec.kind == IM_KIND_CANCELLED)
+    return false; /* the user left: the session ends */
+  if (so->agent && strcmp(a->rec.finish_reason, "tool_calls") != 0)
+    return false; /* an agent chain ends at its final answer */
   int64_t due = now + so->think_ns;
   if (c->duration_ns && due >= c->duration_ns)
     return false;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/buf.h"
+#include "proto/oai_api_ext.h"
 
 /* Token ids are non-negative 32-bit signed values in every tokenizer we
  * know of (vLLM keeps them in int32 tensors). */
@@ -330,7 +331,9 @@ static enum im_err decode_root(struct ctx *c, json_t *root, struct im_api_req *r
   /* vLLM: "Parameter 'cache_salt' must be a non-empty string if provided." */
   if ((err = opt_string(c, root, "cache_salt", true, &r->cache_salt)))
     return err;
-  return opt_string(c, root, "user", false, &r->user);
+  if ((err = opt_string(c, root, "user", false, &r->user)))
+    return err;
+  return im__api_decode_ext(root, r, c->msg, c->msg_len);
 }
 
 enum im_err im_api_decode(enum im_api_kind kind, const char *body, size_t len,
@@ -375,6 +378,8 @@ void im_api_req_cleanup(struct im_api_req *r) {
   free(r->messages);
   free(r->cache_salt);
   free(r->user);
+  free(r->tool_name);
+  free(r->schema_json);
   enum im_api_kind kind = r->kind;
   memset(r, 0, sizeof *r);
   r->kind = kind;

@@ -18,6 +18,13 @@
 
 enum im_api_kind { IM_API_COMPLETIONS, IM_API_CHAT };
 
+/* reasoning_effort as asked (proto/oai_api_ext.c names the sources). */
+enum im_effort {
+  IM_EFFORT_UNSET, IM_EFFORT_NONE, IM_EFFORT_LOW, IM_EFFORT_MEDIUM, IM_EFFORT_HIGH, IM_EFFORT_MAX
+};
+/* response_format.type: text (or absent), json_object, json_schema. */
+enum im_resp_format { IM_RESP_TEXT, IM_RESP_JSON_OBJECT, IM_RESP_JSON_SCHEMA };
+
 struct im_api_msg {
   char *role;     /* "system", "user", "assistant", "tool", ... */
   char *content;  /* text; content-part arrays are joined; "" for null */
@@ -46,6 +53,15 @@ struct im_api_req {
   bool want_logprobs;         /* chat "logprobs": true, or completions "logprobs" given */
   char *cache_salt;           /* vLLM extension; NULL when absent */
   char *user;                 /* OpenAI `user`; NULL when absent */
+  /* Reasoning, tools and structured output (proto/oai_api_ext.c). */
+  enum im_effort effort;      /* reasoning_effort */
+  int thinking;               /* 0 not said, 1 on, -1 off */
+  uint32_t n_tools;           /* function tools offered */
+  char *tool_name;            /* the first tool's function.name; NULL none */
+  uint32_t n_tool_results;    /* chat messages of role "tool" */
+  bool tool_choice_none;      /* tool_choice "none": answer, call no tool */
+  enum im_resp_format response_format;
+  char *schema_json;          /* json_schema.schema as compact JSON; NULL none */
 };
 
 /* Decodes body (len bytes, need not be NUL-terminated) into out. Unknown

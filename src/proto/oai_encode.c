@@ -102,6 +102,23 @@ static enum im_err lp_json(struct im_buf *b, bool chat, const char *text, size_t
   return err ? err : im_buf_puts(b, "]}");
 }
 
+/* The end of a chunk after its delta (or text) and comma: logprobs,
+ * finish_reason, the optional usage, the event's end. */
+static enum im_err chunk_tail(struct im_buf *b, const char *finish_reason,
+                              const struct im_sim_usage *usage) {
+  enum im_err err = im_buf_puts(b, "\"logprobs\":null,\"finish_reason\":");
+  if (!err)
+    err = finish_str(b, finish_reason);
+  if (!err)
+    err = im_buf_puts(b, "}]");
+  if (!err && usage) {
+    err = im_buf_puts(b, ",\"usage\":");
+    if (!err)
+      err = usage_json(b, usage);
+  }
+  return err ? err : im_buf_puts(b, "}\n\n");
+}
+
 enum im_err im_oai_chunk_lp(struct im_buf *b, const struct im_oai_ctx *c, const char *text,
                             size_t len, bool reasoning, const char *finish_reason,
                             const struct im_sim_usage *usage, const struct im_oai_lp *lp) {
@@ -222,4 +239,35 @@ enum im_err im_oai_error(struct im_buf *b, int status, const char *message) {
     err = im_buf_printf(b, "\",\"type\":\"%s\",\"param\":null,\"code\":%d}}",
                         im_oai_error_type(status), status);
   return err;
+}
+
+/* vLLM streams a tool call as delta.tool_calls[0]: the first delta with the
+ * call's id ("chatcmpl-tool-..."), type "function" and function.name, the
+ * following ones with pieces of function.arguments only (vLLM's
+ * DeltaToolCall / InitialDeltaToolCall, entrypoints/openai/protocol.py;
+ * vllm-project/vllm#8272 made the stream follow OpenAI's shape). Here the
+ * first delta also carries the first piece, so every tool-call chunk
+ * carries a token. */
+enum im_err im_oai_tool_chunk(struct im_buf *b, const struct im_oai_ctx *c, const char *call_id,
+                              const char *name, const char *args, size_t len,
+                              const char *finish_reason, const struct im_sim_usage *usage) {
+  enum im_err err = head(b, c);
+  if (!err)
+    err = im_buf_puts(b, "{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,");
+  if (!err && name) {
+    err = im_buf_printf(b, "\"id\":\"%s\",\"type\":\"function\",\"function\":{\"name\":\"", call_id);
+    if (!err)
+      err = im_buf_json_escape(b, name, strlen(name));
+    if (!err)
+      err = im_buf_puts(b, "\",");
+  } else if (!err) {
+    err = im_buf_puts(b, "\"function\":{");
+  }
+  if (!err)
+    err = im_buf_puts(b, "\"arguments\":\"");
+  if (!err)
+    err = im_buf_json_escape(b, args, len);
+  if (!err)
+    err = im_buf_puts(b, "\"}}]},");
+  return err ? err : chunk_tail(b, finish_reason, usage);
 }

@@ -43,6 +43,12 @@ struct im_oai_lp {
 enum im_err im_oai_chunk_lp(struct im_buf *b, const struct im_oai_ctx *c, const char *text,
                             size_t len, bool reasoning, const char *finish_reason,
                             const struct im_sim_usage *usage, const struct im_oai_lp *lp) IM_WUR;
+/* A chat chunk carrying a piece of a tool call's arguments (delta.tool_calls,
+ * as vLLM streams them): with name (the first piece) also the call's id,
+ * type and function name. */
+enum im_err im_oai_tool_chunk(struct im_buf *b, const struct im_oai_ctx *c, const char *call_id,
+                              const char *name, const char *args, size_t len,
+                              const char *finish_reason, const struct im_sim_usage *usage) IM_WUR;
 /* The chat role chunk vLLM sends first: delta {role: assistant, content: ""}. */
 enum im_err im_oai_role_chunk(struct im_buf *b, const struct im_oai_ctx *c) IM_WUR;
 /* The final usage chunk with empty choices. */

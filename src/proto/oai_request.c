@@ -4,6 +4,18 @@
 #include <math.h>
 #include <string.h>
 
+/* The fields of a JSON object's text, appended after a comma (none for
+ * NULL or an empty object). */
+static enum im_err append_fields(struct im_buf *b, const char *obj) {
+  if (!obj)
+    return IM_OK;
+  const char *open = strchr(obj, '{'), *close = strrchr(obj, '}');
+  if (!open || !close || close <= open + 1)
+    return IM_OK;
+  enum im_err err = im_buf_puts(b, ",");
+  return err ? err : im_buf_append(b, open + 1, (size_t)(close - open - 1));
+}
+
 enum im_err im_oai_body_encode(const struct im_oai_body *q, struct im_buf *b) {
   const char *model = q->model ? q->model : "";
   enum im_err err = im_buf_puts(b, "{\"model\":\"");
@@ -43,16 +55,22 @@ enum im_err im_oai_body_encode(const struct im_oai_body *q, struct im_buf *b) {
     if (!err)
       err = im_buf_puts(b, "\"");
   }
-  /* A dataset's `extra` object: its fields go last (servers that keep the
-   * last of duplicate keys let them override ours). */
-  if (!err && q->extra_json) {
-    const char *open = strchr(q->extra_json, '{'), *close = strrchr(q->extra_json, '}');
-    if (open && close && close > open + 1) {
-      err = im_buf_puts(b, ",");
-      if (!err)
-        err = im_buf_append(b, open + 1, (size_t)(close - open - 1));
-    }
+  if (!err && q->reasoning_effort) {
+    err = im_buf_puts(b, ",\"reasoning_effort\":\"");
+    if (!err)
+      err = im_buf_json_escape(b, q->reasoning_effort, strlen(q->reasoning_effort));
+    if (!err)
+      err = im_buf_puts(b, "\"");
   }
+  if (!err && q->thinking)
+    err = im_buf_printf(b, ",\"thinking\":{\"type\":\"%s\"},\"chat_template_kwargs\":{\"thinking\":%s}",
+                        q->thinking > 0 ? "enabled" : "disabled", q->thinking > 0 ? "true" : "false");
+  /* The run's fields, then a dataset's `extra` object: its fields go last
+   * (servers that keep the last of duplicate keys let them override ours). */
+  if (!err)
+    err = append_fields(b, q->run_json);
+  if (!err)
+    err = append_fields(b, q->extra_json);
   if (!err)
     err = im_buf_puts(b, "}");
   return err;

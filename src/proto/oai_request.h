@@ -31,6 +31,15 @@ struct im_oai_body {
   uint32_t logprobs;         /* top log-probabilities per token asked for (0: none):
                                 chat "logprobs": true, "top_logprobs": N; completions
                                 "logprobs": N (OpenAI's API, as vLLM and SGLang take it) */
+  /* Reasoning controls (docs/agents.md; proto/oai_api_ext.h names the
+   * sources): reasoning_effort as given (NULL: not sent); thinking 1 on, -1
+   * off, 0 not sent, sent both as DeepSeek's {"thinking": {"type": ...}}
+   * and as vLLM's chat_template_kwargs {"thinking": ...} (DeepSeek-V3.1's
+   * template; a server ignores the form it does not know). */
+  const char *reasoning_effort;
+  int thinking;
+  const char *run_json;      /* a JSON object whose fields every request of the run
+                                carries (e.g. response_format); before extra_json */
 };
 
 /* Appends the JSON body to b. Strings are escaped; messages_json and the

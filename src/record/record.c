@@ -20,7 +20,7 @@
 #define FIRST_CHUNKS 64
 
 static const char *const kind_names[IM_KIND_COUNT_] = {
-    "measured", "warmup", "retry", "health", "probe", "aborted",
+    "measured", "warmup", "retry", "health", "probe", "aborted", "cancelled",
 };
 
 static const char *const errclass_names[IM_EC_COUNT_] = {
@@ -40,6 +40,7 @@ static const char *const errclass_names[IM_EC_COUNT_] = {
     "insufficient_resource",
     "aborted",
     "no_output",
+    "invalid_json",
 };
 
 static const char *const source_names[IM_COUNT_SOURCE_COUNT_] = {
@@ -329,6 +330,22 @@ static enum im_err write_record(const struct im_record *r, struct im_buf *b) {
   TRY(put_double_or_null(b, "repetition", r->ngrams ? r->repetition : NAN));
   U64("ngrams", r->ngrams);
   TRY(put_double_or_null(b, "entropy", r->entropy));
+  size_t effort = strnlen(r->reasoning_effort, sizeof r->reasoning_effort);
+  if (effort) {
+    TRY(put_key(b, "reasoning_effort"));
+    TRY(put_str(b, r->reasoning_effort, effort));
+  }
+  if (r->thinking) {
+    TRY(put_key(b, "thinking"));
+    TRY(im_buf_puts(b, r->thinking > 0 ? "true" : "false"));
+  }
+  if (r->tools)
+    U64("tools", r->tools);
+  size_t model_len = strnlen(r->model, sizeof r->model);
+  if (model_len) {
+    TRY(put_key(b, "model"));
+    TRY(put_str(b, r->model, model_len));
+  }
 
   U64("n_chunks", r->n_chunks);
   TRY(put_key(b, "chunks_us"));
@@ -633,6 +650,17 @@ static enum im_err read_fields(struct rd *d, struct im_record *r) {
     if (!isnan(r->entropy) && !(r->entropy >= 0))
       return fail(d->msg, d->msg_len, "requests.jsonl: field \"entropy\" must be >= 0 or null");
   }
+  if (json_object_get(d->obj, "reasoning_effort"))
+    TRY(get_str(d, "reasoning_effort", false, r->reasoning_effort, sizeof r->reasoning_effort));
+  if (json_object_get(d->obj, "thinking")) {
+    bool on = false;
+    TRY(get_bool(d, "thinking", &on));
+    r->thinking = on ? 1 : -1;
+  }
+  if (json_object_get(d->obj, "tools"))
+    TRY(get_u32(d, "tools", &r->tools));
+  if (json_object_get(d->obj, "model"))
+    TRY(get_str(d, "model", false, r->model, sizeof r->model));
   TRY(get_chunks(d, r));
   return IM_OK;
 #undef TRY

@@ -32,7 +32,8 @@ enum im_req_kind {
   IM_KIND_RETRY,    /* attempt >= 2 of a logical request */
   IM_KIND_HEALTH,   /* health checks / model polling during the run */
   IM_KIND_PROBE,    /* synthetic probes */
-  IM_KIND_ABORTED,  /* still running after the grace period, or cancelled */
+  IM_KIND_ABORTED,  /* still running after the grace period, or interrupted */
+  IM_KIND_CANCELLED, /* abandoned by the client on purpose (--cancel-after) */
   IM_KIND_COUNT_
 };
 
@@ -53,6 +54,7 @@ enum im_errclass {
   IM_EC_INSUFFICIENT, /* finish_reason insufficient_system_resource (DeepSeek API) */
   IM_EC_ABORTED,
   IM_EC_NO_OUTPUT,    /* HTTP 200 but no token-bearing chunk */
+  IM_EC_INVALID_JSON, /* --response-format: the answer is not JSON of the format */
   IM_EC_COUNT_
 };
 
@@ -122,6 +124,11 @@ struct im_record {
   uint32_t ngrams;           /* 4-grams it was computed over (0: none) */
   double entropy;            /* --logprobs: mean entropy (nats) per token over the
                                 top alternatives streamed; NaN: none */
+  /* Reasoning controls sent (docs/agents.md); written only when sent. */
+  char reasoning_effort[8];  /* "" not sent */
+  int8_t thinking;           /* 0 not sent, 1 on, -1 off */
+  uint32_t tools;            /* tools offered (agent chains, docs/agents.md); 0 none */
+  char model[64];            /* --model-mix: the model name sent; "" without a mix */
 };
 
 /* W3C trace context of the attempts (the `traceparent` the load engine

@@ -5,7 +5,7 @@
 
 #include "report/jsonw.h"
 
-static json_t *dist_json(const struct im_bd_dist *d, const struct im_summary_config *sc) {
+json_t *im_bd_dist_json(const struct im_bd_dist *d, const struct im_summary_config *sc) {
   if (!d->n)
     return json_null();
   json_t *o = json_object();
@@ -35,11 +35,11 @@ json_t *im_breakdown_context_json(const struct im_breakdown *b, const struct im_
         json_object_set_new(o, "bucket", json_string(im_breakdown_bucket_name(k))) ||
         im_jw_uint(o, "lo", im_breakdown_bucket_lo(k)) ||
         json_object_set_new(o, "hi", k + 1 < IM_CTX_BUCKETS ? json_integer(hi) : json_null()) ||
-        im_jw_uint(o, "n", g->n) || json_object_set_new(o, "ttft_ms", dist_json(&g->ttft, sc)) ||
-        json_object_set_new(o, "tpot_ms", dist_json(&g->tpot, sc)) ||
-        json_object_set_new(o, "itl_ms", dist_json(&g->itl, sc)) ||
+        im_jw_uint(o, "n", g->n) || json_object_set_new(o, "ttft_ms", im_bd_dist_json(&g->ttft, sc)) ||
+        json_object_set_new(o, "tpot_ms", im_bd_dist_json(&g->tpot, sc)) ||
+        json_object_set_new(o, "itl_ms", im_bd_dist_json(&g->itl, sc)) ||
         json_object_set_new(o, "ttft_per_uncached_token_ms",
-                            dist_json(&g->ttft_per_uncached_token, sc))) {
+                            im_bd_dist_json(&g->ttft_per_uncached_token, sc))) {
       json_decref(arr);
       return NULL;
     }
@@ -53,9 +53,9 @@ json_t *im_breakdown_class_json(const struct im_breakdown *b, const struct im_su
     const struct im_bd_group *g = &b->cls[c];
     json_t *o = im_jw_child(obj, im_req_class_name((enum im_req_class)c));
     if (!o || im_jw_uint(o, "n", g->n) ||
-        json_object_set_new(o, "ttft_ms", dist_json(&g->ttft, sc)) ||
-        json_object_set_new(o, "tpot_ms", dist_json(&g->tpot, sc)) ||
-        json_object_set_new(o, "itl_ms", dist_json(&g->itl, sc))) {
+        json_object_set_new(o, "ttft_ms", im_bd_dist_json(&g->ttft, sc)) ||
+        json_object_set_new(o, "tpot_ms", im_bd_dist_json(&g->tpot, sc)) ||
+        json_object_set_new(o, "itl_ms", im_bd_dist_json(&g->itl, sc))) {
       json_decref(obj);
       return NULL;
     }

@@ -9,6 +9,9 @@
 
 #include "analyze/breakdown.h"
 
+/* {"mean", "pP"...} of a distribution; null without samples. NULL when out
+ * of memory. */
+json_t *im_bd_dist_json(const struct im_bd_dist *d, const struct im_summary_config *sc);
 /* [{"bucket":"0-4K","lo":0,"hi":4096,"n":..,"ttft_ms":{"mean","p50",...},
  *   "tpot_ms":{...},"ttft_per_uncached_token_ms":{...}}, ...]: every bucket;
  * a distribution without samples is null. NULL when out of memory. */

@@ -5,6 +5,8 @@
 #include <math.h>
 
 #include "report/analysis_json.h"
+#include "report/agents_json.h"
+#include "report/reasoning_json.h"
 #include "report/breakdown_json.h"
 #include "report/jsonw.h"
 #include "report/results.h"
@@ -71,7 +73,11 @@ enum im_err im_stage_json(const struct im_stage_figures *f, const struct im_stag
   if (set(metrics, "by_context", im_breakdown_context_json(&f->bd, sc)) ||
       (m->by_class && set(metrics, "by_class", im_breakdown_class_json(&f->bd, sc))) ||
       (m->sessions && set(metrics, "sessions", im_breakdown_sessions_json(&f->bd))) ||
-      set(metrics, "timeslices", im_timeslices_json(&f->slices)))
+      set(metrics, "timeslices", im_timeslices_json(&f->slices)) ||
+      (f->reasoning.n && set(metrics, "reasoning", im_reasoning_json(&f->reasoning, sc))) ||
+      (f->agents.turns && set(metrics, "agents", im_agents_json(&f->agents, sc))) ||
+      (f->cancel.cancelled && set(metrics, "cancelled", im_cancel_json(&f->cancel, sc))) ||
+      (f->models.n && set(metrics, "by_model", im_models_json(&f->models, sc))))
     return IM_NOMEM;
   if (im_analysis_json(f, sc, dst))
     return IM_NOMEM;

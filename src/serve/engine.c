@@ -1,6 +1,8 @@
 /* The simulated engine. See engine.h for the step structure; the reasons
  * for the choices that are not obvious are given where they are made. */
 #include "serve/engine.h"
+#include "serve/reasoning.h"
+#include "serve/rope.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -21,6 +23,7 @@ struct im_engine {
   struct im_kv *kv;
   struct im_moe *moe;         /* NULL for dense profiles or routing off */
   uint32_t block_size, num_blocks, max_model_len;
+  uint32_t native_window;          /* serve/rope.h; UINT32_MAX: none */
   struct seq_list arriving, waiting, running; /* arriving: by t_arrival */
   struct im_rng rng;
   uint64_t next_num;
@@ -54,6 +57,7 @@ void im_engine_config_default(struct im_engine_config *cfg) {
   cfg->gpu_mem_util = 0.9;
   cfg->prefix_caching = true;
   cfg->time_scale = 1.0;
+  cfg->rope_slowdown = 1.5;
   cfg->mtp_accept = 0.8;
   cfg->moe_routing = true;
   cfg->moe_zipf = 0.6;   /* = im_moe_config_default's */
@@ -119,6 +123,9 @@ enum im_err im_engine_new(struct im_engine **out, const struct im_engine_config 
   /* FlashMLA, which vLLM uses for DeepSeek's MLA, needs 64-token blocks. */
   e->block_size = cfg->block_size ? cfg->block_size : (profile_is_mla(e->prof) ? 64 : 16);
   e->max_model_len = cfg->max_model_len ? cfg->max_model_len : e->prof->max_model_len;
+  e->native_window = cfg->native_window ? cfg->native_window : im_rope_window_of(e->prof).native;
+  if (!e->native_window)
+    e->native_window = UINT32_MAX; /* none declared: no slowdown */
   if (cfg->kv_blocks) {
     e->num_blocks = cfg->kv_blocks;
   } else {
@@ -229,6 +236,10 @@ enum im_err im_engine_submit(struct im_engine *e, const struct im_seq_params *p,
   }
   if (p->min_tokens && s->target_out < p->min_tokens)
     s->target_out = p->min_tokens < max_tokens ? p->min_tokens : max_tokens;
+  if (p->target_tokens && !p->ignore_eos) {
+    s->target_out = p->target_tokens < max_tokens ? p->target_tokens : max_tokens;
+    s->capped = p->target_tokens > max_tokens;
+  }
   /* A sequence caught in a sampling loop never samples its end-of-sequence
    * token: it runs to max_tokens (what a collapse under low top_p looks
    * like from outside, docs/metrics.md §7; its text loops in textgen). */
@@ -237,10 +248,10 @@ enum im_err im_engine_submit(struct im_engine *e, const struct im_seq_params *p,
     s->target_out = max_tokens;
     s->capped = true;
   }
-  if (e->prof->reasoning && s->target_out > 1) {
-    double share = e->prof->reasoning_share * (0.8 + 0.4 * im_rng_uniform(&s->rng));
-    uint32_t r = (uint32_t)(share * s->target_out);
-    s->n_reasoning = r >= s->target_out ? s->target_out - 1 : r;
+  if (e->prof->reasoning) { /* serve/reasoning.h: grows with difficulty and temperature */
+    struct im_reasoning_ask ask = {p->effort, p->thinking, p->n_prompt, p->code, p->temperature};
+    im_reasoning_split(&s->rng, e->prof, &ask, s->target_out, max_tokens, p->ignore_eos,
+                       &s->n_reasoning, &s->target_out, &s->capped);
   }
   s->max_tokens = max_tokens;
   s->cap_tokens = p->n_prompt + s->target_out + e->cfg.mtp_k + 1;
@@ -262,6 +273,7 @@ enum im_err im_engine_submit(struct im_engine *e, const struct im_seq_params *p,
     s->detail = e->cfg.routing_detail && s->num <= e->cfg.routing_detail;
   }
   im_textgen_init(&s->gen, im_rng_u64(&s->rng), p->temperature, p->top_p, p->code);
+  s->lora = p->lora;
   s->slow_ns = p->slow_ns;
   s->stall_token = p->stall_token;
   s->stall_ns = p->stall_ns;
@@ -354,6 +366,12 @@ static bool is_paused(struct im_seq *s, int64_t now) {
 static uint32_t schedule(struct im_engine *e, int64_t now) {
   uint32_t budget = e->cfg.max_num_batched_tokens;
   bool preempted = false;
+  struct im_lora *lora = e->cfg.lora;
+  if (lora) { /* serve/lora.h: the batch's adapters, at most max_loras */
+    im_lora_begin(lora);
+    for (struct im_seq *s = e->running.head; s; s = s->next)
+      im_lora_note(lora, s->lora);
+  }
 
   for (struct im_seq *s = e->running.head; s && budget;) {
     if (is_paused(s, now)) {
@@ -381,8 +399,12 @@ static uint32_t schedule(struct im_engine *e, int64_t now) {
   }
 
   /* vLLM V1 admits nothing in a step that had to preempt. */
-  while (!preempted && budget && e->waiting.head && e->running.n < e->cfg.max_num_seqs) {
-    struct im_seq *s = e->waiting.head;
+  for (struct im_seq *next = e->waiting.head;
+       !preempted && budget && next && e->running.n < e->cfg.max_num_seqs;) {
+    struct im_seq *s = next;
+    next = s->next;
+    if (lora && !im_lora_admit(lora, s->lora))
+      continue; /* vLLM skips it: its adapter would exceed max_loras */
     if (s->kv.n_blocks == 0) {
       uint32_t hit = 0;
       if (im_kv_acquire_prefix(e->kv, &s->kv, s->tokens, s->n_tokens, &hit))
@@ -447,6 +469,7 @@ static bool start_step(struct im_engine *e, int64_t start) {
     return false;
 
   struct im_step_shape shape = {0};
+  double beyond = 0; /* attention pairs past the native window (serve/rope.h) */
   if (e->moe)
     im_moe_step_begin(e->moe);
   for (struct im_seq *s = e->running.head; s; s = s->next) {
@@ -458,6 +481,8 @@ static bool start_step(struct im_engine *e, int64_t start) {
     shape.n_tokens += compute;
     shape.kv_read_tokens += s->n_computed + s->sched_tokens;
     shape.attn_pairs += (double)compute * (s->n_computed + s->sched_tokens / 2.0);
+    if (s->n_computed + s->sched_tokens > e->native_window)
+      beyond += (double)compute * (s->n_computed + s->sched_tokens - e->native_window);
     if (e->moe) {
       bool detail = s->detail && s->prefill_done && e->cfg.routing_log;
       im_moe_route(e->moe, &s->moe, compute, detail ? e->detail_ids : NULL);
@@ -470,6 +495,10 @@ static bool start_step(struct im_engine *e, int64_t start) {
     im_moe_step_stats(e->moe, &e->last_moe);
   }
   im_perf_step(e->prof, &shape, &e->last_cost);
+  if (e->cfg.lora)
+    e->last_cost.total_s += im_lora_cost(e->cfg.lora);
+  e->last_cost.total_s +=
+      im_rope_extra_s(e->prof, &shape, &e->last_cost, beyond, e->cfg.rope_slowdown);
   double sigma = e->prof->noise_sigma;
   double noise = sigma > 0 ? exp(sigma * im_rng_normal(&e->rng) - 0.5 * sigma * sigma) : 1.0;
   double dur_s = e->last_cost.total_s * noise / e->cfg.time_scale;
@@ -714,4 +743,23 @@ const uint32_t *im_engine_last_expert_counts(const struct im_engine *e, uint32_t
   *n_layers = mc->n_layers;
   *n_experts = mc->n_experts;
   return im_moe_counts(e->moe);
+}
+
+enum im_err im_engine_lora_info(const struct im_engine *e, struct im_buf *running,
+                                struct im_buf *waiting) {
+  if (!e->cfg.lora)
+    return IM_OK;
+  uint32_t ids[256];
+  const struct seq_list *lists[2] = {&e->running, &e->waiting};
+  struct im_buf *out[2] = {running, waiting};
+  for (int k = 0; k < 2; k++) {
+    size_t n = 0;
+    for (const struct im_seq *s = lists[k]->head; s && n < 256; s = s->next)
+      if (s->lora)
+        ids[n++] = s->lora;
+    enum im_err err = im_lora_names(e->cfg.lora, ids, n, out[k]);
+    if (err)
+      return err;
+  }
+  return IM_OK;
 }

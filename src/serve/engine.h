@@ -29,6 +29,7 @@
 
 #include "core/err.h"
 #include "serve/kv.h"
+#include "serve/lora.h"
 #include "serve/moe.h"
 #include "model/perf.h"
 #include "text/textgen.h"
@@ -55,6 +56,10 @@ struct im_engine_config {
   FILE *routing_log;               /* JSONL per step, or NULL */
   FILE *truth_log;                 /* JSONL per request end, or NULL (chunks are
                                       logged by the HTTP layer, which writes them) */
+  struct im_lora *lora;            /* LoRA adapters (serve/lora.h; borrowed), or NULL */
+  uint32_t native_window;          /* serve/rope.h: attention slows past it (0: the
+                                      profile's declared window; UINT32_MAX: off) */
+  double rope_slowdown;            /* 1.5; 1: off */
 };
 
 void im_engine_config_default(struct im_engine_config *cfg);
@@ -90,6 +95,11 @@ struct im_seq_params {
   uint64_t seed;
   uint64_t cache_salt;             /* 0: none */
   bool code;                       /* prompt looks like code */
+  int effort;                      /* enum im_effort: reasoning_effort asked (0 unset) */
+  int thinking;                    /* 0 not said, 1 on, -1 off (serve/reasoning.h) */
+  uint32_t target_tokens;          /* the answer's length when the caller decides it (a tool
+                                      call's arguments; not with ignore_eos); 0: drawn */
+  uint32_t lora;                   /* LoRA adapter id (serve/lora.h), 0: the base model */
   int64_t slow_ns;                 /* fault: every token this much later (real ns) */
   int64_t stall_token;             /* fault: pause before this token (-1 none) */
   int64_t stall_ns;
@@ -124,6 +134,7 @@ struct im_seq {
   const struct im_seq_sink *sink;
   void *ctx;
   bool detail;                     /* routing detail logged */
+  uint32_t lora;                   /* LoRA adapter id, 0: base */
 };
 
 struct im_engine_stats {
@@ -189,6 +200,10 @@ void im_engine_get_stats(const struct im_engine *e, struct im_engine_stats *out)
  * for dense profiles). */
 const double *im_engine_window_expert_load(const struct im_engine *e, uint32_t *n_layers,
                                            uint32_t *n_experts);
+/* The comma-separated LoRA adapters of the running and of the waiting
+ * sequences (vLLM's vllm:lora_requests_info labels); nothing without LoRA. */
+enum im_err im_engine_lora_info(const struct im_engine *e, struct im_buf *running,
+                                struct im_buf *waiting) IM_WUR;
 /* Per-layer counts of the last step's routing (NULL for dense profiles). */
 const uint32_t *im_engine_last_expert_counts(const struct im_engine *e, uint32_t *n_layers,
                                              uint32_t *n_experts);

@@ -34,6 +34,8 @@ void im_server_config_default(struct im_server_config *cfg) {
   cfg->keepalive_comment_ns = 2 * 1000000000LL;
   cfg->max_connections = 10000;
   cfg->max_output_backlog = 8u << 20;
+  im_agent_policy_default(&cfg->agent);
+  im_lora_config_default(&cfg->lora);
 }
 
 /* Simulated ns since start (fault windows and rates are simulated time). */
@@ -605,6 +607,9 @@ enum im_err im_server_new(struct im_server **out, const struct im_server_config 
   im_buf_init(&s->frame, IM_SERVE_OUT_MAX);
   if ((err = im_sim_metrics_init(&s->metrics)))
     goto fail;
+  if (s->cfg.lora.n && (err = im_lora_new(&s->lora, &s->cfg.lora)))
+    goto fail;
+  s->cfg.engine.lora = s->lora;
   if ((err = im_engine_new(&s->engine, &s->cfg.engine)))
     goto fail;
   const struct im_profile *p = im_engine_profile(s->engine);
@@ -691,6 +696,7 @@ void im_server_free(struct im_server *s) {
   if (s->tfd >= 0)
     close(s->tfd);
   im_engine_free(s->engine);
+  im_lora_free(s->lora);
   im_sim_metrics_cleanup(&s->metrics);
   im_buf_cleanup(&s->scratch);
   im_buf_cleanup(&s->frame);

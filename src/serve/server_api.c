@@ -8,6 +8,7 @@
 #include "im_version.h"
 #include "core/clock.h"
 #include "core/log.h"
+#include "serve/rope.h"
 #include "serve/server_int.h"
 #include "text/chattmpl.h"
 #include "text/promptgen.h"
@@ -26,6 +27,7 @@ void im__srv_stream_free(struct stream *st) {
   st->c->stream = NULL;
   im_buf_cleanup(&st->text);
   im_buf_cleanup(&st->rtext);
+  im_agent_answer_cleanup(&st->agent);
   free(st);
 }
 
@@ -166,7 +168,10 @@ static void on_tokens(struct im_seq *seq, const char *text, size_t len, uint32_t
     st->role_sent = true;
   }
   struct im_oai_lp lp = {.n_tokens = n, .n_alt = st->lp_n, .alt = st->lp_alt};
-  if (!err)
+  if (!err && !reasoning && im_agent_active(&st->agent))
+    err = im_agent_chunk(b, &st->oai, &st->agent, text, len, finish,
+                         st->continuous ? &st->usage : NULL);
+  else if (!err)
     err = im_oai_chunk_lp(b, &st->oai, text, len, reasoning, finish,
                           st->continuous ? &st->usage : NULL, st->logprobs ? &lp : NULL);
   if (err) {
@@ -339,7 +344,8 @@ static void handle_generate(struct conn *c, enum im_api_kind kind) {
   struct im_fault_plan plan;
   im_fault_plan_none(&plan);
 
-  if (r.model && strcmp(r.model, s->model) != 0) {
+  uint32_t lora = im_lora_find(s->lora, r.model); /* an adapter's name is a model */
+  if (r.model && strcmp(r.model, s->model) != 0 && !lora) {
     snprintf(msg, sizeof msg, "The model `%.200s` does not exist.", r.model);
     im__srv_respond_error(c, 404, msg, NULL);
     goto out;
@@ -431,6 +437,9 @@ static void handle_generate(struct conn *c, enum im_api_kind kind) {
       .seed = (uint64_t)r.seed,
       .cache_salt = r.cache_salt ? im_fnv1a64(r.cache_salt, strlen(r.cache_salt)) | 1 : 0,
       .code = code,
+      .effort = (int)r.effort,
+      .thinking = r.thinking,
+      .lora = lora,
       .slow_ns = (int64_t)((double)plan.slow_ns / scale),
       .stall_token = plan.stall_token,
       .stall_ns = (int64_t)((double)plan.stall_ns / scale),
@@ -443,6 +452,11 @@ static void handle_generate(struct conn *c, enum im_api_kind kind) {
   if (s->streams)
     s->streams->prev = st;
   s->streams = st;
+  if (im_agent_plan(&s->cfg.agent, &r, &s->rng, &st->agent, &p.target_tokens)) {
+    im__srv_stream_free(st);
+    im__srv_respond_error_close(c, 500, "out of memory");
+    goto out;
+  }
   if (im_engine_submit(s->engine, &p, now, &st->seq)) {
     im__srv_stream_free(st);
     im__srv_respond_error_close(c, 500, "engine refused the request");
@@ -496,22 +510,73 @@ void im__srv_on_step(void *ctx, const struct im_step_cost *cost, double wall_s,
   im_prom_hist_observe(&s->metrics.hist[IM_H_STEP], wall_s);
 }
 
+/* Answers 200 with the JSON in b (500 when building it failed); frees b. */
+static void respond_json(struct conn *c, enum im_err err, struct im_buf *b) {
+  if (err)
+    im__srv_respond_error(c, 500, "out of memory", NULL);
+  else
+    im__srv_respond(c, 200, "application/json", b->data, b->len, NULL);
+  im_buf_cleanup(b);
+}
+
 static void handle_models(struct conn *c) {
   struct im_server *s = c->srv;
-  char body[1024];
-  int n = snprintf(body, sizeof body,
-                   "{\"object\":\"list\",\"data\":[{\"id\":\"%s\",\"object\":\"model\",\"created\":%" PRId64
-                   ",\"owned_by\":\"infermeter\",\"root\":\"%s\",\"parent\":null,\"max_model_len\":%u}]}",
-                   s->model, s->t0 ? im_wall_ns() / 1000000000 : 0, s->model,
-                   im_engine_max_model_len(s->engine));
-  im__srv_respond(c, 200, "application/json", body, (size_t)n, NULL);
+  struct im_buf b;
+  im_buf_init(&b, 1u << 20);
+  int64_t created = s->t0 ? im_wall_ns() / 1000000000 : 0;
+  enum im_err err = im_buf_printf(
+      &b,
+      "{\"object\":\"list\",\"data\":[{\"id\":\"%s\",\"object\":\"model\",\"created\":%" PRId64
+      ",\"owned_by\":\"infermeter\",\"root\":\"%s\",\"parent\":null,\"max_model_len\":%u}",
+      s->model, created, s->model, im_engine_max_model_len(s->engine));
+  /* vLLM lists each LoRA adapter after the base model, its path as root and
+   * the base model as parent (serving_models.py). */
+  const struct im_lora_config *lc = s->lora ? im_lora_config(s->lora) : NULL;
+  for (size_t i = 0; !err && lc && i < lc->n; i++) {
+    err = im_buf_puts(&b, ",{\"id\":\"");
+    if (!err)
+      err = im_buf_json_escape(&b, lc->names[i], strlen(lc->names[i]));
+    if (!err)
+      err = im_buf_printf(&b, "\",\"object\":\"model\",\"created\":%" PRId64
+                              ",\"owned_by\":\"infermeter\",\"root\":\"", created);
+    if (!err)
+      err = im_buf_json_escape(&b, lc->paths[i], strlen(lc->paths[i]));
+    if (!err)
+      err = im_buf_printf(&b, "\",\"parent\":\"%s\",\"max_model_len\":%u}", s->model,
+                          im_engine_max_model_len(s->engine));
+  }
+  if (!err)
+    err = im_buf_puts(&b, "]}");
+  respond_json(c, err, &b);
+}
+
+/* vllm:lora_requests_info and the swap count (serve/lora.h). */
+static enum im_err lora_metrics(struct im_server *s, struct im_buf *b) {
+  if (!s->lora)
+    return IM_OK;
+  struct im_buf run, wait;
+  im_buf_init(&run, 64u << 10);
+  im_buf_init(&wait, 64u << 10);
+  enum im_err err = im_engine_lora_info(s->engine, &run, &wait);
+  if (!err)
+    err = im_lora_prom(b, s->lora, run.data, wait.data, (double)im_wall_ns() / 1e9);
+  im_buf_cleanup(&run);
+  im_buf_cleanup(&wait);
+  return err;
 }
 
 static void handle_version(struct conn *c) {
   struct im_server *s = c->srv;
   const struct im_profile *p = im_engine_profile(s->engine);
   const struct im_engine_config *e = &s->cfg.engine;
-  char body[2048];
+  char body[2048], rope[160] = "null";
+  /* The trained window and its RoPE extension (serve/rope.h). */
+  struct im_rope_window w = im_rope_window_of(p);
+  uint32_t native = e->native_window ? e->native_window : w.native;
+  if (native)
+    snprintf(rope, sizeof rope,
+             "{\"native_window\":%u,\"type\":\"%s\",\"factor\":%g,\"slowdown\":%g}", native,
+             w.method[0] ? w.method : "declared", w.factor, e->rope_slowdown);
   /* "config": the settings a load test must declare (docs/serve.md): the
    * simulated engine knows its own, so it says them. It has no compiler:
    * torch_compile is "n/a". */
@@ -521,7 +586,7 @@ static void handle_version(struct conn *c) {
                    "\"num_gpu_blocks\":%u,\"block_size\":%u,\"max_model_len\":%u,"
                    "\"config\":{\"torch_compile\":\"n/a\",\"tp\":%u,\"dp\":%u,"
                    "\"quantization\":\"%s\",\"kv_cache_dtype\":\"%s\",\"max_num_seqs\":%u,"
-                   "\"enable_prefix_caching\":%s,\"speculative\":\"%s\"},"
+                   "\"enable_prefix_caching\":%s,\"speculative\":\"%s\"},\"rope\":%s,"
                    /* Its entries in model/desc.h's table: a client's roofline
                     * (docs/deepseek.md) picks them up. */
                    "\"system\":{\"model_preset\":\"%s\",\"hardware\":\"%s\",\"gpus\":%u}}",
@@ -531,7 +596,7 @@ static void handle_version(struct conn *c) {
                    p->dp_attention ? p->dp_attention : 1, p->weight_bytes <= 1.0 ? "fp8" : "none",
                    "auto" /* every profile's KV cache is 2-byte (docs/perf-model.md) */,
                    e->max_num_seqs,
-                   e->prefix_caching ? "true" : "false", e->mtp_k ? "mtp" : "none",
+                   e->prefix_caching ? "true" : "false", e->mtp_k ? "mtp" : "none", rope,
                    p->model_preset ? p->model_preset : "", p->hw_preset ? p->hw_preset : "",
                    p->n_gpus);
   im__srv_respond(c, 200, "application/json", body, (size_t)n, NULL);
@@ -542,7 +607,8 @@ static void handle_metrics(struct conn *c) {
   struct im_buf b;
   im_buf_init(&b, 4u << 20);
   if (im_sim_metrics_write(&b, &s->metrics, s->engine, s->model, s->cfg.engine.time_scale,
-                           s->cfg.engine.prefix_caching)) {
+                           s->cfg.engine.prefix_caching) ||
+      lora_metrics(s, &b)) {
     im_buf_cleanup(&b);
     im__srv_respond_error(c, 500, "metrics page too large", NULL);
     return;
@@ -576,11 +642,7 @@ static void handle_tokenize(struct conn *c) {
     err = im_buf_printf(&b, i ? ",%u" : "%u", ids[i]);
   if (!err)
     err = im_buf_puts(&b, "]}");
-  if (err)
-    im__srv_respond_error(c, 500, "out of memory", NULL);
-  else
-    im__srv_respond(c, 200, "application/json", b.data, b.len, NULL);
-  im_buf_cleanup(&b);
+  respond_json(c, err, &b);
   free(ids);
   im_api_req_cleanup(&r);
 }

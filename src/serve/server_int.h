@@ -62,6 +62,7 @@ struct stream {
   bool logprobs;                /* the request asked for logprobs */
   uint32_t lp_n;                /* alternatives per token (0..20) */
   double lp_alt[20];            /* their logprobs under the sequence's sampling law */
+  struct im_agent_answer agent; /* tool call / JSON answer (serve/agent.h) */
 };
 
 struct im_server {
@@ -76,6 +77,7 @@ struct im_server {
   int tfd;
   int64_t armed_at;
   struct im_engine *engine;
+  struct im_lora *lora;         /* LoRA adapters, or NULL */
   struct im_sim_metrics metrics;
   struct im_fault *faults;
   size_t n_faults;

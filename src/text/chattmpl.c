@@ -6,7 +6,10 @@
  *   - DeepSeek-V3: deepseek-ai/DeepSeek-V3, tokenizer_config.json. BOS, then
  *     the system prompts (several are joined with "\n\n"), then
  *     "<｜User｜>" + content for user turns and "<｜Assistant｜>" + content +
- *     "<｜end▁of▁sentence｜>" for assistant turns; no newlines anywhere; the
+ *     "<｜end▁of▁sentence｜>" for assistant turns; a run of tool results
+ *     inside tool-outputs markers (an assistant's tool_calls are not
+ *     rendered: messages carry role and content only); no newlines
+ *     between turns; the
  *     generation prompt is "<｜Assistant｜>". The bars are U+FF5C (fullwidth
  *     vertical line) and the word separators U+2581 (lower one eighth block).
  *   - DeepSeek-R1: deepseek-ai/DeepSeek-R1, tokenizer_config.json. The same
@@ -40,6 +43,13 @@
 #define DS_EOS "<" FW_BAR "end" LOW_BLK "of" LOW_BLK "sentence" FW_BAR ">"
 #define DS_USER "<" FW_BAR "User" FW_BAR ">"
 #define DS_ASSISTANT "<" FW_BAR "Assistant" FW_BAR ">"
+/* Tool results (role "tool"), as DeepSeek-V3's template wraps them: a run
+ * of consecutive tool messages inside outputs begin/end, each output inside
+ * output begin/end, later ones after a newline. */
+#define DS_TOOL_OUTPUTS_BEGIN "<" FW_BAR "tool" LOW_BLK "outputs" LOW_BLK "begin" FW_BAR ">"
+#define DS_TOOL_OUTPUTS_END "<" FW_BAR "tool" LOW_BLK "outputs" LOW_BLK "end" FW_BAR ">"
+#define DS_TOOL_OUTPUT_BEGIN "<" FW_BAR "tool" LOW_BLK "output" LOW_BLK "begin" FW_BAR ">"
+#define DS_TOOL_OUTPUT_END "<" FW_BAR "tool" LOW_BLK "output" LOW_BLK "end" FW_BAR ">"
 #define THINK_END "</think>"
 
 static const struct {
@@ -119,6 +129,15 @@ static enum im_err render_deepseek(bool r1, const struct im_chat_msg *msgs, size
         err = im_buf_append(out, c, cn);
       if (!err)
         err = im_buf_puts(out, DS_EOS);
+    } else if (role_is(m, "tool")) {
+      bool first = i == 0 || !role_is(&msgs[i - 1], "tool");
+      bool last = i + 1 == n || !role_is(&msgs[i + 1], "tool");
+      err = im_buf_puts(out, first ? DS_TOOL_OUTPUTS_BEGIN DS_TOOL_OUTPUT_BEGIN
+                                   : "\n" DS_TOOL_OUTPUT_BEGIN);
+      if (!err)
+        err = im_buf_append(out, m->content, m->content_len);
+      if (!err)
+        err = im_buf_puts(out, last ? DS_TOOL_OUTPUT_END DS_TOOL_OUTPUTS_END : DS_TOOL_OUTPUT_END);
     }
   }
   if (!err)

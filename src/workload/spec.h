@@ -31,6 +31,7 @@ struct im_req_spec {
   uint64_t session;        /* recorded as is (0: not in a session) */
   uint32_t turn;
   enum im_req_class content_class;
+  uint32_t tools;          /* tools offered (agent chains); recorded */
 };
 
 /* The workload: called on the loop thread shortly before a request is due,
@@ -61,6 +62,12 @@ struct im_session_ops {
   void (*end)(void *ctx, void *state);
   uint32_t turns;
   int64_t think_ns;
+  /* Agent chains (workload/agent.h): a turn whose finish_reason is not
+   * "tool_calls" ends the session, and `answer` is the content received,
+   * then, once a chunk carried delta.tool_calls, a NUL byte and each such
+   * chunk's raw tool_calls JSON array, one per line (content after the
+   * first tool call is dropped). think_ns is then the tool's latency. */
+  bool agent;
 };
 
 /* Frees the spec's strings and sets them to NULL (s itself is the caller's). */

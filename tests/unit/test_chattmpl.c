@@ -79,12 +79,20 @@ static void test_details(void) {
   static const struct im_chat_msg m[] = {
       M("user", "q1"),
       M("system", "A"),
-      M("tool", "out"),
+      M("developer", "out"),
       M("system", "B"),
   };
   check_render(IM_CHAT_DEEPSEEK_V3, m, 4,
                "<" BAR "begin" BLK "of" BLK "sentence" BAR ">A\n\nB<" BAR "User" BAR ">q1<" BAR
                "Assistant" BAR ">");
+  /* Tool results: a run of them inside outputs begin/end. */
+  static const struct im_chat_msg t[] = {M("tool", "a"), M("tool", "b"), M("user", "c")};
+  check_render(IM_CHAT_DEEPSEEK_V3, t, 3,
+               "<" BAR "begin" BLK "of" BLK "sentence" BAR "><" BAR "tool" BLK "outputs" BLK
+               "begin" BAR "><" BAR "tool" BLK "output" BLK "begin" BAR ">a<" BAR "tool" BLK
+               "output" BLK "end" BAR ">\n<" BAR "tool" BLK "output" BLK "begin" BAR ">b<" BAR
+               "tool" BLK "output" BLK "end" BAR "><" BAR "tool" BLK "outputs" BLK "end" BAR "><" BAR
+               "User" BAR ">c<" BAR "Assistant" BAR ">");
   /* R1 drops the reasoning of earlier answers: text up to the last
    * </think>; V3 keeps it. */
   static const struct im_chat_msg r[] = {

@@ -626,6 +626,8 @@ static const struct fixture fixtures[] = {
      NO_TIMINGS},
     {"openai_tool_calls.sse", 0, 3, 0, 0, 1, 0, 3, "", "", "tool_calls", NULL, NO_USAGE,
      NO_TIMINGS},
+    {"vllm_tool_calls.sse", 0, 4, 1, 1, 1, 0, 4, "", "", "tool_calls", NULL,
+     {182, 12, 194, -1, -1, -1, -1}, NO_TIMINGS},
     {"no_usage_crlf.sse", 0, 3, 1, 0, 0, 0, 0, "ABC", "", "length", NULL, NO_USAGE, NO_TIMINGS},
     {"vllm_midstream_error.sse", 0, 1, 1, 0, 0, 1, 0, "Partial", "", "",
      "The decoder prompt (length 9000) is longer than the maximum model "

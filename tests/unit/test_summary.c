@@ -113,12 +113,12 @@ static void test_ttfa_and_single_token(void) {
   im_summary_cleanup(&s);
 }
 
-/* Warm-up, health, probe and aborted records stay out of the latency
- * figures and are counted by kind. */
+/* Warm-up, health, probe, aborted and cancelled records stay out of the
+ * latency figures and are counted by kind; a cancelled one is not failed. */
 static void test_exclusions(void) {
   static uint32_t u[] = {10000, 20000};
-  struct im_record r[6];
-  for (int i = 0; i < 6; i++) {
+  struct im_record r[7];
+  for (int i = 0; i < 7; i++) {
     r[i] = rec((uint64_t)i + 1, i * SEC);
     chunks(&r[i], u, NULL, 2);
   }
@@ -130,10 +130,11 @@ static void test_exclusions(void) {
   r[5].error = IM_EC_HTTP_5XX; /* failed measured request */
   r[5].n_chunks = 0;
   r[5].t_first = r[5].t_last = -1;
+  r[6].kind = IM_KIND_CANCELLED; /* left by the client, tokens and all */
   struct im_summary_config c = config(0, 10 * SEC);
   struct im_summary s;
   memset(&s, 0, sizeof s);
-  CHECK_OK(im_summary_compute(r, 6, &c, &s));
+  CHECK_OK(im_summary_compute(r, 7, &c, &s));
   CHECK_EQ(s.completed, 1);
   CHECK_EQ(s.failed, 1);
   CHECK_EQ(s.aborted, 1);
@@ -141,7 +142,7 @@ static void test_exclusions(void) {
   CHECK_EQ(s.e2el.n, 1);
   for (int k = 0; k < IM_KIND_COUNT_; k++)
     CHECK_EQ(s.by_kind[k], k == IM_KIND_MEASURED ? 2 : (k == IM_KIND_RETRY ? 0 : 1));
-  CHECK_EQ(s.by_error[IM_EC_NONE], 4);
+  CHECK_EQ(s.by_error[IM_EC_NONE], 5);
   CHECK_EQ(s.by_error[IM_EC_ABORTED], 1);
   CHECK_EQ(s.by_error[IM_EC_HTTP_5XX], 1);
   CHECK_EQ(s.total_input_tokens, 10);
