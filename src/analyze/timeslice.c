@@ -106,7 +106,8 @@ enum im_err im_timeslices_compute(const struct im_population *pop, int64_t slice
   }
 #undef IN
 #undef SLICE
-  qsort(vals.v, vals.n, sizeof *vals.v, cmp_val);
+  if (vals.n)
+    qsort(vals.v, vals.n, sizeof *vals.v, cmp_val);
   double *x = malloc((vals.n ? vals.n : 1) * sizeof *x);
   if (!x)
     goto oom;
