@@ -161,20 +161,26 @@ static double num_at(const json_t *root, const char *a, const char *b, const cha
   return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
+void im__run_repeat_values(const json_t *res, double v[IM_RF_COUNT_]) {
+  static const char *const lat[4] = {"ttft", "tpot", "itl", "e2el"};
+  static const char *const pct[3] = {"p50", "p90", "p99"};
+  v[IM_RF_REQ_TPUT] = num_at(res, "summary", "request_throughput", NULL, NULL);
+  v[IM_RF_OUT_TPUT] = num_at(res, "summary", "output_throughput", NULL, NULL);
+  v[IM_RF_GOODPUT] = num_at(res, "metrics", "slo", "goodput_rps", NULL);
+  v[IM_RF_SLO] = num_at(res, "metrics", "slo", "attainment", "all");
+  v[IM_RF_EFFECTIVE] = num_at(res, "metrics", "effective_rate", "effective_qps", NULL);
+  for (int m = 0; m < 4; m++)
+    for (int k = 0; k < 3; k++)
+      v[IM_RF_TTFT_P50 + m * 3 + k] = num_at(res, "metrics", "latency_ms", lat[m], pct[k]);
+}
+
 /* Run r's headline figures, its audit, and its histograms into the pooled. */
 static void take_run(struct im_repeat_set *set, size_t r, const json_t *res, struct im_hist *pool,
                      struct im_repeat_run *ru) {
-  static const char *const lat[4] = {"ttft", "tpot", "itl", "e2el"};
-  static const char *const pct[3] = {"p50", "p90", "p99"};
-  double (*v)[IM_REPEAT_MAX_RUNS] = set->values;
-  v[IM_RF_REQ_TPUT][r] = num_at(res, "summary", "request_throughput", NULL, NULL);
-  v[IM_RF_OUT_TPUT][r] = num_at(res, "summary", "output_throughput", NULL, NULL);
-  v[IM_RF_GOODPUT][r] = num_at(res, "metrics", "slo", "goodput_rps", NULL);
-  v[IM_RF_SLO][r] = num_at(res, "metrics", "slo", "attainment", "all");
-  v[IM_RF_EFFECTIVE][r] = num_at(res, "metrics", "effective_rate", "effective_qps", NULL);
-  for (int m = 0; m < 4; m++)
-    for (int k = 0; k < 3; k++)
-      v[IM_RF_TTFT_P50 + m * 3 + k][r] = num_at(res, "metrics", "latency_ms", lat[m], pct[k]);
+  double v[IM_RF_COUNT_];
+  im__run_repeat_values(res, v);
+  for (int f = 0; f < IM_RF_COUNT_; f++)
+    set->values[f][r] = v[f];
   /* Its audit: every check but `repeats` must pass. */
   ru->publishable_but_repeats = true;
   ru->fails[0] = '\0';
@@ -211,7 +217,7 @@ static void take_run(struct im_repeat_set *set, size_t r, const json_t *res, str
 /* Reads every run's results.json, computes the statistics, writes
  * DIR/results.json (atomically) and the table. 0 or -1 (said). */
 static int aggregate(const char *dir, struct im_repeat_run *runs, size_t n, size_t planned,
-                     bool publish, FILE *text, bool *publishable) {
+                     bool publish, const struct im__run_ref *ref, FILE *text, bool *publishable) {
   struct im_repeat_set *set = calloc(1, sizeof *set);
   struct im_hist pool[4];
   int rc = -1;
@@ -221,6 +227,13 @@ static int aggregate(const char *dir, struct im_repeat_run *runs, size_t n, size
   set->planned = planned;
   set->runs = n;
   set->run = runs;
+  if (ref->n) {
+    set->ref_source = ref->source;
+    for (int f = 0; f < IM_RF_COUNT_; f++) {
+      set->ref[f].given = !isnan(ref->value[f]);
+      set->ref[f].value = ref->value[f];
+    }
+  }
   for (int m = 0; m < 4; m++)
     if (im_hist_init_default(&pool[m]) != IM_OK)
       goto out;
@@ -289,6 +302,9 @@ int im__run_repeat(int argc, char **argv, const struct run_opts *o) {
                     "run of each stage instead\n");
     return EXIT_USAGE;
   }
+  struct im__run_ref ref;
+  if (im__run_reference(o, &ref))
+    return EXIT_USAGE;
   char dir[4096];
   if (make_dir(o, dir, sizeof dir))
     return EXIT_USAGE;
@@ -338,7 +354,7 @@ int im__run_repeat(int argc, char **argv, const struct run_opts *o) {
   while (ran < k_runs && runs[ran].dir[0] && access(runs[ran].dir, F_OK) == 0)
     ran++;
   bool publishable = false;
-  if (aggregate(dir, runs, ran, k_runs, o->publish, o->quiet ? NULL : stdout, &publishable))
+  if (aggregate(dir, runs, ran, k_runs, o->publish, &ref, o->quiet ? NULL : stdout, &publishable))
     return worst(rc, EXIT_USAGE);
   if (o->publish && !publishable)
     rc = worst(rc, EXIT_NOT_PUBLISHABLE);

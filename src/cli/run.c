@@ -223,6 +223,8 @@ static int check_opts(const struct run_opts *o, bool rate_given) {
     why = "--context-growth and --think-time need --sessions or --session-rate";
   else if (o->sched_kind == IM_SCHED_RAMP && o->rate_end <= 0)
     why = "--schedule ramp needs --rate-end";
+  else if (o->n_reference && o->repeat < 2 && !o->repeat_of)
+    why = "--reference tests the runs of --repeat K (K >= 2) against it";
   if (why)
     fprintf(stderr, "infermeter run: %s\n", why);
   return why ? -1 : 0;

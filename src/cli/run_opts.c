@@ -159,6 +159,11 @@ void im__run_usage(FILE *o) {
 "  --cooldown DUR            between repeats against --url: wait until the server's\n"
 "                            running and waiting requests are 0 on its /metrics, at most\n"
 "                            DUR (default 60s; without /metrics, wait DUR)\n"
+"  --reference FILE|FIG=V    with --repeat K: test each headline figure's runs against\n"
+"                            a reference (one-sample t-test, p in the table and\n"
+"                            results.json): FILE a run's or a repeat set's results.json\n"
+"                            (or its directory) or {\"ttft_p99_ms\": 120, ...};\n"
+"                            FIG=V one figure, e.g. request_throughput=9.5 (repeatable)\n"
 "  --health-interval DUR     poll GET /health (--health-path PATH) every DUR during the\n"
 "                            run, as monitoring does; recorded as kind health, never in\n"
 "                            throughput (docs/metrics.md §3)\n"
@@ -259,7 +264,7 @@ enum {
   O_URL = 256, O_BACKEND, O_MODEL, O_RATE, O_BURST, O_SCHED, O_RATE_END, O_CONC, O_MAXCONC,
   O_MAXCONN, O_DURATION, O_REQUESTS, O_WARMUP, O_GRACE, O_SEED, O_OUT, O_INLEN, O_OUTLEN, O_RANGE,
   O_IGNORE_EOS, O_TEMP, O_TOPP, O_SLO, O_SLO_TARGET, O_PCT, O_TAG, O_HEADER, O_RETRIES, O_TIMEOUT,
-  O_MAXTOK, O_YES, O_KEYFILE, O_INSECURE, O_KEEPALIVE, O_HTTP2, O_CACHE_SALT, O_SHARED, O_QUIET, O_PUBLISH, O_REPEAT, O_COOLDOWN, O_REPEAT_INDEX, O_REPEAT_OF, O_HISTORY, O_NO_HISTORY, O_HEALTH_INTERVAL, O_HEALTH_PATH,
+  O_MAXTOK, O_YES, O_KEYFILE, O_INSECURE, O_KEEPALIVE, O_HTTP2, O_CACHE_SALT, O_SHARED, O_QUIET, O_PUBLISH, O_REPEAT, O_COOLDOWN, O_REPEAT_INDEX, O_REPEAT_OF, O_REFERENCE, O_HISTORY, O_NO_HISTORY, O_HEALTH_INTERVAL, O_HEALTH_PATH,
   O_NOPROG, O_THREADS, O_SCRAPE, O_NOSCRAPE, O_SCRAPE_INT, O_DCGM, O_NOSOCK, O_NOGPU, O_KVREF,
   O_BWREF, O_PGROUPS, O_PLEN, O_PSHARE, O_KVBPT, O_GPUMEM, O_DATASET, O_DSPATH, O_TSPEED, O_PERTURB,
   O_SESSIONS, O_SRATE, O_TURNS, O_GROWTH, O_THINK, O_GRID, O_SWEEP, O_SWEEP_STEPS, O_SWEEP_ALL,
@@ -293,6 +298,7 @@ const struct option im__run_options[] = {
     {"repeat", required_argument, 0, O_REPEAT}, {"cooldown", required_argument, 0, O_COOLDOWN},
     {"repeat-index", required_argument, 0, O_REPEAT_INDEX},
     {"repeat-of", required_argument, 0, O_REPEAT_OF},
+    {"reference", required_argument, 0, O_REFERENCE},
     {"history", required_argument, 0, O_HISTORY}, {"no-history", no_argument, 0, O_NO_HISTORY},
     {"health-interval", required_argument, 0, O_HEALTH_INTERVAL},
     {"health-path", required_argument, 0, O_HEALTH_PATH}, {"no-progress", no_argument, 0, O_NOPROG},
@@ -476,6 +482,13 @@ int im__run_apply(struct run_opts *o, int opt, const char *arg, bool *rate_given
   case O_COOLDOWN: return im_arg_duration("--cooldown", arg, &o->cooldown_ns);
   case O_REPEAT_INDEX: return im_arg_u32("--repeat-index", arg, 1, 100, &o->repeat_index);
   case O_REPEAT_OF: return im_arg_u32("--repeat-of", arg, 1, 100, &o->repeat_of);
+  case O_REFERENCE:
+    if (o->n_reference == sizeof o->reference / sizeof o->reference[0]) {
+      fprintf(stderr, "infermeter: --reference: at most 32\n");
+      return -1;
+    }
+    o->reference[o->n_reference++] = arg;
+    return 0;
   case O_HISTORY: o->history = arg; return 0;
   case O_NO_HISTORY: o->no_history = true; return 0;
   case O_HEALTH_INTERVAL: return im_arg_duration("--health-interval", arg, &o->health_interval_ns);

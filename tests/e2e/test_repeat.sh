@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # --repeat K against `infermeter serve`: K complete run directories, each
 # with its own seed and salt, and an aggregate whose 95 % CI holds every
-# run's value; each run's audit knows the configuration ran K times.
+# run's value; each run's audit knows the configuration ran K times;
+# --reference (metric=value and FILE) gives a t-test per figure.
 . "$(dirname "$0")/lib.sh"
 start_server --time-scale 20
-"$BIN" run --no-progress --quiet --url "$BASE" --repeat 3 --cooldown 5s --rate 20 --duration 1.5s \
-  --warmup 0.2s --input-len 64 --output-len 16 --range-ratio 0.5 --seed 41 --out "$TMP/rep"
+"$BIN" run --no-progress --url "$BASE" --repeat 3 --cooldown 5s --rate 20 --duration 1.5s \
+  --warmup 0.2s --input-len 64 --output-len 16 --range-ratio 0.5 --seed 41 --out "$TMP/rep" \
+  --reference request_throughput=1000 --reference tpot_p50_ms=0.001 >"$TMP/rep.txt"
 rc=$?
 check "exit 0 or 3 (a busy machine's client verdict) ($rc)" test $rc -eq 0 -o $rc -eq 3
 A="$TMP/rep/results.json"
@@ -24,6 +26,37 @@ check "its mean is the runs' mean" \
   jq -e '.figures.output_throughput | ((.values | add / length) - .mean) | fabs < 1e-6' "$A"
 check "pooled percentiles from every run's histograms" jq -e '.pooled_ms.ttft.p50 > 0' "$A"
 check_eq "the set's repeats check passes" "$(jq -r '.audit.checks[] | select(.id=="repeats") | .status' "$A")" PASS
+# --reference: a one-sample t-test per figure against the value given.
+check_eq "reference source recorded" "$(jq -r .reference_source "$A")" "request_throughput=1000, tpot_p50_ms=0.001"
+check "throughput far below 1000 req/s: significant, ratio < 0.1" \
+  jq -e '.figures.request_throughput.reference | .significant and .ratio < 0.1 and .p < 0.05 and .df == 2 and .t < 0' "$A"
+check "no reference for ttft: null" jq -e '.figures.ttft_p50_ms.reference == null' "$A"
+check "the table shows the reference column" grep -q 'reference   ratio' "$TMP/rep.txt"
+check "and marks the difference" grep -Eq '^request_throughput .* differs' "$TMP/rep.txt"
+# A FILE reference: the set above (its aggregate's means), one figure overridden.
+echo '{"ttft_p50_ms": 1e6}' >"$TMP/ref.json"
+"$BIN" run --no-progress --quiet --url "$BASE" --repeat 2 --cooldown 5s --rate 20 --duration 0.5s \
+  --warmup 0 --input-len 64 --output-len 16 --range-ratio 0.5 --seed 43 --out "$TMP/rep2" \
+  --reference "$TMP/rep" --reference "$TMP/ref.json"
+rc=$?
+check "a second set with FILE references: exit 0 or 3 ($rc)" test $rc -eq 0 -o $rc -eq 3
+check "the aggregate's means are its references" \
+  jq -e --slurpfile a "$A" '.figures.output_throughput.reference.value == $a[0].figures.output_throughput.mean' "$TMP/rep2/results.json"
+check_eq "the later FILE overrides one figure" "$(jq .figures.ttft_p50_ms.reference.value "$TMP/rep2/results.json")" 1000000
+"$BIN" run --quiet --reference ttft_p50_ms=5 2>"$TMP/err"
+check_eq "--reference without --repeat: refused" $? 1
+check "and says why" grep -q -- '--reference tests the runs of --repeat' "$TMP/err"
+"$BIN" run --quiet --repeat 2 --reference nosuch=5 2>"$TMP/err"
+check_eq "--reference with an unknown figure: refused" $? 1
+check "and lists the figures" grep -q 'figures: request_throughput' "$TMP/err"
+"$BIN" run --quiet --repeat 2 --reference ttft_p50_ms=abc 2>"$TMP/err"
+check_eq "--reference with a non-number: refused" $? 1
+echo '{"ttft": 3}' >"$TMP/bad.json"
+"$BIN" run --quiet --repeat 2 --reference "$TMP/bad.json" 2>"$TMP/err"
+check_eq "--reference FILE with an unknown key: refused" $? 1
+check "and names it" grep -q "'ttft' is not a headline figure" "$TMP/err"
+"$BIN" run --quiet --repeat 2 --reference "$TMP/nonexistent.json" 2>"$TMP/err"
+check_eq "--reference with a missing FILE: refused" $? 1
 grep -v '"generated_at"' "$TMP/rep/run-2/results.json" >"$TMP/before"
 "$BIN" report --quiet "$TMP/rep/run-2"
 grep -v '"generated_at"' "$TMP/rep/run-2/results.json" >"$TMP/after"

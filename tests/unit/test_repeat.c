@@ -82,8 +82,74 @@ static void test_set(void) {
   CHECK(!im_repeat_fig_higher_better(IM_RF_TTFT_P99));
 }
 
+/* --reference: the one-sample t-test, worked by hand. With 2 degrees of
+ * freedom the t distribution has a closed form,
+ * P(T > t) = (1 - t / sqrt(2 + t^2)) / 2. */
+static void test_reference(void) {
+  /* {10, 11, 12} against 9: mean 11, s = 1, t = 2 / (1/sqrt 3) = 3.464102,
+   * p = 1 - 3.464102 / sqrt(14) = 0.074180 (not significant at 5 %). */
+  double a[3] = {10, 11, 12};
+  struct im_repeat_ref r = {.given = true, .value = 9};
+  im_repeat_ref_test(a, 3, &r);
+  CHECK(r.tested);
+  CHECK_NEAR(r.t, 2.0 * sqrt(3.0), 1e-12);
+  CHECK_NEAR(r.df, 2.0, 0);
+  CHECK_NEAR(r.p, 1.0 - 2.0 * sqrt(3.0) / sqrt(14.0), 1e-10);
+  CHECK(!r.significant);
+  CHECK_NEAR(r.ratio, 11.0 / 9.0, 1e-12);
+  /* Against 7: t = 4 sqrt 3 = 6.928203, p = 1 - 6.928203 / sqrt(50) =
+   * 0.020204: significant; a NaN run is left out (still n = 3). */
+  double b[4] = {10, NAN, 11, 12};
+  r = (struct im_repeat_ref){.given = true, .value = 7};
+  im_repeat_ref_test(b, 4, &r);
+  CHECK_NEAR(r.t, 4.0 * sqrt(3.0), 1e-12);
+  CHECK_NEAR(r.p, 1.0 - 4.0 * sqrt(3.0) / sqrt(50.0), 1e-10);
+  CHECK(r.significant);
+  /* Below the reference: t < 0, same p by symmetry. */
+  r = (struct im_repeat_ref){.given = true, .value = 15};
+  im_repeat_ref_test(a, 3, &r);
+  CHECK_NEAR(r.t, -4.0 * sqrt(3.0), 1e-12);
+  CHECK_NEAR(r.p, 1.0 - 4.0 * sqrt(3.0) / sqrt(50.0), 1e-10);
+  /* Zero variance: the difference is exact. */
+  double c[3] = {5, 5, 5};
+  r = (struct im_repeat_ref){.given = true, .value = 5};
+  im_repeat_ref_test(c, 3, &r);
+  CHECK(r.tested && isnan(r.t) && r.p == 1.0 && !r.significant);
+  r = (struct im_repeat_ref){.given = true, .value = 4};
+  im_repeat_ref_test(c, 3, &r);
+  CHECK(r.tested && isnan(r.t) && r.p == 0.0 && r.significant);
+  CHECK_NEAR(r.ratio, 1.25, 1e-12);
+  /* One run: the ratio only. No reference: nothing. A zero reference: no
+   * ratio, the test still runs. */
+  r = (struct im_repeat_ref){.given = true, .value = 4};
+  im_repeat_ref_test(c, 1, &r);
+  CHECK(!r.tested && isnan(r.p) && !r.significant);
+  CHECK_NEAR(r.ratio, 1.25, 1e-12);
+  r = (struct im_repeat_ref){.value = 4};
+  im_repeat_ref_test(c, 3, &r);
+  CHECK(!r.given && !r.tested && isnan(r.ratio));
+  r = (struct im_repeat_ref){.given = true, .value = 0};
+  im_repeat_ref_test(a, 3, &r);
+  CHECK(r.tested && isnan(r.ratio) && r.significant);
+  /* Through the set. */
+  static struct im_repeat_set set;
+  struct im_repeat_run runs[3] = {{.publishable_but_repeats = true},
+                                  {.publishable_but_repeats = true},
+                                  {.publishable_but_repeats = true}};
+  set.run = runs;
+  set.planned = set.runs = 3;
+  for (int f = 0; f < IM_RF_COUNT_; f++)
+    for (int k = 0; k < 3; k++)
+      set.values[f][k] = a[k];
+  set.ref[IM_RF_TTFT_P99] = (struct im_repeat_ref){.given = true, .value = 7};
+  im_repeat_analyze(&set, false);
+  CHECK(set.ref[IM_RF_TTFT_P99].significant);
+  CHECK(!set.ref[IM_RF_REQ_TPUT].given && !set.ref[IM_RF_REQ_TPUT].tested);
+}
+
 int main(void) {
   test_stat();
   test_set();
+  test_reference();
   return CHECK_DONE();
 }
