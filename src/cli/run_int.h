@@ -63,6 +63,8 @@ struct run_opts {
   uint32_t repeat;              /* --repeat K (1: a single run) */
   int64_t cooldown_ns;          /* --cooldown */
   uint32_t repeat_index, repeat_of; /* this run is repeat i of K (set by --repeat) */
+  uint32_t repeat_stage;        /* run only stage i (1-based) of the plan (set by --repeat) */
+  char repeat_stage_label[IM_STAGE_LABEL_MAX];
   const char *reference[32];    /* --reference FILE|metric=value (repeatable) */
   size_t n_reference;
   int64_t health_interval_ns;   /* --health-interval (0: none) */
@@ -185,6 +187,12 @@ struct json_t *im__run_stage_params_json(const struct im_stage *st);
  * and --seed), then DIR/results.json with the statistics over them. The
  * exit status: the worst of the runs' (README's precedence). */
 int im__run_repeat(int argc, char **argv, const struct run_opts *o);
+/* Runs of --repeat K over the stages of --grid/--sweep, in all. */
+#define IM_REPEAT_MAX_CELLS 1000
+/* --repeat-stage i (a run of --repeat K over stages): makes o a one-stage
+ * run with stage i's settings (rate_given when it sets the rate). 0 or -1
+ * (said). */
+int im__run_select_stage(struct run_opts *o, bool *rate_given);
 /* The headline figures of a one-stage results.json, as a repeat set reads
  * each run's (NaN where absent). */
 void im__run_repeat_values(const json_t *res, double v[IM_RF_COUNT_]);

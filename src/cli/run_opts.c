@@ -155,7 +155,9 @@ void im__run_usage(FILE *o) {
 "                            1): DIR/run-1 .. DIR/run-K, each a full run directory\n"
 "                            (own seed, own cache salt, a random 0-2 s start offset),\n"
 "                            and DIR/results.json with each headline figure's mean and\n"
-"                            95%% CI (docs/statistics.md); one stage only\n"
+"                            95%% CI (docs/statistics.md). With --grid/--sweep every\n"
+"                            stage runs K times, in a seeded random order of stage x\n"
+"                            repeat: DIR/stage-S/run-K, DIR/stage-S/results.json\n"
 "  --cooldown DUR            between repeats against --url: wait until the server's\n"
 "                            running and waiting requests are 0 on its /metrics, at most\n"
 "                            DUR (default 60s; without /metrics, wait DUR)\n"
@@ -264,7 +266,7 @@ enum {
   O_URL = 256, O_BACKEND, O_MODEL, O_RATE, O_BURST, O_SCHED, O_RATE_END, O_CONC, O_MAXCONC,
   O_MAXCONN, O_DURATION, O_REQUESTS, O_WARMUP, O_GRACE, O_SEED, O_OUT, O_INLEN, O_OUTLEN, O_RANGE,
   O_IGNORE_EOS, O_TEMP, O_TOPP, O_SLO, O_SLO_TARGET, O_PCT, O_TAG, O_HEADER, O_RETRIES, O_TIMEOUT,
-  O_MAXTOK, O_YES, O_KEYFILE, O_INSECURE, O_KEEPALIVE, O_HTTP2, O_CACHE_SALT, O_SHARED, O_QUIET, O_PUBLISH, O_REPEAT, O_COOLDOWN, O_REPEAT_INDEX, O_REPEAT_OF, O_REFERENCE, O_HISTORY, O_NO_HISTORY, O_HEALTH_INTERVAL, O_HEALTH_PATH,
+  O_MAXTOK, O_YES, O_KEYFILE, O_INSECURE, O_KEEPALIVE, O_HTTP2, O_CACHE_SALT, O_SHARED, O_QUIET, O_PUBLISH, O_REPEAT, O_COOLDOWN, O_REPEAT_INDEX, O_REPEAT_OF, O_REPEAT_STAGE, O_REFERENCE, O_HISTORY, O_NO_HISTORY, O_HEALTH_INTERVAL, O_HEALTH_PATH,
   O_NOPROG, O_THREADS, O_SCRAPE, O_NOSCRAPE, O_SCRAPE_INT, O_DCGM, O_NOSOCK, O_NOGPU, O_KVREF,
   O_BWREF, O_PGROUPS, O_PLEN, O_PSHARE, O_KVBPT, O_GPUMEM, O_DATASET, O_DSPATH, O_TSPEED, O_PERTURB,
   O_SESSIONS, O_SRATE, O_TURNS, O_GROWTH, O_THINK, O_GRID, O_SWEEP, O_SWEEP_STEPS, O_SWEEP_ALL,
@@ -299,6 +301,7 @@ const struct option im__run_options[] = {
     {"repeat-index", required_argument, 0, O_REPEAT_INDEX},
     {"repeat-of", required_argument, 0, O_REPEAT_OF},
     {"reference", required_argument, 0, O_REFERENCE},
+    {"repeat-stage", required_argument, 0, O_REPEAT_STAGE},
     {"history", required_argument, 0, O_HISTORY}, {"no-history", no_argument, 0, O_NO_HISTORY},
     {"health-interval", required_argument, 0, O_HEALTH_INTERVAL},
     {"health-path", required_argument, 0, O_HEALTH_PATH}, {"no-progress", no_argument, 0, O_NOPROG},
@@ -482,6 +485,8 @@ int im__run_apply(struct run_opts *o, int opt, const char *arg, bool *rate_given
   case O_COOLDOWN: return im_arg_duration("--cooldown", arg, &o->cooldown_ns);
   case O_REPEAT_INDEX: return im_arg_u32("--repeat-index", arg, 1, 100, &o->repeat_index);
   case O_REPEAT_OF: return im_arg_u32("--repeat-of", arg, 1, 100, &o->repeat_of);
+  case O_REPEAT_STAGE:
+    return im_arg_u32("--repeat-stage", arg, 1, IM_REPEAT_MAX_CELLS, &o->repeat_stage);
   case O_REFERENCE:
     if (o->n_reference == sizeof o->reference / sizeof o->reference[0]) {
       fprintf(stderr, "infermeter: --reference: at most 32\n");

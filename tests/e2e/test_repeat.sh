@@ -2,7 +2,8 @@
 # --repeat K against `infermeter serve`: K complete run directories, each
 # with its own seed and salt, and an aggregate whose 95 % CI holds every
 # run's value; each run's audit knows the configuration ran K times;
-# --reference (metric=value and FILE) gives a t-test per figure.
+# --reference (metric=value and FILE) gives a t-test per figure; with
+# --sweep every stage runs K times in a seeded random order.
 . "$(dirname "$0")/lib.sh"
 start_server --time-scale 20
 "$BIN" run --no-progress --url "$BASE" --repeat 3 --cooldown 5s --rate 20 --duration 1.5s \
@@ -61,7 +62,39 @@ grep -v '"generated_at"' "$TMP/rep/run-2/results.json" >"$TMP/before"
 "$BIN" report --quiet "$TMP/rep/run-2"
 grep -v '"generated_at"' "$TMP/rep/run-2/results.json" >"$TMP/after"
 check "each run's report reproduces it" cmp -s "$TMP/before" "$TMP/after"
-"$BIN" run --quiet --repeat 2 --sweep rate=1,2 2>"$TMP/err"
-check_eq "--repeat with a sweep: refused" $? 1
-check "and says why" grep -q -- '--repeat runs one stage' "$TMP/err"
+# With stages: every stage K times, in a seeded random order of stage x repeat.
+"$BIN" run --no-progress --quiet --url "$BASE" --repeat 2 --cooldown 5s --sweep rate=10,20 \
+  --duration 0.5s --warmup 0 --input-len 32 --output-len 8 --seed 7 --out "$TMP/rs"
+rc=$?
+check "--repeat 2 --sweep: exit 0 or 3 ($rc)" test $rc -eq 0 -o $rc -eq 3
+R="$TMP/rs/results.json"
+check_eq "the top level names the layout" "$(jq -r .schema "$R")" infermeter/repeat-stages/v1
+check_eq "every (stage, run) ran once" "$(jq -c '[.order[] | [.stage, .run]] | sort' "$R")" '[[1,1],[1,2],[2,1],[2,2]]'
+check_eq "the order is the seeded shuffle (--seed 7), not stage by stage" \
+  "$(jq -c '[.order[] | [.stage, .run]]' "$R")" '[[1,2],[2,2],[2,1],[1,1]]'
+for s in 1 2; do
+  rate=$((s * 10))
+  check_eq "stage $s is labelled" "$(jq -r ".stages[$((s - 1))].label" "$R")" "rate=$rate"
+  check_eq "stage $s: its aggregate, 2 runs" "$(jq -r .completed "$TMP/rs/stage-$s/results.json")" 2
+  for k in 1 2; do
+    d="$TMP/rs/stage-$s/run-$k"
+    check_eq "stage-$s/run-$k: a one-stage run at rate $rate" "$(jq -c '[.manifest.schedule.rate, (.stages|length)]' "$d/results.json")" "[$rate,0]"
+    check_eq "stage-$s/run-$k knows its place" "$(jq -c .manifest.repeat "$d/results.json")" \
+      '{"index":'$k',"of":2,"stage":{"index":'$s',"label":"rate='$rate'"}}'
+  done
+done
+check "the top level holds each stage's aggregate" \
+  jq -e '.stages[1].results.figures.request_throughput.n == 2' "$R"
+"$BIN" audit "$TMP/rs/stage-2/run-1" >"$TMP/audit.txt"
+check "audit works on a stage's run" grep -q 'Publishable' "$TMP/audit.txt"
+"$BIN" compare "$TMP/rs/stage-1" "$TMP/rs/stage-2" >/dev/null 2>"$TMP/err"
+check_eq "compare: two stages are two configurations (exit 2)" $? 2
+check "and names the rate" grep -q 'schedule.rate: 10.0 vs 20.0' "$TMP/err"
+"$BIN" run --quiet --repeat 2 --sweep rate=auto 2>"$TMP/err"
+check_eq "--repeat with --sweep rate=auto: refused" $? 1
+check "and says why" grep -q -- 'give the rates' "$TMP/err"
+grep -v '"generated_at"' "$TMP/rs/stage-1/run-2/results.json" >"$TMP/before"
+"$BIN" report --quiet "$TMP/rs/stage-1/run-2"
+grep -v '"generated_at"' "$TMP/rs/stage-1/run-2/results.json" >"$TMP/after"
+check "a stage run's report reproduces it" cmp -s "$TMP/before" "$TMP/after"
 finish
