@@ -95,6 +95,8 @@ enum im_err im_stage_analyze(const struct im_stage_input *in, struct im_stage_fi
     im_tokens_config_default(&tc);
   if (!err)
     err = im_tokens_compute(&f->pop, &tc, &f->tokens);
+  if (!err)
+    err = im_batch_means_compute(&f->pop, &f->bm);
   if (err) {
     im_stage_figures_cleanup(f);
     return err;
