@@ -766,7 +766,7 @@ int im_cli_run(int argc, char **argv) {
   rc = EXIT_USAGE;
   if (check_opts(o, r->rate_given))
     goto out;
-  if (o->repeat_stage && im__run_select_stage(o, &r->rate_given))
+  if ((o->repeat_stage && im__run_select_stage(o, &r->rate_given)) || im__run_size(o))
     goto out;
   if (o->repeat > 1) { /* K runs, each this command with its own --out and --seed */
     rc = im__run_repeat(argc, argv, o);

@@ -65,6 +65,8 @@ struct run_opts {
   uint32_t repeat_index, repeat_of; /* this run is repeat i of K (set by --repeat) */
   uint32_t repeat_stage;        /* run only stage i (1-based) of the plan (set by --repeat) */
   char repeat_stage_label[IM_STAGE_LABEL_MAX];
+  uint64_t min_requests;        /* --min-requests N (0: none) */
+  bool min_requests_auto;       /* --min-requests auto */
   const char *reference[32];    /* --reference FILE|metric=value (repeatable) */
   size_t n_reference;
   int64_t health_interval_ns;   /* --health-interval (0: none) */
@@ -187,6 +189,9 @@ struct json_t *im__run_stage_params_json(const struct im_stage *st);
  * and --seed), then DIR/results.json with the statistics over them. The
  * exit status: the worst of the runs' (README's precedence). */
 int im__run_repeat(int argc, char **argv, const struct run_opts *o);
+/* run_size.c: --min-requests N|auto raises --requests or --duration so
+ * the run measures enough requests; 0, or -1 after saying why. */
+int im__run_size(struct run_opts *o);
 /* Runs of --repeat K over the stages of --grid/--sweep, in all. */
 #define IM_REPEAT_MAX_CELLS 1000
 /* --repeat-stage i (a run of --repeat K over stages): makes o a one-stage

@@ -58,6 +58,23 @@ check_eq "--reference FILE with an unknown key: refused" $? 1
 check "and names it" grep -q "'ttft' is not a headline figure" "$TMP/err"
 "$BIN" run --quiet --repeat 2 --reference "$TMP/nonexistent.json" 2>"$TMP/err"
 check_eq "--reference with a missing FILE: refused" $? 1
+# --min-requests auto: sized before the run for a p90 SLO (44 measured,
+# MLPerf's minimum) plus the 2 warm-up requests; the verdict is decided.
+"$BIN" run --no-progress --url "$BASE" --requests 10 --rate 100 --warmup 2 --input-len 16 \
+  --output-len 4 --slo ttft=10s --slo-target 0.9 --min-requests auto --seed 3 \
+  --out "$TMP/mr" >/dev/null 2>"$TMP/mr.err"
+rc=$?
+check "--min-requests auto: exit 0, 3 or 99 ($rc)" test $rc -eq 0 -o $rc -eq 3 -o $rc -eq 99
+check "it says what it raised" grep -q -- '--requests 10 -> 46 (44 measured + 2 warm-up)' "$TMP/mr.err"
+check_eq "the manifest has the sized count" "$(jq .manifest.schedule.requests "$TMP/mr/results.json")" 46
+check "the TTFT verdict is decided (not INCONCLUSIVE)" \
+  jq -e '.analysis.slo[] | select(.slo == "ttft") | .requests == 44 and .verdict != "INCONCLUSIVE"' "$TMP/mr/results.json"
+"$BIN" run --quiet --requests 5 --min-requests auto 2>"$TMP/err"
+check_eq "--min-requests auto without an SLO: refused" $? 1
+check "and says why" grep -q 'give --slo' "$TMP/err"
+"$BIN" run --quiet --concurrency 2 --duration 5s --slo ttft=1s --min-requests auto 2>"$TMP/err"
+check_eq "--min-requests auto, closed loop by time: refused" $? 1
+check "and says what to give" grep -q 'give --requests' "$TMP/err"
 grep -v '"generated_at"' "$TMP/rep/run-2/results.json" >"$TMP/before"
 "$BIN" report --quiet "$TMP/rep/run-2"
 grep -v '"generated_at"' "$TMP/rep/run-2/results.json" >"$TMP/after"
