@@ -59,6 +59,7 @@ const checkRecord = ajv.getSchema(`${id}#/$defs/record`);
 const bySchema = {
   'infermeter/repeat/v1': ajv.getSchema(`${id}#/$defs/repeat`),
   'infermeter/repeat-stages/v1': ajv.getSchema(`${id}#/$defs/repeat_stages`),
+  'infermeter-compare/1': ajv.getSchema(`${id}#/$defs/compare`),
 };
 
 let problems = 0;
@@ -148,6 +149,14 @@ function validateResults(file) {
   const other = p.value && bySchema[p.value.schema];
   if (other) {
     if (!other(p.value)) ajvErrors(file, other.errors);
+    return null;
+  }
+  // `compare` with more than two sides: an array of comparisons.
+  if (Array.isArray(p.value) && p.value.length && p.value.every((c) => c && c.schema === 'infermeter-compare/1')) {
+    p.value.forEach((c, i) => {
+      if (!bySchema['infermeter-compare/1'](c))
+        ajvErrors(`${file}[${i}]`, bySchema['infermeter-compare/1'].errors);
+    });
     return null;
   }
   if (!checkResults(p.value)) ajvErrors(file, checkResults.errors);
