@@ -104,8 +104,10 @@ void im_repeat_ref_test(const double *v, size_t n, struct im_repeat_ref *ref) {
 
 void im_repeat_analyze(struct im_repeat_set *set, bool publish) {
   bool wide = false, runs_fail = false;
+  if (!(set->max_width > 0))
+    set->max_width = IM_REPEAT_MAX_WIDTH;
   for (int f = 0; f < IM_RF_COUNT_; f++) {
-    if (im_repeat_stat(set->values[f], set->runs, 0, &set->stat[f]) != IM_OK)
+    if (im_repeat_stat(set->values[f], set->runs, set->max_width, &set->stat[f]) != IM_OK)
       memset(&set->stat[f], 0, sizeof set->stat[f]);
     im_repeat_ref_test(set->values[f], set->runs, &set->ref[f]);
     wide |= set->stat[f].n >= 2 && set->stat[f].wide;

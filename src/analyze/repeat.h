@@ -79,6 +79,7 @@ struct im_repeat_set {
    * which does the tests. */
   struct im_repeat_ref ref[IM_RF_COUNT_];
   const char *ref_source; /* where the references came from (not owned); NULL: none */
+  double max_width;       /* the CI width / mean limit (<= 0: IM_REPEAT_MAX_WIDTH) */
   /* Percentiles of the pooled histograms (every run's requests). */
   double pooled_ms[4][3];          /* ttft, tpot, itl, e2el x p50, p90, p99; NaN: none */
   /* The set's audit (docs/audit.md "Repeated runs"). */

@@ -217,7 +217,8 @@ static void take_run(struct im_repeat_set *set, size_t r, const json_t *res, str
 /* Reads every run's results.json, computes the statistics, writes
  * DIR/results.json (atomically) and the table. 0 or -1 (said). */
 static int aggregate(const char *dir, struct im_repeat_run *runs, size_t n, size_t planned,
-                     bool publish, const struct im__run_ref *ref, FILE *text, bool *publishable) {
+                     bool publish, double max_width, const struct im__run_ref *ref, FILE *text,
+                     bool *publishable) {
   struct im_repeat_set *set = calloc(1, sizeof *set);
   struct im_hist pool[4];
   int rc = -1;
@@ -227,6 +228,7 @@ static int aggregate(const char *dir, struct im_repeat_run *runs, size_t n, size
   set->planned = planned;
   set->runs = n;
   set->run = runs;
+  set->max_width = max_width;
   if (ref->n) {
     set->ref_source = ref->source;
     for (int f = 0; f < IM_RF_COUNT_; f++) {
@@ -526,8 +528,8 @@ int im__run_repeat(int argc, char **argv, const struct run_opts *o) {
       continue;
     }
     bool publishable = false;
-    if (aggregate(sdir, sr, ran, k_runs, o->publish, &ref, o->quiet ? NULL : stdout,
-                  &publishable))
+    if (aggregate(sdir, sr, ran, k_runs, o->publish, o->max_ci_width, &ref,
+                  o->quiet ? NULL : stdout, &publishable))
       rc = worst(rc, EXIT_USAGE);
     all_publishable &= publishable;
     if (!o->no_history)

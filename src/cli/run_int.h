@@ -65,6 +65,7 @@ struct run_opts {
   uint32_t repeat_index, repeat_of; /* this run is repeat i of K (set by --repeat) */
   uint32_t repeat_stage;        /* run only stage i (1-based) of the plan (set by --repeat) */
   char repeat_stage_label[IM_STAGE_LABEL_MAX];
+  double max_ci_width;          /* --max-ci-width PCT as a fraction (0: the default 8 %) */
   uint64_t min_requests;        /* --min-requests N (0: none) */
   bool min_requests_auto;       /* --min-requests auto */
   const char *reference[32];    /* --reference FILE|metric=value (repeatable) */

@@ -165,6 +165,8 @@ void im__run_usage(FILE *o) {
 "  --cooldown DUR            between repeats against --url: wait until the server's\n"
 "                            running and waiting requests are 0 on its /metrics, at most\n"
 "                            DUR (default 60s; without /metrics, wait DUR)\n"
+"  --max-ci-width PCT        with --repeat K: the audit's limit on a figure's 95%% CI\n"
+"                            width, in %% of its mean (default 8)\n"
 "  --reference FILE|FIG=V    with --repeat K: test each headline figure's runs against\n"
 "                            a reference (one-sample t-test, p in the table and\n"
 "                            results.json): FILE a run's or a repeat set's results.json\n"
@@ -270,7 +272,7 @@ enum {
   O_URL = 256, O_BACKEND, O_MODEL, O_RATE, O_BURST, O_SCHED, O_RATE_END, O_CONC, O_MAXCONC,
   O_MAXCONN, O_DURATION, O_REQUESTS, O_WARMUP, O_GRACE, O_SEED, O_OUT, O_INLEN, O_OUTLEN, O_RANGE,
   O_IGNORE_EOS, O_TEMP, O_TOPP, O_SLO, O_SLO_TARGET, O_PCT, O_TAG, O_HEADER, O_RETRIES, O_TIMEOUT,
-  O_MAXTOK, O_YES, O_KEYFILE, O_INSECURE, O_KEEPALIVE, O_HTTP2, O_CACHE_SALT, O_SHARED, O_QUIET, O_PUBLISH, O_REPEAT, O_COOLDOWN, O_REPEAT_INDEX, O_REPEAT_OF, O_REPEAT_STAGE, O_REFERENCE, O_MIN_REQUESTS, O_HISTORY, O_NO_HISTORY, O_HEALTH_INTERVAL, O_HEALTH_PATH,
+  O_MAXTOK, O_YES, O_KEYFILE, O_INSECURE, O_KEEPALIVE, O_HTTP2, O_CACHE_SALT, O_SHARED, O_QUIET, O_PUBLISH, O_REPEAT, O_COOLDOWN, O_REPEAT_INDEX, O_REPEAT_OF, O_REPEAT_STAGE, O_REFERENCE, O_MIN_REQUESTS, O_MAX_CI_WIDTH, O_HISTORY, O_NO_HISTORY, O_HEALTH_INTERVAL, O_HEALTH_PATH,
   O_NOPROG, O_THREADS, O_SCRAPE, O_NOSCRAPE, O_SCRAPE_INT, O_DCGM, O_NOSOCK, O_NOGPU, O_KVREF,
   O_BWREF, O_PGROUPS, O_PLEN, O_PSHARE, O_KVBPT, O_GPUMEM, O_DATASET, O_DSPATH, O_TSPEED, O_PERTURB,
   O_SESSIONS, O_SRATE, O_TURNS, O_GROWTH, O_THINK, O_GRID, O_SWEEP, O_SWEEP_STEPS, O_SWEEP_ALL,
@@ -307,6 +309,7 @@ const struct option im__run_options[] = {
     {"reference", required_argument, 0, O_REFERENCE},
     {"repeat-stage", required_argument, 0, O_REPEAT_STAGE},
     {"min-requests", required_argument, 0, O_MIN_REQUESTS},
+    {"max-ci-width", required_argument, 0, O_MAX_CI_WIDTH},
     {"history", required_argument, 0, O_HISTORY}, {"no-history", no_argument, 0, O_NO_HISTORY},
     {"health-interval", required_argument, 0, O_HEALTH_INTERVAL},
     {"health-path", required_argument, 0, O_HEALTH_PATH}, {"no-progress", no_argument, 0, O_NOPROG},
@@ -490,6 +493,11 @@ int im__run_apply(struct run_opts *o, int opt, const char *arg, bool *rate_given
   case O_COOLDOWN: return im_arg_duration("--cooldown", arg, &o->cooldown_ns);
   case O_REPEAT_INDEX: return im_arg_u32("--repeat-index", arg, 1, 100, &o->repeat_index);
   case O_REPEAT_OF: return im_arg_u32("--repeat-of", arg, 1, 100, &o->repeat_of);
+  case O_MAX_CI_WIDTH:
+    if (im_arg_double("--max-ci-width", arg, 0.001, 1000, &o->max_ci_width))
+      return -1;
+    o->max_ci_width /= 100.0;
+    return 0;
   case O_MIN_REQUESTS:
     o->min_requests_auto = !strcmp(arg, "auto");
     o->min_requests = 0;

@@ -70,13 +70,15 @@ static json_t *audit(const struct im_repeat_set *set) {
       snprintf(fails + strlen(fails), sizeof fails - strlen(fails), "%srun-%zu: %s",
                nf++ ? "; " : "", r + 1, set->run[r].fails);
   json_t *checks = json_array();
+  char inside[96], fix[160];
+  snprintf(inside, sizeof inside, "every figure's 95%% CI is within %g%% of its mean",
+           100.0 * set->max_width);
+  snprintf(fix, sizeof fix, "more runs: the number after each figure would bring its CI within "
+                            "%g%% at this spread", 100.0 * set->max_width);
   snprintf(ev, sizeof ev, "%zu of %zu runs", set->runs, set->planned);
   json_array_append_new(checks, check("repeats", set->repeats_status, ev,
                                       "run the configuration at least 3 times (--repeat 3)"));
-  json_array_append_new(checks, check("ci_width", set->ci_status,
-                                      nw ? wide : "every figure's 95% CI is within 8% of its mean",
-                                      "more runs: the number after each figure would bring its "
-                                      "CI within 8% at this spread"));
+  json_array_append_new(checks, check("ci_width", set->ci_status, nw ? wide : inside, fix));
   json_array_append_new(checks, check("runs", set->runs_status,
                                       nf ? fails : "every run passes the audit but for repeats",
                                       "fix what each run's audit names (infermeter audit "
@@ -99,6 +101,7 @@ json_t *im_repeat_json(const struct im_repeat_set *set) {
   json_object_set_new(root, "runs", runs);
   json_object_set_new(root, "figures", figs);
   json_object_set_new(root, "pooled_ms", pooled);
+  json_object_set_new(root, "max_ci_width", json_real(set->max_width));
   json_object_set_new(root, "reference_source",
                       set->ref_source ? json_string(set->ref_source) : json_null());
   for (size_t r = 0; r < set->runs; r++) {
@@ -151,9 +154,11 @@ void im_repeat_text(FILE *o, const struct im_repeat_set *set) {
     if (r->tested)
       snprintf(ref, sizeof ref, " %13.3f %7.3f %8.3g%s", r->value, r->ratio, r->p,
                r->significant ? " differs" : "");
+    char mark[32] = "";
+    if (st->n >= 2 && st->wide)
+      snprintf(mark, sizeof mark, "  > %g%%", 100.0 * set->max_width);
     fprintf(o, "%-22s %14.3f %12.3f %8.1f%%%s%s\n", im_repeat_fig_name((enum im_repeat_fig)f),
-            st->mean, st->half, 100.0 * st->rel_width, refs ? ref : "",
-            st->n >= 2 && st->wide ? "  > 8%" : "");
+            st->mean, st->half, 100.0 * st->rel_width, refs ? ref : "", mark);
   }
   if (refs)
     fprintf(o, "reference: %s; p: one-sample t-test of the runs against it (\"differs\": "

@@ -38,8 +38,11 @@ check "and marks the difference" grep -Eq '^request_throughput .* differs' "$TMP
 echo '{"ttft_p50_ms": 1e6}' >"$TMP/ref.json"
 "$BIN" run --no-progress --quiet --url "$BASE" --repeat 2 --cooldown 5s --rate 20 --duration 0.5s \
   --warmup 0 --input-len 64 --output-len 16 --range-ratio 0.5 --seed 43 --out "$TMP/rep2" \
-  --reference "$TMP/rep" --reference "$TMP/ref.json"
+  --reference "$TMP/rep" --reference "$TMP/ref.json" --max-ci-width 12.5
 rc=$?
+check_eq "--max-ci-width recorded" "$(jq .max_ci_width "$TMP/rep2/results.json")" 0.125
+check "and used by the ci_width check" \
+  jq -e '.audit.checks[] | select(.id == "ci_width") | .evidence + (.fix // "") | test("12.5%")' "$TMP/rep2/results.json"
 check "a second set with FILE references: exit 0 or 3 ($rc)" test $rc -eq 0 -o $rc -eq 3
 check "the aggregate's means are its references" \
   jq -e --slurpfile a "$A" '.figures.output_throughput.reference.value == $a[0].figures.output_throughput.mean' "$TMP/rep2/results.json"

@@ -75,6 +75,16 @@ static void test_set(void) {
   CHECK_EQ(set.repeats_status, 0 /* PASS */);
   CHECK_EQ(set.ci_status, 0);
   CHECK(set.publishable);
+  /* A limit of 0.1 %: the 0.1 spread over 100 is too wide for it; the
+   * runs needed are computed against it. */
+  set.max_width = 0.001;
+  im_repeat_analyze(&set, true);
+  CHECK_EQ(set.ci_status, 1 /* WARN */);
+  CHECK(set.stat[IM_RF_REQ_TPUT].wide && set.stat[IM_RF_REQ_TPUT].runs_needed > 3);
+  set.max_width = 0; /* the default, 8 % */
+  im_repeat_analyze(&set, true);
+  CHECK_NEAR(set.max_width, 0.08, 0);
+  CHECK_EQ(set.ci_status, 0);
   runs[1].publishable_but_repeats = false;
   im_repeat_analyze(&set, true);
   CHECK(!set.publishable);
