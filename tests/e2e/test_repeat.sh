@@ -107,6 +107,12 @@ check "the top level holds each stage's aggregate" \
   jq -e '.stages[1].results.figures.request_throughput.n == 2' "$R"
 "$BIN" audit "$TMP/rs/stage-2/run-1" >"$TMP/audit.txt"
 check "audit works on a stage's run" grep -q 'Publishable' "$TMP/audit.txt"
+"$BIN" compare "$TMP/rs" "$TMP/rs" --json >"$TMP/rs-cmp.json"
+check_eq "compare takes the set of stages: stage by stage" \
+  "$(jq -c '[[.stages[] | .label], .stages[1].figures.request_throughput.n_a, .stages[1].figures.request_throughput.ratio]' "$TMP/rs-cmp.json")" \
+  '[["rate=10","rate=20"],2,1]'
+"$BIN" compare "$TMP/rs" "$TMP/rs/stage-1" >/dev/null 2>"$TMP/err"
+check_eq "the set of stages against one stage: refused" $? 2
 "$BIN" compare "$TMP/rs/stage-1" "$TMP/rs/stage-2" >/dev/null 2>"$TMP/err"
 check_eq "compare: two stages are two configurations (exit 2)" $? 2
 check "and names the rate" grep -q 'schedule.rate: 10.0 vs 20.0' "$TMP/err"
