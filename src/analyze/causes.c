@@ -265,6 +265,18 @@ static void third(const struct ctx *c, const struct slo_view *s, const struct te
   *out_mean = out / (double)n;
 }
 
+/* Mean output entropy (--logprobs) of the n requests at t; NaN: none has one. */
+static double third_entropy(const struct ctx *c, const struct temp_at *t, size_t n) {
+  double sum = 0;
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    double h = c->req[t[i].i].r->entropy;
+    if (!isnan(h))
+      sum += h, k++;
+  }
+  return k ? sum / (double)k : NAN;
+}
+
 static void check_temperature(const struct ctx *c, const struct slo_view *s,
                               struct im_cause_check *ck) {
   struct temp_at *t = malloc((c->n ? c->n : 1) * sizeof *t);
@@ -299,6 +311,12 @@ static void check_temperature(const struct ctx *c, const struct slo_view *s,
   fig(ck, "cold_share_over", p_cold);
   fig(ck, "hot_output_tokens_mean", out_hot);
   fig(ck, "cold_output_tokens_mean", out_cold);
+  /* Evidence only (--logprobs): sampling flattens as temperature rises. */
+  double h_hot = third_entropy(c, t + m - n3, n3), h_cold = third_entropy(c, t, n3);
+  if (!isnan(h_hot) || !isnan(h_cold)) {
+    fig(ck, "hot_entropy_mean", h_hot);
+    fig(ck, "cold_entropy_mean", h_cold);
+  }
   bool fires = o_hot > 0 && p_hot >= IM_CAUSE_TEMP_RATIO * p_cold && out_hot > out_cold;
   verdict(ck, fires ? IM_CAUSE_FIRED : IM_CAUSE_NOT_FIRED,
           "%.0f%% of the hottest third (T >= %.3g) over the limit against %.0f%% of the coldest "
@@ -308,15 +326,46 @@ static void check_temperature(const struct ctx *c, const struct slo_view *s,
   free(t);
 }
 
-static void check_top_p(const struct im_cause_slo *o, struct im_cause_check *ck) {
+/* Top-p collapse: the requests over the limit repeat themselves (mean
+ * repetition rate of their answers above 0.45) and the values are bimodal
+ * (BC above 0.555): some answers loop to max_tokens, the rest end. */
+static void check_top_p(const struct ctx *c, const struct slo_view *s, const struct im_cause_slo *o,
+                        struct im_cause_check *ck) {
+  double sum_over = 0, sum_within = 0;
+  size_t n_over = 0, n_within = 0;
+  for (size_t i = 0; i < c->n; i++) {
+    const struct im_record *r = c->req[i].r;
+    if (!r->ngrams || !(r->repetition >= 0))
+      continue;
+    if (over(c, s, i))
+      sum_over += r->repetition, n_over++;
+    else
+      sum_within += r->repetition, n_within++;
+  }
+  double rep_over = n_over ? sum_over / (double)n_over : NAN;
+  double rep_within = n_within ? sum_within / (double)n_within : NAN;
+  fig(ck, "repetition_over_mean", rep_over);
+  fig(ck, "repetition_within_mean", rep_within);
+  fig(ck, "repetition_measured", (double)(n_over + n_within));
+  fig(ck, "repetition_threshold", IM_CAUSE_REPETITION);
   fig(ck, "bimodality_coefficient", o->bimodality);
   fig(ck, "bimodality_threshold", IM_CAUSE_BIMODAL);
-  fig(ck, "repetition_threshold", IM_CAUSE_REPETITION);
-  verdict(ck, IM_CAUSE_NOT_CHECKED,
-          "not checked: needs the output's n-grams (records carry no output text); the "
-          "bimodality coefficient of the values is %.3f (%s %.3f)",
-          o->bimodality, o->bimodality > IM_CAUSE_BIMODAL ? "above" : "not above",
-          IM_CAUSE_BIMODAL);
+  if (n_over == 0) {
+    verdict(ck, IM_CAUSE_NOT_CHECKED,
+            "not checked: no request over the limit carries a repetition rate (--keep-text off, "
+            "or answers of fewer than 4 streamed pieces); the bimodality coefficient of the values "
+            "is %.3f",
+            o->bimodality);
+    return;
+  }
+  ck->score = rep_over / IM_CAUSE_REPETITION;
+  bool bimodal = o->bimodality > IM_CAUSE_BIMODAL;
+  bool fires = rep_over > IM_CAUSE_REPETITION && bimodal;
+  verdict(ck, fires ? IM_CAUSE_FIRED : IM_CAUSE_NOT_FIRED,
+          "answers over the limit repeat %.0f%% of their 4-grams (fires above %.0f%%; %.0f%% within "
+          "the limit) and the values' bimodality coefficient is %.3f (%s %.3f)",
+          100 * rep_over, 100 * IM_CAUSE_REPETITION, 100 * (n_within ? rep_within : 0.0),
+          o->bimodality, bimodal ? "above" : "not above", IM_CAUSE_BIMODAL);
 }
 
 /* The first sample of src at or after t_s (s; n_series when none), or
@@ -603,7 +652,7 @@ static void explain(const struct ctx *c, enum im_slo_kind k, double lim, double 
     o->checks[r].score = NAN;
   }
   check_temperature(c, &s, &o->checks[IM_CAUSE_TEMPERATURE_OVERLOAD]);
-  check_top_p(o, &o->checks[IM_CAUSE_TOP_P_COLLAPSE]);
+  check_top_p(c, &s, o, &o->checks[IM_CAUSE_TOP_P_COLLAPSE]);
   check_queueing(c, &s, &o->checks[IM_CAUSE_QUEUEING]);
   check_kv(c, &s, &o->checks[IM_CAUSE_KV_PRESSURE]);
   check_client(c, &o->checks[IM_CAUSE_CLIENT_SATURATION]);

@@ -97,7 +97,7 @@ enum im_cause_status {
   IM_CAUSE_NOT_CHECKED     /* it needs what records do not carry */
 };
 
-#define IM_CAUSE_MAX_FIGS 8
+#define IM_CAUSE_MAX_FIGS 10
 
 /* One figure of a rule's evidence; key is static, value NaN when undefined. */
 struct im_cause_fig {

@@ -20,6 +20,7 @@
 #include "analyze/population.h"
 #include "analyze/slo.h"
 #include "analyze/summary.h"
+#include "analyze/probes.h"
 #include "analyze/tokens.h"
 #include "workload/stages.h"
 
@@ -54,6 +55,7 @@ struct im_stage_figures {
   struct im_slo_verdicts slo;    /* early-stopping verdicts of the SLOs */
   struct im_tokens tokens;       /* segmented sampling and stalls */
   struct im_batch_means bm;      /* batch-means intervals within the run */
+  struct im_probes probes;       /* --probe-rate's requests */
 };
 
 /* Computes every figure of the stage. IM_INVAL for an invalid config,

@@ -2,6 +2,8 @@
 #include "cli/health.h"
 
 #include <curl/curl.h>
+#include <jansson.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -10,6 +12,7 @@
 #include "core/buf.h"
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/rng.h"
 #include "core/thread.h"
 #include "record/record.h"
 
@@ -29,7 +32,9 @@ static void check_once(struct im__health *h, CURL *c, struct im_buf *line) {
   im_record_reset(&r);
   r.id = r.logical_id = h->next_id++;
   r.attempt = 1;
-  r.kind = IM_KIND_HEALTH;
+  r.kind = h->probe ? IM_KIND_PROBE : IM_KIND_HEALTH;
+  if (h->probe)
+    r.requested_tokens = 1;
   r.stage = atomic_load(&h->stage);
   int64_t t = im_now_ns();
   r.t_sched = r.t_sched_first = r.t_dispatch = r.t_start = r.t_send = t - t0;
@@ -72,18 +77,37 @@ static void *health_main(void *arg) {
   if (h->api_key && h->api_key[0]) {
     snprintf(auth, sizeof auth, "Authorization: Bearer %.500s", h->api_key);
     hdr = curl_slist_append(NULL, auth);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
   }
+  struct im_rng rng;
+  im_rng_seed(&rng, h->seed);
+  if (h->probe) {
+    hdr = curl_slist_append(hdr, "Content-Type: application/json");
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, h->body);
+    /* A probe may wait behind the whole batch: its own limit, not the gap. */
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 60000L);
+  }
+  if (hdr)
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
   int64_t next = im_now_ns();
-  while (!atomic_load(&h->stop)) {
-    check_once(h, c, &line);
-    next += h->interval_ns;
+  if (h->probe)
+    next += (int64_t)(im_rng_exp(&rng) * (double)h->interval_ns);
+  for (;;) {
     /* Short naps, so a stop is seen within 50 ms. */
     while (!atomic_load(&h->stop) && im_now_ns() < next) {
       int64_t left = next - im_now_ns();
       struct timespec ts = {0, left > 50000000 ? 50000000 : (left > 0 ? left : 0)};
       nanosleep(&ts, NULL);
     }
+    if (atomic_load(&h->stop))
+      break;
+    check_once(h, c, &line);
+    /* One check at a time: instants that passed while it waited are
+     * skipped (a probe that waits behind a stalled server is itself the
+     * evidence; the next ones are not sent in a burst after it). */
+    int64_t now = im_now_ns();
+    do
+      next += h->probe ? 1 + (int64_t)(im_rng_exp(&rng) * (double)h->interval_ns) : h->interval_ns;
+    while (next < now);
   }
   curl_slist_free_all(hdr);
   curl_easy_cleanup(c);
@@ -91,25 +115,59 @@ static void *health_main(void *arg) {
   return NULL;
 }
 
-int im__health_start(struct im__health *h, const char *base, const char *path,
-                     int64_t interval_ns, bool insecure, const char *api_key, int jsonl_fd) {
-  memset(h, 0, sizeof *h);
-  snprintf(h->url, sizeof h->url, "%s%s", base, path ? path : "/health");
+/* The fields both kinds share, then the thread. 0, or -1 after saying why. */
+static int start(struct im__health *h, int64_t interval_ns, bool insecure, const char *api_key,
+                 int jsonl_fd, uint64_t first_id, const char *what) {
   h->interval_ns = interval_ns;
   h->insecure = insecure;
   h->api_key = api_key;
   h->jsonl_fd = jsonl_fd;
-  h->next_id = UINT64_C(1) << 52; /* below 2^53: exact in JSON readers that use doubles */
+  h->next_id = first_id;
   atomic_init(&h->t0, 0);
   atomic_init(&h->stage, 0);
   atomic_init(&h->stop, false);
   int e = im_thread_start(&h->thread, health_main, h);
   if (e) {
-    fprintf(stderr, "infermeter run: cannot start the health poller: %s\n", strerror(e));
+    fprintf(stderr, "infermeter run: cannot start the %s: %s\n", what, strerror(e));
     return -1;
   }
   h->running = true;
   return 0;
+}
+
+int im__health_start(struct im__health *h, const char *base, const char *path,
+                     int64_t interval_ns, bool insecure, const char *api_key, int jsonl_fd) {
+  memset(h, 0, sizeof *h);
+  snprintf(h->url, sizeof h->url, "%s%s", base, path ? path : "/health");
+  /* Ids below 2^53: exact in JSON readers that use doubles. */
+  return start(h, interval_ns, insecure, api_key, jsonl_fd, UINT64_C(1) << 52, "health poller");
+}
+
+int im__probe_start(struct im__health *h, const char *base, const char *path, const char *model,
+                    bool chat, double rate, uint64_t seed, bool insecure, const char *api_key,
+                    int jsonl_fd) {
+  memset(h, 0, sizeof *h);
+  snprintf(h->url, sizeof h->url, "%s%s", base, path);
+  /* The model name is the user's: escaped by jansson, never by hand. */
+  json_t *m = json_string(model ? model : "");
+  char *mj = m ? json_dumps(m, JSON_ENCODE_ANY) : NULL;
+  json_decref(m);
+  int n = mj ? snprintf(h->body, sizeof h->body,
+                        chat ? "{\"model\":%s,\"messages\":[{\"role\":\"user\",\"content\":"
+                               "\"ping\"}],\"max_tokens\":1,\"stream\":false}"
+                             : "{\"model\":%s,\"prompt\":\"ping\",\"max_tokens\":1,"
+                               "\"stream\":false}",
+                        mj)
+             : -1;
+  free(mj);
+  if (n < 0 || (size_t)n >= sizeof h->body) {
+    fprintf(stderr, "infermeter run: --probe-rate: the model name is too long for a probe\n");
+    return -1;
+  }
+  h->probe = true;
+  h->seed = seed ^ UINT64_C(0x70726f6265); /* "probe": apart from the schedule's stream */
+  return start(h, (int64_t)(1e9 / rate), insecure, api_key, jsonl_fd,
+               (UINT64_C(1) << 52) + (UINT64_C(1) << 51), "prober");
 }
 
 void im__health_stage(struct im__health *h, uint32_t stage, int64_t t0_mono) {

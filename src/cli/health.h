@@ -1,4 +1,6 @@
-/* --health-interval: a poller that sends GET /health (or the path given) to
+/* --health-interval and --probe-rate: side traffic beside the load.
+ *
+ * --health-interval: a poller that sends GET /health (or the path given) to
  * the target during the run, as monitoring does in production, and records
  * each check in requests.jsonl as kind `health` (docs/metrics.md §3): never
  * in a latency or throughput figure, counted in the traffic classes and the
@@ -10,7 +12,17 @@
  * lock-free); its records go to requests.jsonl with one write(2) each
  * (O_APPEND: whole lines among the loaders' writer's). Ids are taken from
  * 2^52 up, apart from the loaders' attempt ids (and below 2^53, exact in
- * readers that hold numbers as doubles). */
+ * readers that hold numbers as doubles).
+ *
+ * --probe-rate R: the same thread shape sends 1-token completions (POST,
+ * max_tokens 1, not streamed: the answer comes when the server has
+ * admitted, prefilled and decoded it once) at Poisson instants of rate R
+ * (exponential gaps from the run's seed: Poisson arrivals see the server's
+ * time average, so probes neither lock onto nor miss a periodic hiccup),
+ * each recorded as kind `probe` with ids from 2^52 + 2^51: the latency of
+ * a minimal request over time, where a stall of the server shows as a
+ * late probe (docs/metrics.md §3). Probes are never in a latency or
+ * throughput figure of the load. */
 #ifndef IM_CLI_HEALTH_H
 #define IM_CLI_HEALTH_H
 
@@ -29,6 +41,9 @@ struct im__health {
   atomic_uint stage;
   atomic_bool stop;
   uint64_t next_id;
+  bool probe;                  /* --probe-rate: POST body at Poisson instants */
+  char body[600];              /* the probe's request body */
+  uint64_t seed;               /* the probe gaps' seed */
   pthread_t thread;
   bool running;
 };
@@ -37,6 +52,12 @@ struct im__health {
  * saying why. */
 int im__health_start(struct im__health *h, const char *base, const char *path,
                      int64_t interval_ns, bool insecure, const char *api_key, int jsonl_fd);
+/* Starts the prober: 1-token requests to base + path (the backend's
+ * endpoint) for model, at Poisson instants of `rate` per second, gaps drawn
+ * from seed. 0, or -1 after saying why. */
+int im__probe_start(struct im__health *h, const char *base, const char *path, const char *model,
+                    bool chat, double rate, uint64_t seed, bool insecure, const char *api_key,
+                    int jsonl_fd);
 /* A stage began at t0_mono: later checks are on its clock. */
 void im__health_stage(struct im__health *h, uint32_t stage, int64_t t0_mono);
 /* Stops and joins the poller (no-op when not running). */

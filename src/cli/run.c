@@ -175,7 +175,7 @@ struct run {
   struct im_stage *stages;
   struct stage_res *res;
   size_t ran;
-  struct im__health health;
+  struct im__health health, probe;
   bool started;     /* a stage began (its start line is in stages.jsonl) */
   bool stopped_early;
   double discovery_ms;
@@ -715,6 +715,7 @@ static int open_run_files(struct run *r) {
 
 static void run_cleanup(struct run *r) {
   im__health_stop(&r->health);
+  im__health_stop(&r->probe);
   free(r->res);
   free(r->stages);
   if (r->jsonl_fd >= 0)
@@ -803,6 +804,14 @@ int im_cli_run(int argc, char **argv) {
       goto out;
     r->env.health = &r->health;
   }
+  if (o->probe_rate > 0) {
+    bool chat = o->backend == IM_BACKEND_CHAT;
+    if (im__probe_start(&r->probe, r->url, chat ? "/v1/chat/completions" : "/v1/completions",
+                        r->env.model, chat, o->probe_rate, o->seed, o->insecure, r->api_key,
+                        r->jsonl_fd))
+      goto out;
+    r->env.probe = &r->probe;
+  }
   if (!o->quiet)
     fprintf(stderr, "infermeter: %s %s, model %s, %zu stage(s), results in %s\n",
             r->env.builtin ? "built-in server at" : "target", r->url, r->env.model, r->env.n_stages,
@@ -812,6 +821,7 @@ int im_cli_run(int argc, char **argv) {
    * line carries its error). */
   bool failed = run_stages(r) != 0;
   im__health_stop(&r->health);
+  im__health_stop(&r->probe);
   if (!r->started) /* not one stage began: nothing to report */
     goto out;
   /* The results: read back from the directory, by the same path as

@@ -71,6 +71,9 @@ struct run_opts {
   const char *reference[32];    /* --reference FILE|metric=value (repeatable) */
   size_t n_reference;
   int64_t health_interval_ns;   /* --health-interval (0: none) */
+  uint32_t keep_ngrams;         /* --keep-text (0: off) */
+  uint32_t logprobs;            /* --logprobs N (0: not asked) */
+  double probe_rate;            /* --probe-rate, probes per second (0: none) */
   const char *health_path;      /* --health-path (NULL: /health) */
   const char *history;          /* --history PATH (NULL: $XDG_DATA_HOME/infermeter/history.db) */
   bool no_history;              /* --no-history */
@@ -130,6 +133,7 @@ struct run_env {
   int jsonl_fd;
   int stages_fd;                  /* stages.jsonl (cli/rundir.h) */
   struct im__health *health;      /* the health poller, or NULL */
+  struct im__health *probe;       /* the prober (--probe-rate), or NULL */
   int series_fd;                  /* DIR/series.jsonl (O_APPEND), -1: not written */
   const char *series_path;        /* its path, or NULL */
   struct im_observer *obs;

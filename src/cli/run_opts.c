@@ -133,6 +133,13 @@ void im__run_usage(FILE *o) {
 "                            (default 30s)\n"
 "  --timeout connect=5s,ttft=60s,idle=30s,total=10m\n"
 "  --max-total-tokens N      refuse a plan above N tokens (prompt + output)\n"
+"  --keep-text N|off         keep the hashed 4-grams of each answer's streamed\n"
+"                            pieces (at most N per request, default 4096) for its\n"
+"                            repetition rate (top_p_collapse); the text itself is\n"
+"                            never stored\n"
+"  --logprobs N              ask for the top N (1-20) log-probabilities of each token\n"
+"                            (chat logprobs/top_logprobs, completions logprobs) and\n"
+"                            record each answer's mean entropy (temperature evidence)\n"
 "  --yes                     start against a non-loopback target without asking\n"
 "\n"
 "Observers (docs/metrics.md §5; sampled on the run's clock, never fail the run):\n"
@@ -175,6 +182,9 @@ void im__run_usage(FILE *o) {
 "  --health-interval DUR     poll GET /health (--health-path PATH) every DUR during the\n"
 "                            run, as monitoring does; recorded as kind health, never in\n"
 "                            throughput (docs/metrics.md §3)\n"
+"  --probe-rate R            send 1-token probe requests (not streamed) at Poisson\n"
+"                            instants, R per second, beside the load; recorded as kind\n"
+"                            probe, never in throughput; their stalls in analysis.probes\n"
 "  --history PATH            the results history (SQLite) the run is added to (default\n"
 "                            $XDG_DATA_HOME/infermeter/history.db); --no-history: none\n"
 "                            (infermeter history, infermeter compare ID ID)\n"
@@ -277,7 +287,7 @@ enum {
   O_BWREF, O_PGROUPS, O_PLEN, O_PSHARE, O_KVBPT, O_GPUMEM, O_DATASET, O_DSPATH, O_TSPEED, O_PERTURB,
   O_SESSIONS, O_SRATE, O_TURNS, O_GROWTH, O_THINK, O_GRID, O_SWEEP, O_SWEEP_STEPS, O_SWEEP_ALL,
   O_SCENARIO, O_TOKENIZER, O_CHAT_TMPL, O_MIX, O_TRACE, O_MIN_IN, O_MAX_IN, O_MIN_OUT, O_MAX_OUT,
-  O_BACKOFF_MAX
+  O_BACKOFF_MAX, O_KEEP_TEXT, O_PROBE_RATE, O_LOGPROBS
 };
 
 const struct option im__run_options[] = {
@@ -312,7 +322,10 @@ const struct option im__run_options[] = {
     {"max-ci-width", required_argument, 0, O_MAX_CI_WIDTH},
     {"history", required_argument, 0, O_HISTORY}, {"no-history", no_argument, 0, O_NO_HISTORY},
     {"health-interval", required_argument, 0, O_HEALTH_INTERVAL},
-    {"health-path", required_argument, 0, O_HEALTH_PATH}, {"no-progress", no_argument, 0, O_NOPROG},
+    {"health-path", required_argument, 0, O_HEALTH_PATH},
+    {"keep-text", required_argument, 0, O_KEEP_TEXT},
+    {"probe-rate", required_argument, 0, O_PROBE_RATE},
+    {"logprobs", required_argument, 0, O_LOGPROBS}, {"no-progress", no_argument, 0, O_NOPROG},
     {"threads", required_argument, 0, O_THREADS}, {"scrape", required_argument, 0, O_SCRAPE},
     {"no-scrape", no_argument, 0, O_NOSCRAPE},
     {"scrape-interval", required_argument, 0, O_SCRAPE_INT},
@@ -363,6 +376,7 @@ void im__run_opts_default(struct run_opts *o) {
   o->repeat = 1;
   o->cooldown_ns = 60 * (int64_t)1000000000;
   o->keepalive = true;
+  o->keep_ngrams = 4096;
   o->threads = 1;
   o->t_connect = 5 * 1000000000LL;
   o->t_ttft = 60 * 1000000000LL;
@@ -522,6 +536,14 @@ int im__run_apply(struct run_opts *o, int opt, const char *arg, bool *rate_given
     }
     o->health_path = arg;
     return 0;
+  case O_KEEP_TEXT:
+    if (!strcmp(arg, "off")) {
+      o->keep_ngrams = 0;
+      return 0;
+    }
+    return im_arg_u32("--keep-text", arg, 0, 1u << 20, &o->keep_ngrams);
+  case O_LOGPROBS: return im_arg_u32("--logprobs", arg, 1, 20, &o->logprobs);
+  case O_PROBE_RATE: return im_arg_double("--probe-rate", arg, 0.0, 1000.0, &o->probe_rate);
   case O_NOPROG: o->no_progress = true; return 0;
   case O_THREADS: return im_arg_u32("--threads", arg, 1, 256, &o->threads);
   case O_SCRAPE:

@@ -231,6 +231,8 @@ static int shard_config(struct stage *st, uint32_t k) {
   c->warmup_requests = so->warmup_requests;
   c->grace_ns = o->grace_ns;
   c->retries = o->retries;
+  c->keep_ngrams = o->keep_ngrams;
+  c->logprobs = o->logprobs;
   c->retry_backoff_max_ns = o->retry_backoff_max_ns;
   c->timeout_connect_ns = o->t_connect;
   c->timeout_ttft_ns = o->t_ttft;
@@ -256,7 +258,7 @@ static int shard_config(struct stage *st, uint32_t k) {
 struct started {
   int fd;
   uint32_t stage;
-  struct im__health *health;
+  struct im__health *health, *probe;
 };
 
 static void on_start(void *ctx, int64_t t0_mono, int64_t wall_ns) {
@@ -264,6 +266,7 @@ static void on_start(void *ctx, int64_t t0_mono, int64_t wall_ns) {
   if (sd->fd >= 0 && im_rundir_append(sd->fd, im_rundir_t0_json(sd->stage, t0_mono, wall_ns)))
     im_warn("cannot write the stage's start to stages.jsonl: %s", strerror(errno));
   im__health_stage(sd->health, sd->stage, t0_mono);
+  im__health_stage(sd->probe, sd->stage, t0_mono);
 }
 
 /* Runs the loader threads to the end; on the last stage the observers take
@@ -275,7 +278,8 @@ static int stage_load(struct stage *st, bool last_stage) {
   struct im__progress pr = {0};
   uint64_t total = 0;
   struct drain drain = {.mu = PTHREAD_MUTEX_INITIALIZER, .left = n, .obs = st->env->obs};
-  struct started sd = {.fd = st->env->stages_fd, .stage = st->index, .health = st->env->health};
+  struct started sd = {.fd = st->env->stages_fd, .stage = st->index, .health = st->env->health,
+                       .probe = st->env->probe};
   int rc = 0;
   for (uint32_t k = 0; k < n && st->env->obs && last_stage; k++) {
     st->shards[k].cfg.on_drained = on_drained;

@@ -596,3 +596,32 @@ const char *im_stats_verdict_name(enum im_stats_verdict v) {
   }
   return "?";
 }
+
+static int cmp_u64(const void *x, const void *y) {
+  uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+  return (a > b) - (a < b);
+}
+
+double im_stats_repetition(uint64_t *h, size_t n) {
+  if (n == 0)
+    return NAN;
+  qsort(h, n, sizeof *h, cmp_u64);
+  size_t distinct = 1;
+  for (size_t i = 1; i < n; i++)
+    distinct += h[i] != h[i - 1];
+  return 1.0 - (double)distinct / (double)n;
+}
+
+/* splitmix64's finaliser: a strong 64-bit mix (Steele, Lea and Flood 2014). */
+static uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+uint64_t im_stats_ngram4(const uint64_t p[3], uint64_t cur) {
+  uint64_t h = mix64(p[0]);
+  h = mix64(h ^ p[1]);
+  h = mix64(h ^ p[2]);
+  return mix64(h ^ cur);
+}

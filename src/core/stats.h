@@ -58,6 +58,13 @@ double im_stats_kurtosis(const double *x, size_t n);
  * value of a uniform distribution) suggests two modes; a normal sample gives
  * about 1/3. NaN when n < 4 or all values are equal. */
 double im_stats_bimodality(const double *x, size_t n);
+/* Repetition rate of a sequence of n n-gram hashes: 1 - distinct / n
+ * (docs/metrics.md §7, over the 4-grams of an output). Sorts h in place.
+ * NaN when n == 0. */
+double im_stats_repetition(uint64_t *h, size_t n);
+/* The hash of the 4-gram ending with piece hash `cur` after the three
+ * previous piece hashes p[0] (oldest) .. p[2]. */
+uint64_t im_stats_ngram4(const uint64_t p[3], uint64_t cur);
 /* Pearson correlation r of (x[i], y[i]); NaN when n < 2 or either series
  * is constant. */
 double im_stats_pearson(const double *x, const double *y, size_t n);

@@ -20,6 +20,7 @@
 #include "core/log.h"
 #include "proto/oai_chunk.h"
 #include "core/rng.h"
+#include "core/stats.h"
 #include "proto/sse.h"
 
 
@@ -387,6 +388,12 @@ static void finish_attempt(struct loader *L, struct attempt *a, CURLcode res) {
     }
   }
   r->t_end = now;
+  if (a->n_grams) {
+    r->repetition = im_stats_repetition(a->grams, a->n_grams);
+    r->ngrams = a->n_grams;
+  }
+  if (a->entropy_tokens)
+    r->entropy = a->entropy_sum / (double)a->entropy_tokens;
   r->error = im__load_classify(a, res);
   if (r->n_chunks && a->usage_seen && r->output_tokens) {
     r->output_source = IM_COUNT_USAGE;

@@ -134,6 +134,12 @@ struct im_load_config {
   uint32_t (*count_output)(void *ctx, const char *text, size_t len);
   void *count_ctx;
   const struct im_session_ops *session; /* NULL: single requests (workload) */
+  /* --keep-text: 4-grams of each answer's streamed pieces kept (as hashes)
+   * for its repetition rate, at most this many per request (0: off). */
+  uint32_t keep_ngrams;
+  /* --logprobs N: ask for the top N log-probabilities of each token and
+   * record each answer's mean entropy (0: not asked). */
+  uint32_t logprobs;
 
   /* Several loaders (threads) share one run: this one is shard `shard` of
    * `n_shards`; its k-th arrival is global request shard + k * n_shards, and

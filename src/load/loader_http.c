@@ -8,7 +8,9 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/stats.h"
 #include "load/loader_int.h"
+#include "proto/oai_logprobs.h"
 #include "proto/retry_after.h"
 
 /* ---- request building --------------------------------------------------- */
@@ -21,7 +23,8 @@ static enum im_err build_body(const struct loader *L, const struct im_req_spec *
                              .messages_json = s->messages_json, .extra_json = s->extra_json,
                              .max_tokens = s->max_tokens, .ignore_eos = s->ignore_eos,
                              .temperature = s->temperature, .top_p = s->top_p,
-                             .continuous_usage = c->continuous_usage, .cache_salt = c->cache_salt};
+                             .continuous_usage = c->continuous_usage, .cache_salt = c->cache_salt,
+                             .logprobs = c->logprobs};
   return im_oai_body_encode(&body, b);
 }
 
@@ -43,6 +46,34 @@ static void keep_reason(struct attempt *a, const char *p, size_t n) {
   for (size_t i = 0; i < n; i++) /* one line of printable text */
     a->reason[i] = (unsigned char)p[i] < 0x20 || p[i] == 0x7f ? ' ' : p[i];
   a->reason[n] = '\0';
+}
+
+/* --keep-text: one streamed piece (the chunk's text: content, else
+ * reasoning, else completions text, else tool-call arguments) joins the
+ * 4-grams of the answer. A piece is a token for servers that stream one
+ * token per chunk (vLLM, SGLang, llama.cpp, the built-in server). */
+static void keep_piece(struct attempt *a, const struct im_oai_chunk *c) {
+  const struct im_oai_str *s = c->content.len     ? &c->content
+                               : c->reasoning.len ? &c->reasoning
+                                                  : &c->text;
+  uint64_t h = im_fnv1a64(s->ptr ? s->ptr : "", s->len);
+  if (a->n_pieces >= 3 && a->n_grams < a->L->cfg->keep_ngrams) {
+    if (a->n_grams == a->cap_grams) {
+      uint32_t cap = a->cap_grams ? 2 * a->cap_grams : 256;
+      if (cap > a->L->cfg->keep_ngrams)
+        cap = a->L->cfg->keep_ngrams;
+      uint64_t *g = realloc(a->grams, cap * sizeof *g);
+      if (!g)
+        return; /* the rate is then over the 4-grams that fitted */
+      a->grams = g;
+      a->cap_grams = cap;
+    }
+    a->grams[a->n_grams++] = im_stats_ngram4(a->last_pieces, h);
+  }
+  a->n_pieces++;
+  a->last_pieces[0] = a->last_pieces[1];
+  a->last_pieces[1] = a->last_pieces[2];
+  a->last_pieces[2] = h;
 }
 
 /* A usage count the record can hold and the summary can expand: negative
@@ -152,6 +183,15 @@ enum im_err im__load_on_sse_event(void *ud, const struct im_sse_event *ev) {
   if (a->capture_reasoning && c->reasoning.len &&
       im_buf_append(&a->reasoning, c->reasoning.ptr, c->reasoning.len) != IM_OK)
     a->capture_reasoning = false;
+  if (a->L->cfg->keep_ngrams)
+    keep_piece(a, c);
+  /* An unreadable logprobs object adds nothing: the entropy is over the
+   * tokens whose alternatives could be read. */
+  if (a->L->cfg->logprobs && c->logprobs_json.len) {
+    enum im_err e = im_oai_logprobs_entropy(c->logprobs_json.ptr, c->logprobs_json.len,
+                                            &a->entropy_sum, &a->entropy_tokens);
+    (void)e;
+  }
   int64_t t = a->last_chunk; /* the arrival time of this read, set by on_write */
   if (r->t_first < 0)
     r->t_first = t;

@@ -90,6 +90,15 @@ struct attempt {
   bool capture_reasoning;        /* keep reasoning too (for counting) */
   struct im_buf answer;
   struct im_buf reasoning;
+  /* --keep-text: hashes of the 4-grams of the streamed pieces, for the
+   * repetition rate (docs/metrics.md §7); at most cfg->keep_ngrams. */
+  uint64_t *grams;
+  uint32_t n_grams, cap_grams;
+  uint32_t n_pieces;             /* pieces seen (the first 3 make no 4-gram) */
+  uint64_t last_pieces[3];
+  /* --logprobs: the entropy of the tokens with alternatives, summed. */
+  double entropy_sum;
+  uint32_t entropy_tokens;
 };
 
 struct loader {

@@ -16,6 +16,7 @@ void im__load_attempt_free(struct attempt *a) {
     a->L->cfg->session->end(a->L->cfg->workload_ctx, a->sstate);
   im_buf_cleanup(&a->answer);
   im_buf_cleanup(&a->reasoning);
+  free(a->grams);
   if (a->easy)
     curl_easy_cleanup(a->easy);
   curl_slist_free_all(a->hdrs);

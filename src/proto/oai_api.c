@@ -262,6 +262,32 @@ static enum im_err decode_stream(struct ctx *c, json_t *root, struct im_api_req 
                   &r->continuous_usage);
 }
 
+/* OpenAI's logprobs fields: chat "logprobs" (boolean) and "top_logprobs"
+ * (0..20, only with logprobs true); completions "logprobs" (0..5 in
+ * OpenAI's API; vLLM accepts more, so 0..20 here). */
+static enum im_err decode_logprobs(struct ctx *c, json_t *root, struct im_api_req *r) {
+  enum im_err err;
+  int64_t n = 0;
+  bool has = false;
+  if (r->kind == IM_API_CHAT) {
+    if ((err = opt_bool(c, root, "logprobs", "logprobs", &r->want_logprobs)))
+      return err;
+    if ((err = opt_int(c, root, "top_logprobs", 0, "an integer between 0 and 20", &has, &n)))
+      return err;
+    if (has && !r->want_logprobs)
+      return err_msg(c, IM_INVAL, "'top_logprobs' needs 'logprobs': true");
+  } else {
+    if ((err = opt_int(c, root, "logprobs", 0, "an integer between 0 and 20", &has, &n)))
+      return err;
+    r->want_logprobs = has;
+  }
+  if (n > 20)
+    return err_msg(c, IM_INVAL, "'%s' must be an integer between 0 and 20",
+                   r->kind == IM_API_CHAT ? "top_logprobs" : "logprobs");
+  r->logprobs = (uint32_t)n;
+  return IM_OK;
+}
+
 static enum im_err decode_sampling(struct ctx *c, json_t *root, struct im_api_req *r) {
   enum im_err err;
   int64_t n = 1;
@@ -285,6 +311,8 @@ static enum im_err decode_sampling(struct ctx *c, json_t *root, struct im_api_re
     return err;
   if ((err =
            opt_number(c, root, "top_p", 0.0, true, 1.0, "greater than 0 and at most 1", &r->top_p)))
+    return err;
+  if ((err = decode_logprobs(c, root, r)))
     return err;
   return opt_bool(c, root, "ignore_eos", "ignore_eos", &r->ignore_eos);
 }

@@ -41,6 +41,9 @@ struct im_api_req {
   bool has_seed;
   int64_t seed;
   bool ignore_eos;            /* vLLM extension */
+  uint32_t logprobs;          /* alternatives per token asked for: chat "top_logprobs"
+                                 (with "logprobs": true), completions "logprobs" N; 0..20 */
+  bool want_logprobs;         /* chat "logprobs": true, or completions "logprobs" given */
   char *cache_salt;           /* vLLM extension; NULL when absent */
   char *user;                 /* OpenAI `user`; NULL when absent */
 };

@@ -70,6 +70,7 @@ struct choice {
   struct im_oai_str content, text, reasoning_content, reasoning, role, finish;
   size_t n_tool_calls;
   struct im_oai_str tool_calls_json;
+  struct im_oai_str logprobs_json;
 };
 
 struct state {
@@ -762,6 +763,18 @@ static enum im_err choice_key(struct cur *c, const struct im_oai_str *k, void *c
     if (KEQ(k, "text"))
       return val_str(c, &ch->text);
     break;
+  case 8:
+    if (KEQ(k, "logprobs")) {
+      ch->logprobs_json = no_str;
+      if (!at(c, '{'))
+        return skip_value(c);
+      const unsigned char *s = c->p;
+      enum im_err err = skip_object(c);
+      ch->logprobs_json.ptr = (const char *)s;
+      ch->logprobs_json.len = (size_t)(c->p - s);
+      return err;
+    }
+    break;
   case 5:
     if (KEQ(k, "delta")) {
       reset_delta(ch);
@@ -786,6 +799,7 @@ static void commit_choice(struct im_oai_chunk *o, const struct choice *ch) {
   o->finish_reason = ch->finish;
   o->n_tool_calls = ch->n_tool_calls;
   o->tool_calls_json = ch->tool_calls_json;
+  o->logprobs_json = ch->logprobs_json;
   /* Prefer the non-empty one; a server sending both sends the same text. */
   if (ch->reasoning_content.len || (!ch->reasoning.len && ch->reasoning_content.ptr))
     o->reasoning = ch->reasoning_content;
@@ -813,6 +827,7 @@ static void reset_choices(struct im_oai_chunk *o) {
   o->content = o->text = o->reasoning = o->role = o->finish_reason = no_str;
   o->n_tool_calls = 0;
   o->tool_calls_json = no_str;
+  o->logprobs_json = no_str;
 }
 
 /* c->p at the '[' of "choices". */

@@ -96,6 +96,8 @@ struct im_oai_chunk {
   struct im_oai_str finish_reason;   /* any string; ptr NULL while running */
   size_t n_tool_calls;               /* elements of delta.tool_calls */
   struct im_oai_str tool_calls_json; /* raw JSON text of delta.tool_calls */
+  struct im_oai_str logprobs_json;   /* raw JSON text of the choice's "logprobs"
+                                        object (empty when absent or not an object) */
 
   int has_usage; /* a non-null "usage" object */
   struct im_oai_usage usage;
@@ -134,7 +136,7 @@ int im_oai_chunk_has_answer(const struct im_oai_chunk *c);
 /* Internal (im__): the same decoding done with jansson, kept as the
  * reference for the differential fuzz target and for bench/sse_speed.c. It
  * gives the same fields as im_oai_chunk_decode on every input both accept,
- * except tool_calls_json (left empty) and strings, which point into c's
+ * except tool_calls_json and logprobs_json (left empty) and strings, which point into c's
  * scratch. Returns IM_PARSE for whatever jansson rejects. */
 /* Internal, shared by the decoder and its jansson reference: the data is the
  * "[DONE]" sentinel (JSON whitespace around it allowed); and the class of a

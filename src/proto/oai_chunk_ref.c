@@ -23,6 +23,7 @@ static void ref_reset(struct im_oai_chunk *c) {
   c->content = c->text = c->reasoning = c->role = c->finish_reason = none;
   c->n_tool_calls = 0;
   c->tool_calls_json = none;
+  c->logprobs_json = none;
   c->has_usage = c->has_timings = 0;
   c->usage.prompt_tokens = c->usage.completion_tokens = c->usage.total_tokens = -1;
   c->usage.cached_tokens = c->usage.reasoning_tokens = -1;

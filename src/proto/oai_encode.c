@@ -30,13 +30,86 @@ static enum im_err finish_str(struct im_buf *b, const char *finish_reason) {
   return finish_reason ? im_buf_printf(b, "\"%s\"", finish_reason) : im_buf_puts(b, "null");
 }
 
-enum im_err im_oai_chunk(struct im_buf *b, const struct im_oai_ctx *c, const char *text, size_t len,
-                         bool reasoning, const char *finish_reason,
-                         const struct im_sim_usage *usage) {
+/* One token of a logprobs object: chat {"token", "logprob", "top_logprobs"}
+ * or a completions top_logprobs map. */
+static enum im_err lp_token(struct im_buf *b, bool chat, const char *text, size_t len,
+                            const struct im_oai_lp *lp) {
+  enum im_err err = IM_OK;
+  if (chat) {
+    err = im_buf_puts(b, "{\"token\":\"");
+    if (!err)
+      err = im_buf_json_escape(b, text, len);
+    if (!err)
+      err = im_buf_printf(b, "\",\"logprob\":%.6g,\"top_logprobs\":[", lp->n_alt ? lp->alt[0] : 0.0);
+  } else {
+    err = im_buf_puts(b, "{");
+  }
+  for (uint32_t k = 0; !err && k < lp->n_alt; k++) {
+    if (k && (err = im_buf_puts(b, ",")))
+      break;
+    if (chat)
+      err = im_buf_puts(b, "{\"token\":\"");
+    else
+      err = im_buf_puts(b, "\"");
+    if (!err)
+      err = k ? im_buf_printf(b, "<alt%u>", k) : im_buf_json_escape(b, text, len);
+    if (!err)
+      err = im_buf_printf(b, chat ? "\",\"logprob\":%.6g}" : "\":%.6g", lp->alt[k]);
+  }
+  if (!err)
+    err = im_buf_puts(b, chat ? "]}" : "}");
+  return err;
+}
+
+static enum im_err lp_json(struct im_buf *b, bool chat, const char *text, size_t len,
+                           const struct im_oai_lp *lp) {
+  enum im_err err;
+  uint32_t n = lp->n_tokens ? lp->n_tokens : 1;
+  if (chat) {
+    err = im_buf_puts(b, "{\"content\":[");
+    for (uint32_t i = 0; !err && i < n; i++) {
+      if (i)
+        err = im_buf_puts(b, ",");
+      if (!err)
+        err = lp_token(b, true, i ? "" : text, i ? 0 : len, lp);
+    }
+    return err ? err : im_buf_puts(b, "]}");
+  }
+  err = im_buf_puts(b, "{\"tokens\":[");
+  for (uint32_t i = 0; !err && i < n; i++) {
+    err = im_buf_puts(b, i ? ",\"" : "\"");
+    if (!err && !i)
+      err = im_buf_json_escape(b, text, len);
+    if (!err)
+      err = im_buf_puts(b, "\"");
+  }
+  if (!err)
+    err = im_buf_puts(b, "],\"token_logprobs\":[");
+  for (uint32_t i = 0; !err && i < n; i++)
+    err = im_buf_printf(b, "%s%.6g", i ? "," : "", lp->n_alt ? lp->alt[0] : 0.0);
+  if (!err)
+    err = im_buf_puts(b, "],\"top_logprobs\":[");
+  for (uint32_t i = 0; !err && i < n; i++) {
+    if (i)
+      err = im_buf_puts(b, ",");
+    if (!err)
+      err = lp_token(b, false, i ? "" : text, i ? 0 : len, lp);
+  }
+  if (!err)
+    err = im_buf_puts(b, "],\"text_offset\":[");
+  for (uint32_t i = 0; !err && i < n; i++)
+    err = im_buf_printf(b, "%s%zu", i ? "," : "", i ? len : (size_t)0);
+  return err ? err : im_buf_puts(b, "]}");
+}
+
+enum im_err im_oai_chunk_lp(struct im_buf *b, const struct im_oai_ctx *c, const char *text,
+                            size_t len, bool reasoning, const char *finish_reason,
+                            const struct im_sim_usage *usage, const struct im_oai_lp *lp) {
   enum im_err err = head(b, c);
   if (err)
     return err;
-  if (c->kind == IM_API_CHAT) {
+  bool chat = c->kind == IM_API_CHAT;
+  if (chat) {
     const char *field = !reasoning ? "content" : c->reasoning_new ? "reasoning" : "reasoning_content";
     err = im_buf_printf(b, "{\"index\":0,\"delta\":{\"%s\":\"", field);
   } else {
@@ -45,8 +118,11 @@ enum im_err im_oai_chunk(struct im_buf *b, const struct im_oai_ctx *c, const cha
   if (!err)
     err = im_buf_json_escape(b, text, len);
   if (!err)
-    err = im_buf_puts(b, c->kind == IM_API_CHAT ? "\"},\"logprobs\":null,\"finish_reason\":"
-                                                 : "\",\"logprobs\":null,\"finish_reason\":");
+    err = im_buf_puts(b, chat ? "\"},\"logprobs\":" : "\",\"logprobs\":");
+  if (!err)
+    err = lp ? lp_json(b, chat, text, len, lp) : im_buf_puts(b, "null");
+  if (!err)
+    err = im_buf_puts(b, ",\"finish_reason\":");
   if (!err)
     err = finish_str(b, finish_reason);
   if (!err)
@@ -59,6 +135,12 @@ enum im_err im_oai_chunk(struct im_buf *b, const struct im_oai_ctx *c, const cha
   if (!err)
     err = im_buf_puts(b, "}\n\n");
   return err;
+}
+
+enum im_err im_oai_chunk(struct im_buf *b, const struct im_oai_ctx *c, const char *text, size_t len,
+                         bool reasoning, const char *finish_reason,
+                         const struct im_sim_usage *usage) {
+  return im_oai_chunk_lp(b, c, text, len, reasoning, finish_reason, usage, NULL);
 }
 
 enum im_err im_oai_role_chunk(struct im_buf *b, const struct im_oai_ctx *c) {

@@ -28,6 +28,21 @@ struct im_sim_usage {
 enum im_err im_oai_chunk(struct im_buf *b, const struct im_oai_ctx *c, const char *text, size_t len,
                          bool reasoning, const char *finish_reason,
                          const struct im_sim_usage *usage) IM_WUR;
+/* Log-probabilities for a chunk: n_tokens tokens (the first carries the
+ * chunk's text, the others ""), each with the same n_alt alternatives
+ * alt[0..n_alt) (alt[0] is the emitted token's own logprob; the others are
+ * named "<alt1>", "<alt2>", ...). */
+struct im_oai_lp {
+  uint32_t n_tokens, n_alt;
+  const double *alt;
+};
+/* im_oai_chunk with a "logprobs" object (lp NULL: null, as im_oai_chunk):
+ * chat {"content": [{"token", "logprob", "top_logprobs": [{"token",
+ * "logprob"}]}]}, completions {"tokens", "token_logprobs", "top_logprobs":
+ * [{token: logprob}], "text_offset"}, OpenAI's shapes. */
+enum im_err im_oai_chunk_lp(struct im_buf *b, const struct im_oai_ctx *c, const char *text,
+                            size_t len, bool reasoning, const char *finish_reason,
+                            const struct im_sim_usage *usage, const struct im_oai_lp *lp) IM_WUR;
 /* The chat role chunk vLLM sends first: delta {role: assistant, content: ""}. */
 enum im_err im_oai_role_chunk(struct im_buf *b, const struct im_oai_ctx *c) IM_WUR;
 /* The final usage chunk with empty choices. */

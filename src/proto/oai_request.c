@@ -33,6 +33,9 @@ enum im_err im_oai_body_encode(const struct im_oai_body *q, struct im_buf *b) {
     err = im_buf_printf(b, ",\"temperature\":%.17g", q->temperature);
   if (!err && !isnan(q->top_p))
     err = im_buf_printf(b, ",\"top_p\":%.17g", q->top_p);
+  if (!err && q->logprobs)
+    err = q->chat ? im_buf_printf(b, ",\"logprobs\":true,\"top_logprobs\":%u", q->logprobs)
+                  : im_buf_printf(b, ",\"logprobs\":%u", q->logprobs);
   if (!err && q->cache_salt) {
     err = im_buf_puts(b, ",\"cache_salt\":\"");
     if (!err)

@@ -28,6 +28,9 @@ struct im_oai_body {
   double temperature, top_p; /* NaN: not sent */
   bool continuous_usage;     /* vLLM's stream_options.continuous_usage_stats */
   const char *cache_salt;    /* vLLM's cache_salt (NULL: not sent) */
+  uint32_t logprobs;         /* top log-probabilities per token asked for (0: none):
+                                chat "logprobs": true, "top_logprobs": N; completions
+                                "logprobs": N (OpenAI's API, as vLLM and SGLang take it) */
 };
 
 /* Appends the JSON body to b. Strings are escaped; messages_json and the

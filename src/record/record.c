@@ -82,6 +82,8 @@ void im_record_reset(struct im_record *r) {
   r->t_hdr = r->t_first = r->t_answer = r->t_last = r->t_end = -1;
   r->temperature = NAN;
   r->top_p = NAN;
+  r->repetition = NAN;
+  r->entropy = NAN;
 }
 
 void im_record_cleanup(struct im_record *r) {
@@ -317,6 +319,9 @@ static enum im_err write_record(const struct im_record *r, struct im_buf *b) {
   TRY(r->content_class != IM_CLASS_NONE
           ? put_str(b, im_req_class_name(r->content_class), strlen(im_req_class_name(r->content_class)))
           : im_buf_puts(b, "null"));
+  TRY(put_double_or_null(b, "repetition", r->ngrams ? r->repetition : NAN));
+  U64("ngrams", r->ngrams);
+  TRY(put_double_or_null(b, "entropy", r->entropy));
 
   U64("n_chunks", r->n_chunks);
   TRY(put_key(b, "chunks_us"));
@@ -608,6 +613,18 @@ static enum im_err read_fields(struct rd *d, struct im_record *r) {
   if (json_object_get(d->obj, "class")) {
     TRY(get_enum(d, "class", class_names, IM_CLASS_COUNT_, true, &e));
     r->content_class = (enum im_req_class)e;
+  }
+  if (json_object_get(d->obj, "ngrams")) {
+    TRY(get_u32(d, "ngrams", &r->ngrams));
+    TRY(get_double(d, "repetition", &r->repetition));
+    if (r->ngrams && !(r->repetition >= 0 && r->repetition < 1))
+      return fail(d->msg, d->msg_len,
+                  "requests.jsonl: field \"repetition\" must be in [0, 1) when \"ngrams\" > 0");
+  }
+  if (json_object_get(d->obj, "entropy")) {
+    TRY(get_double(d, "entropy", &r->entropy));
+    if (!isnan(r->entropy) && !(r->entropy >= 0))
+      return fail(d->msg, d->msg_len, "requests.jsonl: field \"entropy\" must be >= 0 or null");
   }
   TRY(get_chunks(d, r));
   return IM_OK;

@@ -116,6 +116,11 @@ struct im_record {
   uint32_t context_tokens;   /* the client's count of the prompt it sent (template
                                 included), whatever usage later says */
   enum im_req_class content_class;
+  double repetition;         /* 1 - distinct / total 4-grams of the streamed
+                                pieces (docs/metrics.md §7); NaN: not measured */
+  uint32_t ngrams;           /* 4-grams it was computed over (0: none) */
+  double entropy;            /* --logprobs: mean entropy (nats) per token over the
+                                top alternatives streamed; NaN: none */
 };
 
 /* Name used in JSON for a kind / error class / count source. */

@@ -62,6 +62,32 @@ static int stalls(json_t *a, const struct im_tokens *t) {
                                          "align_tolerance_ms of it"));
 }
 
+/* analysis.probes: present only when probes were sent (--probe-rate). */
+static int probes(json_t *a, const struct im_probes *p) {
+  if (!p->sent)
+    return 0;
+  json_t *o = im_jw_child(a, "probes");
+  const char *none = "no probe answered";
+  if (!o || im_jw_uint(o, "sent", p->sent) || im_jw_uint(o, "failed", p->failed) ||
+      im_jw_num(o, "p50_ms", p->p50_ms, none) || im_jw_num(o, "p99_ms", p->p99_ms, none) ||
+      im_jw_num(o, "max_ms", p->max_ms, none) || im_jw_num(o, "k", p->stall_k, NULL) ||
+      im_jw_uint(o, "stalls", p->stalls) || im_jw_num(o, "stall_share", p->stall_share, none))
+    return -1;
+  json_t *at = json_array();
+  if (!at || json_object_set_new(o, "stalls_listed", at))
+    return -1;
+  for (size_t i = 0; i < p->n_listed; i++)
+    if (json_array_append_new(at, json_pack("{s:f, s:f}", "at_s", p->stall_at_s[i], "latency_ms",
+                                            p->stall_ms[i])))
+      return -1;
+  return json_object_set_new(o, "definition",
+                             json_string("1-token requests (not streamed) at Poisson instants "
+                                         "beside the load; latency t_end - t_start; a stall is "
+                                         "a probe above k times the median probe latency; "
+                                         "stalls_listed: the first 32, at_s from the stage's "
+                                         "start"));
+}
+
 static int slo(json_t *a, const struct im_slo_verdicts *v, const struct im_summary_config *sc) {
   json_t *arr = json_array();
   if (!arr || json_object_set_new(a, "slo", arr))
@@ -92,7 +118,7 @@ enum im_err im_analysis_json(const struct im_stage_figures *f, const struct im_s
   json_t *a = im_jw_child(dst, "analysis");
   json_t *lc = a ? im_breakdown_long_context_json(&f->bd) : NULL;
   if (!a || !lc || json_object_set_new(a, "long_context", lc) || token_latency(a, &f->tokens, sc) ||
-      stalls(a, &f->tokens) || slo(a, &f->slo, sc))
+      stalls(a, &f->tokens) || probes(a, &f->probes) || slo(a, &f->slo, sc))
     return IM_NOMEM;
   return IM_OK;
 }
@@ -124,6 +150,12 @@ void im_analysis_text(FILE *o, const struct im_stage_figures *f, const struct im
             (long long)t->peak_position, 100.0 * t->aligned_share);
   else
     fprintf(o, "Stalls (gap > %g x request median):     none\n", t->cfg.stall_k);
+  const struct im_probes *p = &f->probes;
+  if (p->sent)
+    fprintf(o, "Probes (1 token, Poisson):              %llu sent, %llu failed, p50 %.2f / p99 "
+               "%.2f / max %.2f ms, %llu above %g x p50\n",
+            (unsigned long long)p->sent, (unsigned long long)p->failed, p->p50_ms, p->p99_ms,
+            p->max_ms, (unsigned long long)p->stalls, p->stall_k);
   const struct im_breakdown *b = &f->bd;
   if (!isnan(b->lc_growth))
     fprintf(o, "TTFT per uncached token, %s vs %s:  %+.0f%%%s\n",

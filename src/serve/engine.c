@@ -222,6 +222,14 @@ enum im_err im_engine_submit(struct im_engine *e, const struct im_seq_params *p,
   }
   if (p->min_tokens && s->target_out < p->min_tokens)
     s->target_out = p->min_tokens < max_tokens ? p->min_tokens : max_tokens;
+  /* A sequence caught in a sampling loop never samples its end-of-sequence
+   * token: it runs to max_tokens (what a collapse under low top_p looks
+   * like from outside, docs/metrics.md §7; its text loops in textgen). */
+  double degen = im_textgen_degeneracy(p->temperature, p->top_p);
+  if (!p->ignore_eos && degen > 0.0 && im_rng_uniform(&s->rng) < degen) {
+    s->target_out = max_tokens;
+    s->capped = true;
+  }
   if (e->prof->reasoning && s->target_out > 1) {
     double share = e->prof->reasoning_share * (0.8 + 0.4 * im_rng_uniform(&s->rng));
     uint32_t r = (uint32_t)(share * s->target_out);

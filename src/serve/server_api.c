@@ -165,9 +165,10 @@ static void on_tokens(struct im_seq *seq, const char *text, size_t len, uint32_t
     err = im_oai_role_chunk(b, &st->oai);
     st->role_sent = true;
   }
+  struct im_oai_lp lp = {.n_tokens = n, .n_alt = st->lp_n, .alt = st->lp_alt};
   if (!err)
-    err = im_oai_chunk(b, &st->oai, text, len, reasoning, finish,
-                       st->continuous ? &st->usage : NULL);
+    err = im_oai_chunk_lp(b, &st->oai, text, len, reasoning, finish,
+                          st->continuous ? &st->usage : NULL, st->logprobs ? &lp : NULL);
   if (err) {
     im__srv_conn_fail(st->c);
     return;
@@ -445,6 +446,11 @@ static void handle_generate(struct conn *c, enum im_api_kind kind) {
   }
   st->usage.cached = 0;
   st->last_keepalive = now;
+  if (r.want_logprobs) {
+    st->logprobs = true;
+    st->lp_n = r.logprobs < 20 ? r.logprobs : 20;
+    im_textgen_top_logprobs(&st->seq->gen, st->lp_n, st->lp_alt);
+  }
   if (st->streaming) {
     bool keep = im__srv_decide_keep_alive(c) && st->chunked;
     struct im_buf *f = &s->frame;

@@ -58,6 +58,9 @@ struct stream {
   int64_t last_keepalive, t_prev_token;
   struct im_buf text, rtext;    /* non-streaming answer */
   struct im_fault_plan plan;
+  bool logprobs;                /* the request asked for logprobs */
+  uint32_t lp_n;                /* alternatives per token (0..20) */
+  double lp_alt[20];            /* their logprobs under the sequence's sampling law */
 };
 
 struct im_server {

@@ -305,6 +305,23 @@ static double zipf_cdf(double a, double b, double e, double x) {
   return (pow(x, e) - pow(a, e)) / (pow(b, e) - pow(a, e));
 }
 
+void im_textgen_top_logprobs(const struct im_textgen *g, uint32_t n, double *out) {
+  const uint32_t cls = 256;
+  double a = 1.0 + ZIPF_Q, b = (double)cls + 1.0 + ZIPF_Q, e = 1.0 - g->zipf_s;
+  double f = 1.0;
+  if (g->top_p < 1.0) { /* the nucleus, as zipf() cuts it */
+    double fk = zipf_cdf(a, b, e, a + cls / 4);
+    f = g->top_p > fk ? g->top_p : fk;
+  }
+  for (uint32_t k = 0; k < n; k++) {
+    double lo = zipf_cdf(a, b, e, a + k), hi = zipf_cdf(a, b, e, a + k + 1);
+    if (hi > f)
+      hi = f;
+    double p = (hi - lo) / f;
+    out[k] = p > 0.0 ? log(p) : -1e4; /* outside the nucleus: never sampled */
+  }
+}
+
 /* Rank in [0, n) by inverting the continuous law (O(1), no table): ranks
  * are ordered by probability, so top_p is a cut of the uniform variate. */
 static uint32_t zipf(struct im_textgen *g, uint32_t n) {
@@ -597,12 +614,20 @@ void im_textgen_init(struct im_textgen *g, uint64_t seed, double temperature, do
    * its 4-gram repetition near that of prose at normal settings. */
   if (code)
     g->zipf_s *= CODE_FLATTEN;
+  g->degenerate = im_textgen_degeneracy(temperature, top_p);
+}
+
+double im_textgen_degeneracy(double temperature, double top_p) {
+  if (!(temperature >= 0.0))
+    temperature = 1.0;
+  if (!(top_p > 0.0) || top_p > 1.0)
+    top_p = 1.0;
   /* Loops: none from top_p >= 0.8, fully degenerate at top_p <= 0.3;
    * greedy decoding (temperature < 0.3) also loops. */
   double d = (0.8 - top_p) / 0.5;
   double dt = (0.3 - temperature) / 0.3 * 0.8;
   d = d > dt ? d : dt;
-  g->degenerate = d < 0.0 ? 0.0 : d > 1.0 ? 1.0 : d;
+  return d < 0.0 ? 0.0 : d > 1.0 ? 1.0 : d;
 }
 
 uint32_t im_textgen_next(struct im_textgen *g, const char **text, size_t *len) {

@@ -35,6 +35,17 @@ struct im_textgen {
   bool close_next;      /* code flavour: the next line closes a block */
 };
 
+/* How readily output loops under these sampling parameters, 0..1: 0 from
+ * top_p >= 0.8 (and temperature >= 0.3), 1 at top_p <= 0.3; also rises as
+ * temperature falls below 0.3 (greedy decoding). Out-of-range top_p counts
+ * as 1.0 (no nucleus cut). */
+double im_textgen_degeneracy(double temperature, double top_p);
+/* The log-probabilities of the n most likely pieces of a typical word
+ * class (256 words) under g's sampling law (Zipf-Mandelbrot, exponent from
+ * the temperature, renormalised inside the top_p nucleus), most likely
+ * first, into out[0..n): what a server would report as top_logprobs. Their
+ * entropy grows with temperature. */
+void im_textgen_top_logprobs(const struct im_textgen *g, uint32_t n, double *out);
 /* Starts a generator. code selects the code flavour. */
 void im_textgen_init(struct im_textgen *g, uint64_t seed, double temperature, double top_p,
                      bool code);

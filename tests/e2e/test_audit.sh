@@ -82,6 +82,25 @@ RUN --url "$BASE" --rate 20 --duration 2s --warmup 0s --input-len 64 --output-le
   --out "$TMP/errors"
 check_eq "20 % errors: errors FAIL" "$(status_of "$TMP/errors/results.json" errors)" FAIL
 
+# Probes beside the load while the engine pauses 500 ms (simulated) every
+# 3 s: the probes sent during a pause wait for it, tens of times their
+# median, and are listed with their instant; they are their own class,
+# never in the load's figures.
+stop_server
+start_server --time-scale 2 --fault 'hiccup@every=3s,ms=500'
+RUN --url "$BASE" --rate 5 --duration 6s --warmup 0s --input-len 64 --output-len 16 --seed 35 \
+  --probe-rate 20 --out "$TMP/probes"
+R="$TMP/probes/results.json"
+check "probes: sent and answered" jq -e '.analysis.probes.sent >= 40 and .analysis.probes.failed == 0' "$R"
+check "probes: the pauses found (>= 2 stalls above 5 x p50)" jq -e '.analysis.probes.stalls >= 2
+  and (.analysis.probes.stalls_listed | length) == ([.analysis.probes.stalls, 32] | min)' "$R"
+check "probes: in their class, not in the load's count" jq -e '.metrics.effective_rate.probe
+  == .analysis.probes.sent and .summary.completed < .metrics.effective_rate.attempts - .analysis.probes.sent + 1' "$R"
+check "probes: recorded as kind probe, 1 token asked" jq -se \
+  '[.[] | select(.kind == "probe")] | length > 0 and all(.requested_tokens == 1)' "$TMP/probes/requests.jsonl"
+"$BIN" run --url "$BASE" --probe-rate -1 --out "$TMP/bad" 2>/dev/null
+check_eq "--probe-rate -1: usage error" $? 1
+
 "$BIN" audit "$TMP/nonexistent" 2>/dev/null
 check_eq "audit of a missing directory exits 1" $? 1
 

@@ -3,7 +3,8 @@
 # causes") against problems planted in `infermeter serve`, one at a time,
 # each with an SLO it violates: an engine hiccup -> server_stall; a KV
 # shrink late in the run -> kv_pressure; too few seats for the rate ->
-# queueing. Each yields its own cause and no other (client_saturation is
+# queueing; low top_p (answers caught in loops run to max_tokens) ->
+# top_p_collapse. Each yields its own cause and no other (client_saturation is
 # allowed beside it only when the self-check really was INVALID, as on a
 # busy machine), and a clean run of the same load yields none.
 #
@@ -83,6 +84,24 @@ RUN --url "$BASE" "${QUEUE[@]}" --out "$TMP/queue-clean"
 check_eq "the same load with every seat: nothing to explain" \
   "$(jq -c .analysis.root_causes "$(R "$TMP/queue-clean")")" "[]"
 
+# Nucleus sampling cut to 0.45: about 70 % of the answers fall into loops
+# and never sample their end (3,000 tokens, E2E about 7.5 s at time scale
+# 8), repeating most of their 4-grams; the rest end near their sampled
+# length (mean 390 at temperature 0.3) and repeat few. The same load at
+# top_p 0.95 ends every answer: nothing over the limit.
+TOPP=(--rate 3 --duration 6s --grace 60s --output-len 3000 --temperature 0.3 --slo e2el=4500ms,ttft=60s)
+serve --time-scale 8
+RUN --url "$BASE" "${TOPP[@]}" --top-p 0.45 --out "$TMP/topp"
+fires "$TMP/topp" top_p_collapse
+check "top_p: the evidence is in the entry" jq -e '.analysis.root_causes[]
+  | select(.cause == "top_p_collapse") | .evidence.repetition_over_mean > 0.45
+    and .evidence.bimodality_coefficient > 0.5556' "$(R "$TMP/topp")"
+RUN --url "$BASE" "${TOPP[@]}" --top-p 0.95 --out "$TMP/topp-clean"
+check_eq "top_p 0.95: nothing to explain" "$(jq -c .analysis.root_causes "$(R "$TMP/topp-clean")")" "[]"
+check "top_p 0.95: answers repeat little" jq -se \
+  '[.[] | select(.kind == "measured" and .ngrams > 0) | .repetition] | (add / length) < 0.2' \
+  "$TMP/topp-clean/requests.jsonl"
+
 # Connection: close on half the responses: TIME_WAIT grows and the rule is
 # evaluated on it (see above why its verdict is not asserted).
 serve --time-scale 4 --fault 'connection-close:0.5'
@@ -99,12 +118,18 @@ echo "churn: connection_churn $st, score $(checked "$TMP/churn" connection_churn
 # the rule evaluated (see above why its verdict is not asserted).
 serve --time-scale 8
 RUN --url "$BASE" --rate 10 --duration 8s --grace 30s --output-len 3000 --perturb \
-  --temperature 1.5 --slo e2el=4s,ttft=60s --out "$TMP/temp"
+  --temperature 1.5 --slo e2el=4s,ttft=60s --logprobs 5 --out "$TMP/temp"
 st=$(checked "$TMP/temp" temperature_overload status)
 check "temperature: the rule was evaluated ($st)" test "$st" = fired -o "$st" = not_fired
 check "temperature: the hottest third is hotter" jq -e '.analysis.root_causes[0].evidence.checked[]
   | select(.cause == "temperature_overload") | .hot_temperature_min > .cold_temperature_max' \
   "$(R "$TMP/temp")"
+check "temperature: --logprobs gives each request its entropy" jq -se \
+  '[.[] | select(.kind == "measured" and .error == null) | .entropy] | length > 0 and all(. > 0)' \
+  "$TMP/temp/requests.jsonl"
+check "temperature: the hottest third's output entropy is higher" jq -e \
+  '.analysis.root_causes[0].evidence.checked[] | select(.cause == "temperature_overload")
+  | .hot_entropy_mean > .cold_entropy_mean' "$(R "$TMP/temp")"
 # No "no other cause" check here: at time scale 8 with 3,000-token answers
 # a busy machine (a sanitizer build, a shared CI host) starves the server's
 # loop, and the stalls that follow are real, rightly reported as

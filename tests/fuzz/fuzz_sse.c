@@ -47,7 +47,8 @@ static void check_chunk(struct ctx *c, const char *s, size_t n) {
     /* Touch every string so ASan sees a bad pointer. */
     const struct im_oai_str *strs[] = {&m->content,     &m->text,          &m->reasoning,
                                        &m->role,        &m->finish_reason, &m->tool_calls_json,
-                                       &m->err_message, &m->err_type,      &m->err_code};
+                                       &m->err_message, &m->err_type,      &m->err_code,
+                                       &m->logprobs_json};
     uint64_t h = 0;
     for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
       if (strs[i]->ptr)

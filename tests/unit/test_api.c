@@ -23,6 +23,7 @@ static void test_chat_all_fields(void) {
       " \"continuous_usage_stats\": true},"
       "\"max_completion_tokens\": 64, \"max_tokens\": 32, \"min_tokens\": 4,"
       "\"temperature\": 0.5, \"top_p\": 0.9, \"seed\": -7, \"n\": 1, \"ignore_eos\": true,"
+      "\"logprobs\": true, \"top_logprobs\": 7,"
       "\"cache_salt\": \"salt\", \"user\": \"u1\", \"tools\": [], \"unknown\": {\"a\": [1]}}";
   CHECK_EQ(decode(IM_API_CHAT, body, &r), IM_OK);
   CHECK_STR(msg, "");
@@ -47,6 +48,8 @@ static void test_chat_all_fields(void) {
   CHECK(r.has_seed);
   CHECK_EQ(r.seed, -7);
   CHECK(r.ignore_eos);
+  CHECK(r.want_logprobs);
+  CHECK_EQ(r.logprobs, 7);
   CHECK_STR(r.cache_salt, "salt");
   CHECK_STR(r.user, "u1");
   CHECK(r.prompt == NULL && r.prompt_ids == NULL);
@@ -181,6 +184,16 @@ static const struct bad_case bad[] = {
      "'messages[0].content[0].text' must be a string"},
     /* The other fields. */
     {CHAT, "{" MSGS ", \"model\": 3}", IM_INVAL, "'model' must be a string"},
+    {CHAT, "{" MSGS ", \"logprobs\": 1}", IM_INVAL, "'logprobs' must be a boolean"},
+    {CHAT, "{" MSGS ", \"top_logprobs\": 3}", IM_INVAL, "'top_logprobs' needs 'logprobs': true"},
+    {CHAT, "{" MSGS ", \"logprobs\": true, \"top_logprobs\": 21}", IM_INVAL,
+     "'top_logprobs' must be an integer between 0 and 20"},
+    {CHAT, "{" MSGS ", \"logprobs\": true, \"top_logprobs\": -1}", IM_INVAL,
+     "'top_logprobs' must be an integer between 0 and 20"},
+    {COMP, "{\"prompt\": \"a\", \"logprobs\": true}", IM_INVAL,
+     "'logprobs' must be an integer between 0 and 20"},
+    {COMP, "{\"prompt\": \"a\", \"logprobs\": 30}", IM_INVAL,
+     "'logprobs' must be an integer between 0 and 20"},
     {CHAT, "{" MSGS ", \"stream\": 1}", IM_INVAL, "'stream' must be a boolean"},
     {CHAT, "{" MSGS ", \"stream\": \"true\"}", IM_INVAL, "'stream' must be a boolean"},
     {CHAT, "{" MSGS ", \"stream_options\": true, \"stream\": true}", IM_INVAL,

@@ -1,11 +1,14 @@
 /* OpenAI-compatible chunk decoder: unit cases, then every fixture of
  * tests/fixtures/streams/ through im_sse + im_oai_chunk, each chunk also
  * decoded by the jansson reference and compared field by field. */
+#include <math.h>
 #include <stdint.h>
 
 #include "check.h"
 #include "core/buf.h"
 #include "proto/oai_chunk.h"
+#include "proto/oai_encode.h"
+#include "proto/oai_logprobs.h"
 #include "proto/sse.h"
 
 static int str_eq(struct im_oai_str s, const char *want) {
@@ -718,7 +721,64 @@ static void test_fixture(const struct fixture *fx) {
   free(buf);
 }
 
+/* --logprobs: what the built-in server encodes (OpenAI's chat and
+ * completions shapes), the decoder keeps as the raw "logprobs" object and
+ * the entropy reads. Alternatives 0.2, 0.1, 0.1 renormalise to 1/2, 1/4,
+ * 1/4: H = 1.5 ln 2 nats per token, for both shapes and for 2 tokens. */
+static void test_logprobs(void) {
+  const double alt[3] = {log(0.2), log(0.1), log(0.1)};
+  const double want = 1.5 * log(2.0);
+  for (int chat = 0; chat < 2; chat++) {
+    struct im_oai_ctx ctx = {.kind = chat ? IM_API_CHAT : IM_API_COMPLETIONS, .id = "x",
+                             .created = 1, .model = "m"};
+    struct im_oai_lp lp = {.n_tokens = 2, .n_alt = 3, .alt = alt};
+    struct im_buf b;
+    im_buf_init(&b, 1u << 20);
+    CHECK_OK(im_oai_chunk_lp(&b, &ctx, "a\"b", 3, false, NULL, NULL, &lp));
+    /* "data: " ... "\n\n" around the JSON. */
+    CHECK(b.len > 8 && memcmp(b.data, "data: ", 6) == 0);
+    struct im_oai_chunk c;
+    im_oai_chunk_init(&c, 0);
+    CHECK_OK(decode2(&c, b.data + 6, b.len - 8));
+    CHECK_EQ(c.cls, IM_OAI_TOKENS);
+    CHECK(c.logprobs_json.ptr && c.logprobs_json.ptr[0] == '{');
+    double h = 0;
+    uint32_t n = 0;
+    CHECK_OK(im_oai_logprobs_entropy(c.logprobs_json.ptr, c.logprobs_json.len, &h, &n));
+    CHECK_EQ(n, 2);
+    CHECK_NEAR(h, 2 * want, 1e-5); /* %.6g on the wire */
+    /* Without logprobs: null, nothing kept. */
+    im_buf_reset(&b);
+    CHECK_OK(im_oai_chunk(&b, &ctx, "a", 1, false, NULL, NULL));
+    CHECK_OK(decode2(&c, b.data + 6, b.len - 8));
+    CHECK_S(c.logprobs_json, NULL);
+    im_oai_chunk_cleanup(&c);
+    im_buf_cleanup(&b);
+  }
+  struct im_oai_chunk c;
+  im_oai_chunk_init(&c, 0);
+  CHECK_OK(DEC(&c, "{\"choices\":[{\"index\":0,\"text\":\"x\",\"logprobs\":[1]}]}"));
+  CHECK_S(c.logprobs_json, NULL); /* not an object */
+  CHECK_OK(DEC(&c, "{\"choices\":[{\"index\":1,\"logprobs\":{}},{\"index\":0,\"logprobs\":"
+                   "{\"content\":[]}}]}"));
+  CHECK_S(c.logprobs_json, "{\"content\":[]}"); /* the choice with index 0 */
+  im_oai_chunk_cleanup(&c);
+  double h = 0;
+  uint32_t n = 0;
+  CHECK_EQ(im_oai_logprobs_entropy("[1]", 3, &h, &n), IM_PARSE);
+  /* One alternative: H = 0; no alternatives or no numbers: not counted. */
+  CHECK_OK(im_oai_logprobs_entropy(
+      "{\"content\":[{\"top_logprobs\":[{\"logprob\":-0.5}]},{\"top_logprobs\":[]},"
+      "{\"top_logprobs\":[{\"logprob\":\"x\"}]}]}",
+      strlen("{\"content\":[{\"top_logprobs\":[{\"logprob\":-0.5}]},{\"top_logprobs\":[]},"
+             "{\"top_logprobs\":[{\"logprob\":\"x\"}]}]}"),
+      &h, &n));
+  CHECK_EQ(n, 1);
+  CHECK_NEAR(h, 0.0, 1e-12);
+}
+
 int main(void) {
+  test_logprobs();
   test_done_and_invalid();
   test_strings();
   test_chunks();

@@ -365,7 +365,31 @@ static void test_order_stats(void) {
   CHECK_EQ(im_stats_early_stop(10, 11, 0.99, 0.99, &es), IM_INVAL);
 }
 
+/* Repetition rate over 4-gram hashes of a piece sequence (docs/metrics.md
+ * §7): "a b c d a b c d" has 5 4-grams, of which 4 are distinct (abcd
+ * twice): 1 - 4/5 = 0.2; a loop of one piece is all repetition but one. */
+static void test_repetition(void) {
+  const char *seqs[3] = {"abcdabcd", "abcdefgh", "aaaaaaaaaaa"};
+  const double want[3] = {0.2, 0.0, 1.0 - 1.0 / 8.0};
+  for (int k = 0; k < 3; k++) {
+    uint64_t p[3] = {0, 0, 0}, g[16];
+    size_t n = 0, np = 0;
+    for (const char *c = seqs[k]; *c; c++, np++) {
+      uint64_t h = (uint64_t)(unsigned char)*c * 0x9e3779b97f4a7c15ull;
+      if (np >= 3)
+        g[n++] = im_stats_ngram4(p, h);
+      p[0] = p[1], p[1] = p[2], p[2] = h;
+    }
+    CHECK_NEAR(im_stats_repetition(g, n), want[k], 1e-12);
+  }
+  /* Order matters: a permutation of the pieces is another 4-gram. */
+  const uint64_t a[3] = {1, 2, 3}, b[3] = {2, 1, 3};
+  CHECK(im_stats_ngram4(a, 4) != im_stats_ngram4(b, 4));
+  CHECK(isnan(im_stats_repetition(NULL, 0)));
+}
+
 int main(void) {
+  test_repetition();
   test_percentiles();
   test_descriptive();
   test_distributions();
