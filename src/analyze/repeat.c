@@ -121,3 +121,13 @@ void im_repeat_analyze(struct im_repeat_set *set, bool publish) {
   set->runs_status = runs_fail ? IM_CHECK_FAIL : IM_CHECK_PASS;
   set->publishable = set->repeats_status != IM_CHECK_FAIL && !runs_fail;
 }
+
+void im_repeat_pool(struct im_repeat_set *set, const struct im_hist pool[4]) {
+  im_summary_config_default(&set->pooled_cfg);
+  static const double pct[3] = {50, 90, 99};
+  set->pooled_cfg.n_percentiles = 3;
+  for (int i = 0; i < 3; i++)
+    set->pooled_cfg.percentiles[i] = pct[i];
+  for (int m = 0; m < 4; m++)
+    im_dist_from_hist(&set->pooled[m], &pool[m], &set->pooled_cfg);
+}

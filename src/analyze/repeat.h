@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analyze/summary.h"
 #include "core/err.h"
 
 #define IM_REPEAT_MAX_RUNS 100
@@ -80,14 +81,20 @@ struct im_repeat_set {
   struct im_repeat_ref ref[IM_RF_COUNT_];
   const char *ref_source; /* where the references came from (not owned); NULL: none */
   double max_width;       /* the CI width / mean limit (<= 0: IM_REPEAT_MAX_WIDTH) */
-  /* Percentiles of the pooled histograms (every run's requests). */
-  double pooled_ms[4][3];          /* ttft, tpot, itl, e2el x p50, p90, p99; NaN: none */
+  /* The pooled histograms' distributions (every run's requests): ttft,
+   * tpot, itl, e2el with p50, p90, p99 and their order-statistic CIs
+   * (pooled_cfg's percentiles). */
+  struct im_dist pooled[4];
+  struct im_summary_config pooled_cfg;
   /* The set's audit (docs/audit.md "Repeated runs"). */
   int repeats_status;              /* enum im_check_status of analyze/validity.h */
   int ci_status;
   int runs_status;
   bool publishable;
 };
+
+/* Fills set->pooled from the merged histograms (ns; ttft, tpot, itl, e2el). */
+void im_repeat_pool(struct im_repeat_set *set, const struct im_hist pool[4]);
 
 /* Fills set->stat, the reference tests and the audit from set->values and
  * the runs (publish: fewer than 3 runs FAIL instead of WARN). */

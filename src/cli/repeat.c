@@ -253,12 +253,7 @@ static int aggregate(const char *dir, struct im_repeat_run *runs, size_t n, size
     take_run(set, r, res, pool, &runs[r]);
     json_decref(res);
   }
-  for (int m = 0; m < 4; m++)
-    for (int k = 0; k < 3; k++) {
-      static const double q[3] = {0.5, 0.9, 0.99};
-      set->pooled_ms[m][k] =
-          im_hist_count(&pool[m]) ? (double)im_hist_percentile(&pool[m], q[k]) / 1e6 : NAN;
-    }
+  im_repeat_pool(set, pool);
   im_repeat_analyze(set, publish);
   *publishable = set->publishable;
   json_t *root = im_repeat_json(set);

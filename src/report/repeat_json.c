@@ -7,6 +7,7 @@
 
 #include "analyze/validity.h"
 #include "report/jsonw.h"
+#include "report/summary_json.h"
 
 /* "reference": the one-sample t-test against --reference, or null. */
 static int reference(json_t *o, const struct im_repeat_ref *r) {
@@ -120,10 +121,7 @@ json_t *im_repeat_json(const struct im_repeat_set *set) {
   }
   static const char *const lat[4] = {"ttft", "tpot", "itl", "e2el"};
   for (int m = 0; m < 4; m++) {
-    json_t *o = im_jw_child(pooled, lat[m]);
-    if (!o || im_jw_num(o, "p50", set->pooled_ms[m][0], "no sample") ||
-        im_jw_num(o, "p90", set->pooled_ms[m][1], "no sample") ||
-        im_jw_num(o, "p99", set->pooled_ms[m][2], "no sample")) {
+    if (im_dist_json(pooled, lat[m], &set->pooled[m], &set->pooled_cfg)) {
       json_decref(root);
       return NULL;
     }

@@ -26,6 +26,10 @@ check "the aggregate's CI holds every run's throughput" \
 check "its mean is the runs' mean" \
   jq -e '.figures.output_throughput | ((.values | add / length) - .mean) | fabs < 1e-6' "$A"
 check "pooled percentiles from every run's histograms" jq -e '.pooled_ms.ttft.p50 > 0' "$A"
+check "the pool holds every run's requests" \
+  jq -e --argjson n "$(cat "$TMP"/rep/run-*/results.json | jq -s 'map(.metrics.latency_ms.ttft.n) | add')" '.pooled_ms.ttft.n == $n' "$A"
+check "pooled percentiles carry their interval" \
+  jq -e '.pooled_ms.tpot | .p50_ci.lo <= .p50 and .p50 <= .p50_ci.hi and .p50_ci.coverage >= 0.95' "$A"
 check_eq "the set's repeats check passes" "$(jq -r '.audit.checks[] | select(.id=="repeats") | .status' "$A")" PASS
 # --reference: a one-sample t-test per figure against the value given.
 check_eq "reference source recorded" "$(jq -r .reference_source "$A")" "request_throughput=1000, tpot_p50_ms=0.001"

@@ -157,8 +157,29 @@ static void test_reference(void) {
   CHECK(!set.ref[IM_RF_REQ_TPUT].given && !set.ref[IM_RF_REQ_TPUT].tested);
 }
 
+/* The pooled distributions: two runs' histograms merged. */
+static void test_pool(void) {
+  static struct im_repeat_set set;
+  struct im_hist pool[4];
+  for (int m = 0; m < 4; m++) {
+    CHECK_OK(im_hist_init_default(&pool[m]));
+    for (int i = 1; i <= 100; i++) /* 10 ns .. 1000 ns: exact in the histogram */
+      CHECK(im_hist_record(&pool[m], 10 * i * (m + 1)));
+  }
+  im_repeat_pool(&set, pool);
+  CHECK_EQ(set.pooled_cfg.n_percentiles, 3);
+  CHECK_EQ(set.pooled[0].n, 100);
+  CHECK_NEAR(set.pooled[0].pct[0], 500e-6, 1e-15); /* p50 of 10..1000 ns: rank 50 */
+  /* e2el p90: rank 90 = 3600 ns, read as its bucket's top (2 ns wide there) */
+  CHECK_NEAR(set.pooled[3].pct[1], 4 * 900e-6, 2e-6);
+  CHECK(set.pooled[0].pct_lo[0] < set.pooled[0].pct[0] && set.pooled[0].pct_hi[0] > set.pooled[0].pct[0]);
+  for (int m = 0; m < 4; m++)
+    im_hist_cleanup(&pool[m]);
+}
+
 int main(void) {
   test_stat();
+  test_pool();
   test_set();
   test_reference();
   return CHECK_DONE();
