@@ -99,6 +99,9 @@ enum im_err im_stage_analyze(const struct im_stage_input *in, struct im_stage_fi
     err = im_batch_means_compute(&f->pop, &f->bm);
   if (!err)
     err = im_probes_compute(&f->pop, tc.stall_k, &f->probes);
+  if (!err)
+    err = im_timeslices_compute(
+        &f->pop, in->timeslice_ns > 0 ? in->timeslice_ns : IM_STAGE_DEFAULT_TIMESLICE_NS, &f->slices);
   if (err) {
     im_stage_figures_cleanup(f);
     return err;
@@ -114,6 +117,7 @@ void im_stage_figures_cleanup(struct im_stage_figures *f) {
     return;
   im_summary_cleanup(&f->sum);
   im_tokens_cleanup(&f->tokens);
+  im_timeslices_cleanup(&f->slices);
   im_population_cleanup(&f->pop);
   memset(f, 0, sizeof *f);
 }

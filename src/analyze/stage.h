@@ -21,6 +21,7 @@
 #include "analyze/slo.h"
 #include "analyze/summary.h"
 #include "analyze/probes.h"
+#include "analyze/timeslice.h"
 #include "analyze/tokens.h"
 #include "workload/stages.h"
 
@@ -42,7 +43,10 @@ struct im_stage_input {
   uint32_t threads;
   struct im_tokens_config tokens; /* segmented sampling and stalls (window 0: defaults) */
   const struct im_hist *receive_lag; /* the engine's, ns (NULL: not measured) */
+  int64_t timeslice_ns;          /* --timeslice (0: IM_STAGE_DEFAULT_TIMESLICE_NS) */
 };
+
+#define IM_STAGE_DEFAULT_TIMESLICE_NS INT64_C(10000000000) /* 10 s */
 
 struct im_stage_figures {
   struct im_population pop;
@@ -56,6 +60,7 @@ struct im_stage_figures {
   struct im_tokens tokens;       /* segmented sampling and stalls */
   struct im_batch_means bm;      /* batch-means intervals within the run */
   struct im_probes probes;       /* --probe-rate's requests */
+  struct im_timeslices slices;   /* --timeslice */
 };
 
 /* Computes every figure of the stage. IM_INVAL for an invalid config,

@@ -272,7 +272,15 @@ static int report_stage(struct rep *p, size_t i, bool single) {
                               .slo_target = p->rd.an.slo_target, .counters = s->counters,
                               .samples = s->samples, .n_samples = s->n_samples,
                               .threads = s->threads ? s->threads : 1,
-                              .receive_lag = s->has_receive_lag ? &s->receive_lag : NULL};
+                              .receive_lag = s->has_receive_lag ? &s->receive_lag : NULL,
+                              .timeslice_ns = p->rd.an.timeslice_ns};
+  im_tokens_config_default(&in.tokens);
+  if (p->rd.an.segment_window)
+    in.tokens.window = p->rd.an.segment_window;
+  if (p->rd.an.segment_stride)
+    in.tokens.stride = p->rd.an.segment_stride;
+  if (p->rd.an.stall_k > 1)
+    in.tokens.stall_k = p->rd.an.stall_k;
   im_stage_window(recs, n, &s->rule, &in.cfg.window_start_ns, &in.cfg.window_end_ns);
   if (im_stage_analyze(&in, &f) != IM_OK) {
     fprintf(stderr, "infermeter report: stage %zu: out of memory computing its figures\n", i);

@@ -703,7 +703,11 @@ static int open_run_files(struct run *r) {
                                   .bw_util_ref = o->bw_util_ref,
                                   .kv_bytes_per_token = o->kv_bytes_per_token,
                                   .gpu_memory_bytes = o->gpu_memory,
-                                  .scrape_interval_ns = o->scrape_interval_ns};
+                                  .scrape_interval_ns = o->scrape_interval_ns,
+                                  .segment_window = o->segment_window,
+                                  .segment_stride = o->segment_stride,
+                                  .stall_k = o->stall_k,
+                                  .timeslice_ns = o->timeslice_ns};
   memcpy(an.percentiles, o->scfg.percentiles, sizeof an.percentiles);
   int rc = m ? im_rundir_write_manifest(o->out_dir, m, &an) : -1;
   json_decref(m);

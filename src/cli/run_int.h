@@ -73,6 +73,9 @@ struct run_opts {
   int64_t health_interval_ns;   /* --health-interval (0: none) */
   uint32_t keep_ngrams;         /* --keep-text (0: off) */
   uint32_t logprobs;            /* --logprobs N (0: not asked) */
+  uint32_t segment_window, segment_stride; /* --segment-window/--segment-stride (0: 8, 4) */
+  double stall_k;               /* --stall-k (0: 5) */
+  int64_t timeslice_ns;         /* --timeslice (0: 10 s) */
   double probe_rate;            /* --probe-rate, probes per second (0: none) */
   const char *health_path;      /* --health-path (NULL: /health) */
   const char *history;          /* --history PATH (NULL: $XDG_DATA_HOME/infermeter/history.db) */

@@ -117,7 +117,8 @@ void im__run_usage(FILE *o) {
 "                            reports the saturation point\n"
 "  --scenario FILE           settings from a JSON scenario file (keys are these long\n"
 "                            option names); flags on the command line override it\n"
-"\n"
+"\n");
+  fprintf(o,
 "Limits and verdicts:\n"
 "  --slo ttft=500ms,tpot=50ms,e2el=10s   SLOs for goodput and the exit code\n"
 "  --slo-target P            an SLO passes when at least P of requests meet it\n"
@@ -137,6 +138,12 @@ void im__run_usage(FILE *o) {
 "                            pieces (at most N per request, default 4096) for its\n"
 "                            repetition rate (top_p_collapse); the text itself is\n"
 "                            never stored\n"
+"  --segment-window W        token latency windows of W gaps (default 8) ...\n"
+"  --segment-stride S        ... starting every S gaps (default 4) (docs/metrics.md §4)\n"
+"  --stall-k K               a gap above K x its request's median gap is a stall\n"
+"                            (default 5; also the probe-stall factor)\n"
+"  --timeslice DUR           per-slice throughput and latency percentiles in\n"
+"                            metrics.timeslices (default 10s)\n"
 "  --logprobs N              ask for the top N (1-20) log-probabilities of each token\n"
 "                            (chat logprobs/top_logprobs, completions logprobs) and\n"
 "                            record each answer's mean entropy (temperature evidence)\n"
@@ -287,7 +294,7 @@ enum {
   O_BWREF, O_PGROUPS, O_PLEN, O_PSHARE, O_KVBPT, O_GPUMEM, O_DATASET, O_DSPATH, O_TSPEED, O_PERTURB,
   O_SESSIONS, O_SRATE, O_TURNS, O_GROWTH, O_THINK, O_GRID, O_SWEEP, O_SWEEP_STEPS, O_SWEEP_ALL,
   O_SCENARIO, O_TOKENIZER, O_CHAT_TMPL, O_MIX, O_TRACE, O_MIN_IN, O_MAX_IN, O_MIN_OUT, O_MAX_OUT,
-  O_BACKOFF_MAX, O_KEEP_TEXT, O_PROBE_RATE, O_LOGPROBS
+  O_BACKOFF_MAX, O_KEEP_TEXT, O_PROBE_RATE, O_LOGPROBS, O_SEGW, O_SEGS, O_STALLK, O_TIMESLICE
 };
 
 const struct option im__run_options[] = {
@@ -325,7 +332,11 @@ const struct option im__run_options[] = {
     {"health-path", required_argument, 0, O_HEALTH_PATH},
     {"keep-text", required_argument, 0, O_KEEP_TEXT},
     {"probe-rate", required_argument, 0, O_PROBE_RATE},
-    {"logprobs", required_argument, 0, O_LOGPROBS}, {"no-progress", no_argument, 0, O_NOPROG},
+    {"logprobs", required_argument, 0, O_LOGPROBS},
+    {"segment-window", required_argument, 0, O_SEGW},
+    {"segment-stride", required_argument, 0, O_SEGS},
+    {"stall-k", required_argument, 0, O_STALLK},
+    {"timeslice", required_argument, 0, O_TIMESLICE}, {"no-progress", no_argument, 0, O_NOPROG},
     {"threads", required_argument, 0, O_THREADS}, {"scrape", required_argument, 0, O_SCRAPE},
     {"no-scrape", no_argument, 0, O_NOSCRAPE},
     {"scrape-interval", required_argument, 0, O_SCRAPE_INT},
@@ -543,6 +554,17 @@ int im__run_apply(struct run_opts *o, int opt, const char *arg, bool *rate_given
     }
     return im_arg_u32("--keep-text", arg, 0, 1u << 20, &o->keep_ngrams);
   case O_LOGPROBS: return im_arg_u32("--logprobs", arg, 1, 20, &o->logprobs);
+  case O_SEGW: return im_arg_u32("--segment-window", arg, 1, 100000, &o->segment_window);
+  case O_SEGS: return im_arg_u32("--segment-stride", arg, 1, 100000, &o->segment_stride);
+  case O_STALLK: return im_arg_double("--stall-k", arg, 1.000001, 1e6, &o->stall_k);
+  case O_TIMESLICE:
+    if (im_arg_duration("--timeslice", arg, &o->timeslice_ns))
+      return -1;
+    if (o->timeslice_ns < 1000000) {
+      fprintf(stderr, "infermeter run: --timeslice: at least 1ms, got '%s'\n", arg);
+      return -1;
+    }
+    return 0;
   case O_PROBE_RATE: return im_arg_double("--probe-rate", arg, 0.0, 1000.0, &o->probe_rate);
   case O_NOPROG: o->no_progress = true; return 0;
   case O_THREADS: return im_arg_u32("--threads", arg, 1, 256, &o->threads);

@@ -36,6 +36,16 @@ int im_rundir_write_manifest(const char *dir, json_t *manifest,
                         "bw_util_ref", an->bw_util_ref, "kv_bytes_per_token",
                         an->kv_bytes_per_token, "gpu_memory_bytes", an->gpu_memory_bytes,
                         "scrape_interval_ns", (json_int_t)an->scrape_interval_ns);
+  if (a && ((an->segment_window &&
+              json_object_set_new(a, "segment_window", json_integer(an->segment_window))) ||
+             (an->segment_stride &&
+              json_object_set_new(a, "segment_stride", json_integer(an->segment_stride))) ||
+             (an->stall_k > 0 && json_object_set_new(a, "stall_k", json_real(an->stall_k))) ||
+             (an->timeslice_ns > 0 &&
+              json_object_set_new(a, "timeslice_ns", json_integer(an->timeslice_ns))))) {
+    json_decref(a);
+    a = NULL;
+  }
   if (!a || json_object_set_new(m, "analysis", a)) {
     json_decref(m);
     errno = ENOMEM;
@@ -166,6 +176,13 @@ static int read_analysis(struct im_rundir *rd, const json_t *a, char *err, size_
   an->kv_bytes_per_token = get_num(a, "kv_bytes_per_token", 0);
   an->gpu_memory_bytes = get_num(a, "gpu_memory_bytes", 0);
   an->scrape_interval_ns = get_int(a, "scrape_interval_ns", 1000000000);
+  int64_t w = get_int(a, "segment_window", 0), st = get_int(a, "segment_stride", 0);
+  an->segment_window = w > 0 && w <= 1000000 ? (uint32_t)w : 0;
+  an->segment_stride = st > 0 && st <= 1000000 ? (uint32_t)st : 0;
+  double k = get_num(a, "stall_k", 0);
+  an->stall_k = k > 1 ? k : 0;
+  int64_t ts = get_int(a, "timeslice_ns", 0);
+  an->timeslice_ns = ts > 0 ? ts : 0;
   return 0;
 }
 

@@ -70,6 +70,11 @@ struct im_rundir_analysis {
    * the user declared. */
   double kv_residency_ref, bw_util_ref, kv_bytes_per_token, gpu_memory_bytes;
   int64_t scrape_interval_ns;
+  /* Token-level analysis (docs/metrics.md §4) and time slices (§2); 0:
+   * the defaults (absent from manifests of older versions). */
+  uint32_t segment_window, segment_stride;
+  double stall_k;
+  int64_t timeslice_ns;
 };
 
 struct im_rundir_stage {

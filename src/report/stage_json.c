@@ -1,4 +1,5 @@
 /* See report/stage_json.h. */
+#include "report/timeslice_json.h"
 #include "report/stage_json.h"
 
 #include <math.h>
@@ -71,7 +72,8 @@ enum im_err im_stage_json(const struct im_stage_figures *f, const struct im_stag
   if (set(metrics, "by_context", im_breakdown_context_json(&f->bd, sc)) ||
       set(metrics, "batch_means", im_batch_means_json(&f->bm)) ||
       (m->by_class && set(metrics, "by_class", im_breakdown_class_json(&f->bd, sc))) ||
-      (m->sessions && set(metrics, "sessions", im_breakdown_sessions_json(&f->bd))))
+      (m->sessions && set(metrics, "sessions", im_breakdown_sessions_json(&f->bd))) ||
+      set(metrics, "timeslices", im_timeslices_json(&f->slices)))
     return IM_NOMEM;
   if (im_analysis_json(f, sc, dst))
     return IM_NOMEM;

@@ -21,7 +21,7 @@ struct im_engine {
   struct im_kv *kv;
   struct im_moe *moe;         /* NULL for dense profiles or routing off */
   uint32_t block_size, num_blocks, max_model_len;
-  struct seq_list waiting, running;
+  struct seq_list arriving, waiting, running; /* arriving: by t_arrival */
   struct im_rng rng;
   uint64_t next_num;
 
@@ -172,8 +172,8 @@ static void seq_free(struct im_engine *e, struct im_seq *s) {
 void im_engine_free(struct im_engine *e) {
   if (!e)
     return;
-  struct seq_list *lists[] = {&e->waiting, &e->running};
-  for (size_t i = 0; i < 2; i++) {
+  struct seq_list *lists[] = {&e->arriving, &e->waiting, &e->running};
+  for (size_t i = 0; i < 3; i++) {
     while (lists[i]->head) {
       struct im_seq *s = lists[i]->head;
       list_remove(lists[i], s);
@@ -260,17 +260,25 @@ enum im_err im_engine_submit(struct im_engine *e, const struct im_seq_params *p,
   s->stall_ns = p->stall_ns;
   s->sink = p->sink;
   s->ctx = p->ctx;
-  s->state = IM_SEQ_WAITING;
-  s->t_arrival = now_ns;
-  list_push_back(&e->waiting, s);
-  if (!e->in_step && (e->wake_at < 0 || e->wake_at > now_ns))
-    e->wake_at = now_ns;
+  s->t_arrival = now_ns + (p->delay_ns > 0 ? p->delay_ns : 0);
+  if (p->delay_ns > 0) {
+    /* Kept in arrival order: delays are equal within a server, so the back. */
+    s->state = IM_SEQ_ARRIVING;
+    list_push_back(&e->arriving, s);
+  } else {
+    s->state = IM_SEQ_WAITING;
+    list_push_back(&e->waiting, s);
+  }
+  if (!e->in_step && (e->wake_at < 0 || e->wake_at > s->t_arrival))
+    e->wake_at = s->t_arrival;
   *out = s;
   return IM_OK;
 }
 
 static void seq_unlink(struct im_engine *e, struct im_seq *s) {
-  if (s->state == IM_SEQ_WAITING)
+  if (s->state == IM_SEQ_ARRIVING)
+    list_remove(&e->arriving, s);
+  else if (s->state == IM_SEQ_WAITING)
     list_remove(&e->waiting, s);
   else if (s->state == IM_SEQ_RUNNING)
     list_remove(&e->running, s);
@@ -299,8 +307,8 @@ static void sweep_aborted(struct im_engine *e) {
   if (!e->abort_pending)
     return;
   e->abort_pending = false;
-  struct seq_list *lists[] = {&e->waiting, &e->running};
-  for (size_t i = 0; i < 2; i++) {
+  struct seq_list *lists[] = {&e->arriving, &e->waiting, &e->running};
+  for (size_t i = 0; i < 3; i++) {
     struct im_seq *s = lists[i]->head;
     while (s) {
       struct im_seq *next = s->next;
@@ -601,9 +609,20 @@ static void complete_step(struct im_engine *e, int64_t t) {
   }
 }
 
-/* Earliest time a paused running sequence resumes, or -1. */
+/* Arrivals whose setup is over join the waiting queue. */
+static void admit_arrivals(struct im_engine *e, int64_t now) {
+  while (e->arriving.head && e->arriving.head->t_arrival <= now) {
+    struct im_seq *s = e->arriving.head;
+    list_remove(&e->arriving, s);
+    s->state = IM_SEQ_WAITING;
+    list_push_back(&e->waiting, s);
+  }
+}
+
+/* Earliest time a paused running sequence resumes or an arrival's setup
+ * ends, or -1. */
 static int64_t earliest_resume(const struct im_engine *e) {
-  int64_t best = -1;
+  int64_t best = e->arriving.head ? e->arriving.head->t_arrival : -1;
   for (const struct im_seq *s = e->running.head; s; s = s->next)
     if (s->paused_until && (best < 0 || s->paused_until < best))
       best = s->paused_until;
@@ -624,6 +643,7 @@ void im_engine_tick(struct im_engine *e, int64_t now) {
     return;
   }
   e->wake_at = -1;
+  admit_arrivals(e, now);
   if (start_step(e, start))
     return;
   /* Nothing schedulable: every running sequence is paused by a fault, or the

@@ -55,7 +55,9 @@ struct im_engine_config {
 
 void im_engine_config_default(struct im_engine_config *cfg);
 
-enum im_seq_state { IM_SEQ_WAITING, IM_SEQ_RUNNING, IM_SEQ_DONE };
+/* ARRIVING: submitted with a delay (params.delay_ns: a new connection's
+ * setup), not yet in the waiting queue. */
+enum im_seq_state { IM_SEQ_WAITING, IM_SEQ_RUNNING, IM_SEQ_DONE, IM_SEQ_ARRIVING };
 enum im_finish { IM_FINISH_NONE, IM_FINISH_STOP, IM_FINISH_LENGTH, IM_FINISH_ABORT };
 
 struct im_seq;
@@ -87,6 +89,8 @@ struct im_seq_params {
   int64_t slow_ns;                 /* fault: every token this much later (real ns) */
   int64_t stall_token;             /* fault: pause before this token (-1 none) */
   int64_t stall_ns;
+  int64_t delay_ns;                /* reaches the waiting queue this long after
+                                      submission (connection setup); 0: at once */
   const struct im_seq_sink *sink;
   void *ctx;                       /* the owner's */
 };

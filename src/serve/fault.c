@@ -84,7 +84,7 @@ static const struct {
     [IM_FAULT_SLOW] = {WINDOW | B(K_MS), B(K_MS), "slow:0.1@ms=50"},
     [IM_FAULT_HICCUP] = {WINDOW | B(K_EVERY) | B(K_MS), B(K_EVERY) | B(K_MS),
                          "hiccup@every=30s,ms=500"},
-    [IM_FAULT_CONNECTION_CLOSE] = {WINDOW, 0, "connection-close:0.5"},
+    [IM_FAULT_CONNECTION_CLOSE] = {WINDOW | B(K_MS), 0, "connection-close:0.5@ms=20"},
     [IM_FAULT_KV_SHRINK] = {WINDOW | B(K_AT) | B(K_FRACTION), B(K_AT) | B(K_FRACTION),
                             "kv-shrink@at=60s,fraction=0.5"},
 };

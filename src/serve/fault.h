@@ -13,7 +13,10 @@
  *   stall      token=N,ms=M                        -> one pause of M ms before token N
  *   slow       ms=M                                -> every token of the request M ms late
  *   hiccup     every=DUR,ms=M                      -> engine pauses M ms every DUR (all streams)
- *   connection-close                               -> Connection: close on every response
+ *   connection-close ms=M (default 0)               -> Connection: close on every response;
+ *                                                     each new connection's first request
+ *                                                     waits M ms before its first token
+ *                                                     (handshake and connection setup)
  *   kv-shrink  at=DUR,fraction=F                   -> KV capacity x F at time DUR
  * Keys shown without a default are required.
  * Probabilities apply per request (per response for connection-close);

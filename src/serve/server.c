@@ -597,6 +597,7 @@ enum im_err im_server_new(struct im_server **out, const struct im_server_config 
     if (s->faults[i].kind == IM_FAULT_CONNECTION_CLOSE) {
       s->conn_close_fault = true;
       s->conn_close_prob = s->faults[i].prob;
+      s->conn_setup_ns = s->faults[i].ms_ns;
     }
   }
   im_rng_seed(&s->rng, im_mix64(cfg->engine.seed ^ 0x5e12e7ULL));

@@ -415,6 +415,9 @@ static void handle_generate(struct conn *c, enum im_api_kind kind) {
       s->metrics.faults[k]++; /* stream-ending kinds are counted when they fire */
 
   double scale = s->cfg.engine.time_scale;
+  /* connection-close@ms: the first request of a connection reaches the
+   * engine after the connection's setup (handshake), as it would behind TLS. */
+  int64_t delay = c->n_requests++ == 0 ? (int64_t)((double)s->conn_setup_ns / scale) : 0;
   struct im_seq_params p = {
       .request_id = st->req_id,
       .prompt = ids,
@@ -431,6 +434,7 @@ static void handle_generate(struct conn *c, enum im_api_kind kind) {
       .slow_ns = (int64_t)((double)plan.slow_ns / scale),
       .stall_token = plan.stall_token,
       .stall_ns = (int64_t)((double)plan.stall_ns / scale),
+      .delay_ns = delay,
       .sink = &sink,
       .ctx = st,
   };

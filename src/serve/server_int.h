@@ -44,6 +44,7 @@ struct conn {
   uv_shutdown_t sreq;
   bool writing, closing, draining, close_after_write, shut;
   int64_t last_activity, drain_since;
+  uint32_t n_requests;          /* requests begun on this connection */
 };
 
 struct stream {
@@ -80,6 +81,7 @@ struct im_server {
   size_t n_faults;
   bool conn_close_fault;
   double conn_close_prob;
+  int64_t conn_setup_ns;        /* connection-close@ms: a new connection's setup (simulated) */
   struct im_rng rng;
   double bucket;                /* rate-limit tokens */
   int64_t bucket_t;

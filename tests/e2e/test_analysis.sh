@@ -54,4 +54,23 @@ rc=$?
 check "an SLO every request misses exits 99 (3 on a busy machine) ($rc)" test $rc -eq 99 -o $rc -eq 3
 check "FAIL" jq -e '.analysis.slo[0].verdict == "FAIL"' "$TMP/slo2/results.json"
 
+
+# The analysis settings are flags, recorded in the manifest, so `report`
+# recomputes the same figures: 4-gap windows every 2 gaps, stalls above 3x
+# the median gap, 1 s time slices covering the window.
+RUN --url "$BASE" "${LOAD[@]}" --segment-window 4 --segment-stride 2 --stall-k 3 --timeslice 1s \
+  --out "$TMP/settings"
+R="$TMP/settings/results.json"
+check "the window and stride used" jq -e '.analysis.token_latency | .window_gaps == 4 and .stride_gaps == 2' "$R"
+check "the stall factor used" jq -e '.analysis.stalls.k == 3' "$R"
+check "1 s slices covering the measured window" jq -e '.metrics.timeslices as $t | $t.slice_s == 1
+  and ($t.slices | length) == (.metrics.window.seconds | ceil)
+  and ($t.slices | map(.completed) | add) == .metrics.counts.completed_in_window' "$R"
+cp "$R" "$TMP/settings.json"
+"$BIN" report "$TMP/settings" >/dev/null
+check_eq "report recomputes them" "$(jq -S 'del(.generated_at)' "$R" | md5sum)" \
+  "$(jq -S 'del(.generated_at)' "$TMP/settings.json" | md5sum)"
+"$BIN" run --url "$BASE" --stall-k 1 --out "$TMP/bad" 2>/dev/null
+check_eq "--stall-k 1: usage error" $? 1
+
 finish

@@ -282,6 +282,44 @@ static void test_mtp_and_abort(void) {
   free(prompt);
 }
 
+/* A request submitted with a delay (a new connection's setup) is neither
+ * waiting nor running until the delay has passed, then starts as any other;
+ * one aborted during its delay leaves nothing behind. */
+static void test_arrival_delay(void) {
+  struct im_profile prof = quiet_profile("llama-3.1-8b-1xh100");
+  struct im_engine_config cfg;
+  im_engine_config_default(&cfg);
+  cfg.profile = &prof;
+  struct im_engine *e;
+  CHECK_OK(im_engine_new(&e, &cfg));
+  uint32_t *prompt = make_prompt(20, 5);
+  struct rec r = {0}, ra = {0};
+  struct im_seq_params p;
+  struct im_seq *s, *sa;
+  params(&p, prompt, 20, 3, &r);
+  p.delay_ns = 5000000;
+  CHECK_OK(im_engine_submit(e, &p, 1000, &s));
+  params(&p, prompt, 20, 3, &ra);
+  p.delay_ns = 5000000;
+  CHECK_OK(im_engine_submit(e, &p, 1000, &sa));
+  CHECK_EQ(im_engine_next_deadline(e), 5001000);
+  struct im_engine_stats st;
+  im_engine_get_stats(e, &st);
+  CHECK_EQ(st.waiting + st.running, 0);
+  im_engine_tick(e, 3000000); /* before its time: nothing happens */
+  CHECK_EQ(im_engine_next_deadline(e), 5001000);
+  im_engine_abort(e, sa);
+  run(e, 3000000, 1000);
+  CHECK_EQ(r.tokens, 3);
+  CHECK(r.first_t > 5001000);
+  CHECK_EQ(ra.tokens, 0);
+  im_engine_get_stats(e, &st);
+  CHECK_EQ(st.aborted, 1);
+  CHECK_EQ(st.running + st.waiting, 0);
+  im_engine_free(e);
+  free(prompt);
+}
+
 static void test_reasoning_and_stall(void) {
   struct im_profile prof = quiet_profile("deepseek-r1-8xh200");
   struct im_engine_config cfg;
@@ -309,6 +347,7 @@ static void test_reasoning_and_stall(void) {
 }
 
 int main(void) {
+  test_arrival_delay();
   test_chunked_prefill_and_step_time();
   test_admission_limit();
   test_preemption();
