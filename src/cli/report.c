@@ -1,5 +1,6 @@
 /* `infermeter report DIR` and the end of every run: see cli/report.h. */
 #include "cli/report.h"
+#include "cli/otlp.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -18,6 +19,7 @@
 #include "analyze/server.h"
 #include "analyze/validity.h"
 #include "record/series.h"
+#include "report/html.h"
 #include "report/server_json.h"
 #include "report/analysis_json.h"
 #include "report/audit_json.h"
@@ -121,6 +123,29 @@ static int write_results(const char *dir, json_t *root) {
   if (json_dump_file(root, tmp, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) != 0 ||
       rename(tmp, path) != 0) {
     fprintf(stderr, "infermeter: cannot write %s: %s\n", path, strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
+int im__report_html(const char *path, const json_t *root, const char *title) {
+  struct im_buf b;
+  im_buf_init(&b, (size_t)1 << 30);
+  enum im_err err = im_html_report(root, title, &b);
+  char tmp[4300];
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  FILE *f = err ? NULL : fopen(tmp, "w");
+  bool ok = f && fwrite(b.data, 1, b.len, f) == b.len;
+  if (f)
+    ok = (fclose(f) == 0) && ok;
+  ok = ok && rename(tmp, path) == 0;
+  im_buf_cleanup(&b);
+  if (!ok) {
+    if (err)
+      fprintf(stderr, "infermeter: cannot render the HTML report: %s\n", im_strerror(err));
+    else
+      fprintf(stderr, "infermeter: cannot write %s: %s\n", path, strerror(errno));
+    unlink(tmp);
     return -1;
   }
   return 0;
@@ -458,7 +483,16 @@ static int report_all(struct rep *p) {
   char ts[64];
   iso_time(im_wall_ns(), ts, sizeof ts);
   json_object_set_new(p->root, "generated_at", json_string(ts));
-  return p->ro->audit_only ? 0 : write_results(p->dir, p->root);
+  if (p->ro->audit_only)
+    return 0;
+  if (write_results(p->dir, p->root))
+    return -1;
+  if (p->ro->no_html)
+    return 0;
+  char hpath[4200];
+  if (!p->ro->html)
+    snprintf(hpath, sizeof hpath, "%s/report.html", p->dir);
+  return im__report_html(p->ro->html ? p->ro->html : hpath, p->root, p->dir);
 }
 
 int im__report_dir(const char *dir, const struct report_opts *ro, struct report_outcome *out) {
@@ -494,7 +528,7 @@ static void audit_usage(FILE *f) {
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: infermeter report DIR [--quiet]\n"
+          "usage: infermeter report DIR [--quiet] [--html FILE | --no-html]\n"
           "\n"
           "Recomputes DIR/results.json and the summary from what a run left in DIR\n"
           "(manifest.json, stages.jsonl, requests.jsonl): the figures `run` wrote,\n"
@@ -503,6 +537,11 @@ static void usage(FILE *f) {
           "their line numbers.\n"
           "\n"
           "  --quiet     no summary on stdout\n"
+          "  --html FILE the HTML report there (default DIR/report.html: one\n"
+          "              self-contained page, charts and tables, light and dark)\n"
+          "  --no-html   no HTML report\n"
+          "  --otlp URL  send the run's spans and GenAI metrics to an OTLP/HTTP\n"
+          "              collector (docs/otlp.md)\n"
           "  --publish   NOT_PUBLISHABLE (the validity audit, docs/audit.md) exits 4\n"
           "  -h, --help  this help\n"
           "\n"
@@ -515,11 +554,15 @@ static void usage(FILE *f) {
 static int report_main(int argc, char **argv, bool audit) {
   static const struct option opts[] = {{"quiet", no_argument, NULL, 'q'},
                                        {"publish", no_argument, NULL, 'p'},
+                                       {"html", required_argument, NULL, 'H'},
+                                       {"no-html", no_argument, NULL, 'N'},
+                                       {"otlp", required_argument, NULL, 'O'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
   void (*help)(FILE *) = audit ? audit_usage : usage;
   const char *name = audit ? "audit" : "report";
-  bool quiet = false, publish = false;
+  bool quiet = false, publish = false, no_html = false;
+  const char *html = NULL, *otlp = NULL;
   int c;
   optind = 1;
   while ((c = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
@@ -527,6 +570,12 @@ static int report_main(int argc, char **argv, bool audit) {
       quiet = true;
     } else if (c == 'p') {
       publish = true;
+    } else if (c == 'H' && !audit) {
+      html = optarg;
+    } else if (c == 'N' && !audit) {
+      no_html = true;
+    } else if (c == 'O' && !audit) {
+      otlp = optarg;
     } else if (c == 'h') {
       help(stdout);
       return EXIT_OK;
@@ -542,13 +591,21 @@ static int report_main(int argc, char **argv, bool audit) {
   }
   const char *dir = argv[optind];
   struct report_opts ro = {.text = quiet ? NULL : stdout, .stage_lines = true,
-                           .audit_only = audit, .publish = publish};
+                           .audit_only = audit, .publish = publish, .html = html,
+                           .no_html = no_html};
   struct report_outcome out;
   if (im__report_dir(dir, &ro, &out))
     return EXIT_USAGE;
+  if (otlp) {
+    struct im__otlp_opts oo = {.url = otlp, .sample = 1.0};
+    struct im__otlp_stats os = {0};
+    if (im__otlp_export(dir, &oo, false, &os))
+      return EXIT_USAGE;
+  }
   if (!quiet && !audit)
-    fprintf(stdout, "Results: %s/results.json%s\n", dir,
-            out.interrupted ? " (the run was interrupted: figures of the records on disk)" : "");
+    fprintf(stdout, "Results: %s/results.json%s\nReport:  %s%s\n", dir,
+            out.interrupted ? " (the run was interrupted: figures of the records on disk)" : "",
+            no_html ? "(none: --no-html)" : html ? html : dir, no_html || html ? "" : "/report.html");
   return im__report_exit_code(&out);
 }
 

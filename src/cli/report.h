@@ -18,6 +18,8 @@ struct report_opts {
   bool stage_lines;           /* multi-stage: one line per stage (run printed them already) */
   bool audit_only;            /* `infermeter audit`: print the audit alone, write nothing */
   bool publish;               /* --publish: NOT_PUBLISHABLE decides the exit status (4) */
+  const char *html;           /* the HTML report's path (NULL: DIR/report.html) */
+  bool no_html;               /* --no-html: none */
 };
 
 /* What the figures say, for the exit status (README, "Exit status"). */
@@ -35,6 +37,9 @@ struct report_outcome {
 /* Reads dir, writes dir/results.json (atomically), prints the summary.
  * 0, or -1 after saying why on stderr. */
 int im__report_dir(const char *dir, const struct report_opts *ro, struct report_outcome *out);
+/* Writes the HTML report of a results document to path (atomically), title
+ * naming the run. 0, or -1 after saying why. */
+int im__report_html(const char *path, const json_t *root, const char *title);
 /* The exit status for an outcome (0, 2, 3, 4 under --publish, 99, 130). */
 int im__report_exit_code(const struct report_outcome *out);
 

@@ -22,6 +22,8 @@
 #include "cli/args.h"
 #include "cli/cli.h"
 #include "cli/health.h"
+#include "cli/otlp.h"
+#include "cli/vllm_compat.h"
 #include "cli/report.h"
 #include "cli/run_int.h"
 #include "record/rundir.h"
@@ -176,6 +178,9 @@ struct run {
   struct stage_res *res;
   size_t ran;
   struct im__health health, probe;
+  struct im__otlp_live otlp;
+  struct im__vllm vllm;         /* vLLM's flags, translated (cli/vllm_compat.h) */
+  char **vllm_argv;             /* the translated command line (owned) */
   bool started;     /* a stage began (its start line is in stages.jsonl) */
   bool stopped_early;
   double discovery_ms;
@@ -720,6 +725,7 @@ static int open_run_files(struct run *r) {
 static void run_cleanup(struct run *r) {
   im__health_stop(&r->health);
   im__health_stop(&r->probe);
+  im__otlp_live_stop(&r->otlp);
   free(r->res);
   free(r->stages);
   if (r->jsonl_fd >= 0)
@@ -759,6 +765,15 @@ int im_cli_run(int argc, char **argv) {
     fprintf(stderr, "infermeter run: out of memory\n");
     return EXIT_USAGE;
   }
+  int targc;
+  char **targv;
+  if (im__vllm_translate(argc, argv, &targc, &targv, &r->vllm)) {
+    free(r);
+    return EXIT_USAGE;
+  }
+  r->vllm_argv = targv;
+  argc = targc;
+  argv = targv;
   r->argc = argc;
   r->argv = argv;
   r->jsonl_fd = r->raw_fd = r->stages_fd = r->series_fd = -1;
@@ -816,6 +831,9 @@ int im_cli_run(int argc, char **argv) {
       goto out;
     r->env.probe = &r->probe;
   }
+  struct im__otlp_opts oo = {.url = o->otlp, .sample = o->otlp_sample, .provider = o->provider};
+  if (o->otlp && im__otlp_live_start(&r->otlp, o->out_dir, &oo))
+    goto out;
   if (!o->quiet)
     fprintf(stderr, "infermeter: %s %s, model %s, %zu stage(s), results in %s\n",
             r->env.builtin ? "built-in server at" : "target", r->url, r->env.model, r->env.n_stages,
@@ -826,6 +844,7 @@ int im_cli_run(int argc, char **argv) {
   bool failed = run_stages(r) != 0;
   im__health_stop(&r->health);
   im__health_stop(&r->probe);
+  im__otlp_live_stop(&r->otlp); /* every record is on disk: it sends the last ones */
   if (!r->started) /* not one stage began: nothing to report */
     goto out;
   /* The results: read back from the directory, by the same path as
@@ -841,13 +860,23 @@ int im_cli_run(int argc, char **argv) {
   if (!reported && !o->no_history && o->repeat_of <= 1)
     im__run_add_history(o, o->out_dir);
   if (!reported && !o->quiet)
-    fprintf(stdout, "Results: %s/results.json, %s/requests.jsonl\n", o->out_dir, o->out_dir);
+    fprintf(stdout, "Results: %s/results.json, %s/requests.jsonl\nReport:  %s/report.html\n",
+            o->out_dir, o->out_dir, o->out_dir);
+  if (!reported && r->vllm.save_result)
+    (void)im__vllm_save(o->out_dir, &r->vllm);
+  if (o->otlp) {
+    struct im__otlp_stats os = r->otlp.st; /* the attempts the live exporter sent */
+    if (!im__otlp_export(o->out_dir, &oo, true, &os) && !o->quiet)
+      fprintf(stdout, "OTLP:    %" PRIu64 " spans and %" PRIu64 " metric points sent to %s\n",
+              os.spans_sent, os.metric_points, o->otlp);
+  }
   if (failed)
     rc = r->env.engine_failed ? EXIT_ENGINE : EXIT_USAGE;
   else if (!reported)
     rc = im__report_exit_code(&outcome);
 out:
   run_cleanup(r);
+  free(r->vllm_argv);
   free(r);
   return rc;
 }

@@ -76,6 +76,9 @@ struct run_opts {
   uint32_t segment_window, segment_stride; /* --segment-window/--segment-stride (0: 8, 4) */
   double stall_k;               /* --stall-k (0: 5) */
   int64_t timeslice_ns;         /* --timeslice (0: 10 s) */
+  const char *otlp;             /* --otlp URL (NULL: none) */
+  double otlp_sample;           /* --otlp-sample */
+  const char *provider;         /* --provider */
   double probe_rate;            /* --probe-rate, probes per second (0: none) */
   const char *health_path;      /* --health-path (NULL: /health) */
   const char *history;          /* --history PATH (NULL: $XDG_DATA_HOME/infermeter/history.db) */

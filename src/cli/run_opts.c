@@ -142,6 +142,12 @@ void im__run_usage(FILE *o) {
 "  --segment-stride S        ... starting every S gaps (default 4) (docs/metrics.md §4)\n"
 "  --stall-k K               a gap above K x its request's median gap is a stall\n"
 "                            (default 5; also the probe-stall factor)\n"
+"  --otlp URL                after the run, send its attempts as OpenTelemetry spans\n"
+"                            and its GenAI client metrics to an OTLP/HTTP collector\n"
+"                            (URL/v1/traces, URL/v1/metrics; docs/otlp.md)\n"
+"  --otlp-sample R           head-sample that share of requests' spans (default 1)\n"
+"  --provider NAME           gen_ai.provider.name (default: deepseek for the built-in\n"
+"                            server and DeepSeek URLs, else openai)\n"
 "  --timeslice DUR           per-slice throughput and latency percentiles in\n"
 "                            metrics.timeslices (default 10s)\n"
 "  --logprobs N              ask for the top N (1-20) log-probabilities of each token\n"
@@ -294,7 +300,8 @@ enum {
   O_BWREF, O_PGROUPS, O_PLEN, O_PSHARE, O_KVBPT, O_GPUMEM, O_DATASET, O_DSPATH, O_TSPEED, O_PERTURB,
   O_SESSIONS, O_SRATE, O_TURNS, O_GROWTH, O_THINK, O_GRID, O_SWEEP, O_SWEEP_STEPS, O_SWEEP_ALL,
   O_SCENARIO, O_TOKENIZER, O_CHAT_TMPL, O_MIX, O_TRACE, O_MIN_IN, O_MAX_IN, O_MIN_OUT, O_MAX_OUT,
-  O_BACKOFF_MAX, O_KEEP_TEXT, O_PROBE_RATE, O_LOGPROBS, O_SEGW, O_SEGS, O_STALLK, O_TIMESLICE
+  O_BACKOFF_MAX, O_KEEP_TEXT, O_PROBE_RATE, O_LOGPROBS, O_SEGW, O_SEGS, O_STALLK, O_TIMESLICE,
+  O_OTLP, O_OTLP_SAMPLE, O_PROVIDER
 };
 
 const struct option im__run_options[] = {
@@ -336,7 +343,10 @@ const struct option im__run_options[] = {
     {"segment-window", required_argument, 0, O_SEGW},
     {"segment-stride", required_argument, 0, O_SEGS},
     {"stall-k", required_argument, 0, O_STALLK},
-    {"timeslice", required_argument, 0, O_TIMESLICE}, {"no-progress", no_argument, 0, O_NOPROG},
+    {"timeslice", required_argument, 0, O_TIMESLICE},
+    {"otlp", required_argument, 0, O_OTLP},
+    {"otlp-sample", required_argument, 0, O_OTLP_SAMPLE},
+    {"provider", required_argument, 0, O_PROVIDER}, {"no-progress", no_argument, 0, O_NOPROG},
     {"threads", required_argument, 0, O_THREADS}, {"scrape", required_argument, 0, O_SCRAPE},
     {"no-scrape", no_argument, 0, O_NOSCRAPE},
     {"scrape-interval", required_argument, 0, O_SCRAPE_INT},
@@ -388,6 +398,7 @@ void im__run_opts_default(struct run_opts *o) {
   o->cooldown_ns = 60 * (int64_t)1000000000;
   o->keepalive = true;
   o->keep_ngrams = 4096;
+  o->otlp_sample = 1.0;
   o->threads = 1;
   o->t_connect = 5 * 1000000000LL;
   o->t_ttft = 60 * 1000000000LL;
@@ -557,6 +568,16 @@ int im__run_apply(struct run_opts *o, int opt, const char *arg, bool *rate_given
   case O_SEGW: return im_arg_u32("--segment-window", arg, 1, 100000, &o->segment_window);
   case O_SEGS: return im_arg_u32("--segment-stride", arg, 1, 100000, &o->segment_stride);
   case O_STALLK: return im_arg_double("--stall-k", arg, 1.000001, 1e6, &o->stall_k);
+  case O_OTLP:
+    if (strncmp(arg, "http://", 7) && strncmp(arg, "https://", 8)) {
+      fprintf(stderr, "infermeter run: --otlp: an http:// or https:// URL (the collector's "
+                      "OTLP/HTTP base, e.g. http://127.0.0.1:4318), got '%s'\n", arg);
+      return -1;
+    }
+    o->otlp = arg;
+    return 0;
+  case O_OTLP_SAMPLE: return im_arg_double("--otlp-sample", arg, 1e-9, 1.0, &o->otlp_sample);
+  case O_PROVIDER: o->provider = arg; return 0;
   case O_TIMESLICE:
     if (im_arg_duration("--timeslice", arg, &o->timeslice_ns))
       return -1;

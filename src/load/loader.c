@@ -789,8 +789,7 @@ enum im_err im_load_run(const struct im_load_config *cfg, struct im_load_result 
   im_rng_seed(&L.rng, im_mix64((uint64_t)im_now_ns() ^ cfg->shard));
   /* W3C trace ids: one 64-bit half per run (the salt), the other per
    * logical request; the same in every shard. */
-  L.trace_run = im_mix64(im_fnv1a64(cfg->run_salt ? cfg->run_salt : "0",
-                                    strlen(cfg->run_salt ? cfg->run_salt : "0")) ^ 0x7472616365ULL);
+  L.trace_run = im_trace_run(cfg->run_salt);
 
   /* The ring holds a closed loop's first round, or the first arrivals. */
   L.pre_cap = cfg->times ? 256 : (cfg->concurrency > 256 ? cfg->concurrency : 256);

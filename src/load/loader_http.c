@@ -301,7 +301,7 @@ enum im_err im__load_build_http(struct loader *L, struct attempt *a) {
   /* W3C trace context: version 00, a trace id per logical request, a span
    * id per attempt, sampled. */
   snprintf(line, sizeof line, "traceparent: 00-%016" PRIx64 "%016" PRIx64 "-%016" PRIx64 "-01",
-           L->trace_run, im_mix64(r->logical_id) | 1, im_mix64(r->id ^ L->trace_run) | 1);
+           L->trace_run, im_trace_request(r->logical_id), im_trace_span(L->trace_run, r->id));
   a->hdrs = add_header(a->hdrs, line, &ok);
   if (c->api_key) {
     struct im_buf auth;

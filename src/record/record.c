@@ -2,6 +2,8 @@
  * (docs/results-schema.md). */
 #include "record/record.h"
 
+#include "core/rng.h"
+
 #include <inttypes.h>
 #include <jansson.h>
 #include <math.h>
@@ -63,6 +65,11 @@ const char *im_errclass_name(enum im_errclass e) {
 
 const char *im_count_source_name(enum im_count_source s) {
   return (unsigned)s < IM_COUNT_SOURCE_COUNT_ ? source_names[s] : "unknown";
+}
+
+uint64_t im_trace_run(const char *run_salt) {
+  const char *s = run_salt ? run_salt : "0";
+  return im_mix64(im_fnv1a64(s, strlen(s)) ^ 0x7472616365ULL); /* "trace" */
 }
 
 void im_record_reset(struct im_record *r) {

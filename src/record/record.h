@@ -17,6 +17,7 @@
 
 #include "core/buf.h"
 #include "core/err.h"
+#include "core/rng.h"
 
 /* The longest requests.jsonl line written or read: a record of the most
  * chunks a record can hold (4M, each offset at most 10 digits and a comma,
@@ -122,6 +123,16 @@ struct im_record {
   double entropy;            /* --logprobs: mean entropy (nats) per token over the
                                 top alternatives streamed; NaN: none */
 };
+
+/* W3C trace context of the attempts (the `traceparent` the load engine
+ * sends, and the OTLP export): trace id = run half : request half, where
+ * the run half is im_trace_run(run_salt) and the request half
+ * im_mix64(logical_id) | 1; the attempt's span id im_mix64(id ^ run half) | 1. */
+uint64_t im_trace_run(const char *run_salt);
+static inline uint64_t im_trace_request(uint64_t logical_id) { return im_mix64(logical_id) | 1; }
+static inline uint64_t im_trace_span(uint64_t trace_run, uint64_t attempt_id) {
+  return im_mix64(attempt_id ^ trace_run) | 1;
+}
 
 /* Name used in JSON for a kind / error class / count source. */
 const char *im_kind_name(enum im_req_kind k);

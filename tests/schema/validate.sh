@@ -22,32 +22,10 @@ if [ $# -eq 0 ]; then
   echo "usage: bash tests/schema/validate.sh FILE|DIR..." >&2
   exit 2
 fi
-for tool in node npm; do
-  if ! command -v "$tool" >/dev/null 2>&1; then
-    echo "schema: SKIP: '$tool' is not installed (Debian: apt-get install nodejs npm," \
-      "or scripts/deps.sh test)" >&2
-    exit $SKIP
-  fi
-done
-
+. "$root/tests/lib/npm.sh"
 cache=${IM_NPM_CACHE:-$root/build/npm-cache}/ajv
 mods=$cache/node_modules
-if [ ! -f "$mods/ajv/dist/2020.js" ]; then
-  mkdir -p "$cache"
-  # One install at a time (ctest may start two tests that need it).
-  (
-    flock -w 300 9 || exit 1
-    [ -f "$mods/ajv/dist/2020.js" ] && exit 0
-    npm install --prefix "$cache" --no-audit --no-fund --loglevel=error ajv@8 >"$cache/npm.log" 2>&1
-  ) 9>"$cache.lock"
-  if [ ! -f "$mods/ajv/dist/2020.js" ]; then
-    if ! timeout 30 npm ping >/dev/null 2>&1; then
-      echo "schema: SKIP: the npm registry is not reachable, cannot install ajv" >&2
-      exit $SKIP
-    fi
-    echo "schema: npm install of ajv into $cache failed with the registry reachable:" >&2
-    tail -5 "$cache/npm.log" >&2
-    exit 1
-  fi
-fi
+npm_module "$cache" schema ajv@8 ajv/dist/2020.js
+rc=$?
+[ $rc -eq 0 ] || exit $rc
 node "$here/validate.js" --modules "$mods" --schema "$root/docs/results.schema.json" "$@"

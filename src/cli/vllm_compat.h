@@ -1,0 +1,34 @@
+/* `vllm bench serve`'s flags on `infermeter run` (docs/migrating.md): the
+ * command line is translated before parsing, each vLLM flag into the
+ * infermeter flag of the same meaning; a vLLM flag infermeter cannot honour
+ * is refused by name, never accepted silently. --save-result (with
+ * --save-detailed, --result-dir, --result-filename) makes the run also
+ * write vLLM's flat result file. Flag names and the result file's keys are
+ * those of vLLM's benchmark (vllm/benchmarks/serve.py). */
+#ifndef IM_CLI_VLLM_COMPAT_H
+#define IM_CLI_VLLM_COMPAT_H
+
+#include <stdbool.h>
+
+struct im__vllm {
+  bool used;                /* some vLLM flag was given */
+  bool save_result, save_detailed;
+  const char *result_dir, *result_filename;
+  const char *backend;      /* as given (the file's "backend") */
+  const char *label;        /* --label */
+  const char *metadata[32]; /* KEY=VALUE, also tags */
+  int n_metadata;
+};
+
+/* Translates argv (argc entries, argv[0] the subcommand) into *out_argv
+ * (*out_argc entries; the caller frees the array with free(), its strings
+ * are argv's or static), filling *v. 0, or -1 after saying why (a flag
+ * that cannot be honoured, a malformed value). */
+int im__vllm_translate(int argc, char **argv, int *out_argc, char ***out_argv,
+                       struct im__vllm *v);
+
+/* Writes vLLM's flat result file of the run in dir (results.json,
+ * manifest.json, requests.jsonl) as v asks. 0, or -1 after saying why. */
+int im__vllm_save(const char *dir, const struct im__vllm *v);
+
+#endif

@@ -1,0 +1,985 @@
+/* The HTML report: see report/html.h. */
+#include "report/html.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/hist.h"
+#include "record/hist_json.h"
+
+/* ---- output --------------------------------------------------------------- */
+
+struct page {
+  struct im_buf *b;
+  enum im_err err;
+  unsigned charts;
+};
+
+static void put(struct page *p, const char *s) {
+  if (!p->err)
+    p->err = im_buf_puts(p->b, s);
+}
+
+__attribute__((format(printf, 2, 3))) static void putf(struct page *p, const char *fmt, ...) {
+  if (p->err)
+    return;
+  char tmp[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+  va_end(ap);
+  if (n < 0)
+    p->err = IM_INVAL;
+  else if ((size_t)n < sizeof tmp)
+    p->err = im_buf_append(p->b, tmp, (size_t)n);
+  else {
+    char *big = malloc((size_t)n + 1);
+    if (!big) {
+      p->err = IM_NOMEM;
+      return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(big, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    p->err = im_buf_append(p->b, big, (size_t)n);
+    free(big);
+  }
+}
+
+/* Text into HTML (element content and quoted attribute values). */
+static void esc(struct page *p, const char *s) {
+  for (; s && *s && !p->err; s++) {
+    switch (*s) {
+    case '<': put(p, "&lt;"); break;
+    case '>': put(p, "&gt;"); break;
+    case '&': put(p, "&amp;"); break;
+    case '"': put(p, "&quot;"); break;
+    case '\'': put(p, "&#39;"); break;
+    default: p->err = im_buf_append(p->b, s, 1);
+    }
+  }
+}
+
+/* A number for people: 3 significant digits, thousands as is. */
+static void fmt_num(char *buf, size_t n, double v) {
+  if (isnan(v))
+    snprintf(buf, n, "–");
+  else if (fabs(v) >= 1000 || v == floor(v))
+    snprintf(buf, n, "%.0f", v);
+  else if (fabs(v) >= 100)
+    snprintf(buf, n, "%.1f", v);
+  else if (fabs(v) >= 1)
+    snprintf(buf, n, "%.2f", v);
+  else
+    snprintf(buf, n, "%.3g", v);
+}
+
+static void num(struct page *p, double v) {
+  char b[64];
+  fmt_num(b, sizeof b, v);
+  put(p, b);
+}
+
+/* ---- JSON access ---------------------------------------------------------- */
+
+static const json_t *at(const json_t *o, const char *key) {
+  return json_is_object(o) ? json_object_get(o, key) : NULL;
+}
+
+static const json_t *path(const json_t *o, const char *a, const char *b) {
+  return at(at(o, a), b);
+}
+
+static double jnum(const json_t *v) { return json_is_number(v) ? json_number_value(v) : NAN; }
+
+static const char *jstr(const json_t *v, const char *dflt) {
+  return json_is_string(v) ? json_string_value(v) : dflt;
+}
+
+/* ---- charts --------------------------------------------------------------- */
+
+#define W 640
+#define H 280
+#define ML 64
+#define MR 16
+#define MT 16
+#define MB 44
+
+struct series {
+  const char *name;
+  double *x, *y;
+  size_t n;
+  bool bars; /* drawn as points joined by steps (CDFs) when false */
+};
+
+struct chart {
+  const char *title, *xlabel, *ylabel;
+  bool logx, step;
+  struct series s[8];
+  size_t ns;
+  const char *why_empty;
+  double mark_x;      /* a vertical marker (NaN: none) */
+  const char *mark_label;
+  double shade_lo, shade_hi; /* x outside [lo, hi] shaded: outside the measured window
+                                (no shading unless lo < hi) */
+};
+
+static void series_free(struct chart *c) {
+  for (size_t i = 0; i < c->ns; i++) {
+    free(c->s[i].x);
+    free(c->s[i].y);
+  }
+  c->ns = 0;
+}
+
+/* Appends a series of n points (copies of x, y); NaN y are skipped. */
+static struct series *add_series(struct chart *c, const char *name, size_t cap) {
+  if (c->ns == sizeof c->s / sizeof c->s[0])
+    return NULL;
+  struct series *s = &c->s[c->ns];
+  s->x = malloc((cap ? cap : 1) * sizeof *s->x);
+  s->y = malloc((cap ? cap : 1) * sizeof *s->y);
+  if (!s->x || !s->y) {
+    free(s->x);
+    free(s->y);
+    return NULL;
+  }
+  s->name = name;
+  s->n = 0;
+  c->ns++;
+  return s;
+}
+
+static void push_pt(struct series *s, double x, double y) {
+  if (isfinite(x) && isfinite(y))
+    s->x[s->n] = x, s->y[s->n] = y, s->n++;
+}
+
+/* Round tick steps: 1, 2, 5 x 10^k giving about `want` ticks. */
+static double nice_step(double span, int want) {
+  double raw = span / want, mag = pow(10, floor(log10(raw))), f = raw / mag;
+  return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * mag;
+}
+
+struct axis {
+  double lo, hi;
+  bool log;
+};
+
+static double ax_map(const struct axis *a, double v, double from, double to) {
+  double t = a->log ? (log10(v) - log10(a->lo)) / (log10(a->hi) - log10(a->lo))
+                    : (v - a->lo) / (a->hi - a->lo);
+  return from + t * (to - from);
+}
+
+/* A tick label: at most 4 significant digits, no trailing zeros. */
+static void fmt_tick(char *buf, size_t n, double v) { snprintf(buf, n, "%.4g", v); }
+
+static void draw_ticks(struct page *p, const struct axis *a, bool x) {
+  double px0 = x ? ML : H - MB, px1 = x ? W - MR : MT;
+  /* Within about a decade every mantissa gets a label, else 1, 2 and 5. */
+  bool dense = a->log && log10(a->hi / a->lo) < 1.2;
+  if (a->log) {
+    for (double d = pow(10, floor(log10(a->lo))); d <= a->hi * 1.0001; d *= 10)
+      for (int m = 1; m < 10; m++) {
+        double v = d * m;
+        if (v < a->lo * 0.9999 || v > a->hi * 1.0001)
+          continue;
+        double q = ax_map(a, v, px0, px1);
+        bool major = dense || m == 1 || m == 2 || m == 5;
+        if (x)
+          putf(p, "<line class=\"grid\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>", q, MT, q,
+               H - MB);
+        if (!major)
+          continue;
+        char b[32];
+        fmt_tick(b, sizeof b, v);
+        if (x)
+          putf(p, "<text class=\"tick\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>", q,
+               H - MB + 14, b);
+      }
+    return;
+  }
+  double step = nice_step(a->hi - a->lo, x ? 6 : 5);
+  for (double v = ceil(a->lo / step) * step; v <= a->hi + step * 1e-9; v += step) {
+    double q = ax_map(a, v, px0, px1);
+    char b[32];
+    fmt_tick(b, sizeof b, fabs(v) < step * 1e-9 ? 0 : v);
+    if (x)
+      putf(p,
+           "<line class=\"grid\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>"
+           "<text class=\"tick\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>",
+           q, MT, q, H - MB, q, H - MB + 14, b);
+    else
+      putf(p,
+           "<line class=\"grid\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\"/>"
+           "<text class=\"tick\" x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>",
+           ML, q, W - MR, q, ML - 4, q + 4, b);
+  }
+}
+
+/* The table behind a chart. */
+static void chart_table(struct page *p, const struct chart *c) {
+  put(p, "<details><summary>table</summary><div class=\"tw\"><table><tr><th>series</th><th>");
+  esc(p, c->xlabel);
+  put(p, "</th><th>");
+  esc(p, c->ylabel);
+  put(p, "</th></tr>");
+  for (size_t i = 0; i < c->ns; i++)
+    for (size_t k = 0; k < c->s[i].n; k++) {
+      put(p, "<tr><td>");
+      esc(p, c->s[i].name);
+      put(p, "</td><td>");
+      num(p, c->s[i].x[k]);
+      put(p, "</td><td>");
+      num(p, c->s[i].y[k]);
+      put(p, "</td></tr>");
+    }
+  put(p, "</table></div></details>");
+}
+
+static void empty_chart(struct page *p, const char *title, const char *why) {
+  put(p, "<figure class=\"chart empty\"><figcaption>");
+  esc(p, title);
+  put(p, "</figcaption><p class=\"why\">");
+  esc(p, why);
+  put(p, "</p></figure>");
+}
+
+static void line_chart(struct page *p, struct chart *c) {
+  size_t pts = 0;
+  struct axis ax = {INFINITY, -INFINITY, c->logx}, ay = {0, -INFINITY, false};
+  for (size_t i = 0; i < c->ns; i++)
+    for (size_t k = 0; k < c->s[i].n; k++) {
+      double x = c->s[i].x[k], y = c->s[i].y[k];
+      if (c->logx && !(x > 0))
+        continue;
+      pts++;
+      ax.lo = fmin(ax.lo, x), ax.hi = fmax(ax.hi, x);
+      ay.lo = fmin(ay.lo, y), ay.hi = fmax(ay.hi, y);
+    }
+  if (!pts) {
+    empty_chart(p, c->title, c->why_empty ? c->why_empty : "no data");
+    return;
+  }
+  if (ax.hi <= ax.lo)
+    ax.hi = c->logx ? ax.lo * 2 : ax.lo + 1, ax.lo = c->logx ? ax.lo / 2 : ax.lo - (ax.lo > 0);
+  if (ay.hi <= ay.lo)
+    ay.hi = ay.lo + 1;
+  ay.hi += (ay.hi - ay.lo) * 0.05;
+  if (!c->logx) {
+    double st = nice_step(ax.hi - ax.lo, 6);
+    ax.lo = floor(ax.lo / st) * st, ax.hi = ceil(ax.hi / st) * st;
+  }
+  p->charts++;
+  putf(p, "<figure class=\"chart\" data-points=\"%zu\"><figcaption>", pts);
+  esc(p, c->title);
+  put(p, "</figcaption><div class=\"legend\">");
+  for (size_t i = 0; i < c->ns; i++) {
+    putf(p, "<span><i class=\"c%zu\"></i>", i % 6);
+    esc(p, c->s[i].name);
+    put(p, "</span>");
+  }
+  putf(p,
+       "</div><svg viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"", W, H);
+  esc(p, c->title);
+  put(p, "\">");
+  draw_ticks(p, &ax, true);
+  draw_ticks(p, &ay, false);
+  putf(p, "<line class=\"axis\" x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\"/>", ML, H - MB, W - MR,
+       H - MB);
+  putf(p, "<line class=\"axis\" x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\"/>", ML, MT, ML, H - MB);
+  putf(p, "<text class=\"label\" x=\"%d\" y=\"%d\" text-anchor=\"middle\">", (ML + W - MR) / 2,
+       H - 8);
+  esc(p, c->xlabel);
+  putf(p, "</text><text class=\"label\" transform=\"translate(14,%d) rotate(-90)\" "
+          "text-anchor=\"middle\">",
+       (MT + H - MB) / 2);
+  esc(p, c->ylabel);
+  put(p, "</text>");
+  bool shade = c->shade_hi > c->shade_lo; /* false for NaN and the zero default */
+  if (shade && c->shade_lo > ax.lo) {
+    double q = ax_map(&ax, fmin(c->shade_lo, ax.hi), ML, W - MR);
+    putf(p, "<rect class=\"shade\" x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%d\"><title>"
+            "warm-up: before the measured window</title></rect>",
+         ML, MT, q - ML, H - MB - MT);
+  }
+  if (shade && c->shade_hi < ax.hi) {
+    double q = ax_map(&ax, fmax(c->shade_hi, ax.lo), ML, W - MR);
+    putf(p, "<rect class=\"shade\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\"><title>"
+            "after the measured window (draining)</title></rect>",
+         q, MT, (double)(W - MR) - q, H - MB - MT);
+  }
+  if (!isnan(c->mark_x) && c->mark_x >= ax.lo && c->mark_x <= ax.hi) {
+    double q = ax_map(&ax, c->mark_x, ML, W - MR);
+    putf(p, "<line class=\"mark\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>", q, MT, q,
+         H - MB);
+    if (c->mark_label) {
+      putf(p, "<text class=\"tick\" x=\"%.1f\" y=\"%d\">", q + 3, MT + 10);
+      esc(p, c->mark_label);
+      put(p, "</text>");
+    }
+  }
+  for (size_t i = 0; i < c->ns; i++) {
+    const struct series *s = &c->s[i];
+    putf(p, "<path class=\"line c%zu\" d=\"", i % 6);
+    double prev_y = NAN;
+    bool first = true;
+    for (size_t k = 0; k < s->n; k++) {
+      if (c->logx && !(s->x[k] > 0))
+        continue;
+      double x = ax_map(&ax, s->x[k], ML, W - MR), y = ax_map(&ay, s->y[k], H - MB, MT);
+      if (c->step && !first)
+        putf(p, "L%.1f %.1f", x, prev_y);
+      putf(p, "%s%.1f %.1f", first ? "M" : "L", x, y);
+      prev_y = y;
+      first = false;
+    }
+    put(p, "\"/>");
+    if (s->n <= 60)
+      for (size_t k = 0; k < s->n; k++) {
+        if (c->logx && !(s->x[k] > 0))
+          continue;
+        putf(p, "<circle class=\"pt c%zu\" cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\"><title>", i % 6,
+             ax_map(&ax, s->x[k], ML, W - MR), ax_map(&ay, s->y[k], H - MB, MT));
+        esc(p, s->name);
+        put(p, ": ");
+        num(p, s->x[k]);
+        put(p, ", ");
+        num(p, s->y[k]);
+        put(p, "</title></circle>");
+      }
+  }
+  put(p, "</svg>");
+  chart_table(p, c);
+  put(p, "</figure>");
+}
+
+/* Vertical bars, one per label. */
+static void bar_chart(struct page *p, const char *title, const char *xlabel, const char *ylabel,
+                      const char *const *labels, const double *v, size_t n, const char *why) {
+  double hi = 0;
+  size_t pts = 0;
+  for (size_t i = 0; i < n; i++)
+    if (isfinite(v[i])) {
+      hi = fmax(hi, v[i]);
+      pts++;
+    }
+  if (!pts || !(hi > 0)) {
+    empty_chart(p, title, why);
+    return;
+  }
+  p->charts++;
+  struct axis ay = {0, hi * 1.08, false};
+  putf(p, "<figure class=\"chart\" data-points=\"%zu\"><figcaption>", pts);
+  esc(p, title);
+  putf(p, "</figcaption><svg viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"", W, H);
+  esc(p, title);
+  put(p, "\">");
+  draw_ticks(p, &ay, false);
+  double slot = (double)(W - ML - MR) / (double)n;
+  for (size_t i = 0; i < n; i++) {
+    double x = ML + slot * (double)i + slot * 0.15;
+    if (isfinite(v[i])) {
+      double y = ax_map(&ay, v[i], H - MB, MT);
+      putf(p, "<rect class=\"bar\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\"><title>",
+           x, y, slot * 0.7, (double)(H - MB) - y);
+      esc(p, labels[i]);
+      put(p, ": ");
+      num(p, v[i]);
+      put(p, "</title></rect>");
+    }
+    if (n <= 24 || i % (n / 12 + 1) == 0) {
+      putf(p, "<text class=\"tick\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">",
+           x + slot * 0.35, H - MB + 14);
+      esc(p, labels[i]);
+      put(p, "</text>");
+    }
+  }
+  putf(p, "<line class=\"axis\" x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\"/>", ML, H - MB, W - MR,
+       H - MB);
+  putf(p, "<text class=\"label\" x=\"%d\" y=\"%d\" text-anchor=\"middle\">", (ML + W - MR) / 2,
+       H - 8);
+  esc(p, xlabel);
+  putf(p, "</text><text class=\"label\" transform=\"translate(14,%d) rotate(-90)\" "
+          "text-anchor=\"middle\">",
+       (MT + H - MB) / 2);
+  esc(p, ylabel);
+  put(p, "</text></svg><details><summary>table</summary><div class=\"tw\"><table><tr><th>");
+  esc(p, xlabel);
+  put(p, "</th><th>");
+  esc(p, ylabel);
+  put(p, "</th></tr>");
+  for (size_t i = 0; i < n; i++) {
+    put(p, "<tr><td>");
+    esc(p, labels[i]);
+    put(p, "</td><td>");
+    num(p, v[i]);
+    put(p, "</td></tr>");
+  }
+  put(p, "</table></div></details></figure>");
+}
+
+/* ---- sections ------------------------------------------------------------- */
+
+static const char *const css =
+    ":root{--fg:#1b1f24;--bg:#fff;--mut:#5b6470;--grid:#e3e6ea;--card:#f6f8fa;--pass:#1a7f37;"
+    "--warn:#9a6700;--fail:#cf222e;--c0:#0969da;--c1:#d1242f;--c2:#1a7f37;--c3:#8250df;"
+    "--c4:#bc4c00;--c5:#1b7c83}"
+    "@media(prefers-color-scheme:dark){:root{--fg:#e6edf3;--bg:#0d1117;--mut:#9aa4ae;"
+    "--grid:#262c34;--card:#161b22;--pass:#3fb950;--warn:#d29922;--fail:#f85149;--c0:#58a6ff;"
+    "--c1:#ff7b72;--c2:#3fb950;--c3:#bc8cff;--c4:#ffa657;--c5:#39c5cf}}"
+    "body{font:14px/1.45 system-ui,sans-serif;color:var(--fg);background:var(--bg);"
+    "max-width:1360px;margin:0 auto;padding:16px}"
+    "h1{font-size:22px;margin:4px 0}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px "
+    "solid var(--grid);padding-bottom:4px}h3{font-size:15px;margin:16px 0 6px}"
+    ".meta{color:var(--mut)}.meta b{color:var(--fg);font-weight:600}"
+    ".verdict{display:inline-block;padding:2px 10px;border-radius:12px;font-weight:700;"
+    "color:#fff}.PASS,.VALID,.PUBLISHABLE{background:var(--pass)}.WARN{background:var(--warn)}"
+    ".FAIL,.INVALID,.NOT_PUBLISHABLE{background:var(--fail)}"
+    ".tiles{display:grid;grid-template-columns:repeat(auto-fill,minmax(170px,1fr));gap:8px}"
+    ".tile{background:var(--card);border-radius:8px;padding:8px 10px}.tile .v{font-size:20px;"
+    "font-weight:650}.tile .k{color:var(--mut);font-size:12px}"
+    ".charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(420px,1fr));gap:12px}"
+    "figure.chart{margin:0;background:var(--card);border-radius:8px;padding:8px}"
+    "figcaption{font-weight:600;margin-bottom:2px}svg{width:100%;height:auto}"
+    ".legend span{margin-right:12px;font-size:12px;color:var(--mut)}.legend i{display:"
+    "inline-block;width:10px;height:10px;margin-right:4px;border-radius:2px}"
+    ".grid{stroke:var(--grid);stroke-width:1}.axis{stroke:var(--mut);stroke-width:1}"
+    ".mark{stroke:var(--fail);stroke-dasharray:4 3}.shade{fill:var(--mut);opacity:.12}"
+    ".tick{fill:var(--mut);font-size:11px}.label{fill:var(--fg);font-size:12px}"
+    ".line{fill:none;stroke-width:1.8}.bar{fill:var(--c0)}"
+    ".c0{stroke:var(--c0);fill:var(--c0)}.c1{stroke:var(--c1);fill:var(--c1)}"
+    ".c2{stroke:var(--c2);fill:var(--c2)}.c3{stroke:var(--c3);fill:var(--c3)}"
+    ".c4{stroke:var(--c4);fill:var(--c4)}.c5{stroke:var(--c5);fill:var(--c5)}"
+    "path.line{fill:none}.legend i.c0{background:var(--c0)}.legend i.c1{background:var(--c1)}"
+    ".legend i.c2{background:var(--c2)}.legend i.c3{background:var(--c3)}.legend i.c4"
+    "{background:var(--c4)}.legend i.c5{background:var(--c5)}"
+    ".empty .why{color:var(--mut);font-style:italic}"
+    "table{border-collapse:collapse;font-size:12px}td,th{padding:2px 8px;border-bottom:1px "
+    "solid var(--grid);text-align:left}.tw{max-height:240px;overflow:auto}"
+    "details summary{cursor:pointer;color:var(--mut);font-size:12px}"
+    "ul.checks{list-style:none;padding:0}ul.checks li{margin:6px 0}.fix{color:var(--mut)}"
+    "@media print{.tw{max-height:none}details{display:block}}";
+
+static void verdict_badge(struct page *p, const char *v) {
+  put(p, "<span class=\"verdict ");
+  esc(p, v);
+  put(p, "\">");
+  esc(p, v);
+  put(p, "</span>");
+}
+
+static void header(struct page *p, const json_t *root, const char *title) {
+  const json_t *m = at(root, "manifest");
+  put(p, "<h1>infermeter report: ");
+  esc(p, title);
+  put(p, "</h1><p class=\"meta\">");
+  put(p, "target <b>");
+  esc(p, jstr(path(m, "target", "url"), "?"));
+  put(p, "</b> · model <b>");
+  esc(p, jstr(path(m, "target", "model"), "?"));
+  put(p, "</b> · started <b>");
+  esc(p, jstr(at(m, "started_at"), "?"));
+  put(p, "</b> · infermeter <b>");
+  esc(p, jstr(at(m, "version"), "?"));
+  put(p, "</b><br>");
+  const json_t *sch = at(m, "schedule"), *wl = at(m, "workload");
+  put(p, "schedule <b>");
+  esc(p, jstr(at(sch, "kind"), "?"));
+  double rate = jnum(at(sch, "rate")), dur = jnum(at(sch, "duration_s")),
+         req = jnum(at(sch, "requests"));
+  if (!isnan(rate)) {
+    put(p, " ");
+    num(p, rate);
+    put(p, " req/s");
+  }
+  if (!isnan(dur)) {
+    put(p, ", ");
+    num(p, dur);
+    put(p, " s");
+  }
+  if (!isnan(req)) {
+    put(p, ", ");
+    num(p, req);
+    put(p, " requests");
+  }
+  put(p, "</b> · workload <b>");
+  esc(p, jstr(at(wl, "dataset"), "?"));
+  double in = jnum(at(wl, "input_len")), out = jnum(at(wl, "output_len"));
+  if (!isnan(in)) {
+    put(p, ", input ");
+    num(p, in);
+  }
+  if (!isnan(out)) {
+    put(p, ", output ");
+    num(p, out);
+  }
+  put(p, " tokens</b>");
+  const char *sweep = jstr(path(root, "sweep", "param"), NULL);
+  if (sweep) {
+    put(p, " · sweep over <b>");
+    esc(p, sweep);
+    put(p, "</b> (the schedule above is the base)");
+  }
+  const json_t *tags = at(m, "tags");
+  if (json_is_object(tags) && json_object_size(tags)) {
+    put(p, " · tags <b>");
+    const char *k;
+    const json_t *v;
+    bool first = true;
+    json_object_foreach((json_t *)tags, k, v) {
+      if (!first)
+        put(p, ", ");
+      first = false;
+      esc(p, k);
+      put(p, "=");
+      esc(p, jstr(v, "?"));
+    }
+    put(p, "</b>");
+  }
+  put(p, "</p>");
+}
+
+static void audit_section(struct page *p, const json_t *audit) {
+  const json_t *pub = at(audit, "publishable");
+  const char *cv = jstr(path(audit, "client_check", "verdict"), NULL);
+  const char *pv = jstr(at(pub, "verdict"), NULL);
+  if (!cv && !pv)
+    return;
+  put(p, "<h2>Verdict</h2><p>");
+  if (cv) {
+    put(p, "client self-check ");
+    verdict_badge(p, cv);
+    put(p, " ");
+  }
+  if (pv) {
+    put(p, "publishable audit ");
+    verdict_badge(p, pv);
+  }
+  put(p, "</p><ul class=\"checks\">");
+  size_t i;
+  const json_t *c;
+  size_t shown = 0;
+  json_array_foreach(at(pub, "checks"), i, c) {
+    const char *st = jstr(at(c, "status"), "?");
+    if (!strcmp(st, "PASS"))
+      continue;
+    shown++;
+    put(p, "<li>");
+    verdict_badge(p, st);
+    put(p, " <b>");
+    esc(p, jstr(at(c, "id"), "?"));
+    put(p, "</b> ");
+    esc(p, jstr(at(c, "evidence"), ""));
+    const char *fix = jstr(at(c, "fix"), NULL);
+    if (fix) {
+      put(p, "<br><span class=\"fix\">fix: ");
+      esc(p, fix);
+      put(p, "</span>");
+    }
+    put(p, "</li>");
+  }
+  if (!shown)
+    put(p, "<li>every check passed</li>");
+  put(p, "</ul>");
+}
+
+static void tile(struct page *p, const char *label, double v, const char *unit) {
+  put(p, "<div class=\"tile\"><div class=\"v\">");
+  num(p, v);
+  put(p, " <small>");
+  esc(p, unit);
+  put(p, "</small></div><div class=\"k\">");
+  esc(p, label);
+  put(p, "</div></div>");
+}
+
+static void tiles(struct page *p, const json_t *sum) {
+  put(p, "<h2>Headline</h2><div class=\"tiles\">");
+  tile(p, "request throughput", jnum(at(sum, "request_throughput")), "req/s");
+  tile(p, "goodput", jnum(at(sum, "request_goodput")), "req/s");
+  tile(p, "output throughput", jnum(at(sum, "output_throughput")), "tok/s");
+  tile(p, "completed", jnum(at(sum, "completed")), "requests");
+  tile(p, "failed", jnum(at(sum, "failed")), "requests");
+  static const char *const m[] = {"ttft", "tpot", "itl", "e2el"};
+  for (size_t i = 0; i < 4; i++)
+    for (int q = 0; q < 2; q++) {
+      char key[32], label[40];
+      snprintf(key, sizeof key, "%s_%s_ms", q ? "p99" : "p50", m[i]);
+      snprintf(label, sizeof label, "%s %s", m[i], q ? "p99" : "p50");
+      tile(p, label, jnum(at(sum, key)), "ms");
+    }
+  put(p, "</div>");
+}
+
+/* A CDF series of one im-hist-1 histogram (ns), x in ms. */
+static void cdf_series(struct chart *c, const char *name, const json_t *hj) {
+  struct im_hist h;
+  if (!hj || im_hist_from_json(&h, hj) != IM_OK)
+    return;
+  int64_t n = im_hist_count(&h);
+  if (n > 0) {
+    size_t cap = 0;
+    struct im_hist_iter it;
+    im_hist_iter_init(&it, &h);
+    while (im_hist_iter_next(&it))
+      cap++;
+    struct series *s = add_series(c, name, cap);
+    if (s) {
+      im_hist_iter_init(&it, &h);
+      while (im_hist_iter_next(&it))
+        push_pt(s, (double)it.highest / 1e6, (double)it.cumulative / (double)n);
+    }
+  }
+  im_hist_cleanup(&h);
+}
+
+static void latency_section(struct page *p, const json_t *stage) {
+  const json_t *hs = path(stage, "metrics", "histograms");
+  put(p, "<h2>Latency distributions</h2><div class=\"charts\">");
+  static const struct {
+    const char *title, *keys[2], *names[2];
+  } cdfs[] = {
+      {"TTFT (cumulative share)", {"ttft_ns", "ttft_sched_ns"}, {"from send", "from schedule"}},
+      {"TPOT (cumulative share)", {"tpot_ns", NULL}, {"per request", NULL}},
+      {"ITL (cumulative share)", {"itl_ns", "itl_token_ns"}, {"per chunk", "per token"}},
+      {"E2E latency (cumulative share)", {"e2el_ns", "e2el_sched_ns"}, {"from send", "from schedule"}},
+  };
+  for (size_t i = 0; i < sizeof cdfs / sizeof cdfs[0]; i++) {
+    struct chart c = {.title = cdfs[i].title, .xlabel = "latency (ms, log scale)",
+                      .ylabel = "share of values ≤ x", .logx = true, .step = true,
+                      .why_empty = "no completed request in the measured window", .mark_x = NAN};
+    for (int k = 0; k < 2; k++)
+      if (cdfs[i].keys[k])
+        cdf_series(&c, cdfs[i].names[k], at(hs, cdfs[i].keys[k]));
+    line_chart(p, &c);
+    series_free(&c);
+  }
+  put(p, "</div>");
+}
+
+/* Series from parallel arrays obj.t_s and obj.<key>. */
+static void arr_series(struct chart *c, const char *name, const json_t *obj, const char *key,
+                       double scale) {
+  const json_t *t = at(obj, "t_s"), *v = at(obj, key);
+  if (!json_is_array(t) || !json_is_array(v))
+    return;
+  size_t n = json_array_size(t) < json_array_size(v) ? json_array_size(t) : json_array_size(v);
+  struct series *s = n ? add_series(c, name, n) : NULL;
+  for (size_t i = 0; s && i < n; i++)
+    push_pt(s, jnum(json_array_get(t, i)), jnum(json_array_get(v, i)) * scale);
+}
+
+static void slice_series(struct chart *c, const char *name, const json_t *slices, const char *a,
+                         const char *b) {
+  size_t n = json_array_size(slices);
+  struct series *s = n ? add_series(c, name, n) : NULL;
+  for (size_t i = 0; s && i < n; i++) {
+    const json_t *e = json_array_get(slices, i);
+    double x = (jnum(at(e, "start_s")) + jnum(at(e, "end_s"))) / 2;
+    push_pt(s, x, b ? jnum(path(e, a, b)) : jnum(at(e, a)));
+  }
+}
+
+static void time_section(struct page *p, const json_t *stage) {
+  const json_t *sl = at(path(stage, "metrics", "timeslices"), "slices");
+  const json_t *win = path(stage, "metrics", "window");
+  double w0 = jnum(at(win, "start_ns")) / 1e9, w1 = jnum(at(win, "end_ns")) / 1e9;
+  put(p, "<h2>Over time</h2><p class=\"meta\">Shaded: outside the measured window (warm-up "
+         "before it, draining after it).</p><div class=\"charts\">");
+  const char *none = "no time slice (--timeslice): no measured window";
+#define TIMECHART(title_, ylabel_, why_)                                                         \
+  {.title = (title_), .xlabel = "time since start (s)", .ylabel = (ylabel_), .why_empty = (why_),  \
+   .mark_x = NAN, .shade_lo = w0, .shade_hi = w1}
+  struct chart c = TIMECHART("Throughput per time slice", "per second", none);
+  slice_series(&c, "completed req/s", sl, "request_throughput", NULL);
+  slice_series(&c, "output tok/s / 100", sl, "output_throughput", NULL);
+  if (c.ns == 2)
+    for (size_t i = 0; i < c.s[1].n; i++)
+      c.s[1].y[i] /= 100;
+  line_chart(p, &c);
+  series_free(&c);
+  /* The other charts: series of time slices (src NULL) or of a sampled
+   * source's parallel arrays. */
+  const json_t *srv = json_array_get(path(stage, "series", "server"), 0);
+  const json_t *cl = json_array_get(path(stage, "series", "client"), 0);
+  const json_t *tcp = path(stage, "series", "tcp");
+  const char *no_srv = "no server metrics scraped (--scrape URL, or the target has none)";
+  const struct {
+    const char *title, *ylabel, *why;
+    const json_t *src;
+    struct {
+      const char *name, *key, *sub;
+      double scale;
+    } s[4];
+  } charts[] = {
+      {"TTFT and ITL per time slice", "ms", none, NULL,
+       {{"TTFT p50", "ttft_ms", "p50", 1}, {"TTFT p99", "ttft_ms", "p99", 1},
+        {"ITL p50", "itl_ms", "p50", 1}, {"ITL p99", "itl_ms", "p99", 1}}},
+      {"E2E latency per time slice", "ms", none, NULL,
+       {{"E2EL p50", "e2el_ms", "p50", 1}, {"E2EL p99", "e2el_ms", "p99", 1}}},
+      {"Server queue (scraped)", "requests", no_srv, srv,
+       {{"running", "requests_running", NULL, 1}, {"waiting", "requests_waiting", NULL, 1},
+        {"preemptions (cumulative)", "preemptions", NULL, 1}}},
+      {"KV cache and prefix cache (scraped)", "percent", no_srv, srv,
+       {{"KV usage", "kv_cache_usage", NULL, 100},
+        {"prefix hit rate", "prefix_cache_hit_rate", NULL, 100}}},
+      {"Client: in flight and dispatch lag", "requests / ms", "no client sample", cl,
+       {{"in flight", "in_flight", NULL, 1}, {"dispatch lag max (ms)", "dispatch_lag_max_ms", NULL, 1}}},
+      {"TCP connections to the target", "sockets", "no TCP sample (--no-sockstat, or not Linux)", tcp,
+       {{"established", "established", NULL, 1}, {"TIME_WAIT", "time_wait", NULL, 1}}},
+  };
+  for (size_t i = 0; i < sizeof charts / sizeof charts[0]; i++) {
+    struct chart ch = TIMECHART(charts[i].title, charts[i].ylabel, charts[i].why);
+    for (size_t k = 0; k < 4 && charts[i].s[k].name; k++) {
+      if (charts[i].src)
+        arr_series(&ch, charts[i].s[k].name, charts[i].src, charts[i].s[k].key,
+                   charts[i].s[k].scale);
+      else
+        slice_series(&ch, charts[i].s[k].name, sl, charts[i].s[k].key, charts[i].s[k].sub);
+    }
+    line_chart(p, &ch);
+    series_free(&ch);
+  }
+#undef TIMECHART
+  put(p, "</div>");
+}
+
+static void breakdown_section(struct page *p, const json_t *stage) {
+  const json_t *bc = path(stage, "metrics", "by_context");
+  size_t n = json_array_size(bc);
+  if (!n)
+    return;
+  put(p, "<h2>By context length</h2><div class=\"charts\">");
+  const char *labels[16];
+  double v50[16], v99[16], tp[16];
+  if (n > 16)
+    n = 16;
+  for (size_t i = 0; i < n; i++) {
+    const json_t *b = json_array_get(bc, i);
+    labels[i] = jstr(at(b, "bucket"), "?");
+    v50[i] = jnum(path(b, "ttft_ms", "p50"));
+    v99[i] = jnum(path(b, "ttft_ms", "p99"));
+    tp[i] = jnum(path(b, "tpot_ms", "p50"));
+  }
+  bar_chart(p, "TTFT p50 by prompt length", "context bucket (tokens)", "ms", labels, v50, n,
+            "no completed request");
+  bar_chart(p, "TTFT p99 by prompt length", "context bucket (tokens)", "ms", labels, v99, n,
+            "no completed request");
+  bar_chart(p, "TPOT p50 by prompt length", "context bucket (tokens)", "ms", labels, tp, n,
+            "no completed request");
+  put(p, "</div>");
+}
+
+static void tokens_section(struct page *p, const json_t *stage) {
+  const json_t *an = at(stage, "analysis"), *st = at(an, "stalls");
+  put(p, "<h2>Token latency and stalls</h2><div class=\"charts\">");
+  const json_t *tl = at(an, "token_latency");
+  static const char *const q[] = {"p50", "p90", "p95", "p99", "p99.9"};
+  double v[3][5];
+  const char *keys[3] = {"window_mean_ms", "window_max_ms", NULL};
+  for (int k = 0; k < 2; k++)
+    for (int i = 0; i < 5; i++)
+      v[k][i] = jnum(path(tl, keys[k], q[i]));
+  for (int i = 0; i < 5; i++)
+    v[2][i] = jnum(path(path(stage, "metrics", "latency_ms"), "itl", q[i]));
+  struct chart c = {.title = "Segmented windows vs pooled ITL", .xlabel = "percentile",
+                    .ylabel = "ms", .why_empty = "no request with enough tokens for a window",
+                    .mark_x = NAN};
+  const char *names[3] = {"window mean", "window max", "pooled ITL"};
+  for (int k = 0; k < 3; k++) {
+    struct series *s = add_series(&c, names[k], 5);
+    for (int i = 0; s && i < 5; i++)
+      push_pt(s, atof(q[i] + 1), v[k][i]);
+  }
+  line_chart(p, &c);
+  series_free(&c);
+  const json_t *bp = at(st, "by_position");
+  size_t n = json_array_size(bp);
+  char lab[64][24];
+  const char *labels[64];
+  double cnt[64];
+  if (n > 64)
+    n = 64;
+  for (size_t i = 0; i < n; i++) {
+    const json_t *e = json_array_get(bp, i);
+    snprintf(lab[i], sizeof lab[i], "%.0f", jnum(json_array_get(e, 0)));
+    labels[i] = lab[i];
+    cnt[i] = jnum(json_array_get(e, 1));
+  }
+  bar_chart(p, "Stalls by token position", "first token index of the bucket", "stalls", labels,
+            cnt, n, "no stall (no gap above k x its request's median)");
+  const json_t *pr = at(an, "probes");
+  if (pr) {
+    const json_t *ls = at(pr, "stalls_listed");
+    struct chart s = {.title = "Probe stalls", .xlabel = "time since start (s)",
+                      .ylabel = "probe latency (ms)", .why_empty = "no probe stall", .mark_x = NAN,
+                      .shade_lo = NAN, .shade_hi = NAN};
+    struct series *se = add_series(&s, "stalled probe", json_array_size(ls));
+    for (size_t i = 0; se && i < json_array_size(ls); i++)
+      push_pt(se, jnum(at(json_array_get(ls, i), "at_s")),
+              jnum(at(json_array_get(ls, i), "latency_ms")));
+    line_chart(p, &s);
+    series_free(&s);
+  }
+  put(p, "</div>");
+}
+
+static void causes_section(struct page *p, const json_t *stage) {
+  const json_t *rc = path(stage, "analysis", "root_causes");
+  put(p, "<h2>Root causes of SLO violations</h2>");
+  if (!json_array_size(rc)) {
+    put(p, "<p class=\"meta\">no SLO was violated (or none was given with --slo)</p>");
+    return;
+  }
+  put(p, "<ul class=\"checks\">");
+  size_t i;
+  const json_t *e;
+  json_array_foreach(rc, i, e) {
+    put(p, "<li><b>");
+    esc(p, jstr(at(e, "slo"), "?"));
+    put(p, "</b>: <b>");
+    esc(p, jstr(at(e, "cause"), "?"));
+    put(p, "</b> ");
+    esc(p, jstr(path(e, "evidence", "why"), ""));
+    put(p, "</li>");
+  }
+  put(p, "</ul>");
+}
+
+static void stage_sections(struct page *p, const json_t *stage) {
+  tiles(p, at(stage, "summary"));
+  latency_section(p, stage);
+  time_section(p, stage);
+  breakdown_section(p, stage);
+  tokens_section(p, stage);
+  causes_section(p, stage);
+}
+
+/* A run of stages: the throughput-latency curve, then each stage. */
+static void stages_section(struct page *p, const json_t *root) {
+  const json_t *st = at(root, "stages");
+  size_t n = json_array_size(st);
+  put(p, "<h2>Stages</h2><div class=\"charts\">");
+  struct chart c = {.title = "Latency against throughput", .xlabel = "request throughput (req/s)",
+                    .ylabel = "ms", .why_empty = "no stage completed a request", .mark_x = NAN};
+  const char *names[3] = {"TTFT p99", "TPOT p99", "ITL p99"};
+  const char *keys[3] = {"p99_ttft_ms", "p99_tpot_ms", "p99_itl_ms"};
+  for (int k = 0; k < 3; k++) {
+    struct series *s = add_series(&c, names[k], n);
+    for (size_t i = 0; s && i < n; i++) {
+      const json_t *sum = at(json_array_get(st, i), "summary");
+      push_pt(s, jnum(at(sum, "request_throughput")), jnum(at(sum, keys[k])));
+    }
+  }
+  const json_t *sat = path(root, "sweep", "saturation_point");
+  double sat_stage = jnum(at(sat, "stage"));
+  if (!isnan(sat_stage) && sat_stage >= 0 && (size_t)sat_stage < n) {
+    c.mark_x = jnum(path(json_array_get(st, (size_t)sat_stage), "summary", "request_throughput"));
+    c.mark_label = "saturation";
+  }
+  line_chart(p, &c);
+  series_free(&c);
+  const json_t *knee = at(root, "bandwidth_knee");
+  if (knee) {
+    struct chart k = {.title = "Decode throughput against context (bandwidth knee)",
+                      .xlabel = "context (tokens)", .ylabel = "decode tok/s",
+                      .why_empty = "no context sweep", .mark_x = jnum(at(knee, "knee_context"))};
+    k.mark_label = "knee";
+    const json_t *pts = at(knee, "points");
+    struct series *s = add_series(&k, "decode throughput", json_array_size(pts));
+    for (size_t i = 0; s && i < json_array_size(pts); i++) {
+      const json_t *e = json_array_get(pts, i);
+      push_pt(s, jnum(at(e, "context")), jnum(at(e, "decode_throughput")));
+    }
+    line_chart(p, &k);
+    series_free(&k);
+  }
+  put(p, "</div><table><tr><th>stage</th><th>req/s</th><th>tok/s</th><th>TTFT p50</th>"
+         "<th>TTFT p99</th><th>TPOT p50</th><th>TPOT p99</th><th>failed</th></tr>");
+  for (size_t i = 0; i < n; i++) {
+    const json_t *s = json_array_get(st, i), *sum = at(s, "summary");
+    put(p, "<tr><td>");
+    esc(p, jstr(at(s, "label"), "?"));
+    static const char *const cols[] = {"request_throughput", "output_throughput", "p50_ttft_ms",
+                                       "p99_ttft_ms",        "p50_tpot_ms",       "p99_tpot_ms",
+                                       "failed"};
+    for (size_t k = 0; k < sizeof cols / sizeof cols[0]; k++) {
+      put(p, "</td><td>");
+      num(p, jnum(at(sum, cols[k])));
+    }
+    put(p, "</td></tr>");
+  }
+  put(p, "</table>");
+  for (size_t i = 0; i < n; i++) {
+    const json_t *s = json_array_get(st, i);
+    put(p, "<details><summary><h3 style=\"display:inline\">stage ");
+    esc(p, jstr(at(s, "label"), "?"));
+    put(p, "</h3></summary>");
+    audit_section(p, at(s, "audit"));
+    stage_sections(p, s);
+    put(p, "</details>");
+  }
+}
+
+/* A repeat set: each figure's runs as dots with the mean and its CI. */
+static void repeat_section(struct page *p, const json_t *root) {
+  const json_t *figs = at(root, "figures");
+  put(p, "<h2>Repeated runs</h2><div class=\"charts\">");
+  const char *k;
+  const json_t *f;
+  json_object_foreach((json_t *)figs, k, f) {
+    const json_t *vals = at(f, "values");
+    size_t n = json_array_size(vals);
+    struct chart c = {.title = k, .xlabel = "run", .ylabel = k,
+                      .why_empty = "no run gave a value", .mark_x = NAN};
+    struct series *s = add_series(&c, "runs", n);
+    for (size_t i = 0; s && i < n; i++)
+      push_pt(s, (double)(i + 1), jnum(json_array_get(vals, i)));
+    struct series *lo = add_series(&c, "95% CI low", 2), *hi = add_series(&c, "95% CI high", 2),
+                  *mean = add_series(&c, "mean", 2);
+    double a = jnum(at(f, "ci95_lo")), b = jnum(at(f, "ci95_hi")), mu = jnum(at(f, "mean"));
+    for (int e = 0; e < 2 && lo && hi && mean; e++) {
+      double x = e ? (double)n : 1.0;
+      push_pt(lo, x, a);
+      push_pt(hi, x, b);
+      push_pt(mean, x, mu);
+    }
+    line_chart(p, &c);
+    series_free(&c);
+  }
+  put(p, "</div>");
+}
+
+enum im_err im_html_report(const json_t *root, const char *title, struct im_buf *out) {
+  if (!json_is_object(root))
+    return IM_INVAL;
+  struct page pg = {.b = out}, *p = &pg;
+  put(p, "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+         "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
+         "<meta name=\"color-scheme\" content=\"light dark\"><title>infermeter: ");
+  esc(p, title);
+  put(p, "</title><style>");
+  put(p, css);
+  put(p, "</style></head><body>");
+  const char *schema = jstr(at(root, "schema"), "");
+  header(p, json_is_object(at(root, "manifest")) ? root : json_array_get(at(root, "runs"), 0),
+         title);
+  audit_section(p, at(root, "audit"));
+  if (strstr(schema, "repeat"))
+    repeat_section(p, root);
+  else if (at(root, "stages"))
+    stages_section(p, root);
+  else
+    stage_sections(p, root);
+  putf(p, "<p class=\"meta\">%u charts · generated by infermeter from results.json (",
+       p->charts);
+  esc(p, jstr(at(root, "generated_at"), ""));
+  put(p, "); every figure is defined in docs/metrics.md</p></body></html>\n");
+  return pg.err;
+}

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The HTML report (docs/report.md): written at the end of every run as
+# DIR/report.html, by `report DIR --html FILE` elsewhere, not at all with
+# --no-html; self-contained (no script, no URL but its own); and, rendered
+# in headless Chromium (tests/html/check.sh), free of console errors and
+# network requests, every chart with data points or a reason, light and
+# dark. Screenshots of a one-stage run and of a rate sweep are kept in
+# BUILD/test-artifacts/html/ for a person to look at.
+. "$(dirname "$0")/lib.sh"
+RUN() { "$BIN" run --no-progress --quiet --no-gpu "$@"; }
+SHOTS=$(cd "$(dirname "$BIN")" && pwd)/test-artifacts/html
+start_server --time-scale 20
+RUN --url "$BASE" --rate 20 --duration 3s --warmup 0.5s --input-len 64 --output-len 32 \
+  --timeslice 500ms --slo ttft=1ms --out "$TMP/one"
+H="$TMP/one/report.html"
+check "the run wrote DIR/report.html" test -s "$H"
+check "one page, nothing fetched: no src/href to anything but itself" \
+  bash -c "! grep -Eo '(src|href)=\"[^\"#]+' '$H' | grep -q ."
+check "no script" bash -c "! grep -qi '<script' '$H'"
+check "the verdict and the root causes are in it" grep -q 'publishable audit' "$H"
+check_ge "charts with data" "$(grep -o 'data-points="[1-9]' "$H" | wc -l)" 10
+RUN --url "$BASE" --sweep rate=10,40 --requests 20 --warmup 0 --input-len 64 --output-len 16 \
+  --out "$TMP/sweep"
+check "a sweep's report has the latency-throughput curve" grep -q 'Latency against throughput' \
+  "$TMP/sweep/report.html"
+"$BIN" report "$TMP/one" --html "$TMP/elsewhere.html" --quiet
+check "report --html FILE writes there" test -s "$TMP/elsewhere.html"
+rm -f "$TMP/one/report.html"
+"$BIN" report "$TMP/one" --no-html --quiet
+check "--no-html writes none" test ! -e "$TMP/one/report.html"
+"$BIN" report "$TMP/one" --html /nonexistent/dir/r.html --quiet 2>"$TMP/err"
+check_eq "an unwritable --html path: exit 1" $? 1
+check "and says why" grep -q 'cannot write /nonexistent/dir/r.html' "$TMP/err"
+rm -rf "$SHOTS"
+IM_NPM_CACHE=$(cd "$(dirname "$BIN")" && pwd)/npm-cache \
+  bash "$E2E_DIR/../html/check.sh" "$SHOTS" 8 "$TMP/elsewhere.html" "$TMP/sweep/report.html" \
+  >"$TMP/browser.out" 2>&1
+rc=$?
+cat "$TMP/browser.out"
+if [ $rc -eq 77 ]; then
+  echo "browser checks skipped: $(tail -n 1 "$TMP/browser.out")" >&2
+else
+  check_eq "rendered in Chromium: no console error, every chart drawn or explained" $rc 0
+  check "screenshots kept" test -s "$SHOTS/sweep-light.png"
+fi
+finish
