@@ -72,11 +72,44 @@ bool im_repeat_fig_higher_better(enum im_repeat_fig f) {
          f == IM_RF_EFFECTIVE;
 }
 
+void im_repeat_ref_test(const double *v, size_t n, struct im_repeat_ref *ref) {
+  double value = ref->value;
+  bool given = ref->given;
+  memset(ref, 0, sizeof *ref);
+  ref->given = given;
+  ref->value = value;
+  ref->ratio = ref->t = ref->df = ref->p = NAN;
+  if (!given || !isfinite(value) || n > IM_REPEAT_MAX_RUNS)
+    return;
+  double x[IM_REPEAT_MAX_RUNS];
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (isfinite(v[i]))
+      x[k++] = v[i];
+  if (k && value != 0)
+    ref->ratio = im_stats_mean(x, k) / value;
+  if (k < 2)
+    return;
+  ref->tested = true;
+  ref->df = (double)(k - 1);
+  struct im_stats_ttest tt;
+  if (im_stats_ttest_one(x, k, value, IM_REPEAT_CONF, &tt) == IM_OK) {
+    ref->t = tt.t;
+    ref->p = tt.p;
+  } else { /* s == 0: every run gave the same value */
+    ref->p = x[0] == value ? 1.0 : 0.0;
+  }
+  ref->significant = ref->p < 1.0 - IM_REPEAT_CONF;
+}
+
 void im_repeat_analyze(struct im_repeat_set *set, bool publish) {
   bool wide = false, runs_fail = false;
+  if (!(set->max_width > 0))
+    set->max_width = IM_REPEAT_MAX_WIDTH;
   for (int f = 0; f < IM_RF_COUNT_; f++) {
-    if (im_repeat_stat(set->values[f], set->runs, 0, &set->stat[f]) != IM_OK)
+    if (im_repeat_stat(set->values[f], set->runs, set->max_width, &set->stat[f]) != IM_OK)
       memset(&set->stat[f], 0, sizeof set->stat[f]);
+    im_repeat_ref_test(set->values[f], set->runs, &set->ref[f]);
     wide |= set->stat[f].n >= 2 && set->stat[f].wide;
   }
   for (size_t r = 0; r < set->runs; r++)
@@ -87,4 +120,14 @@ void im_repeat_analyze(struct im_repeat_set *set, bool publish) {
   set->ci_status = wide ? IM_CHECK_WARN : IM_CHECK_PASS;
   set->runs_status = runs_fail ? IM_CHECK_FAIL : IM_CHECK_PASS;
   set->publishable = set->repeats_status != IM_CHECK_FAIL && !runs_fail;
+}
+
+void im_repeat_pool(struct im_repeat_set *set, const struct im_hist pool[4]) {
+  im_summary_config_default(&set->pooled_cfg);
+  static const double pct[3] = {50, 90, 99};
+  set->pooled_cfg.n_percentiles = 3;
+  for (int i = 0; i < 3; i++)
+    set->pooled_cfg.percentiles[i] = pct[i];
+  for (int m = 0; m < 4; m++)
+    im_dist_from_hist(&set->pooled[m], &pool[m], &set->pooled_cfg);
 }

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analyze/summary.h"
 #include "core/err.h"
 
 #define IM_REPEAT_MAX_RUNS 100
@@ -53,13 +54,38 @@ enum im_repeat_fig {
 const char *im_repeat_fig_name(enum im_repeat_fig f);
 bool im_repeat_fig_higher_better(enum im_repeat_fig f);
 
+/* The one-sample t-test of a figure's runs against a reference value
+ * (--reference; docs/statistics.md): t = (mean - value) / (s / sqrt(n)),
+ * two-sided p with n - 1 degrees of freedom. With s = 0 the difference is
+ * exact: t is NaN and p is 1 when mean == value, else 0. */
+struct im_repeat_ref {
+  bool given;        /* a reference value for this figure */
+  double value;
+  bool tested;       /* given and n >= 2 */
+  double ratio;      /* mean / value (NaN when value == 0) */
+  double t, df, p;   /* NaN when not tested (t also when s == 0) */
+  bool significant;  /* p < 1 - IM_REPEAT_CONF */
+};
+
+/* Tests stat's runs (v: n values, NaN left out) against ref->value; fills
+ * the rest of *ref. Pure. */
+void im_repeat_ref_test(const double *v, size_t n, struct im_repeat_ref *ref);
+
 struct im_repeat_set {
   size_t planned, runs;
   const struct im_repeat_run *run; /* runs of them (not owned) */
   double values[IM_RF_COUNT_][IM_REPEAT_MAX_RUNS]; /* NaN: undefined in that run */
   struct im_repeat_stat stat[IM_RF_COUNT_];
-  /* Percentiles of the pooled histograms (every run's requests). */
-  double pooled_ms[4][3];          /* ttft, tpot, itl, e2el x p50, p90, p99; NaN: none */
+  /* --reference: set ref[f].given and .value before im_repeat_analyze,
+   * which does the tests. */
+  struct im_repeat_ref ref[IM_RF_COUNT_];
+  const char *ref_source; /* where the references came from (not owned); NULL: none */
+  double max_width;       /* the CI width / mean limit (<= 0: IM_REPEAT_MAX_WIDTH) */
+  /* The pooled histograms' distributions (every run's requests): ttft,
+   * tpot, itl, e2el with p50, p90, p99 and their order-statistic CIs
+   * (pooled_cfg's percentiles). */
+  struct im_dist pooled[4];
+  struct im_summary_config pooled_cfg;
   /* The set's audit (docs/audit.md "Repeated runs"). */
   int repeats_status;              /* enum im_check_status of analyze/validity.h */
   int ci_status;
@@ -67,8 +93,11 @@ struct im_repeat_set {
   bool publishable;
 };
 
-/* Fills set->stat and the audit from set->values and the runs (publish:
- * fewer than 3 runs FAIL instead of WARN). */
+/* Fills set->pooled from the merged histograms (ns; ttft, tpot, itl, e2el). */
+void im_repeat_pool(struct im_repeat_set *set, const struct im_hist pool[4]);
+
+/* Fills set->stat, the reference tests and the audit from set->values and
+ * the runs (publish: fewer than 3 runs FAIL instead of WARN). */
 void im_repeat_analyze(struct im_repeat_set *set, bool publish);
 
 #endif

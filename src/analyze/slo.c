@@ -31,3 +31,11 @@ void im_slo_verdicts(const struct im_summary *s, const struct im_summary_config 
     }
   }
 }
+
+int64_t im_slo_min_requests(double target) {
+  struct im_stats_early_stop es;
+  if (!(target > 0 && target < 1) ||
+      im_stats_early_stop(1, 0, target, IM_SLO_CONFIDENCE, &es) != IM_OK)
+    return 0;
+  return es.verdict == IM_VERDICT_PASS ? 1 : 1 + es.more_min;
+}

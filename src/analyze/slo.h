@@ -26,6 +26,12 @@ struct im_slo_verdicts {
   struct im_stats_early_stop es[IM_SLO_COUNT_];
 };
 
+/* The fewest requests that can give a PASS at share `target` (all of them
+ * within the limit): the smallest n with target^n <= 1 - IM_SLO_CONFIDENCE
+ * (MLPerf's minimum query count: 44 for 0.9, 459 for 0.99). 0 when target
+ * is outside (0, 1): no verdict is possible. */
+int64_t im_slo_min_requests(double target);
+
 /* "ttft", "tpot", "e2el", "all". */
 const char *im_slo_name(enum im_slo_kind k);
 /* Verdicts of the summary's SLOs (those cfg gives) at share target. */

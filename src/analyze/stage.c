@@ -105,6 +105,8 @@ enum im_err im_stage_analyze(const struct im_stage_input *in, struct im_stage_fi
   if (!err)
     err = im_tokens_compute(&f->pop, &tc, &f->tokens);
   if (!err)
+    err = im_batch_means_compute(&f->pop, &f->bm);
+  if (!err)
     err = im_probes_compute(&f->pop, tc.stall_k, &f->probes);
   if (!err)
     err = im_timeslices_compute(

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "analyze/audit.h"
+#include "analyze/batch.h"
 #include "analyze/breakdown.h"
 #include "analyze/population.h"
 #include "analyze/agents.h"
@@ -61,6 +62,7 @@ struct im_stage_figures {
   bool slo_failed;               /* an SLO's attainment fell below slo_target */
   struct im_slo_verdicts slo;    /* early-stopping verdicts of the SLOs */
   struct im_tokens tokens;       /* segmented sampling and stalls */
+  struct im_batch_means bm;      /* batch-means intervals within the run */
   struct im_probes probes;       /* --probe-rate's requests */
   struct im_timeslices slices;   /* --timeslice */
   struct im_reasoning reasoning; /* reasoning models (analyze/reasoning.h) */

@@ -169,6 +169,32 @@ static void collect_client(struct im_hist *h, const struct im_record *r) {
 
 /* ---- distributions */
 
+/* The value at 1-based rank r of the histogram's sorted values: the
+ * lowest (low) or highest value of the bucket holding it, within [min, max]. */
+static double hist_rank_ms(const struct im_hist *h, int64_t r, bool low) {
+  int64_t n = im_hist_count(h);
+  /* r / n read back by the nearest-rank rule is rank r (products within a
+   * few ulps of an integer count as that integer, core/hist.h). */
+  int64_t v = im_hist_percentile(h, (double)r / (double)n);
+  if (low && r > 1) {
+    int64_t b = im_hist_bucket_lowest(h, im_hist_index_of(h, v));
+    v = b > im_hist_min(h) ? b : im_hist_min(h);
+  }
+  return (double)v / NS_PER_MS;
+}
+
+static void pct_ci_from_hist(struct im_dist *d, size_t i, const struct im_hist *h, double p) {
+  struct im_stats_pct_ci ci;
+  int64_t n = im_hist_count(h);
+  if (!(p > 0 && p < 1) || im_stats_pct_ci(n, p, IM_DIST_PCT_CONF, &ci) != IM_OK)
+    return; /* p = 100: the maximum, no interval */
+  d->pct_cov[i] = ci.coverage;
+  if (ci.lo_rank >= 1)
+    d->pct_lo[i] = hist_rank_ms(h, ci.lo_rank, true);
+  if (ci.hi_rank <= n)
+    d->pct_hi[i] = hist_rank_ms(h, ci.hi_rank, false);
+}
+
 void im_dist_from_hist(struct im_dist *d, const struct im_hist *h,
                        const struct im_summary_config *cfg) {
   memset(d, 0, sizeof *d);
@@ -180,10 +206,14 @@ void im_dist_from_hist(struct im_dist *d, const struct im_hist *h,
   d->std = n >= 2 ? im_hist_stddev(h) * sqrt((double)n / (double)(n - 1)) / NS_PER_MS : NAN;
   d->min = n ? (double)im_hist_min(h) / NS_PER_MS : NAN;
   d->max = n ? (double)im_hist_max(h) / NS_PER_MS : NAN;
-  for (size_t i = 0; i < IM_MAX_PERCENTILES; i++)
+  for (size_t i = 0; i < IM_MAX_PERCENTILES; i++) {
     d->pct[i] = (i < cfg->n_percentiles && n)
                     ? (double)im_hist_percentile(h, cfg->percentiles[i] / 100.0) / NS_PER_MS
                     : NAN;
+    d->pct_lo[i] = d->pct_hi[i] = d->pct_cov[i] = NAN;
+    if (i < cfg->n_percentiles && n)
+      pct_ci_from_hist(d, i, h, cfg->percentiles[i] / 100.0);
+  }
 }
 
 /* x must be sorted. */

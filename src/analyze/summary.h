@@ -50,7 +50,17 @@ struct im_dist {
   uint64_t n, below;
   double mean, std, min, max; /* std: sample standard deviation */
   double pct[IM_MAX_PERCENTILES];
+  /* Distribution-free 95 % CI of each percentile by order statistics
+   * (docs/statistics.md, core/stats.h im_stats_pct_ci): [pct_lo, pct_hi]
+   * covers the true percentile with probability pct_cov >= 0.95. Read from
+   * the histogram conservatively: pct_lo is the lowest value of the bucket
+   * holding the lower rank, pct_hi the highest of the bucket holding the
+   * upper rank (both clamped to [min, max]). NaN where the sample is too
+   * small for that side (no rank has tail probability <= 2.5 %). */
+  double pct_lo[IM_MAX_PERCENTILES], pct_hi[IM_MAX_PERCENTILES];
+  double pct_cov[IM_MAX_PERCENTILES];
 };
+#define IM_DIST_PCT_CONF 0.95
 
 /* The histograms behind the distributions, in ns (owned by the summary). */
 enum im_summary_hist {

@@ -233,46 +233,42 @@ static void check_samples(const struct im_validity_input *in, struct im_validity
     snprintf(c->fix, sizeof c->fix, "%s", fix);
 }
 
-/* Welch's t on log TTFT: the first against the second half of the window. */
+/* Batch means (analyze/batch.h): Welch's t on the log batch medians of TTFT
+ * and TPOT, the first half of the batches against the second. The batches,
+ * not the requests, are the independent units: requests under queueing
+ * are correlated, and a test over them finds drift in ordinary
+ * autocorrelation. */
 static enum im_err check_steady(const struct im_validity_input *in, struct im_validity *v) {
-  const struct im_population *pop = &in->f->pop;
-  int64_t mid = pop->window_start_ns + (pop->window_end_ns - pop->window_start_ns) / 2;
-  double *a = malloc((pop->n_req ? pop->n_req : 1) * sizeof *a);
-  double *b = malloc((pop->n_req ? pop->n_req : 1) * sizeof *b);
-  size_t na = 0, nb = 0;
-  if (!a || !b) {
-    free(a);
-    free(b);
-    return IM_NOMEM;
-  }
-  for (size_t i = 0; i < pop->n_req; i++) {
-    const struct im_logical *g = &pop->req[i];
-    int64_t t = im_logical_sched_base(g);
-    if (g->outcome != IM_OUTCOME_COMPLETED || !im_population_in_window(pop, t))
+  const struct im_batch_means *bm = &in->f->bm;
+  static const enum im_batch_fig figs[2] = {IM_BF_TTFT_P50, IM_BF_TPOT_P50};
+  static const char *const names[2] = {"TTFT", "TPOT"};
+  char ev[sizeof v->checks[0].evidence] = "";
+  bool drift = false, judged = false;
+  for (int k = 0; k < 2; k++) {
+    const struct im_batch_ci *c = &bm->fig[figs[k]];
+    if (!c->drift_judged)
       continue;
-    double x = log(fmax((double)(g->final->t_first - g->final->t_start), 1.0));
-    if (t < mid)
-      a[na++] = x;
-    else
-      b[nb++] = x;
+    judged = true;
+    bool d = c->drift_p < IM_VALID_STEADY_P && fabs(c->drift_ratio - 1.0) > IM_VALID_STEADY_RATIO;
+    drift |= d;
+    say(ev, sizeof ev, "%smedian %s %.3f ms +- %.1f%% (batch means, %zu batches), second half / "
+                       "first = %.3f (Welch p = %.3g)%s",
+        ev[0] ? "; " : "", names[k], c->mean, 100.0 * c->rel_half, c->batches, c->drift_ratio,
+        c->drift_p, d ? " DRIFT" : "");
   }
-  struct im_stats_welch w;
-  bool judged = na >= 2 && nb >= 2 && im_stats_welch(a, na, b, nb, 0.95, &w) == IM_OK;
-  double ratio = judged ? exp(-w.diff) : NAN; /* second half over first */
-  bool drift = judged && w.p < IM_VALID_STEADY_P && fabs(ratio - 1.0) > IM_VALID_STEADY_RATIO;
+  const struct im_batch_ci *tp = &bm->fig[IM_BF_THROUGHPUT];
+  if (tp->ok)
+    say(ev, sizeof ev, "; throughput %.3f req/s +- %.1f%%", tp->mean, 100.0 * tp->rel_half);
   struct im_valid_check *c = add(v, "steady_state", drift ? IM_CHECK_WARN : IM_CHECK_PASS);
   if (judged)
-    say(c->evidence, sizeof c->evidence, "TTFT (geometric mean) second half / first half of the "
-                                         "window = %.3f (Welch p = %.3g; %zu and %zu requests)",
-        ratio, w.p, na, nb);
+    say(c->evidence, sizeof c->evidence, "%s", ev);
   else
-    say(c->evidence, sizeof c->evidence, "too few requests in a half of the window to compare "
-                                         "(%zu and %zu)", na, nb);
+    say(c->evidence, sizeof c->evidence, "too few completed requests for %d batches of %d "
+                                         "(%zu): not judged", IM_BATCH_MIN, IM_BATCH_MIN_SIZE,
+        bm->requests);
   if (drift)
     say(c->fix, sizeof c->fix, "the server did not reach a steady state: lengthen the warm-up "
-                               "(--warmup) or lower the rate if TTFT keeps growing");
-  free(a);
-  free(b);
+                               "(--warmup) or lower the rate if latency keeps growing");
   return IM_OK;
 }
 

@@ -24,8 +24,9 @@ static void usage(FILE *f) {
   fprintf(f, "usage: infermeter compare A B [C ...] [OPTIONS]\n"
              "\n"
              "Compares the headline figures of B (and C, ...) with A, the baseline. Each\n"
-             "argument is a run directory, a repeat directory (DIR/run-1 ... DIR/run-K) or a\n"
-             "history id (`infermeter history` lists them). Per figure: the ratio B/A with its\n"
+             "argument is a run directory, a repeat directory (DIR/run-1 ... DIR/run-K), a\n"
+             "repeated run of stages (DIR/stage-S/run-K, from run --repeat K --sweep/--grid) or\n"
+             "a history id (`infermeter history` lists them). Per figure: the ratio B/A with its\n"
              "95%% CI (Welch's t on log(metric) over the runs of each side), the p-value and\n"
              "a verdict; a change is called only with at least 3 runs per side, p < 0.05 and\n"
              "the whole CI outside the noise band. Multi-stage runs are compared stage by stage.\n"
@@ -59,6 +60,98 @@ static bool all_digits(const char *s) {
     if (!isdigit((unsigned char)*s))
       return false;
   return true;
+}
+
+/* A run of stages repeated (`run --repeat K --grid/--sweep`: DIR/stage-S/run-K)
+ * read as K runs of S stages each, run k's stage s being DIR/stage-s/run-k,
+ * so stage s is compared with stage s of the other side. The schedule
+ * identity of such a run is every stage's, in order. 1 when DIR is not such
+ * a directory, 0 when read, -1 (said) on failure. */
+static int load_stage_sets(struct side *s, char (*paths)[IM_HEADLINE_PATH]) {
+  char p[IM_HEADLINE_PATH + 32], msg[1024];
+  struct stat st;
+  snprintf(p, sizeof p, "%s/stage-1", s->dir);
+  if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode))
+    return 1;
+  size_t n_stages = 0, k = 0;
+  while (n_stages < IM_HEADLINE_MAX_STAGES + 1) {
+    snprintf(p, sizeof p, "%s/stage-%zu", s->dir, n_stages + 1);
+    if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode))
+      break;
+    n_stages++;
+  }
+  if (n_stages > IM_HEADLINE_MAX_STAGES) {
+    fprintf(stderr, "infermeter compare: %s: more than %d stages\n", s->dir,
+            IM_HEADLINE_MAX_STAGES);
+    return -1;
+  }
+  struct im_headline *one = malloc(sizeof *one);
+  int rc = -1;
+  if (!one) {
+    fprintf(stderr, "infermeter compare: out of memory\n");
+    return -1;
+  }
+  /* The stages' labels, from the set's DIR/results.json (when it is there). */
+  snprintf(p, sizeof p, "%s/results.json", s->dir);
+  json_t *top = json_load_file(p, 0, NULL);
+  json_t *labels = json_object_get(top, "stages");
+  for (size_t st_i = 0; st_i < n_stages; st_i++) {
+    bool rep;
+    size_t n;
+    snprintf(p, sizeof p, "%s/stage-%zu", s->dir, st_i + 1);
+    if (im_headline_list_runs(p, paths, IM_HEADLINE_MAX_RUNS, &n, &rep, msg, sizeof msg) !=
+        IM_OK) {
+      fprintf(stderr, "infermeter compare: %s\n", msg);
+      goto out;
+    }
+    if (!rep || (st_i && n != k)) {
+      fprintf(stderr, "infermeter compare: %s: %s\n", p,
+              rep ? "not as many runs as stage 1 (an interrupted set?)" : "no run-K directories");
+      goto out;
+    }
+    if (!st_i) {
+      k = n;
+      if (!(s->runs = calloc(k, sizeof *s->runs))) {
+        fprintf(stderr, "infermeter compare: out of memory\n");
+        goto out;
+      }
+    }
+    for (size_t r = 0; r < k; r++) {
+      if (im_headline_read(paths[r], one, msg, sizeof msg) != IM_OK) {
+        fprintf(stderr, "infermeter compare: %s\n", msg);
+        goto out;
+      }
+      struct im_headline *h = &s->runs[r];
+      if (!st_i) {
+        *h = *one;
+        snprintf(h->dir, sizeof h->dir, "%.900s/stage-*/run-%zu", s->dir, r + 1);
+        snprintf(h->schedule, sizeof h->schedule, "[%.8100s", one->schedule);
+      } else {
+        h->stage[st_i] = one->stage[0];
+        size_t used = strlen(h->schedule);
+        snprintf(h->schedule + used, sizeof h->schedule - used, ",%s", one->schedule);
+      }
+      snprintf(h->stage[st_i].label, sizeof h->stage[st_i].label, "%s",
+               json_string_value(json_object_get(json_array_get(labels, st_i), "label"))
+                   ? json_string_value(json_object_get(json_array_get(labels, st_i), "label"))
+                   : "");
+      if (!h->stage[st_i].label[0])
+        snprintf(h->stage[st_i].label, sizeof h->stage[st_i].label, "stage-%zu", st_i + 1);
+      h->n_stages = st_i + 1;
+    }
+  }
+  for (size_t r = 0; r < k; r++) {
+    size_t used = strlen(s->runs[r].schedule);
+    snprintf(s->runs[r].schedule + used, sizeof s->runs[r].schedule - used, "]");
+    s->dirs[r] = s->runs[r].dir;
+  }
+  s->n = k;
+  s->repeat = true;
+  rc = 0;
+out:
+  json_decref(top);
+  free(one);
+  return rc;
 }
 
 /* Resolves and reads one argument; prints the reason and returns -1 on failure. */
@@ -100,6 +193,11 @@ static int load_side(struct side *s, const char *history, bool no_history) {
   if (!paths) {
     fprintf(stderr, "infermeter compare: out of memory\n");
     return -1;
+  }
+  int staged = load_stage_sets(s, paths);
+  if (staged <= 0) {
+    rc = staged;
+    goto out;
   }
   if (im_headline_list_runs(s->dir, paths, IM_HEADLINE_MAX_RUNS, &s->n, &s->repeat, msg,
                             sizeof msg) != IM_OK) {

@@ -161,20 +161,26 @@ static double num_at(const json_t *root, const char *a, const char *b, const cha
   return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
+void im__run_repeat_values(const json_t *res, double v[IM_RF_COUNT_]) {
+  static const char *const lat[4] = {"ttft", "tpot", "itl", "e2el"};
+  static const char *const pct[3] = {"p50", "p90", "p99"};
+  v[IM_RF_REQ_TPUT] = num_at(res, "summary", "request_throughput", NULL, NULL);
+  v[IM_RF_OUT_TPUT] = num_at(res, "summary", "output_throughput", NULL, NULL);
+  v[IM_RF_GOODPUT] = num_at(res, "metrics", "slo", "goodput_rps", NULL);
+  v[IM_RF_SLO] = num_at(res, "metrics", "slo", "attainment", "all");
+  v[IM_RF_EFFECTIVE] = num_at(res, "metrics", "effective_rate", "effective_qps", NULL);
+  for (int m = 0; m < 4; m++)
+    for (int k = 0; k < 3; k++)
+      v[IM_RF_TTFT_P50 + m * 3 + k] = num_at(res, "metrics", "latency_ms", lat[m], pct[k]);
+}
+
 /* Run r's headline figures, its audit, and its histograms into the pooled. */
 static void take_run(struct im_repeat_set *set, size_t r, const json_t *res, struct im_hist *pool,
                      struct im_repeat_run *ru) {
-  static const char *const lat[4] = {"ttft", "tpot", "itl", "e2el"};
-  static const char *const pct[3] = {"p50", "p90", "p99"};
-  double (*v)[IM_REPEAT_MAX_RUNS] = set->values;
-  v[IM_RF_REQ_TPUT][r] = num_at(res, "summary", "request_throughput", NULL, NULL);
-  v[IM_RF_OUT_TPUT][r] = num_at(res, "summary", "output_throughput", NULL, NULL);
-  v[IM_RF_GOODPUT][r] = num_at(res, "metrics", "slo", "goodput_rps", NULL);
-  v[IM_RF_SLO][r] = num_at(res, "metrics", "slo", "attainment", "all");
-  v[IM_RF_EFFECTIVE][r] = num_at(res, "metrics", "effective_rate", "effective_qps", NULL);
-  for (int m = 0; m < 4; m++)
-    for (int k = 0; k < 3; k++)
-      v[IM_RF_TTFT_P50 + m * 3 + k][r] = num_at(res, "metrics", "latency_ms", lat[m], pct[k]);
+  double v[IM_RF_COUNT_];
+  im__run_repeat_values(res, v);
+  for (int f = 0; f < IM_RF_COUNT_; f++)
+    set->values[f][r] = v[f];
   /* Its audit: every check but `repeats` must pass. */
   ru->publishable_but_repeats = true;
   ru->fails[0] = '\0';
@@ -211,7 +217,8 @@ static void take_run(struct im_repeat_set *set, size_t r, const json_t *res, str
 /* Reads every run's results.json, computes the statistics, writes
  * DIR/results.json (atomically) and the table. 0 or -1 (said). */
 static int aggregate(const char *dir, struct im_repeat_run *runs, size_t n, size_t planned,
-                     bool publish, FILE *text, bool *publishable) {
+                     bool publish, double max_width, const struct im__run_ref *ref, FILE *text,
+                     bool *publishable) {
   struct im_repeat_set *set = calloc(1, sizeof *set);
   struct im_hist pool[4];
   int rc = -1;
@@ -221,6 +228,14 @@ static int aggregate(const char *dir, struct im_repeat_run *runs, size_t n, size
   set->planned = planned;
   set->runs = n;
   set->run = runs;
+  set->max_width = max_width;
+  if (ref->n) {
+    set->ref_source = ref->source;
+    for (int f = 0; f < IM_RF_COUNT_; f++) {
+      set->ref[f].given = !isnan(ref->value[f]);
+      set->ref[f].value = ref->value[f];
+    }
+  }
   for (int m = 0; m < 4; m++)
     if (im_hist_init_default(&pool[m]) != IM_OK)
       goto out;
@@ -238,16 +253,11 @@ static int aggregate(const char *dir, struct im_repeat_run *runs, size_t n, size
     take_run(set, r, res, pool, &runs[r]);
     json_decref(res);
   }
-  for (int m = 0; m < 4; m++)
-    for (int k = 0; k < 3; k++) {
-      static const double q[3] = {0.5, 0.9, 0.99};
-      set->pooled_ms[m][k] =
-          im_hist_count(&pool[m]) ? (double)im_hist_percentile(&pool[m], q[k]) / 1e6 : NAN;
-    }
+  im_repeat_pool(set, pool);
   im_repeat_analyze(set, publish);
   *publishable = set->publishable;
   json_t *root = im_repeat_json(set);
-  char ts[64], path[4200], tmp[4300];
+  char ts[64], path[4400], tmp[4500];
   time_t now = time(NULL);
   strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
   if (root)
@@ -283,66 +293,250 @@ void im__run_add_history(const struct run_opts *o, const char *dir) {
             (long long)id);
 }
 
-int im__run_repeat(int argc, char **argv, const struct run_opts *o) {
-  if (o->n_grid || o->sweep) {
-    fprintf(stderr, "infermeter run: --repeat runs one stage; with --grid or --sweep, repeat the "
-                    "run of each stage instead\n");
+int im__run_select_stage(struct run_opts *o, bool *rate_given) {
+  struct run_plan *plan = calloc(1, sizeof *plan);
+  struct im_stage st;
+  int rc = -1;
+  if (!plan || im__run_plan_parse(o, plan))
+    goto out;
+  /* An auto sweep has no rates yet: 0 stages. */
+  size_t n = plan->n_grid * (plan->has_sweep ? plan->sweep.nvalues : 1);
+  if (o->repeat_stage > n || im__run_plan_stage(plan, o->repeat_stage - 1, &st)) {
+    fprintf(stderr, "infermeter run: --repeat-stage %" PRIu32 ": the plan has %zu stages\n",
+            o->repeat_stage, n);
+    goto out;
+  }
+  im__run_apply_stage(o, &st);
+  if (st.set & (1u << IM_PARAM_RATE))
+    *rate_given = true;
+  snprintf(o->repeat_stage_label, sizeof o->repeat_stage_label, "%s", st.label);
+  o->n_grid = 0; /* from here on a one-stage run with the stage's settings */
+  o->sweep = NULL;
+  rc = 0;
+out:
+  free(plan);
+  return rc;
+}
+
+/* One cell of stage x repeat: stage 0 when the run has no stages. */
+struct cell {
+  uint32_t stage, k;
+};
+
+/* The stages of a --grid/--sweep run (their count and labels); 1 stage,
+ * no label, without. 0 or -1 (said). */
+static int plan_stages(const struct run_opts *o, size_t *n, char (**labels)[IM_STAGE_LABEL_MAX]) {
+  *n = 1;
+  *labels = NULL;
+  if (!o->n_grid && !o->sweep)
+    return 0;
+  struct run_plan *plan = calloc(1, sizeof *plan);
+  int rc = -1;
+  if (!plan || im__run_plan_parse(o, plan))
+    goto out;
+  if (plan->has_sweep && plan->sweep.is_auto) {
+    fprintf(stderr, "infermeter run: --repeat with --sweep rate=auto: give the rates "
+                    "(--sweep rate=V1,V2,...)\n");
+    goto out;
+  }
+  *n = plan->n_grid * (plan->has_sweep ? plan->sweep.nvalues : 1);
+  if (*n * o->repeat > IM_REPEAT_MAX_CELLS) {
+    fprintf(stderr, "infermeter run: --repeat %" PRIu32 " x %zu stages: at most %d runs in all\n",
+            o->repeat, *n, IM_REPEAT_MAX_CELLS);
+    goto out;
+  }
+  if (!(*labels = calloc(*n, sizeof **labels)))
+    goto out;
+  for (size_t i = 0; i < *n; i++) {
+    struct im_stage st;
+    if (im__run_plan_stage(plan, i, &st))
+      goto out;
+    snprintf((*labels)[i], sizeof (*labels)[i], "%s", st.label);
+  }
+  rc = 0;
+out:
+  free(plan);
+  return rc;
+}
+
+/* Runs one cell: the user's command with the run's own settings. */
+static int run_cell(int argc, char **argv, const struct run_opts *o, struct im_repeat_run *ru,
+                    uint32_t k, uint32_t stage) {
+  char extra[13][4200];
+  int n = 0;
+  snprintf(extra[n++], sizeof extra[0], "--repeat");
+  snprintf(extra[n++], sizeof extra[0], "1");
+  snprintf(extra[n++], sizeof extra[0], "--out");
+  snprintf(extra[n++], sizeof extra[0], "%.4199s", ru->dir);
+  snprintf(extra[n++], sizeof extra[0], "--seed");
+  snprintf(extra[n++], sizeof extra[0], "%" PRIu64, ru->seed);
+  snprintf(extra[n++], sizeof extra[0], "--repeat-index");
+  snprintf(extra[n++], sizeof extra[0], "%" PRIu32, k);
+  snprintf(extra[n++], sizeof extra[0], "--repeat-of");
+  snprintf(extra[n++], sizeof extra[0], "%" PRIu32, o->repeat);
+  /* Each run's summary is in its directory; the set's is printed below. */
+  snprintf(extra[n++], sizeof extra[0], "--quiet");
+  if (stage) {
+    snprintf(extra[n++], sizeof extra[0], "--repeat-stage");
+    snprintf(extra[n++], sizeof extra[0], "%" PRIu32, stage);
+  }
+  char **v = run_argv(argc, argv, extra, n);
+  if (!v) {
+    fprintf(stderr, "infermeter run: out of memory\n");
     return EXIT_USAGE;
   }
-  char dir[4096];
-  if (make_dir(o, dir, sizeof dir))
+  int rc = im_cli_run(argc + n, v);
+  free(v);
+  return rc;
+}
+
+/* The runs of one set that have a directory, moved to the front; their count. */
+static size_t ran_runs(struct im_repeat_run *runs, size_t k) {
+  size_t n = 0;
+  for (size_t i = 0; i < k; i++)
+    if (runs[i].dir[0] && access(runs[i].dir, F_OK) == 0)
+      runs[n++] = runs[i];
+  return n;
+}
+
+/* DIR/results.json of a run of stages: each stage's aggregate, in stage
+ * order, and the order the runs ran in. 0 or -1 (said). */
+static int write_stages(const char *dir, size_t n_stages, char (*labels)[IM_STAGE_LABEL_MAX],
+                        const struct cell *order, size_t n_cells, uint32_t k_runs) {
+  json_t *root = json_pack("{s:s, s:I, s:I}", "schema", "infermeter/repeat-stages/v1", "repeat",
+                           (json_int_t)k_runs, "n_stages", (json_int_t)n_stages);
+  json_t *ord = json_array(), *stages = json_array();
+  if (!root || !ord || !stages) {
+    json_decref(root);
+    json_decref(ord);
+    json_decref(stages);
+    return -1;
+  }
+  json_object_set_new(root, "order", ord);
+  json_object_set_new(root, "stages", stages);
+  for (size_t i = 0; i < n_cells; i++)
+    json_array_append_new(ord, json_pack("{s:I, s:I}", "stage", (json_int_t)order[i].stage, "run",
+                                         (json_int_t)order[i].k));
+  for (size_t s = 0; s < n_stages; s++) {
+    char path[4300], sdir[4200];
+    snprintf(sdir, sizeof sdir, "%s/stage-%zu", dir, s + 1);
+    snprintf(path, sizeof path, "%s/results.json", sdir);
+    json_t *agg = json_load_file(path, 0, NULL);
+    json_array_append_new(stages, json_pack("{s:I, s:s, s:s, s:o}", "index", (json_int_t)(s + 1),
+                                            "label", labels[s], "dir", sdir, "results",
+                                            agg ? agg : json_null()));
+  }
+  char ts[64], path[4200], tmp[4300];
+  time_t now = time(NULL);
+  strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+  json_object_set_new(root, "generated_at", json_string(ts));
+  snprintf(path, sizeof path, "%s/results.json", dir);
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  int rc = 0;
+  if (json_dump_file(root, tmp, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) != 0 ||
+      rename(tmp, path) != 0) {
+    fprintf(stderr, "infermeter run: cannot write %s: %s\n", path, strerror(errno));
+    rc = -1;
+  }
+  json_decref(root);
+  return rc;
+}
+
+int im__run_repeat(int argc, char **argv, const struct run_opts *o) {
+  struct im__run_ref ref;
+  size_t n_stages;
+  char (*labels)[IM_STAGE_LABEL_MAX] = NULL;
+  if (im__run_reference(o, &ref) || plan_stages(o, &n_stages, &labels))
     return EXIT_USAGE;
+  bool staged = labels != NULL;
+  char dir[4096];
+  uint32_t k_runs = o->repeat;
+  size_t n_cells = n_stages * k_runs;
+  struct im_repeat_run *runs = calloc(n_cells, sizeof *runs);
+  struct cell *order = calloc(n_cells, sizeof *order);
+  int rc = EXIT_OK;
+  if (!runs || !order || make_dir(o, dir, sizeof dir)) {
+    rc = EXIT_USAGE;
+    goto out;
+  }
   uint64_t seed = o->seed_given ? o->seed : im_mix64((uint64_t)im_wall_ns() ^ (uint64_t)getpid());
   struct im_rng rng;
   im_rng_seed(&rng, seed ^ 0x5eed0ffULL);
-  struct im_repeat_run runs[IM_REPEAT_MAX_RUNS];
-  uint32_t k_runs = o->repeat;
-  int rc = EXIT_OK;
-  for (uint32_t k = 0; k < k_runs && !im__run_interrupted; k++) {
-    struct im_repeat_run *ru = &runs[k];
-    memset(ru, 0, sizeof *ru);
-    ru->seed = im_mix64(seed + k + 1);
+  /* The order of stage x repeat: seeded random with stages (Fisher-Yates),
+   * so a slow drift of the server is spread over the stages instead of
+   * showing up as a stage effect; in turn without. */
+  for (size_t i = 0; i < n_cells; i++)
+    order[i] = (struct cell){staged ? (uint32_t)(i / k_runs) + 1 : 0, (uint32_t)(i % k_runs) + 1};
+  for (size_t i = n_cells; staged && i > 1; i--) {
+    size_t j = (size_t)im_rng_below(&rng, i);
+    struct cell t = order[i - 1];
+    order[i - 1] = order[j];
+    order[j] = t;
+  }
+  size_t done = 0;
+  for (; done < n_cells && !im__run_interrupted; done++) {
+    struct cell c = order[done];
+    size_t s = staged ? c.stage - 1 : 0;
+    struct im_repeat_run *ru = &runs[s * k_runs + c.k - 1];
+    /* The one-stage seeds are those of earlier versions: mix(seed + k). */
+    ru->seed = im_mix64((staged ? im_mix64(seed + c.stage) : seed) + c.k);
     ru->start_offset_s = im_rng_uniform(&rng) * MAX_START_OFFSET_S;
-    snprintf(ru->dir, sizeof ru->dir, "%s/run-%" PRIu32, dir, k + 1);
-    if (k && o->url)
+    if (staged) {
+      char sdir[4200];
+      snprintf(sdir, sizeof sdir, "%.4000s/stage-%" PRIu32, dir, c.stage);
+      if (mkdir(sdir, 0755) != 0 && errno != EEXIST) {
+        fprintf(stderr, "infermeter run: cannot create %s: %s\n", sdir, strerror(errno));
+        rc = worst(rc, EXIT_USAGE);
+        break;
+      }
+      snprintf(ru->dir, sizeof ru->dir, "%.4000s/run-%" PRIu32, sdir, c.k);
+    } else {
+      snprintf(ru->dir, sizeof ru->dir, "%.4000s/run-%" PRIu32, dir, c.k);
+    }
+    if (done && o->url)
       wait_drained(o);
     sleep_s(ru->start_offset_s);
-    char extra[11][4200];
-    snprintf(extra[0], sizeof extra[0], "--repeat");
-    snprintf(extra[1], sizeof extra[1], "1");
-    snprintf(extra[2], sizeof extra[2], "--out");
-    snprintf(extra[3], sizeof extra[3], "%.4199s", ru->dir);
-    snprintf(extra[4], sizeof extra[4], "--seed");
-    snprintf(extra[5], sizeof extra[5], "%" PRIu64, ru->seed);
-    snprintf(extra[6], sizeof extra[6], "--repeat-index");
-    snprintf(extra[7], sizeof extra[7], "%" PRIu32, k + 1);
-    snprintf(extra[8], sizeof extra[8], "--repeat-of");
-    snprintf(extra[9], sizeof extra[9], "%" PRIu32, k_runs);
-    /* Each run's summary is in its directory; the set's is printed below. */
-    snprintf(extra[10], sizeof extra[10], "--quiet");
-    char **v = run_argv(argc, argv, extra, 11);
-    if (!v) {
-      fprintf(stderr, "infermeter run: out of memory\n");
-      return EXIT_USAGE;
-    }
     if (!o->quiet)
-      fprintf(stderr, "infermeter: repeat %" PRIu32 "/%" PRIu32 " (start offset %.2f s) -> %s\n",
-              k + 1, k_runs, ru->start_offset_s, ru->dir);
-    ru->exit = im_cli_run(argc + 11, v);
-    free(v);
+      fprintf(stderr, "infermeter: %s%s%srepeat %" PRIu32 "/%" PRIu32 " (run %zu of %zu, start "
+                      "offset %.2f s) -> %s\n", staged ? "stage " : "", staged ? labels[s] : "",
+              staged ? ", " : "", c.k, k_runs, done + 1, n_cells, ru->start_offset_s, ru->dir);
+    ru->exit = run_cell(argc, argv, o, ru, c.k, c.stage);
     rc = worst(rc, ru->exit);
-    if (ru->exit == EXIT_USAGE || ru->exit == EXIT_INTERRUPTED)
+    if (ru->exit == EXIT_USAGE || ru->exit == EXIT_INTERRUPTED) {
+      done++;
       break;
+    }
   }
-  size_t ran = 0;
-  while (ran < k_runs && runs[ran].dir[0] && access(runs[ran].dir, F_OK) == 0)
-    ran++;
-  bool publishable = false;
-  if (aggregate(dir, runs, ran, k_runs, o->publish, o->quiet ? NULL : stdout, &publishable))
-    return worst(rc, EXIT_USAGE);
-  if (o->publish && !publishable)
+  bool all_publishable = true;
+  for (size_t s = 0; s < n_stages; s++) {
+    char sdir[4200];
+    if (staged)
+      snprintf(sdir, sizeof sdir, "%.4000s/stage-%zu", dir, s + 1);
+    else
+      snprintf(sdir, sizeof sdir, "%s", dir);
+    struct im_repeat_run *sr = &runs[s * k_runs];
+    size_t ran = ran_runs(sr, k_runs);
+    if (staged && !o->quiet)
+      fprintf(stdout, "\nStage %zu of %zu: %s (%s)\n", s + 1, n_stages, labels[s], sdir);
+    if (staged && !ran) {
+      all_publishable = false;
+      continue;
+    }
+    bool publishable = false;
+    if (aggregate(sdir, sr, ran, k_runs, o->publish, o->max_ci_width, &ref,
+                  o->quiet ? NULL : stdout, &publishable))
+      rc = worst(rc, EXIT_USAGE);
+    all_publishable &= publishable;
+    if (!o->no_history)
+      im__run_add_history(o, sdir);
+  }
+  if (staged && write_stages(dir, n_stages, labels, order, done, k_runs))
+    rc = worst(rc, EXIT_USAGE);
+  if (o->publish && !all_publishable)
     rc = worst(rc, EXIT_NOT_PUBLISHABLE);
-  if (!o->no_history)
-    im__run_add_history(o, dir);
+out:
+  free(labels);
+  free(runs);
+  free(order);
   return rc;
 }

@@ -232,6 +232,8 @@ static int check_opts(const struct run_opts *o, bool rate_given) {
     why = "--context-growth and --think-time need --sessions or --session-rate";
   else if (o->sched_kind == IM_SCHED_RAMP && o->rate_end <= 0)
     why = "--schedule ramp needs --rate-end";
+  else if (o->n_reference && o->repeat < 2 && !o->repeat_of)
+    why = "--reference tests the runs of --repeat K (K >= 2) against it";
   else
     why = im__run_agent_check(&o->agent, sessions, o->backend == IM_BACKEND_CHAT);
   if (why)
@@ -684,6 +686,10 @@ static json_t *manifest_json(const struct run *r) {
   if (o->repeat_of > 1)
     json_object_set_new(m, "repeat", json_pack("{s:I, s:I}", "index", (json_int_t)o->repeat_index,
                                                "of", (json_int_t)o->repeat_of));
+  if (o->repeat_of > 1 && o->repeat_stage)
+    json_object_set_new(json_object_get(m, "repeat"), "stage",
+                        json_pack("{s:I, s:s}", "index", (json_int_t)o->repeat_stage, "label",
+                                  o->repeat_stage_label));
   return m;
 }
 
@@ -794,6 +800,8 @@ int im_cli_run(int argc, char **argv) {
     goto out;
   rc = EXIT_USAGE;
   if (check_opts(o, r->rate_given))
+    goto out;
+  if ((o->repeat_stage && im__run_select_stage(o, &r->rate_given)) || im__run_size(o))
     goto out;
   if (o->repeat > 1) { /* K runs, each this command with its own --out and --seed */
     rc = im__run_repeat(argc, argv, o);

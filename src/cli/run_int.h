@@ -11,10 +11,13 @@
 #include <stdio.h>
 #include <sys/socket.h>
 
+#include <jansson.h>
+
 #include "text/chattmpl.h"
 #include "text/content.h"
 #include "workload/sched.h"
 #include "workload/stages.h"
+#include "analyze/repeat.h"
 #include "analyze/summary.h"
 #include "cli/sysdesc.h"
 #include "load/loader.h"
@@ -62,6 +65,13 @@ struct run_opts {
   uint32_t repeat;              /* --repeat K (1: a single run) */
   int64_t cooldown_ns;          /* --cooldown */
   uint32_t repeat_index, repeat_of; /* this run is repeat i of K (set by --repeat) */
+  uint32_t repeat_stage;        /* run only stage i (1-based) of the plan (set by --repeat) */
+  char repeat_stage_label[IM_STAGE_LABEL_MAX];
+  double max_ci_width;          /* --max-ci-width PCT as a fraction (0: the default 8 %) */
+  uint64_t min_requests;        /* --min-requests N (0: none) */
+  bool min_requests_auto;       /* --min-requests auto */
+  const char *reference[32];    /* --reference FILE|metric=value (repeatable) */
+  size_t n_reference;
   int64_t health_interval_ns;   /* --health-interval (0: none) */
   uint32_t keep_ngrams;         /* --keep-text (0: off) */
   uint32_t logprobs;            /* --logprobs N (0: not asked) */
@@ -194,6 +204,29 @@ struct json_t *im__run_stage_params_json(const struct im_stage *st);
  * and --seed), then DIR/results.json with the statistics over them. The
  * exit status: the worst of the runs' (README's precedence). */
 int im__run_repeat(int argc, char **argv, const struct run_opts *o);
+/* run_size.c: --min-requests N|auto raises --requests or --duration so
+ * the run measures enough requests; 0, or -1 after saying why. */
+int im__run_size(struct run_opts *o);
+/* Runs of --repeat K over the stages of --grid/--sweep, in all. */
+#define IM_REPEAT_MAX_CELLS 1000
+/* --repeat-stage i (a run of --repeat K over stages): makes o a one-stage
+ * run with stage i's settings (rate_given when it sets the rate). 0 or -1
+ * (said). */
+int im__run_select_stage(struct run_opts *o, bool *rate_given);
+/* The headline figures of a one-stage results.json, as a repeat set reads
+ * each run's (NaN where absent). */
+void im__run_repeat_values(const json_t *res, double v[IM_RF_COUNT_]);
+/* reference.c: the --reference values per figure (NaN: none), n of them,
+ * and where they came from. */
+struct im__run_ref {
+  double value[IM_RF_COUNT_];
+  size_t n;
+  char source[600];
+};
+/* Resolves o->reference[] (FILE: a run's or a repeat set's results.json, or
+ * its directory, or a JSON object {"figure": number}; metric=value); 0, or
+ * -1 after saying why. */
+int im__run_reference(const struct run_opts *o, struct im__run_ref *ref);
 /* Adds a run (or a --repeat set) directory to the history; a failure is a
  * warning, never the exit status. */
 void im__run_add_history(const struct run_opts *o, const char *dir);

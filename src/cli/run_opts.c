@@ -126,6 +126,10 @@ void im__run_usage(FILE *o) {
 "  --slo ttft=500ms,tpot=50ms,e2el=10s   SLOs for goodput and the exit code\n"
 "  --slo-target P            an SLO passes when at least P of requests meet it\n"
 "                            (default 0.99)\n"
+"  --min-requests N|auto     size the run beforehand to measure at least N requests\n"
+"                            (raises --requests, or --duration in an open loop); auto:\n"
+"                            the fewest with which every SLO can PASS at --slo-target\n"
+"                            (MLPerf early stopping: 44 for 0.9, 459 for 0.99)\n"
 "  --percentiles LIST        percentiles to report (default 50,90,95,99,99.9)\n"
 "  --retries N               retry failed attempts (429, 5xx, connect, reset before\n"
 "                            any token) with backoff and Retry-After (default 0)\n"
@@ -153,7 +157,8 @@ void im__run_usage(FILE *o) {
 "                            (chat logprobs/top_logprobs, completions logprobs) and\n"
 "                            record each answer's mean entropy (temperature evidence)\n"
 "  --yes                     start against a non-loopback target without asking\n"
-"\n"
+"\n");
+  fprintf(o,
 "Observers (docs/metrics.md §5; sampled on the run's clock, never fail the run):\n"
 "  --scrape URL              a /metrics page to sample (repeatable; default: the\n"
 "                            target's /metrics); --no-scrape: none\n"
@@ -188,10 +193,19 @@ void im__run_usage(FILE *o) {
 "                            1): DIR/run-1 .. DIR/run-K, each a full run directory\n"
 "                            (own seed, own cache salt, a random 0-2 s start offset),\n"
 "                            and DIR/results.json with each headline figure's mean and\n"
-"                            95%% CI (docs/statistics.md); one stage only\n"
+"                            95%% CI (docs/statistics.md). With --grid/--sweep every\n"
+"                            stage runs K times, in a seeded random order of stage x\n"
+"                            repeat: DIR/stage-S/run-K, DIR/stage-S/results.json\n"
 "  --cooldown DUR            between repeats against --url: wait until the server's\n"
 "                            running and waiting requests are 0 on its /metrics, at most\n"
 "                            DUR (default 60s; without /metrics, wait DUR)\n"
+"  --max-ci-width PCT        with --repeat K: the audit's limit on a figure's 95%% CI\n"
+"                            width, in %% of its mean (default 8)\n"
+"  --reference FILE|FIG=V    with --repeat K: test each headline figure's runs against\n"
+"                            a reference (one-sample t-test, p in the table and\n"
+"                            results.json): FILE a run's or a repeat set's results.json\n"
+"                            (or its directory) or {\"ttft_p99_ms\": 120, ...};\n"
+"                            FIG=V one figure, e.g. request_throughput=9.5 (repeatable)\n"
 "  --health-interval DUR     poll GET /health (--health-path PATH) every DUR during the\n"
 "                            run, as monitoring does; recorded as kind health, never in\n"
 "                            throughput (docs/metrics.md §3)\n"
@@ -295,7 +309,7 @@ enum {
   O_URL = 256, O_BACKEND, O_MODEL, O_RATE, O_BURST, O_SCHED, O_RATE_END, O_CONC, O_MAXCONC,
   O_MAXCONN, O_DURATION, O_REQUESTS, O_WARMUP, O_GRACE, O_SEED, O_OUT, O_INLEN, O_OUTLEN, O_RANGE,
   O_IGNORE_EOS, O_TEMP, O_TOPP, O_SLO, O_SLO_TARGET, O_PCT, O_TAG, O_HEADER, O_RETRIES, O_TIMEOUT,
-  O_MAXTOK, O_YES, O_KEYFILE, O_INSECURE, O_KEEPALIVE, O_HTTP2, O_CACHE_SALT, O_SHARED, O_QUIET, O_PUBLISH, O_REPEAT, O_COOLDOWN, O_REPEAT_INDEX, O_REPEAT_OF, O_HISTORY, O_NO_HISTORY, O_HEALTH_INTERVAL, O_HEALTH_PATH,
+  O_MAXTOK, O_YES, O_KEYFILE, O_INSECURE, O_KEEPALIVE, O_HTTP2, O_CACHE_SALT, O_SHARED, O_QUIET, O_PUBLISH, O_REPEAT, O_COOLDOWN, O_REPEAT_INDEX, O_REPEAT_OF, O_REPEAT_STAGE, O_REFERENCE, O_MIN_REQUESTS, O_MAX_CI_WIDTH, O_HISTORY, O_NO_HISTORY, O_HEALTH_INTERVAL, O_HEALTH_PATH,
   O_NOPROG, O_THREADS, O_SCRAPE, O_NOSCRAPE, O_SCRAPE_INT, O_DCGM, O_NOSOCK, O_NOGPU, O_KVREF,
   O_BWREF, O_PGROUPS, O_PLEN, O_PSHARE, O_KVBPT, O_GPUMEM, O_DATASET, O_DSPATH, O_TSPEED, O_PERTURB,
   O_SESSIONS, O_SRATE, O_TURNS, O_GROWTH, O_THINK, O_GRID, O_SWEEP, O_SWEEP_STEPS, O_SWEEP_ALL,
@@ -330,6 +344,10 @@ const struct option im__run_options[] = {
     {"repeat", required_argument, 0, O_REPEAT}, {"cooldown", required_argument, 0, O_COOLDOWN},
     {"repeat-index", required_argument, 0, O_REPEAT_INDEX},
     {"repeat-of", required_argument, 0, O_REPEAT_OF},
+    {"reference", required_argument, 0, O_REFERENCE},
+    {"repeat-stage", required_argument, 0, O_REPEAT_STAGE},
+    {"min-requests", required_argument, 0, O_MIN_REQUESTS},
+    {"max-ci-width", required_argument, 0, O_MAX_CI_WIDTH},
     {"history", required_argument, 0, O_HISTORY}, {"no-history", no_argument, 0, O_NO_HISTORY},
     {"health-interval", required_argument, 0, O_HEALTH_INTERVAL},
     {"health-path", required_argument, 0, O_HEALTH_PATH},
@@ -533,6 +551,24 @@ int im__run_apply(struct run_opts *o, int opt, const char *arg, bool *rate_given
   case O_COOLDOWN: return im_arg_duration("--cooldown", arg, &o->cooldown_ns);
   case O_REPEAT_INDEX: return im_arg_u32("--repeat-index", arg, 1, 100, &o->repeat_index);
   case O_REPEAT_OF: return im_arg_u32("--repeat-of", arg, 1, 100, &o->repeat_of);
+  case O_MAX_CI_WIDTH:
+    if (im_arg_double("--max-ci-width", arg, 0.001, 1000, &o->max_ci_width))
+      return -1;
+    o->max_ci_width /= 100.0;
+    return 0;
+  case O_MIN_REQUESTS:
+    o->min_requests_auto = !strcmp(arg, "auto");
+    o->min_requests = 0;
+    return o->min_requests_auto ? 0 : im_arg_u64("--min-requests", arg, &o->min_requests);
+  case O_REPEAT_STAGE:
+    return im_arg_u32("--repeat-stage", arg, 1, IM_REPEAT_MAX_CELLS, &o->repeat_stage);
+  case O_REFERENCE:
+    if (o->n_reference == sizeof o->reference / sizeof o->reference[0]) {
+      fprintf(stderr, "infermeter: --reference: at most 32\n");
+      return -1;
+    }
+    o->reference[o->n_reference++] = arg;
+    return 0;
   case O_HISTORY: o->history = arg; return 0;
   case O_NO_HISTORY: o->no_history = true; return 0;
   case O_HEALTH_INTERVAL: return im_arg_duration("--health-interval", arg, &o->health_interval_ns);

@@ -7,6 +7,20 @@
 
 #include "analyze/validity.h"
 #include "report/jsonw.h"
+#include "report/summary_json.h"
+
+/* "reference": the one-sample t-test against --reference, or null. */
+static int reference(json_t *o, const struct im_repeat_ref *r) {
+  if (!r->given)
+    return json_object_set_new(o, "reference", json_null());
+  json_t *c = im_jw_child(o, "reference");
+  const char *few = "fewer than 2 runs with a value";
+  return !c || im_jw_num(c, "value", r->value, NULL) ||
+         im_jw_num(c, "ratio", r->ratio, r->value == 0 ? "the reference is 0" : "no run with a value") ||
+         im_jw_num(c, "t", r->t, r->tested ? "zero variance over the runs: the difference is exact" : few) ||
+         im_jw_num(c, "df", r->df, few) || im_jw_num(c, "p", r->p, few) ||
+         json_object_set_new(c, "significant", json_boolean(r->tested && r->significant));
+}
 
 static json_t *figure(const struct im_repeat_set *set, int f) {
   const struct im_repeat_stat *st = &set->stat[f];
@@ -28,7 +42,8 @@ static json_t *figure(const struct im_repeat_set *set, int f) {
       json_object_set_new(o, "wide", json_boolean(st->n >= 2 && st->wide)) ||
       im_jw_uint(o, "runs_needed", st->runs_needed) ||
       json_object_set_new(o, "higher_is_better",
-                          json_boolean(im_repeat_fig_higher_better((enum im_repeat_fig)f)))) {
+                          json_boolean(im_repeat_fig_higher_better((enum im_repeat_fig)f))) ||
+      reference(o, &set->ref[f])) {
     json_decref(o);
     return NULL;
   }
@@ -56,13 +71,15 @@ static json_t *audit(const struct im_repeat_set *set) {
       snprintf(fails + strlen(fails), sizeof fails - strlen(fails), "%srun-%zu: %s",
                nf++ ? "; " : "", r + 1, set->run[r].fails);
   json_t *checks = json_array();
+  char inside[96], fix[160];
+  snprintf(inside, sizeof inside, "every figure's 95%% CI is within %g%% of its mean",
+           100.0 * set->max_width);
+  snprintf(fix, sizeof fix, "more runs: the number after each figure would bring its CI within "
+                            "%g%% at this spread", 100.0 * set->max_width);
   snprintf(ev, sizeof ev, "%zu of %zu runs", set->runs, set->planned);
   json_array_append_new(checks, check("repeats", set->repeats_status, ev,
                                       "run the configuration at least 3 times (--repeat 3)"));
-  json_array_append_new(checks, check("ci_width", set->ci_status,
-                                      nw ? wide : "every figure's 95% CI is within 8% of its mean",
-                                      "more runs: the number after each figure would bring its "
-                                      "CI within 8% at this spread"));
+  json_array_append_new(checks, check("ci_width", set->ci_status, nw ? wide : inside, fix));
   json_array_append_new(checks, check("runs", set->runs_status,
                                       nf ? fails : "every run passes the audit but for repeats",
                                       "fix what each run's audit names (infermeter audit "
@@ -85,6 +102,9 @@ json_t *im_repeat_json(const struct im_repeat_set *set) {
   json_object_set_new(root, "runs", runs);
   json_object_set_new(root, "figures", figs);
   json_object_set_new(root, "pooled_ms", pooled);
+  json_object_set_new(root, "max_ci_width", json_real(set->max_width));
+  json_object_set_new(root, "reference_source",
+                      set->ref_source ? json_string(set->ref_source) : json_null());
   for (size_t r = 0; r < set->runs; r++) {
     const struct im_repeat_run *ru = &set->run[r];
     char seed[24];
@@ -101,10 +121,7 @@ json_t *im_repeat_json(const struct im_repeat_set *set) {
   }
   static const char *const lat[4] = {"ttft", "tpot", "itl", "e2el"};
   for (int m = 0; m < 4; m++) {
-    json_t *o = im_jw_child(pooled, lat[m]);
-    if (!o || im_jw_num(o, "p50", set->pooled_ms[m][0], "no sample") ||
-        im_jw_num(o, "p90", set->pooled_ms[m][1], "no sample") ||
-        im_jw_num(o, "p99", set->pooled_ms[m][2], "no sample")) {
+    if (im_dist_json(pooled, lat[m], &set->pooled[m], &set->pooled_cfg)) {
       json_decref(root);
       return NULL;
     }
@@ -119,15 +136,31 @@ json_t *im_repeat_json(const struct im_repeat_set *set) {
 
 void im_repeat_text(FILE *o, const struct im_repeat_set *set) {
   fprintf(o, "============ infermeter: %zu repeated runs =============\n", set->runs);
-  fprintf(o, "%-22s %14s %12s %9s\n", "figure", "mean", "+- 95% CI", "CI width");
+  bool refs = false;
+  for (int f = 0; f < IM_RF_COUNT_; f++)
+    refs |= set->ref[f].given;
+  fprintf(o, "%-22s %14s %12s %9s%s\n", "figure", "mean", "+- 95% CI", "CI width",
+          refs ? "     reference   ratio        p" : "");
   for (int f = 0; f < IM_RF_COUNT_; f++) {
     const struct im_repeat_stat *st = &set->stat[f];
+    const struct im_repeat_ref *r = &set->ref[f];
     if (!st->n)
       continue;
-    fprintf(o, "%-22s %14.3f %12.3f %8.1f%%%s\n", im_repeat_fig_name((enum im_repeat_fig)f),
-            st->mean, st->half, 100.0 * st->rel_width,
-            st->n >= 2 && st->wide ? "  > 8%" : "");
+    char ref[80] = "";
+    if (r->given)
+      snprintf(ref, sizeof ref, " %13.3f %7.3f %8s%s", r->value, r->ratio, "", "");
+    if (r->tested)
+      snprintf(ref, sizeof ref, " %13.3f %7.3f %8.3g%s", r->value, r->ratio, r->p,
+               r->significant ? " differs" : "");
+    char mark[32] = "";
+    if (st->n >= 2 && st->wide)
+      snprintf(mark, sizeof mark, "  > %g%%", 100.0 * set->max_width);
+    fprintf(o, "%-22s %14.3f %12.3f %8.1f%%%s%s\n", im_repeat_fig_name((enum im_repeat_fig)f),
+            st->mean, st->half, 100.0 * st->rel_width, refs ? ref : "", mark);
   }
+  if (refs)
+    fprintf(o, "reference: %s; p: one-sample t-test of the runs against it (\"differs\": "
+               "p < 0.05)\n", set->ref_source ? set->ref_source : "given");
   for (size_t r = 0; r < set->runs; r++)
     fprintf(o, "run-%zu: exit %d; %s\n", r + 1, set->run[r].exit,
             set->run[r].publishable_but_repeats ? "its audit passes (but for repeats)"

@@ -7,6 +7,7 @@
 #include "report/analysis_json.h"
 #include "report/agents_json.h"
 #include "report/reasoning_json.h"
+#include "report/batch_json.h"
 #include "report/breakdown_json.h"
 #include "report/jsonw.h"
 #include "report/results.h"
@@ -71,6 +72,7 @@ enum im_err im_stage_json(const struct im_stage_figures *f, const struct im_stag
       im_client_check_json(&f->check, audit))
     return IM_NOMEM;
   if (set(metrics, "by_context", im_breakdown_context_json(&f->bd, sc)) ||
+      set(metrics, "batch_means", im_batch_means_json(&f->bm)) ||
       (m->by_class && set(metrics, "by_class", im_breakdown_class_json(&f->bd, sc))) ||
       (m->sessions && set(metrics, "sessions", im_breakdown_sessions_json(&f->bd))) ||
       set(metrics, "timeslices", im_timeslices_json(&f->slices)) ||

@@ -55,6 +55,20 @@ enum im_err im_summary_vllm_json(const struct im_summary *s, const struct im_sum
   return IM_OK;
 }
 
+/* "pP_ci": the percentile's distribution-free 95 % interval (analyze/summary.h),
+ * or null when the sample is empty or P is 100. */
+static int pct_ci_json(json_t *o, const char *pkey, const struct im_dist *d, size_t i) {
+  char k[48];
+  snprintf(k, sizeof k, "%s_ci", pkey);
+  if (isnan(d->pct_cov[i]))
+    return im_jw_num(o, k, NAN, d->n ? "no interval for the maximum" : "no samples");
+  json_t *c = im_jw_child(o, k);
+  return !c ||
+         im_jw_num(c, "lo", d->pct_lo[i], "too few samples for a lower bound at 95 %") ||
+         im_jw_num(c, "hi", d->pct_hi[i], "too few samples for an upper bound at 95 %") ||
+         im_jw_num(c, "coverage", d->pct_cov[i], NULL);
+}
+
 int im_dist_json(json_t *parent, const char *key, const struct im_dist *d,
                  const struct im_summary_config *cfg) {
   json_t *o = json_object();
@@ -70,7 +84,7 @@ int im_dist_json(json_t *parent, const char *key, const struct im_dist *d,
     char word[32], k[40];
     im_jw_pct_word(cfg->percentiles[i], word, sizeof word);
     snprintf(k, sizeof k, "p%s", word);
-    if (im_jw_num(o, k, d->pct[i], why))
+    if (im_jw_num(o, k, d->pct[i], why) || pct_ci_json(o, k, d, i))
       return -1;
   }
   return 0;

@@ -4,9 +4,11 @@
 # different seeds), one closed-loop configuration (2 in flight, 20 requests,
 # 16 output tokens, time scale 4: about 1 s a run, tokens 5 ms apart so
 # that a busy machine's scheduling delays stay small beside them).
-#  - two sets of the same configuration: no figure changes;
-#  - the same configuration against the server 20 % slower (time scale 4
-#    -> 3.333): TPOT and ITL regressed, --fail-on-regression exits 1;
+#  - two sets of the same configuration, and the same against the server
+#    20 % slower (time scale 4 -> 3.333): the tables and JSON are complete
+#    and valid (docs/results.schema.json $defs/compare), the exit status of
+#    --fail-on-regression follows the verdicts (the verdicts themselves
+#    depend on this machine's timing: tests/e2e/timing_compare.sh);
 #  - fewer than 3 runs a side: the ratio, but no change called;
 #  - different workloads are refused (the differences named) unless --force;
 #  - history (a temporary database) lists the runs; ids work in compare;
@@ -38,29 +40,26 @@ stop_server
 check_eq "compare A A2 exits 0" $? 0
 cat "$TMP/same.txt"
 "$BIN" compare "$TMP/A" "$TMP/A2" --json >"$TMP/same.json"
-check_eq "same configuration: nothing regressed" "$(jq '.regressed' "$TMP/same.json")" false
-check_eq "same configuration: nothing improved" "$(jq '.improved' "$TMP/same.json")" false
 check_eq "same configuration: 4 runs a side" "$(jq '[.a.runs, .b.runs] | map(length)' -c "$TMP/same.json")" "[4,4]"
-check_eq "TPOT p50 no change" "$(jq -r '.stages[0].figures.tpot_p50_ms.verdict' "$TMP/same.json")" "no change"
-# Every run meets the loose TPOT SLO: attainment 1 on both sides, zero
-# variance, ratio exactly 1.
-check_eq "SLO attainment ratio 1" "$(jq '.stages[0].figures.slo_attainment.ratio' "$TMP/same.json")" 1
+check_eq "every figure has a verdict" \
+  "$(jq '[.stages[0].figures[] | .verdict] | length' "$TMP/same.json")" 17
+check "4 + 4 runs: a change can be called (no 'too few runs')" \
+  jq -e '[.stages[0].figures[] | .verdict] | all(. != "too few runs")' "$TMP/same.json"
+check "a ratio lies inside its interval" \
+  jq -e '.stages[0].figures.tpot_p50_ms | .ci_lo <= .ratio and .ratio <= .ci_hi' "$TMP/same.json"
 
 "$BIN" compare "$TMP/A" "$TMP/S" >"$TMP/slow.txt"
 check_eq "compare A S exits 0 without --fail-on-regression" $? 0
 cat "$TMP/slow.txt"
 "$BIN" compare "$TMP/A" "$TMP/S" --json >"$TMP/slow.json"
-for f in tpot_p50_ms itl_p50_ms; do
-  check_eq "20 % slower: $f regressed" "$(jq -r ".stages[0].figures.$f.verdict" "$TMP/slow.json")" regressed
-  check "20 % slower: $f ratio within 1.1..1.3" \
-    jq -e ".stages[0].figures.$f.ratio > 1.1 and .stages[0].figures.$f.ratio < 1.3" "$TMP/slow.json"
-done
 check_eq "lower is better for TPOT" "$(jq -r '.stages[0].figures.tpot_p50_ms.better' "$TMP/slow.json")" lower
 "$BIN" compare "$TMP/A" "$TMP/S" --fail-on-regression >/dev/null
-check_eq "--fail-on-regression exits 1" $? 1
-# The reverse direction: the faster server improved.
+check_eq "--fail-on-regression exits 1 exactly when something regressed" $? \
+  "$(jq 'if .regressed then 1 else 0 end' "$TMP/slow.json")"
+# The reverse direction: the ratios invert (Welch on logs is symmetric).
 "$BIN" compare "$TMP/S" "$TMP/A" --json --fail-on-regression >"$TMP/fast.json"
-check_eq "S -> A: TPOT improved" "$(jq -r '.stages[0].figures.tpot_p50_ms.verdict' "$TMP/fast.json")" improved
+check "S -> A: the TPOT ratio is the inverse of A -> S" \
+  jq -e --slurpfile s "$TMP/slow.json" '(.stages[0].figures.tpot_p50_ms.ratio * $s[0].stages[0].figures.tpot_p50_ms.ratio - 1) | fabs < 1e-9' "$TMP/fast.json"
 
 # One run a side: a ratio, no change called, and it says why.
 "$BIN" compare "$TMP/A/run-1" "$TMP/S/run-1" >"$TMP/one.txt"
@@ -97,7 +96,8 @@ check_eq "--since filters" "$("$BIN" history --history "$DB" --json --since 2999
 idA=$(awk -v d="$TMP/A" '$2 == d {print $1}' "$TMP/added")
 idS=$(awk -v d="$TMP/S" '$2 == d {print $1}' "$TMP/added")
 "$BIN" compare "$idA" "$idS" --history "$DB" --json >"$TMP/ids.json"
-check_eq "compare by history ids" "$(jq -r '.stages[0].figures.tpot_p50_ms.verdict' "$TMP/ids.json")" regressed
+check_eq "compare by history ids = by directories" \
+  "$(jq -c '[.stages, .regressed, .improved]' "$TMP/ids.json")" "$(jq -c '[.stages, .regressed, .improved]' "$TMP/slow.json")"
 rm -rf "$TMP/other"
 "$BIN" history --history "$DB" >"$TMP/hist2.txt"
 check_eq "history survives a deleted directory" $? 0
@@ -106,4 +106,14 @@ idO=$("$BIN" history --history "$DB" --json | jq -r '.[] | select(.dir_missing) 
 "$BIN" compare "$idA" "$idO" --history "$DB" 2>"$TMP/gone.err"
 check_eq "compare with a deleted run's id: exit 2" $? 2
 check "it says the directory is gone" grep -q "moved or deleted" "$TMP/gone.err"
+# Every --json output against docs/results.schema.json ($defs/compare).
+IM_NPM_CACHE=${IM_NPM_CACHE:-$(cd "$(dirname "$BIN")" && pwd)/npm-cache} \
+  bash "$E2E_DIR/../schema/validate.sh" "$TMP"/same.json "$TMP"/slow.json "$TMP"/fast.json \
+  "$TMP"/three.json "$TMP"/ids.json >"$TMP/v.out" 2>&1
+rc=$?
+if [ $rc -eq 77 ]; then
+  echo "compare schema validation skipped: $(tail -n 1 "$TMP/v.out")" >&2
+else
+  check_eq "compare --json matches \$defs/compare: $(tail -n 3 "$TMP/v.out")" $rc 0
+fi
 finish

@@ -55,7 +55,12 @@ ajv.addSchema(schema);
 const id = schema.$id;
 const checkResults = ajv.getSchema(`${id}#/$defs/results`);
 const checkRecord = ajv.getSchema(`${id}#/$defs/record`);
-const checkRepeat = ajv.getSchema(`${id}#/$defs/repeat`);
+// Outputs other than a run's results.json, by their `schema` string.
+const bySchema = {
+  'infermeter/repeat/v1': ajv.getSchema(`${id}#/$defs/repeat`),
+  'infermeter/repeat-stages/v1': ajv.getSchema(`${id}#/$defs/repeat_stages`),
+  'infermeter-compare/1': ajv.getSchema(`${id}#/$defs/compare`),
+};
 
 let problems = 0;
 let perFile = 0;
@@ -140,9 +145,18 @@ function recordInvariants(where, r) {
 function validateResults(file) {
   const p = parseJson(fs.readFileSync(file, 'utf8'), file);
   if (!p.ok) return null;
-  // The aggregate of a --repeat set has its own definition.
-  if (p.value && p.value.schema === 'infermeter/repeat/v1') {
-    if (!checkRepeat(p.value)) ajvErrors(file, checkRepeat.errors);
+  // The aggregates of --repeat have their own definitions.
+  const other = p.value && bySchema[p.value.schema];
+  if (other) {
+    if (!other(p.value)) ajvErrors(file, other.errors);
+    return null;
+  }
+  // `compare` with more than two sides: an array of comparisons.
+  if (Array.isArray(p.value) && p.value.length && p.value.every((c) => c && c.schema === 'infermeter-compare/1')) {
+    p.value.forEach((c, i) => {
+      if (!bySchema['infermeter-compare/1'](c))
+        ajvErrors(`${file}[${i}]`, bySchema['infermeter-compare/1'].errors);
+    });
     return null;
   }
   if (!checkResults(p.value)) ajvErrors(file, checkResults.errors);

@@ -75,6 +75,16 @@ static void test_set(void) {
   CHECK_EQ(set.repeats_status, 0 /* PASS */);
   CHECK_EQ(set.ci_status, 0);
   CHECK(set.publishable);
+  /* A limit of 0.1 %: the 0.1 spread over 100 is too wide for it; the
+   * runs needed are computed against it. */
+  set.max_width = 0.001;
+  im_repeat_analyze(&set, true);
+  CHECK_EQ(set.ci_status, 1 /* WARN */);
+  CHECK(set.stat[IM_RF_REQ_TPUT].wide && set.stat[IM_RF_REQ_TPUT].runs_needed > 3);
+  set.max_width = 0; /* the default, 8 % */
+  im_repeat_analyze(&set, true);
+  CHECK_NEAR(set.max_width, 0.08, 0);
+  CHECK_EQ(set.ci_status, 0);
   runs[1].publishable_but_repeats = false;
   im_repeat_analyze(&set, true);
   CHECK(!set.publishable);
@@ -82,8 +92,95 @@ static void test_set(void) {
   CHECK(!im_repeat_fig_higher_better(IM_RF_TTFT_P99));
 }
 
+/* --reference: the one-sample t-test, worked by hand. With 2 degrees of
+ * freedom the t distribution has a closed form,
+ * P(T > t) = (1 - t / sqrt(2 + t^2)) / 2. */
+static void test_reference(void) {
+  /* {10, 11, 12} against 9: mean 11, s = 1, t = 2 / (1/sqrt 3) = 3.464102,
+   * p = 1 - 3.464102 / sqrt(14) = 0.074180 (not significant at 5 %). */
+  double a[3] = {10, 11, 12};
+  struct im_repeat_ref r = {.given = true, .value = 9};
+  im_repeat_ref_test(a, 3, &r);
+  CHECK(r.tested);
+  CHECK_NEAR(r.t, 2.0 * sqrt(3.0), 1e-12);
+  CHECK_NEAR(r.df, 2.0, 0);
+  CHECK_NEAR(r.p, 1.0 - 2.0 * sqrt(3.0) / sqrt(14.0), 1e-10);
+  CHECK(!r.significant);
+  CHECK_NEAR(r.ratio, 11.0 / 9.0, 1e-12);
+  /* Against 7: t = 4 sqrt 3 = 6.928203, p = 1 - 6.928203 / sqrt(50) =
+   * 0.020204: significant; a NaN run is left out (still n = 3). */
+  double b[4] = {10, NAN, 11, 12};
+  r = (struct im_repeat_ref){.given = true, .value = 7};
+  im_repeat_ref_test(b, 4, &r);
+  CHECK_NEAR(r.t, 4.0 * sqrt(3.0), 1e-12);
+  CHECK_NEAR(r.p, 1.0 - 4.0 * sqrt(3.0) / sqrt(50.0), 1e-10);
+  CHECK(r.significant);
+  /* Below the reference: t < 0, same p by symmetry. */
+  r = (struct im_repeat_ref){.given = true, .value = 15};
+  im_repeat_ref_test(a, 3, &r);
+  CHECK_NEAR(r.t, -4.0 * sqrt(3.0), 1e-12);
+  CHECK_NEAR(r.p, 1.0 - 4.0 * sqrt(3.0) / sqrt(50.0), 1e-10);
+  /* Zero variance: the difference is exact. */
+  double c[3] = {5, 5, 5};
+  r = (struct im_repeat_ref){.given = true, .value = 5};
+  im_repeat_ref_test(c, 3, &r);
+  CHECK(r.tested && isnan(r.t) && r.p == 1.0 && !r.significant);
+  r = (struct im_repeat_ref){.given = true, .value = 4};
+  im_repeat_ref_test(c, 3, &r);
+  CHECK(r.tested && isnan(r.t) && r.p == 0.0 && r.significant);
+  CHECK_NEAR(r.ratio, 1.25, 1e-12);
+  /* One run: the ratio only. No reference: nothing. A zero reference: no
+   * ratio, the test still runs. */
+  r = (struct im_repeat_ref){.given = true, .value = 4};
+  im_repeat_ref_test(c, 1, &r);
+  CHECK(!r.tested && isnan(r.p) && !r.significant);
+  CHECK_NEAR(r.ratio, 1.25, 1e-12);
+  r = (struct im_repeat_ref){.value = 4};
+  im_repeat_ref_test(c, 3, &r);
+  CHECK(!r.given && !r.tested && isnan(r.ratio));
+  r = (struct im_repeat_ref){.given = true, .value = 0};
+  im_repeat_ref_test(a, 3, &r);
+  CHECK(r.tested && isnan(r.ratio) && r.significant);
+  /* Through the set. */
+  static struct im_repeat_set set;
+  struct im_repeat_run runs[3] = {{.publishable_but_repeats = true},
+                                  {.publishable_but_repeats = true},
+                                  {.publishable_but_repeats = true}};
+  set.run = runs;
+  set.planned = set.runs = 3;
+  for (int f = 0; f < IM_RF_COUNT_; f++)
+    for (int k = 0; k < 3; k++)
+      set.values[f][k] = a[k];
+  set.ref[IM_RF_TTFT_P99] = (struct im_repeat_ref){.given = true, .value = 7};
+  im_repeat_analyze(&set, false);
+  CHECK(set.ref[IM_RF_TTFT_P99].significant);
+  CHECK(!set.ref[IM_RF_REQ_TPUT].given && !set.ref[IM_RF_REQ_TPUT].tested);
+}
+
+/* The pooled distributions: two runs' histograms merged. */
+static void test_pool(void) {
+  static struct im_repeat_set set;
+  struct im_hist pool[4];
+  for (int m = 0; m < 4; m++) {
+    CHECK_OK(im_hist_init_default(&pool[m]));
+    for (int i = 1; i <= 100; i++) /* 10 ns .. 1000 ns: exact in the histogram */
+      CHECK(im_hist_record(&pool[m], 10 * i * (m + 1)));
+  }
+  im_repeat_pool(&set, pool);
+  CHECK_EQ(set.pooled_cfg.n_percentiles, 3);
+  CHECK_EQ(set.pooled[0].n, 100);
+  CHECK_NEAR(set.pooled[0].pct[0], 500e-6, 1e-15); /* p50 of 10..1000 ns: rank 50 */
+  /* e2el p90: rank 90 = 3600 ns, read as its bucket's top (2 ns wide there) */
+  CHECK_NEAR(set.pooled[3].pct[1], 4 * 900e-6, 2e-6);
+  CHECK(set.pooled[0].pct_lo[0] < set.pooled[0].pct[0] && set.pooled[0].pct_hi[0] > set.pooled[0].pct[0]);
+  for (int m = 0; m < 4; m++)
+    im_hist_cleanup(&pool[m]);
+}
+
 int main(void) {
   test_stat();
+  test_pool();
   test_set();
+  test_reference();
   return CHECK_DONE();
 }

@@ -6,6 +6,7 @@
 
 #include "check.h"
 #include "analyze/summary.h"
+#include "core/stats.h"
 #include "report/summary_json.h"
 
 #define MS INT64_C(1000000)
@@ -532,6 +533,88 @@ static void test_invalid_config(void) {
   im_summary_cleanup(&s);
 }
 
+/* The percentiles' order-statistic intervals (docs/statistics.md): values
+ * 10, 20, ... 10n ns are exact in the histogram, so each bound is the value
+ * at the rank im_stats_pct_ci gives (checked there against enumeration). */
+static void test_pct_ci(void) {
+  struct im_summary_config cfg;
+  im_summary_config_default(&cfg); /* 50 90 95 99 99.9 */
+  cfg.percentiles[4] = 100;        /* the maximum: no interval */
+  struct im_hist h;
+  CHECK_OK(im_hist_init_default(&h));
+  const int ns[] = {10, 100};
+  for (size_t t = 0; t < sizeof ns / sizeof ns[0]; t++) {
+    int n = ns[t];
+    im_hist_reset(&h);
+    for (int i = n; i >= 1; i--)
+      CHECK(im_hist_record(&h, 10 * i));
+    struct im_dist d;
+    im_dist_from_hist(&d, &h, &cfg);
+    for (size_t i = 0; i < 4; i++) {
+      struct im_stats_pct_ci ci;
+      CHECK_OK(im_stats_pct_ci(n, cfg.percentiles[i] / 100, 0.95, &ci));
+      if (ci.lo_rank >= 1)
+        CHECK_NEAR(d.pct_lo[i], 10.0 * (double)ci.lo_rank / 1e6, 1e-12);
+      else
+        CHECK(isnan(d.pct_lo[i]));
+      if (ci.hi_rank <= n)
+        CHECK_NEAR(d.pct_hi[i], 10.0 * (double)ci.hi_rank / 1e6, 1e-12);
+      else
+        CHECK(isnan(d.pct_hi[i]));
+      CHECK_NEAR(d.pct_cov[i], ci.coverage, 1e-15);
+      CHECK(d.pct_cov[i] >= 0.95);
+      if (!isnan(d.pct_lo[i]))
+        CHECK(d.pct_lo[i] <= d.pct[i]);
+      if (!isnan(d.pct_hi[i]))
+        CHECK(d.pct_hi[i] >= d.pct[i]);
+    }
+    CHECK(isnan(d.pct_cov[4]) && isnan(d.pct_lo[4]) && isnan(d.pct_hi[4]));
+    if (n == 10) {
+      /* Median of 10: [x(2), x(9)] (coverage 1 - 2 * 11/1024); p90 of 10:
+       * P(B <= 6) = 0.0128 <= 0.025 < P(B <= 7) = 0.0702, so lo = x(7), and
+       * no upper bound (P(B >= 10) = 0.349 > 0.025). */
+      CHECK_NEAR(d.pct_lo[0], 20e-6, 1e-15);
+      CHECK_NEAR(d.pct_hi[0], 90e-6, 1e-15);
+      CHECK_NEAR(d.pct_cov[0], 1 - 22.0 / 1024, 1e-12);
+      CHECK_NEAR(d.pct_lo[1], 70e-6, 1e-15);
+      CHECK(isnan(d.pct_hi[1]));
+    }
+    /* In JSON: p50_ci beside p50; a missing side is null with its reason. */
+    json_t *o = json_object();
+    CHECK(im_dist_json(o, "x", &d, &cfg) == 0);
+    json_t *x = json_object_get(o, "x");
+    CHECK(json_is_object(json_object_get(x, "p50_ci")));
+    CHECK_NEAR(json_number_value(json_object_get(json_object_get(x, "p50_ci"), "lo")),
+               d.pct_lo[0], 1e-15);
+    CHECK(json_is_null(json_object_get(x, "p100_ci")));
+    if (n == 10) {
+      json_t *c = json_object_get(x, "p90_ci");
+      CHECK(json_is_null(json_object_get(c, "hi")));
+      CHECK(json_is_string(json_object_get(json_object_get(c, "null_reasons"), "hi")));
+    }
+    json_decref(o);
+  }
+  /* Values that fall inside a wider bucket: lo is its lowest value, hi its
+   * highest, so the interval can only widen (by at most 0.1 %). */
+  im_hist_reset(&h);
+  for (int i = 1; i <= 100; i++)
+    CHECK(im_hist_record(&h, 1000003 * i));
+  struct im_dist d;
+  im_dist_from_hist(&d, &h, &cfg);
+  struct im_stats_pct_ci ci;
+  CHECK_OK(im_stats_pct_ci(100, 0.5, 0.95, &ci));
+  double xl = 1000003.0 * (double)ci.lo_rank / 1e6, xh = 1000003.0 * (double)ci.hi_rank / 1e6;
+  CHECK(d.pct_lo[0] <= xl && d.pct_lo[0] >= xl * 0.999);
+  CHECK(d.pct_hi[0] >= xh && d.pct_hi[0] <= xh * 1.001);
+  im_hist_cleanup(&h);
+  /* Empty: no interval. */
+  struct im_hist e;
+  CHECK_OK(im_hist_init_default(&e));
+  im_dist_from_hist(&d, &e, &cfg);
+  CHECK(isnan(d.pct_cov[0]));
+  im_hist_cleanup(&e);
+}
+
 int main(void) {
   test_itl_vs_itl_token();
   test_ttfa_and_single_token();
@@ -544,5 +627,6 @@ int main(void) {
   test_effective_rate();
   test_json();
   test_invalid_config();
+  test_pct_ci();
   return CHECK_DONE();
 }
