@@ -24,6 +24,7 @@
 #include "cli/health.h"
 #include "cli/report.h"
 #include "cli/run_int.h"
+#include "cli/run_live.h"
 #include "record/rundir.h"
 #include "core/clock.h"
 #include "core/log.h"
@@ -708,6 +709,7 @@ static int open_run_files(struct run *r) {
 }
 
 static void run_cleanup(struct run *r) {
+  im__run_live_stop(&r->env.live, 0);
   im__health_stop(&r->health);
   im__health_stop(&r->probe);
   free(r->res);
@@ -790,6 +792,8 @@ int im_cli_run(int argc, char **argv) {
   install_signals();
   r->env.tty = isatty(STDERR_FILENO);
   start_observers(r);
+  if (o->metrics_listen && im__run_live_start(&r->env))
+    goto out;
   if (o->health_interval_ns) {
     if (im__health_start(&r->health, r->url, o->health_path, o->health_interval_ns, o->insecure,
                          r->api_key, r->jsonl_fd))
@@ -830,6 +834,7 @@ int im_cli_run(int argc, char **argv) {
     im__run_add_history(o, o->out_dir);
   if (!reported && !o->quiet)
     fprintf(stdout, "Results: %s/results.json, %s/requests.jsonl\n", o->out_dir, o->out_dir);
+  im__run_live_stop(&r->env.live, o->metrics_linger_ns);
   if (failed)
     rc = r->env.engine_failed ? EXIT_ENGINE : EXIT_USAGE;
   else if (!reported)

@@ -64,6 +64,8 @@ struct run_opts {
   uint32_t keep_ngrams;         /* --keep-text (0: off) */
   uint32_t logprobs;            /* --logprobs N (0: not asked) */
   double probe_rate;            /* --probe-rate, probes per second (0: none) */
+  const char *metrics_listen;   /* --metrics-listen [ADDR:]PORT (NULL: none) */
+  int64_t metrics_linger_ns;    /* --metrics-linger */
   const char *health_path;      /* --health-path (NULL: /health) */
   const char *history;          /* --history PATH (NULL: $XDG_DATA_HOME/infermeter/history.db) */
   bool no_history;              /* --no-history */
@@ -108,6 +110,7 @@ struct im_dataset;
 struct im_observer;
 struct im_tok;
 struct im__health;
+struct im__run_live;
 
 /* What every stage of a run shares. */
 struct run_env {
@@ -137,6 +140,7 @@ struct run_env {
   bool has_mix;
   struct im_mix mix;
   bool engine_failed;             /* a loader failed (its reason printed): EXIT_ENGINE */
+  struct im__run_live *live;      /* --metrics-listen (cli/run_live.h), or NULL */
 };
 
 

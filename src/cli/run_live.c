@@ -1,0 +1,157 @@
+/* The run's live page (run_live.h). The gauges are read at scrape time on
+ * the listener's thread: the loaders publish their counters anyway (the
+ * progress line reads them), and the observer's snapshot is taken under
+ * its own lock; nothing here runs on a measuring loop. */
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "analyze/audit.h"
+#include "cli/metrics_listen.h"
+#include "cli/run_live.h"
+#include "core/clock.h"
+#include "core/stats.h"
+#include "observe/observer.h"
+#include "record/series.h"
+#include "report/live.h"
+
+struct im__run_live {
+  struct im_live *live;
+  struct im__metrics_listen ml;
+  pthread_mutex_t mu;                  /* guards prog, n, t0 */
+  const struct im_load_progress *prog;
+  uint32_t n;
+  int64_t t0;
+  struct im_observer *obs;
+  double late_limit_s;
+  char names[IM_SERIES_MAX_NAMES][IM_SERIES_NAME_LEN]; /* the listener's */
+};
+
+/* The server's concepts and the TCP states, latest samples. */
+static void observed(struct im__run_live *l, struct im_live_gauges *g) {
+  struct im_series_set *s = NULL;
+  if (!l->obs || im_observer_snapshot(l->obs, &s) != IM_OK || !s)
+    return;
+  for (size_t i = 0; i < s->n_src; i++) {
+    const struct im_series_source *src = &s->src[i];
+    if (!src->seen || src->dcgm || !src->n_pts)
+      continue;
+    const struct im_series_server *pt = &src->pts[src->n_pts - 1];
+    for (size_t k = 0; k < s->n_names && g->n_server < 64; k++) {
+      if (isnan(pt->v[k]))
+        continue;
+      snprintf(l->names[g->n_server], sizeof l->names[0], "%s", s->names[k]);
+      g->server_name[g->n_server] = l->names[g->n_server];
+      g->server_value[g->n_server++] = pt->v[k];
+    }
+    break; /* the first server source: the target's own page */
+  }
+  if (s->n_tcp) {
+    g->time_wait = s->tcp[s->n_tcp - 1].state[IM_TCP_TIME_WAIT];
+    g->established = s->tcp[s->n_tcp - 1].state[IM_TCP_ESTABLISHED];
+  }
+  im_series_free(s);
+}
+
+static void refresh(void *ctx, struct im_live *live) {
+  struct im__run_live *l = ctx;
+  struct im_live_gauges g = {.in_flight = NAN, .queued = NAN, .scheduled = NAN,
+                             .dispatched = NAN, .dispatch_lag_max_s = NAN,
+                             .receive_lag_max_s = NAN, .time_wait = NAN, .established = NAN,
+                             .run_elapsed_s = NAN, .dispatch_late_limit_s = l->late_limit_s};
+  pthread_mutex_lock(&l->mu);
+  if (l->prog) {
+    g.in_flight = g.queued = g.scheduled = g.dispatched = 0;
+    g.dispatch_lag_max_s = g.receive_lag_max_s = 0;
+    for (uint32_t k = 0; k < l->n; k++) {
+      const struct im_load_progress *p = &l->prog[k];
+      g.in_flight += (double)atomic_load_explicit(&p->in_flight, memory_order_relaxed);
+      g.queued += (double)atomic_load_explicit(&p->queued, memory_order_relaxed);
+      g.scheduled += (double)atomic_load_explicit(&p->scheduled, memory_order_relaxed);
+      g.dispatched += (double)atomic_load_explicit(&p->dispatched, memory_order_relaxed);
+      g.dispatch_lag_max_s = fmax(g.dispatch_lag_max_s,
+          (double)atomic_load_explicit(&p->lag_max_ns, memory_order_relaxed) * 1e-9);
+      g.receive_lag_max_s = fmax(g.receive_lag_max_s,
+          (double)atomic_load_explicit(&p->receive_lag_max_ns, memory_order_relaxed) * 1e-9);
+    }
+    g.run_elapsed_s = (double)(im_now_ns() - l->t0) * 1e-9;
+  }
+  pthread_mutex_unlock(&l->mu);
+  observed(l, &g);
+  /* The self-check's dispatch rule so far (analyze/audit.h): fail when the
+   * share of first attempts later than L is significantly above 1 %. */
+  uint64_t total, late = im_live_late(live, &total);
+  double p = im_stats_binom_sf((int64_t)late, (int64_t)total, IM_CHECK_LATE_SHARE);
+  g.client_valid = total && p < 1.0 - IM_CHECK_CONFIDENCE ? 0 : 1;
+  im_live_set_gauges(live, &g);
+}
+
+int im__run_live_start(struct run_env *env) {
+  const struct run_opts *o = env->o;
+  struct im__run_live *l = calloc(1, sizeof *l);
+  char msg[256];
+  if (!l || im_live_new(&l->live) != IM_OK) {
+    fprintf(stderr, "infermeter run: out of memory\n");
+    free(l);
+    return -1;
+  }
+  pthread_mutex_init(&l->mu, NULL);
+  l->obs = env->obs;
+  /* L as the audit sets it (analyze/audit.c). */
+  double lim_ms = IM_CHECK_LAG_FLOOR_MS;
+  if (o->scfg.has_slo_ttft && o->scfg.slo_ttft_ms * IM_CHECK_LAG_SLO_SHARE > lim_ms)
+    lim_ms = o->scfg.slo_ttft_ms * IM_CHECK_LAG_SLO_SHARE;
+  l->late_limit_s = lim_ms * 1e-3;
+  im_live_set_late_limit(l->live, (int64_t)llround(lim_ms * 1e6));
+  if (im__metrics_listen_start(&l->ml, o->metrics_listen, l->live, refresh, l, msg, sizeof msg)) {
+    fprintf(stderr, "infermeter run: %s\n", msg);
+    pthread_mutex_destroy(&l->mu);
+    im_live_free(l->live);
+    free(l);
+    return -1;
+  }
+  if (!o->quiet)
+    fprintf(stderr, "infermeter: live metrics at http://%s%s%s:%u/metrics\n",
+            strchr(l->ml.host, ':') ? "[" : "", l->ml.host, strchr(l->ml.host, ':') ? "]" : "",
+            (unsigned)l->ml.port);
+  env->live = l;
+  return 0;
+}
+
+void im__run_live_attach(struct im__run_live *l, const struct im_load_progress *p, uint32_t n) {
+  if (!l)
+    return;
+  pthread_mutex_lock(&l->mu);
+  l->prog = p;
+  l->n = p ? n : 0;
+  if (p)
+    l->t0 = im_now_ns();
+  pthread_mutex_unlock(&l->mu);
+}
+
+void im__run_live_on_record(void *ctx, const struct im_record *r) {
+  struct im__run_live *l = ctx;
+  im_live_observe(l->live, r);
+}
+
+void im__run_live_stop(struct im__run_live **lp, int64_t linger_ns) {
+  struct im__run_live *l = *lp;
+  if (!l)
+    return;
+  /* The final page once: wait for one more scrape to complete. */
+  uint64_t seen = im__metrics_listen_served(&l->ml);
+  int64_t until = im_now_ns() + linger_ns;
+  while (linger_ns > 0 && im__metrics_listen_served(&l->ml) == seen && im_now_ns() < until) {
+    struct timespec ts = {0, 20 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  im__metrics_listen_stop(&l->ml);
+  pthread_mutex_destroy(&l->mu);
+  im_live_free(l->live);
+  free(l);
+  *lp = NULL;
+}
