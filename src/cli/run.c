@@ -709,9 +709,9 @@ static int open_run_files(struct run *r) {
 }
 
 static void run_cleanup(struct run *r) {
-  im__run_live_stop(&r->env.live, 0);
   im__health_stop(&r->health);
   im__health_stop(&r->probe);
+  im__run_live_stop(&r->env.live, 0); /* after the pollers: they feed it */
   free(r->res);
   free(r->stages);
   if (r->jsonl_fd >= 0)
@@ -808,6 +808,7 @@ int im_cli_run(int argc, char **argv) {
       goto out;
     r->env.probe = &r->probe;
   }
+  im__run_live_hook(r->env.live, r->env.health, r->env.probe);
   if (!o->quiet)
     fprintf(stderr, "infermeter: %s %s, model %s, %zu stage(s), results in %s\n",
             r->env.builtin ? "built-in server at" : "target", r->url, r->env.model, r->env.n_stages,

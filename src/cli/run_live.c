@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "analyze/audit.h"
+#include "cli/health.h"
 #include "cli/metrics_listen.h"
 #include "cli/run_live.h"
 #include "core/clock.h"
@@ -29,6 +30,7 @@ struct im__run_live {
   struct im_observer *obs;
   double late_limit_s;
   char names[IM_SERIES_MAX_NAMES][IM_SERIES_NAME_LEN]; /* the listener's */
+  struct im__record_hook hook;         /* for the health poller and prober */
 };
 
 /* The server's concepts and the TCP states, latest samples. */
@@ -136,6 +138,14 @@ void im__run_live_attach(struct im__run_live *l, const struct im_load_progress *
 void im__run_live_on_record(void *ctx, const struct im_record *r) {
   struct im__run_live *l = ctx;
   im_live_observe(l->live, r);
+}
+
+void im__run_live_hook(struct im__run_live *l, struct im__health *health, struct im__health *probe) {
+  if (!l)
+    return;
+  l->hook = (struct im__record_hook){.fn = im__run_live_on_record, .ctx = l};
+  im__health_hook(health, &l->hook);
+  im__health_hook(probe, &l->hook);
 }
 
 void im__run_live_stop(struct im__run_live **lp, int64_t linger_ns) {

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/tokens.h"
 #include "proto/promexp.h"
 #include "report/live.h"
 
@@ -21,12 +22,23 @@ struct live_hist {
   atomic_uint_fast64_t sum_ns;
 };
 
+/* Sampling parameter bands (live.h). */
+#define N_TEMP 5
+#define N_TOPP 4
+static const char *const temp_band[N_TEMP] = {"0-0.5", "0.5-1", "1-1.5", "1.5+", "unset"};
+static const char *const topp_band[N_TOPP] = {"0-0.5", "0.5-0.9", "0.9-1", "unset"};
+
+struct band {
+  atomic_uint_fast64_t n, e2el_ns, tokens;
+};
+
 struct im_live {
   atomic_uint_fast64_t attempts[IM_KIND_COUNT_][N_STATUS][IM_EC_COUNT_];
   atomic_uint_fast64_t in_tokens, out_tokens, cached_tokens;
   atomic_uint_fast64_t late, dispatched;
   int64_t late_limit_ns;
   struct live_hist h[IM_LIVE_HIST_COUNT_];
+  struct band temp[N_TEMP], topp[N_TOPP];
   struct im_live_gauges g;
   bool has_g;
 };
@@ -132,9 +144,26 @@ void im_live_observe(struct im_live *l, const struct im_record *r) {
   observe_ns(&l->h[IM_LIVE_E2EL], e2el, 1);
   if (r->output_tokens >= 2)
     observe_ns(&l->h[IM_LIVE_TPOT], llround((double)(e2el - ttft) / (r->output_tokens - 1)), 1);
-  if (r->chunk_us)
-    for (uint32_t i = 1; i < r->n_chunks; i++)
-      observe_ns(&l->h[IM_LIVE_ITL], ((int64_t)r->chunk_us[i] - r->chunk_us[i - 1]) * 1000, 1);
+  double t = r->temperature, p = r->top_p;
+  int tb = isnan(t) ? 4 : t < 0.5 ? 0 : t < 1.0 ? 1 : t < 1.5 ? 2 : 3;
+  int pb = isnan(p) ? 3 : p < 0.5 ? 0 : p < 0.9 ? 1 : 2;
+  struct band *bands[2] = {&l->temp[tb], &l->topp[pb]};
+  for (int i = 0; i < 2; i++) {
+    add(&bands[i]->n, 1);
+    add(&bands[i]->e2el_ns, e2el > 0 ? (uint64_t)e2el : 0);
+    add(&bands[i]->tokens, r->output_tokens);
+  }
+  if (!r->chunk_us)
+    return;
+  for (uint32_t i = 1; i < r->n_chunks; i++)
+    observe_ns(&l->h[IM_LIVE_ITL], ((int64_t)r->chunk_us[i] - r->chunk_us[i - 1]) * 1000, 1);
+  /* Windows of W gaps (gap i: chunk i - chunk i-1, i >= 1), every S gaps:
+   * the mean of a window is its span over W. */
+  const uint32_t W = IM_TOKENS_DEFAULT_WINDOW, S = IM_TOKENS_DEFAULT_STRIDE;
+  for (uint32_t first = 1; r->n_chunks >= W + 1 && first + W - 1 < r->n_chunks; first += S) {
+    int64_t span_us = (int64_t)r->chunk_us[first + W - 1] - r->chunk_us[first - 1];
+    observe_ns(&l->h[IM_LIVE_WINDOW_MEAN], span_us * 1000 / W, 1);
+  }
 }
 
 void im_live_set_gauges(struct im_live *l, const struct im_live_gauges *g) {
@@ -208,12 +237,37 @@ static enum im_err hist(struct im_live *l, struct im_buf *b, enum im_live_hist w
       .bounds = bounds,
       .n_bounds = n_bounds,
       .counts = counts,
-      .sum = (double)atomic_load_explicit(&h->sum_ns, memory_order_relaxed) * 1e-9,
+      .sum = (double)atomic_load_explicit(&h->sum_ns, memory_order_relaxed) / 1e9,
       .count = total,
   };
   if ((err = im_prom_family(b, name, "histogram", help)))
     return err;
   return im_prom_hist_write(b, name, NULL, &ph);
+}
+
+/* infermeter_sampled_{requests_total,e2el_seconds_total,output_tokens_total}
+ * by one sampling parameter's band. */
+static enum im_err bands(struct im_buf *b, const char *key, struct band *bd,
+                         const char *const *names, int n) {
+  static const char *const fam[3][2] = {
+      {"requests_total", "Successful user requests by sampling band."},
+      {"e2el_seconds_total", "Sum of their end-to-end latencies, seconds."},
+      {"output_tokens_total", "Sum of their output tokens."}};
+  enum im_err err;
+  char name[96], lab[64];
+  for (int f = 0; f < 3; f++) {
+    snprintf(name, sizeof name, "infermeter_%s_%s", key, fam[f][0]);
+    if ((err = im_prom_family(b, name, "counter", fam[f][1])))
+      return err;
+    for (int i = 0; i < n; i++) {
+      uint64_t v = atomic_load_explicit(f == 0 ? &bd[i].n : f == 1 ? &bd[i].e2el_ns : &bd[i].tokens,
+                                        memory_order_relaxed);
+      snprintf(lab, sizeof lab, "band=\"%s\"", names[i]);
+      if ((err = im_prom_sample(b, name, lab, f == 1 ? (double)v / 1e9 : (double)v)))
+        return err;
+    }
+  }
+  return IM_OK;
 }
 
 static enum im_err server(const struct im_live_gauges *g, struct im_buf *b) {
@@ -261,7 +315,11 @@ enum im_err im_live_render(struct im_live *l, struct im_buf *b) {
       (err = hist(l, b, IM_LIVE_E2EL, "infermeter_e2el_seconds",
                   "End-to-end latency, start to last token.")) ||
       (err = hist(l, b, IM_LIVE_DISPATCH_LAG, "infermeter_dispatch_lag_seconds",
-                  "Dispatch minus scheduled time of first attempts (the client's own delay).")))
+                  "Dispatch minus scheduled time of first attempts (the client's own delay).")) ||
+      (err = hist(l, b, IM_LIVE_WINDOW_MEAN, "infermeter_itl_window_mean_seconds",
+                  "Segmented sampling: mean gap of each window of 8 gaps, stride 4.")) ||
+      (err = bands(b, "temperature", l->temp, temp_band, N_TEMP)) ||
+      (err = bands(b, "top_p", l->topp, topp_band, N_TOPP)))
     return err;
   if (!l->has_g)
     return IM_OK;

@@ -37,6 +37,8 @@ enum im_live_hist {
   IM_LIVE_ITL,          /* each gap between token-bearing chunks */
   IM_LIVE_E2EL,         /* t_last - t_start */
   IM_LIVE_DISPATCH_LAG, /* t_dispatch - t_sched of every dispatched attempt */
+  IM_LIVE_WINDOW_MEAN,  /* segmented sampling (docs/metrics.md section 4): mean gap of
+                           each window of 8 gaps, stride 4, per request */
   IM_LIVE_HIST_COUNT_
 };
 
@@ -66,7 +68,9 @@ void im_live_free(struct im_live *l);
 
 /* Counts one finished attempt (any kind): requests by kind, status class
  * and error class; tokens; dispatch lag; and, for successful measured and
- * retry attempts, the latency histograms. Lock-free (see above). */
+ * retry attempts, the latency histograms and the E2EL and output tokens by
+ * temperature band and by top_p band (0-0.5, 0.5-1, 1-1.5, 1.5+; top_p
+ * 0-0.5, 0.5-0.9, 0.9-1; "unset" when not sent). Lock-free (see above). */
 void im_live_observe(struct im_live *l, const struct im_record *r);
 
 /* Copies g (its strings must live until the next render). One thread. */

@@ -41,6 +41,7 @@ static struct im_record rec(enum im_req_kind kind, int status, enum im_errclass 
   r.prompt_tokens = 10;
   r.output_tokens = 11;
   r.n_chunks = 0;
+  r.temperature = r.top_p = NAN;
   return r;
 }
 
@@ -90,6 +91,26 @@ static void test_page(void) {
   CHECK_STR(val(page, "\ninfermeter_dispatched_late_total "), "4");
   /* TPOT = 0.1 s / 10 tokens = 10 ms. */
   CHECK_STR(val(page, "infermeter_tpot_seconds_sum "), "0.02");
+  /* Segmented windows: 17 chunks 10 ms apart are 16 gaps, windows of 8
+   * starting at gaps 1, 5, 9: three means of 10 ms. Sampling bands. */
+  struct im_record st = rec(IM_KIND_MEASURED, 200, IM_EC_NONE);
+  uint32_t us[17];
+  for (int i = 0; i < 17; i++)
+    us[i] = 1200000 + 10000 * (uint32_t)i;
+  st.chunk_us = us;
+  st.n_chunks = 17;
+  st.temperature = 1.2;
+  im_live_observe(l, &st);
+  im_buf_reset(&b);
+  CHECK_OK(im_live_render(l, &b));
+  CHECK_OK(im_buf_append(&b, "", 1));
+  page = b.data;
+  CHECK_STR(val(page, "\ninfermeter_itl_window_mean_seconds_count "), "3");
+  CHECK_STR(val(page, "\ninfermeter_itl_window_mean_seconds_sum "), "0.03");
+  CHECK_STR(val(page, "\ninfermeter_itl_seconds_count "), "16");
+  CHECK_STR(val(page, "\ninfermeter_temperature_requests_total{band=\"1-1.5\"} "), "1");
+  CHECK_STR(val(page, "\ninfermeter_temperature_requests_total{band=\"unset\"} "), "2");
+  CHECK_STR(val(page, "\ninfermeter_top_p_requests_total{band=\"unset\"} "), "3");
   /* No gauges before they are set; then with a server concept. */
   CHECK(!strstr(page, "infermeter_in_flight"));
   struct im_live_gauges g = {.in_flight = 3, .queued = NAN, .scheduled = 5, .dispatched = 5,
