@@ -792,7 +792,7 @@ int im_cli_run(int argc, char **argv) {
   install_signals();
   r->env.tty = isatty(STDERR_FILENO);
   start_observers(r);
-  if (o->metrics_listen && im__run_live_start(&r->env))
+  if ((o->metrics_listen || o->pushgateway) && im__run_live_start(&r->env))
     goto out;
   if (o->health_interval_ns) {
     if (im__health_start(&r->health, r->url, o->health_path, o->health_interval_ns, o->insecure,
@@ -835,6 +835,8 @@ int im_cli_run(int argc, char **argv) {
     im__run_add_history(o, o->out_dir);
   if (!reported && !o->quiet)
     fprintf(stdout, "Results: %s/results.json, %s/requests.jsonl\n", o->out_dir, o->out_dir);
+  if (o->pushgateway)
+    (void)im__run_live_push(r->env.live, o->pushgateway, r->env.salt, o->insecure);
   im__run_live_stop(&r->env.live, o->metrics_linger_ns);
   if (failed)
     rc = r->env.engine_failed ? EXIT_ENGINE : EXIT_USAGE;

@@ -66,6 +66,7 @@ struct run_opts {
   double probe_rate;            /* --probe-rate, probes per second (0: none) */
   const char *metrics_listen;   /* --metrics-listen [ADDR:]PORT (NULL: none) */
   int64_t metrics_linger_ns;    /* --metrics-linger */
+  const char *pushgateway;      /* --pushgateway URL (NULL: none) */
   const char *health_path;      /* --health-path (NULL: /health) */
   const char *history;          /* --history PATH (NULL: $XDG_DATA_HOME/infermeter/history.db) */
   bool no_history;              /* --no-history */

@@ -2,6 +2,7 @@
  * the listener's thread: the loaders publish their counters anyway (the
  * progress line reads them), and the observer's snapshot is taken under
  * its own lock; nothing here runs on a measuring loop. */
+#include <curl/curl.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -109,14 +110,15 @@ int im__run_live_start(struct run_env *env) {
     lim_ms = o->scfg.slo_ttft_ms * IM_CHECK_LAG_SLO_SHARE;
   l->late_limit_s = lim_ms * 1e-3;
   im_live_set_late_limit(l->live, (int64_t)llround(lim_ms * 1e6));
-  if (im__metrics_listen_start(&l->ml, o->metrics_listen, l->live, refresh, l, msg, sizeof msg)) {
+  if (o->metrics_listen &&
+      im__metrics_listen_start(&l->ml, o->metrics_listen, l->live, refresh, l, msg, sizeof msg)) {
     fprintf(stderr, "infermeter run: %s\n", msg);
     pthread_mutex_destroy(&l->mu);
     im_live_free(l->live);
     free(l);
     return -1;
   }
-  if (!o->quiet)
+  if (o->metrics_listen && !o->quiet)
     fprintf(stderr, "infermeter: live metrics at http://%s%s%s:%u/metrics\n",
             strchr(l->ml.host, ':') ? "[" : "", l->ml.host, strchr(l->ml.host, ':') ? "]" : "",
             (unsigned)l->ml.port);
@@ -148,6 +150,81 @@ void im__run_live_hook(struct im__run_live *l, struct im__health *health, struct
   im__health_hook(probe, &l->hook);
 }
 
+/* libcurl's read callback over the page. */
+struct upload {
+  const char *p;
+  size_t left;
+};
+
+static size_t read_page(char *dst, size_t size, size_t n, void *ctx) {
+  struct upload *u = ctx;
+  size_t k = size * n < u->left ? size * n : u->left;
+  memcpy(dst, u->p, k);
+  u->p += k;
+  u->left -= k;
+  return k;
+}
+
+static size_t discard(char *p, size_t size, size_t n, void *ctx) {
+  (void)p;
+  (void)ctx;
+  return size * n;
+}
+
+int im__run_live_push(struct im__run_live *l, const char *url, const char *run_id, bool insecure) {
+  if (!l || !url)
+    return 0;
+  struct im_buf page;
+  im_buf_init(&page, (size_t)16 << 20);
+  refresh(l, l->live);
+  int rc = -1;
+  char target[2400];
+  size_t ul = strlen(url);
+  while (ul && url[ul - 1] == '/')
+    ul--;
+  snprintf(target, sizeof target, "%.*s/metrics/job/infermeter/run/%s", (int)ul, url, run_id);
+  CURL *c = curl_easy_init();
+  struct curl_slist *h = curl_slist_append(NULL, "Content-Type: text/plain; version=0.0.4");
+  if (!c || !h || im_live_render(l->live, &page) != IM_OK) {
+    fprintf(stderr, "infermeter run: --pushgateway: out of memory\n");
+    goto out;
+  }
+  struct upload u = {page.data, page.len};
+  char errbuf[CURL_ERROR_SIZE] = "";
+  curl_easy_setopt(c, CURLOPT_URL, target);
+  curl_easy_setopt(c, CURLOPT_UPLOAD, 1L); /* PUT: replaces the run's group */
+  curl_easy_setopt(c, CURLOPT_READFUNCTION, read_page);
+  curl_easy_setopt(c, CURLOPT_READDATA, &u);
+  curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)page.len);
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
+  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  if (insecure) {
+    curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
+    curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
+  }
+  CURLcode cr = curl_easy_perform(c);
+  long status = 0;
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+  char shown[2400];
+  im__run_redact_url(target, shown, sizeof shown);
+  if (cr != CURLE_OK)
+    fprintf(stderr, "infermeter run: --pushgateway %s: %s\n", shown,
+            errbuf[0] ? errbuf : curl_easy_strerror(cr));
+  else if (status / 100 != 2)
+    fprintf(stderr, "infermeter run: --pushgateway %s: HTTP %ld\n", shown, status);
+  else
+    rc = 0;
+out:
+  curl_slist_free_all(h);
+  if (c)
+    curl_easy_cleanup(c);
+  im_buf_cleanup(&page);
+  return rc;
+}
+
 void im__run_live_stop(struct im__run_live **lp, int64_t linger_ns) {
   struct im__run_live *l = *lp;
   if (!l)
@@ -155,7 +232,7 @@ void im__run_live_stop(struct im__run_live **lp, int64_t linger_ns) {
   /* The final page once: wait for one more scrape to complete. */
   uint64_t seen = im__metrics_listen_served(&l->ml);
   int64_t until = im_now_ns() + linger_ns;
-  while (linger_ns > 0 && im__metrics_listen_served(&l->ml) == seen && im_now_ns() < until) {
+  while (l->ml.on && linger_ns > 0 && im__metrics_listen_served(&l->ml) == seen && im_now_ns() < until) {
     struct timespec ts = {0, 20 * 1000 * 1000};
     nanosleep(&ts, NULL);
   }

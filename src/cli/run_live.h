@@ -9,12 +9,14 @@
 #ifndef IM_CLI_RUN_LIVE_H
 #define IM_CLI_RUN_LIVE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "cli/run_int.h"
 #include "record/record.h"
 
-/* 0, or -1 after saying why (bad --metrics-listen, cannot listen). */
+/* For --metrics-listen and/or --pushgateway (the listener only with the
+ * former). 0, or -1 after saying why (bad --metrics-listen, cannot listen). */
 int im__run_live_start(struct run_env *env);
 /* The stage's loaders' counters (NULL: between stages) and its start. */
 void im__run_live_attach(struct im__run_live *l, const struct im_load_progress *p, uint32_t n);
@@ -23,6 +25,10 @@ void im__run_live_attach(struct im__run_live *l, const struct im_load_progress *
 void im__run_live_hook(struct im__run_live *l, struct im__health *health, struct im__health *probe);
 /* A loader config's on_record. */
 void im__run_live_on_record(void *ctx, const struct im_record *r);
+/* --pushgateway URL: PUTs the final page to URL/metrics/job/infermeter/run/
+ * RUN_ID (Pushgateway's push API; PUT replaces the group). 0, or -1 after
+ * saying why (a warning: the run's figures are on disk regardless). */
+int im__run_live_push(struct im__run_live *l, const char *url, const char *run_id, bool insecure);
 /* Keeps serving until the final page has been scraped once or linger_ns
  * has passed, then stops and frees; *l NULL afterwards. NULL ok. */
 void im__run_live_stop(struct im__run_live **l, int64_t linger_ns);

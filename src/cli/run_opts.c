@@ -149,6 +149,8 @@ void im__run_usage(FILE *o) {
 "                            run (ADDR numeric, default 127.0.0.1; docs/live.md)\n"
 "  --metrics-linger DUR      after the run, keep serving until the final page has\n"
 "                            been scraped once, at most DUR (default 0: stop)\n"
+"  --pushgateway URL         at the end, PUT the final live figures to a Prometheus\n"
+"                            Pushgateway (group job=infermeter, run=<run id>)\n"
 "  --kv-residency-ref F, --bw-util-ref F   reference lines (0.68, 0.78)\n"
 "  --kv-bytes-per-token N    KV bytes one GPU holds per token (DeepSeek-V3 MLA:\n"
 "                            70272), for KV residency\n"
@@ -279,7 +281,7 @@ enum {
   O_SESSIONS, O_SRATE, O_TURNS, O_GROWTH, O_THINK, O_GRID, O_SWEEP, O_SWEEP_STEPS, O_SWEEP_ALL,
   O_SCENARIO, O_TOKENIZER, O_CHAT_TMPL, O_MIX, O_TRACE, O_MIN_IN, O_MAX_IN, O_MIN_OUT, O_MAX_OUT,
   O_BACKOFF_MAX, O_KEEP_TEXT, O_PROBE_RATE, O_LOGPROBS,
-  O_METRICS_LISTEN, O_METRICS_LINGER
+  O_METRICS_LISTEN, O_METRICS_LINGER, O_PUSHGATEWAY
 };
 
 const struct option im__run_options[] = {
@@ -316,6 +318,7 @@ const struct option im__run_options[] = {
     {"logprobs", required_argument, 0, O_LOGPROBS},
     {"metrics-listen", required_argument, 0, O_METRICS_LISTEN},
     {"metrics-linger", required_argument, 0, O_METRICS_LINGER},
+    {"pushgateway", required_argument, 0, O_PUSHGATEWAY},
     {"no-progress", no_argument, 0, O_NOPROG},
     {"threads", required_argument, 0, O_THREADS}, {"scrape", required_argument, 0, O_SCRAPE},
     {"no-scrape", no_argument, 0, O_NOSCRAPE},
@@ -516,6 +519,7 @@ int im__run_apply(struct run_opts *o, int opt, const char *arg, bool *rate_given
     }
     return im_arg_u32("--keep-text", arg, 0, 1u << 20, &o->keep_ngrams);
   case O_METRICS_LISTEN: o->metrics_listen = arg; return 0;
+  case O_PUSHGATEWAY: o->pushgateway = arg; return 0;
   case O_METRICS_LINGER: return im_arg_duration("--metrics-linger", arg, &o->metrics_linger_ns);
   case O_LOGPROBS: return im_arg_u32("--logprobs", arg, 1, 20, &o->logprobs);
   case O_PROBE_RATE: return im_arg_double("--probe-rate", arg, 0.0, 1000.0, &o->probe_rate);
