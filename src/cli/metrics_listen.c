@@ -135,10 +135,8 @@ static void serve_one(struct im__metrics_listen *m, int fd, struct im_buf *page)
     reply(fd, "404 Not Found", "text/plain", "see /metrics\n", 13, hd);
     return;
   }
-  if (m->refresh)
-    m->refresh(m->ctx, m->live);
   im_buf_reset(page);
-  if (im_live_render(m->live, page) != IM_OK) {
+  if (m->page(m->ctx, page) != IM_OK) {
     reply(fd, "500 Internal Server Error", "text/plain", "page too large\n", 15, hd);
     return;
   }
@@ -168,9 +166,8 @@ static void *listen_main(void *arg) {
 }
 
 enum im_err im__metrics_listen_start(struct im__metrics_listen *m, const char *spec,
-                                     struct im_live *live,
-                                     void (*refresh)(void *ctx, struct im_live *live), void *ctx,
-                                     char *msg, size_t msgcap) {
+                                     enum im_err (*page)(void *ctx, struct im_buf *out),
+                                     void *ctx, char *msg, size_t msgcap) {
   char host[64];
   uint16_t port;
   memset(m, 0, sizeof *m);
@@ -208,8 +205,7 @@ enum im_err im__metrics_listen_start(struct im__metrics_listen *m, const char *s
     goto fail;
   }
   snprintf(m->host, sizeof m->host, "%s", host);
-  m->live = live;
-  m->refresh = refresh;
+  m->page = page;
   m->ctx = ctx;
   int e = im_thread_start(&m->thread, listen_main, m);
   if (e) {

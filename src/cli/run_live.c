@@ -25,6 +25,7 @@ struct im__run_live {
   struct im_live *live;
   struct im__metrics_listen ml;
   pthread_mutex_t mu;                  /* guards prog, n, t0 */
+  pthread_mutex_t page_mu;             /* one page at a time: names, the gauges */
   const struct im_load_progress *prog;
   uint32_t n;
   int64_t t0;
@@ -60,8 +61,7 @@ static void observed(struct im__run_live *l, struct im_live_gauges *g) {
   im_series_free(s);
 }
 
-static void refresh(void *ctx, struct im_live *live) {
-  struct im__run_live *l = ctx;
+static void refresh(struct im__run_live *l, struct im_live *live) {
   struct im_live_gauges g = {.in_flight = NAN, .queued = NAN, .scheduled = NAN,
                              .dispatched = NAN, .dispatch_lag_max_s = NAN,
                              .receive_lag_max_s = NAN, .time_wait = NAN, .established = NAN,
@@ -93,6 +93,17 @@ static void refresh(void *ctx, struct im_live *live) {
   im_live_set_gauges(live, &g);
 }
 
+/* The page: gauges refreshed, then rendered, under page_mu (the listener
+ * and the final push may ask at once). */
+static enum im_err page(void *ctx, struct im_buf *out) {
+  struct im__run_live *l = ctx;
+  pthread_mutex_lock(&l->page_mu);
+  refresh(l, l->live);
+  enum im_err err = im_live_render(l->live, out);
+  pthread_mutex_unlock(&l->page_mu);
+  return err;
+}
+
 int im__run_live_start(struct run_env *env) {
   const struct run_opts *o = env->o;
   struct im__run_live *l = calloc(1, sizeof *l);
@@ -103,6 +114,7 @@ int im__run_live_start(struct run_env *env) {
     return -1;
   }
   pthread_mutex_init(&l->mu, NULL);
+  pthread_mutex_init(&l->page_mu, NULL);
   l->obs = env->obs;
   /* L as the audit sets it (analyze/audit.c). */
   double lim_ms = IM_CHECK_LAG_FLOOR_MS;
@@ -111,9 +123,10 @@ int im__run_live_start(struct run_env *env) {
   l->late_limit_s = lim_ms * 1e-3;
   im_live_set_late_limit(l->live, (int64_t)llround(lim_ms * 1e6));
   if (o->metrics_listen &&
-      im__metrics_listen_start(&l->ml, o->metrics_listen, l->live, refresh, l, msg, sizeof msg)) {
+      im__metrics_listen_start(&l->ml, o->metrics_listen, page, l, msg, sizeof msg)) {
     fprintf(stderr, "infermeter run: %s\n", msg);
     pthread_mutex_destroy(&l->mu);
+    pthread_mutex_destroy(&l->page_mu);
     im_live_free(l->live);
     free(l);
     return -1;
@@ -174,9 +187,8 @@ static size_t discard(char *p, size_t size, size_t n, void *ctx) {
 int im__run_live_push(struct im__run_live *l, const char *url, const char *run_id, bool insecure) {
   if (!l || !url)
     return 0;
-  struct im_buf page;
-  im_buf_init(&page, (size_t)16 << 20);
-  refresh(l, l->live);
+  struct im_buf body;
+  im_buf_init(&body, (size_t)16 << 20);
   int rc = -1;
   char target[2400];
   size_t ul = strlen(url);
@@ -185,17 +197,17 @@ int im__run_live_push(struct im__run_live *l, const char *url, const char *run_i
   snprintf(target, sizeof target, "%.*s/metrics/job/infermeter/run/%s", (int)ul, url, run_id);
   CURL *c = curl_easy_init();
   struct curl_slist *h = curl_slist_append(NULL, "Content-Type: text/plain; version=0.0.4");
-  if (!c || !h || im_live_render(l->live, &page) != IM_OK) {
+  if (!c || !h || page(l, &body) != IM_OK) {
     fprintf(stderr, "infermeter run: --pushgateway: out of memory\n");
     goto out;
   }
-  struct upload u = {page.data, page.len};
+  struct upload u = {body.data, body.len};
   char errbuf[CURL_ERROR_SIZE] = "";
   curl_easy_setopt(c, CURLOPT_URL, target);
   curl_easy_setopt(c, CURLOPT_UPLOAD, 1L); /* PUT: replaces the run's group */
   curl_easy_setopt(c, CURLOPT_READFUNCTION, read_page);
   curl_easy_setopt(c, CURLOPT_READDATA, &u);
-  curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)page.len);
+  curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)body.len);
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
   curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
@@ -221,7 +233,7 @@ out:
   curl_slist_free_all(h);
   if (c)
     curl_easy_cleanup(c);
-  im_buf_cleanup(&page);
+  im_buf_cleanup(&body);
   return rc;
 }
 
@@ -238,6 +250,7 @@ void im__run_live_stop(struct im__run_live **lp, int64_t linger_ns) {
   }
   im__metrics_listen_stop(&l->ml);
   pthread_mutex_destroy(&l->mu);
+  pthread_mutex_destroy(&l->page_mu);
   im_live_free(l->live);
   free(l);
   *lp = NULL;

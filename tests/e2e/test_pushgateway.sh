@@ -10,7 +10,8 @@ command -v python3 >/dev/null && command -v jq >/dev/null || exit 77
 PG_PID=
 trap '[ -n "$PG_PID" ] && kill "$PG_PID" 2>/dev/null && wait "$PG_PID" 2>/dev/null; cleanup' EXIT
 PG_PORT=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
-prometheus-pushgateway --web.listen-address="127.0.0.1:$PG_PORT" >"$TMP/pg.log" 2>&1 &
+# Its own empty state: Debian's build persists to /var/lib/prometheus by default.
+prometheus-pushgateway --web.listen-address="127.0.0.1:$PG_PORT" --persistence.file="$TMP/pg.state" >"$TMP/pg.log" 2>&1 &
 PG_PID=$!
 # Ready when it answers (bounded: 100 tries of 100 ms).
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$PG_PORT/-/ready" >/dev/null && break; sleep 0.1; done
