@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli/args.h"
+#include "cli/metrics_listen.h"
 #include "cli/run_int.h"
 #include "im_version.h"
 #include "core/buf.h"
@@ -518,7 +519,16 @@ int im__run_apply(struct run_opts *o, int opt, const char *arg, bool *rate_given
       return 0;
     }
     return im_arg_u32("--keep-text", arg, 0, 1u << 20, &o->keep_ngrams);
-  case O_METRICS_LISTEN: o->metrics_listen = arg; return 0;
+  case O_METRICS_LISTEN: {
+    char host[64], msg[256];
+    uint16_t port;
+    if (im__metrics_listen_parse(arg, host, sizeof host, &port, msg, sizeof msg) != IM_OK) {
+      fprintf(stderr, "infermeter run: %s\n", msg);
+      return -1;
+    }
+    o->metrics_listen = arg;
+    return 0;
+  }
   case O_PUSHGATEWAY: o->pushgateway = arg; return 0;
   case O_METRICS_LINGER: return im_arg_duration("--metrics-linger", arg, &o->metrics_linger_ns);
   case O_LOGPROBS: return im_arg_u32("--logprobs", arg, 1, 20, &o->logprobs);

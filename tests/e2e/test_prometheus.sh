@@ -53,6 +53,18 @@ PIDS+=($!)
 LIVE_HOSTPORT=${LIVE#http://}
 LIVE_HOSTPORT=${LIVE_HOSTPORT%/metrics}
 
+# The page itself, during the run: promtool finds nothing to say.
+curl -sf "$LIVE" >"$TMP/live.prom"
+check "live page fetched" test -s "$TMP/live.prom"
+if command -v promtool >/dev/null; then
+  check_eq "promtool check metrics: clean" "$(promtool check metrics <"$TMP/live.prom" 2>&1)" ""
+else
+  fail "promtool not installed (Debian package prometheus)"
+fi
+check "no colon in our names" test -z "$(grep -v '^#' "$TMP/live.prom" | cut -d'{' -f1 | cut -d' ' -f1 | grep ':')"
+check "POST refused: 405" test "$(curl -s -o /dev/null -w '%{http_code}' -X POST "$LIVE")" = 405
+check "unknown path: 404" test "$(curl -s -o /dev/null -w '%{http_code}' "${LIVE%/metrics}/nope")" = 404
+
 PROM_PORT=$(free_port)
 cat >"$TMP/prometheus.yml" <<YML
 global:
@@ -133,4 +145,10 @@ while IFS=$'\t' read -r title expr; do
 done <"$TMP/exprs.tsv"
 check_ge "dashboard expressions evaluated" "$n" 40
 stop_all
+
+# Bad input: a clear error, exit 1, before any load.
+"$BIN" run --no-progress --quiet --url "$BASE" --requests 1 --metrics-listen localhost:x \
+  --out "$TMP/bad" 2>"$TMP/bad.err"
+check_eq "bad --metrics-listen: exit 1" "$?" 1
+check "bad --metrics-listen: says what is expected" grep -q "expected PORT, ADDR:PORT" "$TMP/bad.err"
 finish
