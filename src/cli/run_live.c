@@ -45,7 +45,7 @@ static void observed(struct im__run_live *l, struct im_live_gauges *g) {
     if (!src->seen || src->dcgm || !src->n_pts)
       continue;
     const struct im_series_server *pt = &src->pts[src->n_pts - 1];
-    for (size_t k = 0; k < s->n_names && g->n_server < 64; k++) {
+    for (size_t k = 0; k < s->n_names && g->n_server < IM_LIVE_MAX_SERVER; k++) {
       if (isnan(pt->v[k]))
         continue;
       snprintf(l->names[g->n_server], sizeof l->names[0], "%s", s->names[k]);

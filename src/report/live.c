@@ -273,7 +273,7 @@ static enum im_err bands(struct im_buf *b, const char *key, struct band *bd,
 static enum im_err server(const struct im_live_gauges *g, struct im_buf *b) {
   enum im_err err;
   char name[128];
-  for (size_t i = 0; i < g->n_server && i < 64; i++) {
+  for (size_t i = 0; i < g->n_server && i < IM_LIVE_MAX_SERVER; i++) {
     const char *s = g->server_name[i];
     size_t n = strlen(s);
     bool ok = n > 0 && n < 80;

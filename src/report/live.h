@@ -42,6 +42,8 @@ enum im_live_hist {
   IM_LIVE_HIST_COUNT_
 };
 
+#define IM_LIVE_MAX_SERVER 64
+
 /* What the caller knows at scrape time (set with im_live_set_gauges). NaN
  * (or a negative count) leaves a value out of the page. */
 struct im_live_gauges {
@@ -54,9 +56,9 @@ struct im_live_gauges {
   double dispatch_late_limit_s;       /* the self-check's lag limit L */
   /* The server's own concepts (observe/namemap), latest scrape of source 0:
    * exported as infermeter_server_<name>. */
-  size_t n_server;
-  const char *server_name[64];
-  double server_value[64];
+  size_t n_server;                    /* at most IM_LIVE_MAX_SERVER */
+  const char *server_name[IM_LIVE_MAX_SERVER];
+  double server_value[IM_LIVE_MAX_SERVER];
   double run_elapsed_s;
 };
 
@@ -82,10 +84,11 @@ enum im_err im_live_render(struct im_live *l, struct im_buf *out) IM_WUR;
 /* The histogram bucket bounds, seconds, ascending (static storage). */
 const double *im_live_bounds(size_t *n);
 
-/* Attempts counted so far whose dispatch lag exceeded limit_ns (the limit is
- * fixed at the first call: later calls with another limit still count
- * against the first); with *total, the dispatched attempts counted. */
-uint64_t im_live_late(struct im_live *l, uint64_t *total);
+/* The self-check's dispatch lag limit L, ns (default 0): set it before the
+ * first im_live_observe (it is read without synchronisation). */
 void im_live_set_late_limit(struct im_live *l, int64_t limit_ns);
+/* First attempts counted so far whose dispatch lag exceeded L; *total: the
+ * first attempts counted. Any thread. */
+uint64_t im_live_late(struct im_live *l, uint64_t *total);
 
 #endif
