@@ -166,8 +166,8 @@ static void *listen_main(void *arg) {
 }
 
 enum im_err im__metrics_listen_start(struct im__metrics_listen *m, const char *spec,
-                                     enum im_err (*page)(void *ctx, struct im_buf *out),
-                                     void *ctx, char *msg, size_t msgcap) {
+                                     enum im_err (*page)(void *ctx, struct im_buf *out), void *ctx,
+                                     char *msg, size_t msgcap) {
   char host[64];
   uint16_t port;
   memset(m, 0, sizeof *m);
@@ -236,4 +236,6 @@ void im__metrics_listen_stop(struct im__metrics_listen *m) {
   m->on = false;
 }
 
-uint64_t im__metrics_listen_served(struct im__metrics_listen *m) { return atomic_load(&m->served); }
+uint64_t im__metrics_listen_served(struct im__metrics_listen *m) {
+  return atomic_load(&m->served);
+}

@@ -17,8 +17,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "core/err.h"
 #include "core/buf.h"
+#include "core/err.h"
 
 struct im__metrics_listen {
   bool on;
@@ -28,8 +28,8 @@ struct im__metrics_listen {
   enum im_err (*page)(void *ctx, struct im_buf *out);
   void *ctx;
   char host[64];
-  uint16_t port; /* bound (useful with port 0) */
-  atomic_uint_fast64_t served;   /* pages served in full */
+  uint16_t port;               /* bound (useful with port 0) */
+  atomic_uint_fast64_t served; /* pages served in full */
 };
 
 /* Parses "PORT", "ADDR:PORT" or "[V6ADDR]:PORT" (ADDR numeric; default
@@ -41,8 +41,8 @@ enum im_err im__metrics_listen_parse(const char *spec, char *host, size_t hostca
 /* Binds and starts the thread. IM_INVAL (bad spec), IM_SYS (bind, listen or
  * thread failed; msg says why). */
 enum im_err im__metrics_listen_start(struct im__metrics_listen *m, const char *spec,
-                                     enum im_err (*page)(void *ctx, struct im_buf *out),
-                                     void *ctx, char *msg, size_t msgcap) IM_WUR;
+                                     enum im_err (*page)(void *ctx, struct im_buf *out), void *ctx,
+                                     char *msg, size_t msgcap) IM_WUR;
 /* Pages served so far (any thread). */
 uint64_t im__metrics_listen_served(struct im__metrics_listen *m);
 /* Joins the thread and closes the socket; no-op when not started. */

@@ -24,15 +24,15 @@
 struct im__run_live {
   struct im_live *live;
   struct im__metrics_listen ml;
-  pthread_mutex_t mu;                  /* guards prog, n, t0 */
-  pthread_mutex_t page_mu;             /* one page at a time: names, the gauges */
+  pthread_mutex_t mu;      /* guards prog, n, t0 */
+  pthread_mutex_t page_mu; /* one page at a time: names, the gauges */
   const struct im_load_progress *prog;
   uint32_t n;
   int64_t t0;
   struct im_observer *obs;
   double late_limit_s;
   char names[IM_SERIES_MAX_NAMES][IM_SERIES_NAME_LEN]; /* the listener's */
-  struct im__record_hook hook;         /* for the health poller and prober */
+  struct im__record_hook hook;                         /* for the health poller and prober */
 };
 
 /* The server's concepts and the TCP states, latest samples. */
@@ -62,10 +62,16 @@ static void observed(struct im__run_live *l, struct im_live_gauges *g) {
 }
 
 static void refresh(struct im__run_live *l, struct im_live *live) {
-  struct im_live_gauges g = {.in_flight = NAN, .queued = NAN, .scheduled = NAN,
-                             .dispatched = NAN, .dispatch_lag_max_s = NAN,
-                             .receive_lag_max_s = NAN, .time_wait = NAN, .established = NAN,
-                             .run_elapsed_s = NAN, .dispatch_late_limit_s = l->late_limit_s};
+  struct im_live_gauges g = {.in_flight = NAN,
+                             .queued = NAN,
+                             .scheduled = NAN,
+                             .dispatched = NAN,
+                             .dispatch_lag_max_s = NAN,
+                             .receive_lag_max_s = NAN,
+                             .time_wait = NAN,
+                             .established = NAN,
+                             .run_elapsed_s = NAN,
+                             .dispatch_late_limit_s = l->late_limit_s};
   pthread_mutex_lock(&l->mu);
   if (l->prog) {
     g.in_flight = g.queued = g.scheduled = g.dispatched = 0;
@@ -76,10 +82,12 @@ static void refresh(struct im__run_live *l, struct im_live *live) {
       g.queued += (double)atomic_load_explicit(&p->queued, memory_order_relaxed);
       g.scheduled += (double)atomic_load_explicit(&p->scheduled, memory_order_relaxed);
       g.dispatched += (double)atomic_load_explicit(&p->dispatched, memory_order_relaxed);
-      g.dispatch_lag_max_s = fmax(g.dispatch_lag_max_s,
-          (double)atomic_load_explicit(&p->lag_max_ns, memory_order_relaxed) * 1e-9);
-      g.receive_lag_max_s = fmax(g.receive_lag_max_s,
-          (double)atomic_load_explicit(&p->receive_lag_max_ns, memory_order_relaxed) * 1e-9);
+      g.dispatch_lag_max_s =
+          fmax(g.dispatch_lag_max_s,
+               (double)atomic_load_explicit(&p->lag_max_ns, memory_order_relaxed) * 1e-9);
+      g.receive_lag_max_s =
+          fmax(g.receive_lag_max_s,
+               (double)atomic_load_explicit(&p->receive_lag_max_ns, memory_order_relaxed) * 1e-9);
     }
     g.run_elapsed_s = (double)(im_now_ns() - l->t0) * 1e-9;
   }
@@ -155,7 +163,8 @@ void im__run_live_on_record(void *ctx, const struct im_record *r) {
   im_live_observe(l->live, r);
 }
 
-void im__run_live_hook(struct im__run_live *l, struct im__health *health, struct im__health *probe) {
+void im__run_live_hook(struct im__run_live *l, struct im__health *health,
+                       struct im__health *probe) {
   if (!l)
     return;
   l->hook = (struct im__record_hook){.fn = im__run_live_on_record, .ctx = l};
@@ -244,7 +253,8 @@ void im__run_live_stop(struct im__run_live **lp, int64_t linger_ns) {
   /* The final page once: wait for one more scrape to complete. */
   uint64_t seen = im__metrics_listen_served(&l->ml);
   int64_t until = im_now_ns() + linger_ns;
-  while (l->ml.on && linger_ns > 0 && im__metrics_listen_served(&l->ml) == seen && im_now_ns() < until) {
+  while (l->ml.on && linger_ns > 0 && im__metrics_listen_served(&l->ml) == seen &&
+         im_now_ns() < until) {
     struct timespec ts = {0, 20 * 1000 * 1000};
     nanosleep(&ts, NULL);
   }

@@ -12,9 +12,9 @@
 #include "proto/promexp.h"
 #include "report/live.h"
 
-#define GRID 93                /* 100 µs x 2^(k/4), k = 0..92 */
-#define MAX_BOUNDS (GRID + 8)  /* plus the alert thresholds */
-#define N_STATUS 6             /* none, 1xx .. 5xx */
+#define GRID 93               /* 100 µs x 2^(k/4), k = 0..92 */
+#define MAX_BOUNDS (GRID + 8) /* plus the alert thresholds */
+#define N_STATUS 6            /* none, 1xx .. 5xx */
 
 struct live_hist {
   atomic_uint_fast64_t counts[MAX_BOUNDS + 1];
@@ -87,9 +87,13 @@ enum im_err im_live_new(struct im_live **out) {
   return *out ? IM_OK : IM_NOMEM;
 }
 
-void im_live_free(struct im_live *l) { free(l); }
+void im_live_free(struct im_live *l) {
+  free(l);
+}
 
-void im_live_set_late_limit(struct im_live *l, int64_t limit_ns) { l->late_limit_ns = limit_ns; }
+void im_live_set_late_limit(struct im_live *l, int64_t limit_ns) {
+  l->late_limit_ns = limit_ns;
+}
 
 uint64_t im_live_late(struct im_live *l, uint64_t *total) {
   *total = atomic_load_explicit(&l->dispatched, memory_order_relaxed);
@@ -125,7 +129,8 @@ static void observe_ns(struct live_hist *h, int64_t ns, uint64_t n) {
 void im_live_observe(struct im_live *l, const struct im_record *r) {
   int st = r->http_status >= 100 && r->http_status < 600 ? r->http_status / 100 : 0;
   add(&l->attempts[r->kind < IM_KIND_COUNT_ ? r->kind : IM_KIND_ABORTED][st]
-                  [r->error < IM_EC_COUNT_ ? r->error : IM_EC_NONE], 1);
+                  [r->error < IM_EC_COUNT_ ? r->error : IM_EC_NONE],
+      1);
   add(&l->in_tokens, r->prompt_tokens);
   add(&l->out_tokens, r->output_tokens);
   add(&l->cached_tokens, r->cached_tokens);
@@ -189,8 +194,7 @@ static enum im_err counter(struct im_buf *b, const char *name, const char *help,
   enum im_err err;
   if ((err = im_prom_family(b, name, "counter", help)))
     return err;
-  return im_prom_sample(b, name, NULL,
-                        (double)atomic_load_explicit(c, memory_order_relaxed));
+  return im_prom_sample(b, name, NULL, (double)atomic_load_explicit(c, memory_order_relaxed));
 }
 
 static enum im_err attempts(struct im_live *l, struct im_buf *b) {
@@ -205,8 +209,7 @@ static enum im_err attempts(struct im_live *l, struct im_buf *b) {
         uint64_t v = atomic_load_explicit(&l->attempts[k][s][e], memory_order_relaxed);
         /* Always the user-facing combinations, so rates start at 0; others
          * once seen. */
-        bool base = s == 2 && e == IM_EC_NONE &&
-                    (k == IM_KIND_MEASURED || k == IM_KIND_WARMUP);
+        bool base = s == 2 && e == IM_EC_NONE && (k == IM_KIND_MEASURED || k == IM_KIND_WARMUP);
         if (!v && !base)
           continue;
         im_buf_init(&lb, 256);
@@ -260,7 +263,9 @@ static enum im_err bands(struct im_buf *b, const char *key, struct band *bd,
     if ((err = im_prom_family(b, name, "counter", fam[f][1])))
       return err;
     for (int i = 0; i < n; i++) {
-      uint64_t v = atomic_load_explicit(f == 0 ? &bd[i].n : f == 1 ? &bd[i].e2el_ns : &bd[i].tokens,
+      uint64_t v = atomic_load_explicit(f == 0   ? &bd[i].n
+                                        : f == 1 ? &bd[i].e2el_ns
+                                                 : &bd[i].tokens,
                                         memory_order_relaxed);
       snprintf(lab, sizeof lab, "band=\"%s\"", names[i]);
       if ((err = im_prom_sample(b, name, lab, f == 1 ? (double)v / 1e9 : (double)v)))
@@ -338,8 +343,8 @@ enum im_err im_live_render(struct im_live *l, struct im_buf *b) {
                    "The self-check's dispatch lag limit L.", g->dispatch_late_limit_s)) ||
       (err = gauge(b, "infermeter_tcp_time_wait", "Sockets toward the target in TIME_WAIT.",
                    g->time_wait)) ||
-      (err = gauge(b, "infermeter_tcp_established",
-                   "Sockets toward the target in ESTABLISHED.", g->established)) ||
+      (err = gauge(b, "infermeter_tcp_established", "Sockets toward the target in ESTABLISHED.",
+                   g->established)) ||
       (err = gauge(b, "infermeter_client_valid",
                    "The client self-check so far: 1 pass, 0 fail (provisional; the run's "
                    "audit decides).",

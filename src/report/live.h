@@ -28,7 +28,8 @@
 
 /* The alert thresholds placed exactly on a bucket bound, seconds: 1.2 s is
  * the seed's token-latency p99 limit (alerts.yml, InfermeterTokenLatencyP99High). */
-#define IM_LIVE_THRESHOLDS {1.2}
+#define IM_LIVE_THRESHOLDS                                                                         \
+  { 1.2 }
 
 /* Histograms of the page. */
 enum im_live_hist {
@@ -48,15 +49,15 @@ enum im_live_hist {
  * (or a negative count) leaves a value out of the page. */
 struct im_live_gauges {
   double in_flight, queued;
-  double scheduled, dispatched;       /* arrivals due / acted on so far */
-  double dispatch_lag_max_s;          /* worst in the last second, all loaders */
+  double scheduled, dispatched; /* arrivals due / acted on so far */
+  double dispatch_lag_max_s;    /* worst in the last second, all loaders */
   double receive_lag_max_s;
-  double time_wait, established;      /* TCP sockets toward the target (latest) */
-  double client_valid;                /* self-check so far: 1 pass, 0 fail */
-  double dispatch_late_limit_s;       /* the self-check's lag limit L */
+  double time_wait, established; /* TCP sockets toward the target (latest) */
+  double client_valid;           /* self-check so far: 1 pass, 0 fail */
+  double dispatch_late_limit_s;  /* the self-check's lag limit L */
   /* The server's own concepts (observe/namemap), latest scrape of source 0:
    * exported as infermeter_server_<name>. */
-  size_t n_server;                    /* at most IM_LIVE_MAX_SERVER */
+  size_t n_server; /* at most IM_LIVE_MAX_SERVER */
   const char *server_name[IM_LIVE_MAX_SERVER];
   double server_value[IM_LIVE_MAX_SERVER];
   double run_elapsed_s;

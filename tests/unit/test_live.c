@@ -79,9 +79,14 @@ static void test_page(void) {
   CHECK_OK(im_live_render(l, &b));
   CHECK_OK(im_buf_append(&b, "", 1));
   const char *page = b.data;
-  CHECK_STR(val(page, "infermeter_requests_total{kind=\"measured\",status=\"2xx\",error=\"none\"} "), "2");
-  CHECK_STR(val(page, "infermeter_requests_total{kind=\"measured\",status=\"4xx\",error=\"http_429\"} "), "1");
-  CHECK_STR(val(page, "infermeter_requests_total{kind=\"probe\",status=\"2xx\",error=\"none\"} "), "1");
+  CHECK_STR(
+      val(page, "infermeter_requests_total{kind=\"measured\",status=\"2xx\",error=\"none\"} "),
+      "2");
+  CHECK_STR(
+      val(page, "infermeter_requests_total{kind=\"measured\",status=\"4xx\",error=\"http_429\"} "),
+      "1");
+  CHECK_STR(val(page, "infermeter_requests_total{kind=\"probe\",status=\"2xx\",error=\"none\"} "),
+            "1");
   /* Only the measured successes in the latency histograms; 1.2 s lands in
    * the 1.2 bucket (v <= le), not above it. */
   CHECK_STR(val(page, "infermeter_ttft_seconds_count "), "2");
@@ -113,10 +118,18 @@ static void test_page(void) {
   CHECK_STR(val(page, "\ninfermeter_top_p_requests_total{band=\"unset\"} "), "3");
   /* No gauges before they are set; then with a server concept. */
   CHECK(!strstr(page, "infermeter_in_flight"));
-  struct im_live_gauges g = {.in_flight = 3, .queued = NAN, .scheduled = 5, .dispatched = 5,
-                             .dispatch_lag_max_s = 0.001, .receive_lag_max_s = NAN,
-                             .time_wait = 7, .established = NAN, .client_valid = 1,
-                             .dispatch_late_limit_s = 0.001, .run_elapsed_s = 1, .n_server = 2,
+  struct im_live_gauges g = {.in_flight = 3,
+                             .queued = NAN,
+                             .scheduled = 5,
+                             .dispatched = 5,
+                             .dispatch_lag_max_s = 0.001,
+                             .receive_lag_max_s = NAN,
+                             .time_wait = 7,
+                             .established = NAN,
+                             .client_valid = 1,
+                             .dispatch_late_limit_s = 0.001,
+                             .run_elapsed_s = 1,
+                             .n_server = 2,
                              .server_name = {"kv_cache_usage", "bad name"},
                              .server_value = {0.5, 1}};
   im_live_set_gauges(l, &g);
@@ -182,11 +195,10 @@ static void test_parse(void) {
   CHECK_OK(im__metrics_listen_parse("[::1]:9", host, sizeof host, &port, msg, sizeof msg));
   CHECK_STR(host, "::1");
   CHECK_EQ(port, 9);
-  const char *bad[] = {"", "x", "70000", "-1", "localhost:80", "1.2.3.4:", ":80", "[::1]80",
-                       "[::1:80", "1.2.3.4:80x"};
+  const char *bad[] = {"",         "x",   "70000",   "-1",      "localhost:80",
+                       "1.2.3.4:", ":80", "[::1]80", "[::1:80", "1.2.3.4:80x"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-    CHECK_EQ(im__metrics_listen_parse(bad[i], host, sizeof host, &port, msg, sizeof msg),
-             IM_INVAL);
+    CHECK_EQ(im__metrics_listen_parse(bad[i], host, sizeof host, &port, msg, sizeof msg), IM_INVAL);
     CHECK(strstr(msg, "--metrics-listen") != NULL);
   }
 }
