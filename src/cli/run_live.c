@@ -18,7 +18,6 @@
 #include "core/clock.h"
 #include "core/stats.h"
 #include "observe/observer.h"
-#include "record/series.h"
 #include "report/live.h"
 
 struct im__run_live {
@@ -31,34 +30,22 @@ struct im__run_live {
   int64_t t0;
   struct im_observer *obs;
   double late_limit_s;
-  char names[IM_SERIES_MAX_NAMES][IM_SERIES_NAME_LEN]; /* the listener's */
+  struct im_observer_latest latest;    /* under page_mu */
   struct im__record_hook hook;                         /* for the health poller and prober */
 };
 
 /* The server's concepts and the TCP states, latest samples. */
 static void observed(struct im__run_live *l, struct im_live_gauges *g) {
-  struct im_series_set *s = NULL;
-  if (!l->obs || im_observer_snapshot(l->obs, &s) != IM_OK || !s)
+  if (!l->obs || im_observer_latest(l->obs, &l->latest) != IM_OK)
     return;
-  for (size_t i = 0; i < s->n_src; i++) {
-    const struct im_series_source *src = &s->src[i];
-    if (!src->seen || src->dcgm || !src->n_pts)
-      continue;
-    const struct im_series_server *pt = &src->pts[src->n_pts - 1];
-    for (size_t k = 0; k < s->n_names && g->n_server < IM_LIVE_MAX_SERVER; k++) {
-      if (isnan(pt->v[k]))
-        continue;
-      snprintf(l->names[g->n_server], sizeof l->names[0], "%s", s->names[k]);
-      g->server_name[g->n_server] = l->names[g->n_server];
-      g->server_value[g->n_server++] = pt->v[k];
-    }
-    break; /* the first server source: the target's own page */
+  for (size_t i = 0; i < l->latest.n && g->n_server < IM_LIVE_MAX_SERVER; i++) {
+    g->server_name[g->n_server] = l->latest.names[i];
+    g->server_value[g->n_server++] = l->latest.values[i];
   }
-  if (s->n_tcp) {
-    g->time_wait = s->tcp[s->n_tcp - 1].state[IM_TCP_TIME_WAIT];
-    g->established = s->tcp[s->n_tcp - 1].state[IM_TCP_ESTABLISHED];
+  if (l->latest.has_tcp) {
+    g->time_wait = l->latest.time_wait;
+    g->established = l->latest.established;
   }
-  im_series_free(s);
 }
 
 static void refresh(struct im__run_live *l, struct im_live *live) {
