@@ -1,7 +1,7 @@
 /* The run's live page (run_live.h). The gauges are read at scrape time on
  * the listener's thread: the loaders publish their counters anyway (the
- * progress line reads them), and the observer's snapshot is taken under
- * its own lock; nothing here runs on a measuring loop. */
+ * progress line reads them), and the observer's latest values are copied
+ * under its own lock; nothing here runs on a measuring loop. */
 #include <curl/curl.h>
 #include <math.h>
 #include <pthread.h>
@@ -30,8 +30,8 @@ struct im__run_live {
   int64_t t0;
   struct im_observer *obs;
   double late_limit_s;
-  struct im_observer_latest latest;    /* under page_mu */
-  struct im__record_hook hook;                         /* for the health poller and prober */
+  struct im_observer_latest latest; /* under page_mu */
+  struct im__record_hook hook;       /* for the health poller and prober */
 };
 
 /* The server's concepts and the TCP states, latest samples. */
@@ -126,7 +126,8 @@ int im__run_live_start(struct run_env *env) {
     free(l);
     return -1;
   }
-  if (o->metrics_listen && !o->quiet)
+  /* Even under --quiet: with port 0 it is the only way to know the port. */
+  if (o->metrics_listen)
     fprintf(stderr, "infermeter: live metrics at http://%s%s%s:%u/metrics\n",
             strchr(l->ml.host, ':') ? "[" : "", l->ml.host, strchr(l->ml.host, ':') ? "]" : "",
             (unsigned)l->ml.port);
