@@ -44,9 +44,13 @@ test-asan: deps
 # each with its reason: tests/tsan.supp.
 test-tsan: deps
 	@CC=clang cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DIM_SANITIZE=thread >/dev/null
-	@cmake --build $(TSAN_BUILD) -j$(JOBS) --target infermeter_bin test_loader
+	@cmake --build $(TSAN_BUILD) -j$(JOBS) --target infermeter_bin test_loader test_live
 	@TSAN_OPTIONS="halt_on_error=1 exitcode=66 suppressions=$(CURDIR)/tests/tsan.supp" \
 	  $(TSAN_BUILD)/test_loader
+	@TSAN_OPTIONS="halt_on_error=1 exitcode=66 suppressions=$(CURDIR)/tests/tsan.supp" \
+	  $(TSAN_BUILD)/test_live
+	@TSAN_OPTIONS="halt_on_error=1 exitcode=66 suppressions=$(CURDIR)/tests/tsan.supp" \
+	  bash tests/e2e/test_prometheus.sh $(TSAN_BUILD)/infermeter
 	@TSAN_OPTIONS="halt_on_error=1 exitcode=66 suppressions=$(CURDIR)/tests/tsan.supp" \
 	  bash tests/e2e/test_threads.sh $(TSAN_BUILD)/infermeter
 	@TSAN_OPTIONS="halt_on_error=1 exitcode=66 suppressions=$(CURDIR)/tests/tsan.supp" \

@@ -56,6 +56,9 @@ static void check_once(struct im__health *h, CURL *c, struct im_buf *line) {
     if (w != (ssize_t)line->len)
       im_warn("a health check could not be recorded");
   }
+  const struct im__record_hook *hook = atomic_load_explicit(&h->hook, memory_order_acquire);
+  if (hook)
+    hook->fn(hook->ctx, &r);
   im_record_cleanup(&r);
 }
 
@@ -183,4 +186,9 @@ void im__health_stop(struct im__health *h) {
   atomic_store(&h->stop, true);
   pthread_join(h->thread, NULL);
   h->running = false;
+}
+
+void im__health_hook(struct im__health *h, const struct im__record_hook *hook) {
+  if (h)
+    atomic_store_explicit(&h->hook, hook, memory_order_release);
 }

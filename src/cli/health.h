@@ -31,6 +31,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+struct im_record;
+
+/* Where each record also goes (--metrics-listen), besides requests.jsonl. */
+struct im__record_hook {
+  void (*fn)(void *ctx, const struct im_record *r);
+  void *ctx;
+};
+
 struct im__health {
   char url[2300];              /* base + path */
   int64_t interval_ns;
@@ -46,7 +54,13 @@ struct im__health {
   uint64_t seed;               /* the probe gaps' seed */
   pthread_t thread;
   bool running;
+  /* Set any time after start (im__health_hook); read by the thread. */
+  _Atomic(const struct im__record_hook *) hook;
 };
+
+/* Every later record also goes to hook (which must outlive h's thread);
+ * NULL h: no-op. */
+void im__health_hook(struct im__health *h, const struct im__record_hook *hook);
 
 /* Starts the poller (base URL, path beginning with '/'). 0, or -1 after
  * saying why. */

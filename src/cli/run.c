@@ -26,6 +26,7 @@
 #include "cli/vllm_compat.h"
 #include "cli/report.h"
 #include "cli/run_int.h"
+#include "cli/run_live.h"
 #include "cli/sysdesc.h"
 #include "record/rundir.h"
 #include "core/clock.h"
@@ -740,6 +741,7 @@ static void run_cleanup(struct run *r) {
   im__health_stop(&r->health);
   im__health_stop(&r->probe);
   im__otlp_live_stop(&r->otlp);
+  im__run_live_stop(&r->env.live, 0); /* after the pollers: they feed it */
   free(r->res);
   free(r->stages);
   if (r->jsonl_fd >= 0)
@@ -832,6 +834,8 @@ int im_cli_run(int argc, char **argv) {
   install_signals();
   r->env.tty = isatty(STDERR_FILENO);
   start_observers(r);
+  if ((o->metrics_listen || o->pushgateway) && im__run_live_start(&r->env))
+    goto out;
   if (o->health_interval_ns) {
     if (im__health_start(&r->health, r->url, o->health_path, o->health_interval_ns, o->insecure,
                          r->api_key, r->jsonl_fd))
@@ -849,6 +853,7 @@ int im_cli_run(int argc, char **argv) {
   struct im__otlp_opts oo = {.url = o->otlp, .sample = o->otlp_sample, .provider = o->provider};
   if (o->otlp && im__otlp_live_start(&r->otlp, o->out_dir, &oo))
     goto out;
+  im__run_live_hook(r->env.live, r->env.health, r->env.probe);
   if (!o->quiet)
     fprintf(stderr, "infermeter: %s %s, model %s, %zu stage(s), results in %s\n",
             r->env.builtin ? "built-in server at" : "target", r->url, r->env.model, r->env.n_stages,
@@ -877,6 +882,9 @@ int im_cli_run(int argc, char **argv) {
   if (!reported && !o->quiet)
     fprintf(stdout, "Results: %s/results.json, %s/requests.jsonl\nReport:  %s/report.html\n",
             o->out_dir, o->out_dir, o->out_dir);
+  if (o->pushgateway)
+    (void)im__run_live_push(r->env.live, o->pushgateway, r->env.salt, o->insecure);
+  im__run_live_stop(&r->env.live, o->metrics_linger_ns);
   if (!reported && r->vllm.save_result)
     (void)im__vllm_save(o->out_dir, &r->vllm);
   if (o->otlp) {

@@ -82,6 +82,9 @@ struct run_opts {
   double otlp_sample;           /* --otlp-sample */
   const char *provider;         /* --provider */
   double probe_rate;            /* --probe-rate, probes per second (0: none) */
+  const char *metrics_listen;   /* --metrics-listen [ADDR:]PORT (NULL: none) */
+  int64_t metrics_linger_ns;    /* --metrics-linger */
+  const char *pushgateway;      /* --pushgateway URL (NULL: none) */
   const char *health_path;      /* --health-path (NULL: /health) */
   const char *history;          /* --history PATH (NULL: $XDG_DATA_HOME/infermeter/history.db) */
   bool no_history;              /* --no-history */
@@ -128,6 +131,7 @@ struct im_dataset;
 struct im_observer;
 struct im_tok;
 struct im__health;
+struct im__run_live;
 
 /* What every stage of a run shares. */
 struct run_env {
@@ -157,6 +161,7 @@ struct run_env {
   bool has_mix;
   struct im_mix mix;
   bool engine_failed;             /* a loader failed (its reason printed): EXIT_ENGINE */
+  struct im__run_live *live;      /* --metrics-listen (cli/run_live.h), or NULL */
 };
 
 

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli/args.h"
+#include "cli/metrics_listen.h"
 #include "cli/run_int.h"
 #include "im_version.h"
 #include "core/buf.h"
@@ -166,6 +167,12 @@ void im__run_usage(FILE *o) {
 "  --scrape-dcgm URL         a DCGM exporter's /metrics (GPU counters)\n"
 "  --no-sockstat             do not sample TCP states toward the target\n"
 "  --no-gpu                  do not read GPU counters through NVML\n"
+"  --metrics-listen [ADDR:]PORT  serve live Prometheus text at /metrics during the\n"
+"                            run (ADDR numeric, default 127.0.0.1; docs/live.md)\n"
+"  --metrics-linger DUR      after the run, keep serving until the final page has\n"
+"                            been scraped once, at most DUR (default 0: stop)\n"
+"  --pushgateway URL         at the end, PUT the final live figures to a Prometheus\n"
+"                            Pushgateway (group job=infermeter, run=<run id>)\n"
 "  --kv-residency-ref F, --bw-util-ref F   reference lines (0.68, 0.78)\n"
 "  --kv-bytes-per-token N    KV bytes one GPU holds per token (DeepSeek-V3 MLA:\n"
 "                            70272), for KV residency\n"
@@ -315,7 +322,8 @@ enum {
   O_SESSIONS, O_SRATE, O_TURNS, O_GROWTH, O_THINK, O_GRID, O_SWEEP, O_SWEEP_STEPS, O_SWEEP_ALL,
   O_SCENARIO, O_TOKENIZER, O_CHAT_TMPL, O_MIX, O_TRACE, O_MIN_IN, O_MAX_IN, O_MIN_OUT, O_MAX_OUT,
   O_BACKOFF_MAX, O_KEEP_TEXT, O_PROBE_RATE, O_LOGPROBS, O_SEGW, O_SEGS, O_STALLK, O_TIMESLICE,
-  O_OTLP, O_OTLP_SAMPLE, O_PROVIDER, O_MODELCFG, O_HARDWARE, O_GPUS, O_TP, O_DP, O_MFUREF
+  O_OTLP, O_OTLP_SAMPLE, O_PROVIDER, O_MODELCFG, O_HARDWARE, O_GPUS, O_TP, O_DP, O_MFUREF,
+  O_METRICS_LISTEN, O_METRICS_LINGER, O_PUSHGATEWAY
 };
 
 const struct option im__run_options[] = {
@@ -360,7 +368,11 @@ const struct option im__run_options[] = {
     {"timeslice", required_argument, 0, O_TIMESLICE},
     {"otlp", required_argument, 0, O_OTLP},
     {"otlp-sample", required_argument, 0, O_OTLP_SAMPLE},
-    {"provider", required_argument, 0, O_PROVIDER}, {"no-progress", no_argument, 0, O_NOPROG},
+    {"provider", required_argument, 0, O_PROVIDER},
+    {"metrics-listen", required_argument, 0, O_METRICS_LISTEN},
+    {"metrics-linger", required_argument, 0, O_METRICS_LINGER},
+    {"pushgateway", required_argument, 0, O_PUSHGATEWAY},
+    {"no-progress", no_argument, 0, O_NOPROG},
     {"threads", required_argument, 0, O_THREADS}, {"scrape", required_argument, 0, O_SCRAPE},
     {"no-scrape", no_argument, 0, O_NOSCRAPE},
     {"scrape-interval", required_argument, 0, O_SCRAPE_INT},
@@ -586,6 +598,18 @@ int im__run_apply(struct run_opts *o, int opt, const char *arg, bool *rate_given
       return 0;
     }
     return im_arg_u32("--keep-text", arg, 0, 1u << 20, &o->keep_ngrams);
+  case O_METRICS_LISTEN: {
+    char host[64], msg[256];
+    uint16_t port;
+    if (im__metrics_listen_parse(arg, host, sizeof host, &port, msg, sizeof msg) != IM_OK) {
+      fprintf(stderr, "infermeter run: %s\n", msg);
+      return -1;
+    }
+    o->metrics_listen = arg;
+    return 0;
+  }
+  case O_PUSHGATEWAY: o->pushgateway = arg; return 0;
+  case O_METRICS_LINGER: return im_arg_duration("--metrics-linger", arg, &o->metrics_linger_ns);
   case O_LOGPROBS: return im_arg_u32("--logprobs", arg, 1, 20, &o->logprobs);
   case O_SEGW: return im_arg_u32("--segment-window", arg, 1, 100000, &o->segment_window);
   case O_SEGS: return im_arg_u32("--segment-stride", arg, 1, 100000, &o->segment_stride);

@@ -630,6 +630,12 @@ static void self_sample(struct loader *L, int64_t now) {
       .in_flight = L->inflight,
   };
   L->sample_cpu_s = cpu;
+  if (L->cfg->progress) {
+    atomic_store_explicit(&L->cfg->progress->lag_max_ns, (int_fast64_t)L->lag_max_ns,
+                          memory_order_relaxed);
+    atomic_store_explicit(&L->cfg->progress->receive_lag_max_ns,
+                          (int_fast64_t)L->recv_lag_max_ns, memory_order_relaxed);
+  }
   L->lag_max_ns = 0;
   L->recv_lag_max_ns = 0;
   if (L->cfg->progress && im_hist_count(&L->ttft_hist))
@@ -814,6 +820,8 @@ enum im_err im_load_run(const struct im_load_config *cfg, struct im_load_result 
   /* Records go to disk on a thread of their own. */
   if ((err = im__load_writer_start(&L.writer, cfg->jsonl_fd, out)) != IM_OK)
     goto out;
+  L.writer.on_record = cfg->on_record;
+  L.writer.on_record_ctx = cfg->on_record_ctx;
   err = IM_SYS;
   L.t0 = im_now_ns(); /* provisional, for prepare_until's clock */
   im__load_prepare_until(&L, INT64_MAX);

@@ -92,6 +92,8 @@ struct im_load_progress {
   atomic_uint_fast64_t tokens;     /* output tokens of finished attempts */
   atomic_uint_fast32_t in_flight, queued;
   atomic_int_fast64_t ttft_p50_ns; /* successes so far, once a second; 0: none */
+  /* Worst dispatch / receive lag of the last whole second, ns. */
+  atomic_int_fast64_t lag_max_ns, receive_lag_max_ns;
 };
 
 struct im_load_config {
@@ -189,6 +191,11 @@ struct im_load_config {
   void (*on_drained)(void *ctx);
   void *on_drained_ctx;
   struct im_load_progress *progress; /* live counters (NULL: none) */
+  /* Called with every finished attempt on the record writer's thread (never
+   * on the loop), after its line is written (--metrics-listen). The writers
+   * of several loaders call it concurrently: it must be thread-safe. */
+  void (*on_record)(void *ctx, const struct im_record *r);
+  void *on_record_ctx;
 };
 
 void im_load_config_default(struct im_load_config *cfg);

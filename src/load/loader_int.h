@@ -54,6 +54,8 @@ struct im__load_writer {
   struct im_buf line;
   atomic_bool failed;
   enum im_err err;               /* IM_NOMEM keeping a record */
+  void (*on_record)(void *ctx, const struct im_record *r); /* cfg's, or NULL */
+  void *on_record_ctx;
 };
 
 struct attempt {

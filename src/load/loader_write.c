@@ -101,6 +101,8 @@ static void *writer_main(void *arg) {
     pthread_cond_signal(&w->not_full);
     pthread_mutex_unlock(&w->mu);
     write_line(w, &r);
+    if (w->on_record)
+      w->on_record(w->on_record_ctx, &r);
     if (keep(w, &r) != IM_OK && !w->err)
       w->err = IM_NOMEM;
     pthread_mutex_lock(&w->mu);
@@ -144,6 +146,8 @@ void im__load_writer_push(struct im__load_writer *w, struct im_record *r) {
   if (!w->on) { /* no thread (setup failed, or the run is ending without) */
     if (w->res)
       write_line(w, r);
+    if (w->res && w->on_record)
+      w->on_record(w->on_record_ctx, r);
     if (w->res && keep(w, r) != IM_OK && !w->err)
       w->err = IM_NOMEM;
     return;

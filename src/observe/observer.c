@@ -384,3 +384,35 @@ enum im_err im_observer_snapshot(const struct im_observer *o, struct im_series_s
   pthread_mutex_unlock(mu);
   return err;
 }
+
+_Static_assert(sizeof((struct im_observer_latest *)0)->names[0] == IM_SERIES_NAME_LEN,
+               "a concept name fits");
+
+enum im_err im_observer_latest(const struct im_observer *o, struct im_observer_latest *out) {
+  memset(out, 0, sizeof *out);
+  if (!o)
+    return IM_INVAL;
+  pthread_mutex_t *mu = (pthread_mutex_t *)&o->mu; /* as im_observer_snapshot */
+  pthread_mutex_lock(mu);
+  const struct im_series_set *s = o->set;
+  for (size_t i = 0; s && i < s->n_src; i++) {
+    const struct im_series_source *src = &s->src[i];
+    if (!src->seen || src->dcgm || !src->n_pts)
+      continue;
+    const struct im_series_server *pt = &src->pts[src->n_pts - 1];
+    for (size_t k = 0; k < s->n_names && out->n < IM_OBS_LATEST_MAX; k++) {
+      if (isnan(pt->v[k]))
+        continue;
+      snprintf(out->names[out->n], sizeof out->names[0], "%s", s->names[k]);
+      out->values[out->n++] = pt->v[k];
+    }
+    break; /* the first server source: the target's own page */
+  }
+  if (s && s->n_tcp) {
+    out->has_tcp = true;
+    out->time_wait = s->tcp[s->n_tcp - 1].state[IM_TCP_TIME_WAIT];
+    out->established = s->tcp[s->n_tcp - 1].state[IM_TCP_ESTABLISHED];
+  }
+  pthread_mutex_unlock(mu);
+  return IM_OK;
+}

@@ -26,6 +26,7 @@
 #include "core/err.h"
 
 #define IM_OBS_MAX_SCRAPE 8
+#define IM_OBS_LATEST_MAX 64
 
 struct im_observer_config {
   const char *scrape_urls[IM_OBS_MAX_SCRAPE]; /* full URLs of /metrics pages */
@@ -60,5 +61,19 @@ struct im_series_set;
  * an array a reader holds. *out is the caller's (im_series_free). IM_NOMEM
  * (*out NULL), IM_INVAL for a NULL observer. */
 enum im_err im_observer_snapshot(const struct im_observer *o, struct im_series_set **out) IM_WUR;
+
+/* The latest values only, for a live page (cli/run_live.c): the concepts of
+ * the last sample of the first non-DCGM source (names[i] = values[i]; NaN
+ * values left out), and the last TCP sample. Copied under the observer's
+ * lock in time independent of the run's length (im_observer_snapshot copies
+ * every sample). IM_INVAL for a NULL observer. */
+struct im_observer_latest {
+  size_t n;
+  char names[IM_OBS_LATEST_MAX][48]; /* = IM_SERIES_NAME_LEN (checked in observer.c) */
+  double values[IM_OBS_LATEST_MAX];
+  bool has_tcp;
+  uint32_t time_wait, established;
+};
+enum im_err im_observer_latest(const struct im_observer *o, struct im_observer_latest *out) IM_WUR;
 
 #endif

@@ -40,6 +40,9 @@ static void *read_loop(void *arg) {
       r->went_back++;
     r->last_gpu = s->n_gpu;
     im_series_free(s);
+    struct im_observer_latest lt; /* the live page's reader, concurrently too */
+    if (im_observer_latest(r->obs, &lt) != IM_OK)
+      r->went_back++;
     nanosleep(&(struct timespec){0, 2000000}, NULL);
   }
   return NULL;
@@ -79,6 +82,12 @@ int main(void) {
   char err[256];
   CHECK_EQ(im_observer_snapshot(obs, &mem), IM_OK);
   CHECK_EQ(im_series_read(path, &file, err, sizeof err), IM_OK);
+  /* The latest values: no server sample (the scrape URL refuses), none
+   * made up. */
+  struct im_observer_latest lt;
+  CHECK_EQ(im_observer_latest(obs, &lt), IM_OK);
+  CHECK_EQ(lt.n, 0);
+  CHECK_EQ(im_observer_latest(NULL, &lt), IM_INVAL);
   /* Baseline, about five interval samples, the final one. */
   CHECK_INT(mem->n_gpu, >=, 3);
   CHECK_EQ(file->n_gpu, mem->n_gpu);
