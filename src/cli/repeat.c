@@ -21,6 +21,7 @@
 
 #include "analyze/repeat.h"
 #include "cli/cli.h"
+#include "cli/report.h"
 #include "cli/run_int.h"
 #include "core/clock.h"
 #include "core/log.h"
@@ -270,10 +271,14 @@ static int aggregate(const char *dir, struct im_repeat_run *runs, size_t n, size
     json_decref(root);
     goto out;
   }
+  char html[4300];
+  snprintf(html, sizeof html, "%.4200s/report.html", dir);
+  (void)im__report_html(html, root, dir); /* said on failure; the figures are written */
   json_decref(root);
   if (text) {
     im_repeat_text(text, set);
-    fprintf(text, "Results: %s/results.json (and each run's in %s/run-1 ...)\n", dir, dir);
+    fprintf(text, "Results: %s/results.json (and each run's in %s/run-1 ...)\nReport:  %s\n", dir,
+            dir, html);
   }
   rc = 0;
 out:

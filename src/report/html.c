@@ -122,6 +122,7 @@ struct chart {
   struct series s[8];
   size_t ns;
   const char *why_empty;
+  bool intx;          /* x takes whole values (run numbers) */
   double mark_x;      /* a vertical marker (NaN: none) */
   const char *mark_label;
   double shade_lo, shade_hi; /* x outside [lo, hi] shaded: outside the measured window
@@ -167,7 +168,7 @@ static double nice_step(double span, int want) {
 
 struct axis {
   double lo, hi;
-  bool log;
+  bool log, integer; /* integer: ticks at whole numbers only */
 };
 
 static double ax_map(const struct axis *a, double v, double from, double to) {
@@ -205,6 +206,8 @@ static void draw_ticks(struct page *p, const struct axis *a, bool x) {
     return;
   }
   double step = nice_step(a->hi - a->lo, x ? 6 : 5);
+  if (a->integer && step < 1)
+    step = 1;
   for (double v = ceil(a->lo / step) * step; v <= a->hi + step * 1e-9; v += step) {
     double q = ax_map(a, v, px0, px1);
     char b[32];
@@ -252,7 +255,7 @@ static void empty_chart(struct page *p, const char *title, const char *why) {
 
 static void line_chart(struct page *p, struct chart *c) {
   size_t pts = 0;
-  struct axis ax = {INFINITY, -INFINITY, c->logx}, ay = {0, -INFINITY, false};
+  struct axis ax = {INFINITY, -INFINITY, c->logx, c->intx}, ay = {0, -INFINITY, false, false};
   for (size_t i = 0; i < c->ns; i++)
     for (size_t k = 0; k < c->s[i].n; k++) {
       double x = c->s[i].x[k], y = c->s[i].y[k];
@@ -374,7 +377,7 @@ static void bar_chart(struct page *p, const char *title, const char *xlabel, con
     return;
   }
   p->charts++;
-  struct axis ay = {0, hi * 1.08, false};
+  struct axis ay = {0, hi * 1.08, false, false};
   putf(p, "<figure class=\"chart\" data-points=\"%zu\"><figcaption>", pts);
   esc(p, title);
   putf(p, "</figcaption><svg viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"", W, H);
@@ -546,7 +549,8 @@ static void header(struct page *p, const json_t *root, const char *title) {
 }
 
 static void audit_section(struct page *p, const json_t *audit) {
-  const json_t *pub = at(audit, "publishable");
+  /* A run's audit holds "publishable"; a repeat set's is the verdict itself. */
+  const json_t *pub = at(audit, "publishable") ? at(audit, "publishable") : audit;
   const char *cv = jstr(path(audit, "client_check", "verdict"), NULL);
   const char *pv = jstr(at(pub, "verdict"), NULL);
   if (!cv && !pv)
@@ -1009,7 +1013,7 @@ static void repeat_section(struct page *p, const json_t *root) {
   json_object_foreach((json_t *)figs, k, f) {
     const json_t *vals = at(f, "values");
     size_t n = json_array_size(vals);
-    struct chart c = {.title = k, .xlabel = "run", .ylabel = k,
+    struct chart c = {.title = k, .xlabel = "run", .ylabel = k, .intx = true,
                       .why_empty = "no run gave a value", .mark_x = NAN};
     struct series *s = add_series(&c, "runs", n);
     for (size_t i = 0; s && i < n; i++)
@@ -1041,8 +1045,24 @@ enum im_err im_html_report(const json_t *root, const char *title, struct im_buf 
   put(p, css);
   put(p, "</style></head><body>");
   const char *schema = jstr(at(root, "schema"), "");
-  header(p, json_is_object(at(root, "manifest")) ? root : json_array_get(at(root, "runs"), 0),
-         title);
+  if (json_is_object(at(root, "manifest")) || !strstr(schema, "repeat")) {
+    header(p, root, title);
+  } else {
+    put(p, "<h1>infermeter report: ");
+    esc(p, title);
+    putf(p, "</h1><p class=\"meta\">a set of <b>%zu</b> repeated runs of one configuration (each "
+            "run's own report is in its directory: ",
+         json_array_size(at(root, "runs")));
+    size_t i;
+    const json_t *r;
+    json_array_foreach(at(root, "runs"), i, r) {
+      if (i)
+        put(p, ", ");
+      esc(p, jstr(at(r, "dir"), "?"));
+      put(p, "/report.html");
+    }
+    put(p, ")</p>");
+  }
   audit_section(p, at(root, "audit"));
   if (strstr(schema, "repeat"))
     repeat_section(p, root);
