@@ -900,6 +900,7 @@ int im_cli_run(int argc, char **argv) {
 out:
   run_cleanup(r);
   free(r->vllm_argv);
+  im__vllm_free(&r->vllm);
   free(r);
   return rc;
 }

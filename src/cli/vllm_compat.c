@@ -64,13 +64,24 @@ static int push(struct out *o, const char *s) {
   return 0;
 }
 
-/* Strings made here live as long as the process (the run's argv). */
-static char *keep(const char *fmt, const char *a, const char *b) {
+/* A string made here, owned by v until im__vllm_free (the run's argv). */
+static char *keep(struct im__vllm *v, const char *fmt, const char *a, const char *b) {
+  if (v->n_owned == (int)(sizeof v->owned / sizeof v->owned[0]))
+    return NULL;
   size_t n = strlen(fmt) + strlen(a) + (b ? strlen(b) : 0) + 1;
   char *s = malloc(n);
-  if (s)
+  if (s) {
     snprintf(s, n, fmt, a, b ? b : "");
+    v->owned[v->n_owned++] = s;
+  }
   return s;
+}
+
+void im__vllm_free(struct im__vllm *v) {
+  for (int i = 0; v && i < v->n_owned; i++)
+    free(v->owned[i]);
+  if (v)
+    v->n_owned = 0;
 }
 
 /* "--flag=value" or "--flag value": the value (NULL when missing). */
@@ -220,11 +231,10 @@ int im__vllm_translate(int argc, char **argv, int *out_argc, char ***out_argv,
       /* vLLM's KEY=VALUE header; infermeter's is "Key: value". */
       const char *x = argv[++i];
       const char *eq = strchr(x, '=');
-      char *h = malloc(strlen(x) + 2);
-      if (!h)
-        goto oom;
-      snprintf(h, strlen(x) + 2, "%.*s: %s", (int)(eq - x), x, eq + 1);
-      if (push(&o, "--header") || push(&o, h))
+      char key[256];
+      snprintf(key, sizeof key, "%.*s", (int)(eq - x), x);
+      char *h = keep(v, "%s: %s", key, eq + 1);
+      if (!h || push(&o, "--header") || push(&o, h))
         goto oom;
       v->used = true;
     } else if (flag_is(a, "--percentile-metrics", &fl)) {
@@ -265,12 +275,12 @@ int im__vllm_translate(int argc, char **argv, int *out_argc, char ***out_argv,
     goto fail;
   }
   if (host || port) {
-    char *url = keep("http://%s:%s", host ? host : "127.0.0.1", port ? port : "8000");
+    char *url = keep(v, "http://%s:%s", host ? host : "127.0.0.1", port ? port : "8000");
     if (!url || push(&o, "--url") || push(&o, url))
       goto oom;
   }
   if (slo[0]) {
-    char *s = keep("%s%s", slo, NULL);
+    char *s = keep(v, "%s%s", slo, NULL);
     if (!s || push(&o, "--slo") || push(&o, s))
       goto oom;
   }
@@ -288,6 +298,7 @@ oom:
   fprintf(stderr, "infermeter run: out of memory\n");
 fail:
   free(o.v);
+  im__vllm_free(v);
   return -1;
 }
 

@@ -18,6 +18,8 @@ struct im__vllm {
   const char *label;        /* --label */
   const char *metadata[32]; /* KEY=VALUE, also tags */
   int n_metadata;
+  char *owned[36];          /* strings the translation made (freed by im__vllm_free) */
+  int n_owned;
 };
 
 /* Translates argv (argc entries, argv[0] the subcommand) into *out_argv
@@ -26,6 +28,9 @@ struct im__vllm {
  * that cannot be honoured, a malformed value). */
 int im__vllm_translate(int argc, char **argv, int *out_argc, char ***out_argv,
                        struct im__vllm *v);
+
+/* Frees the strings the translation made (the translated argv's). */
+void im__vllm_free(struct im__vllm *v);
 
 /* Writes vLLM's flat result file of the run in dir (results.json,
  * manifest.json, requests.jsonl) as v asks. 0, or -1 after saying why. */

@@ -905,6 +905,56 @@ static void deepseek_section(struct page *p, const json_t *stage) {
   put(p, "</div>");
 }
 
+/* Reasoning models and agent chains (docs/agents.md). */
+static void agents_section(struct page *p, const json_t *stage) {
+  const json_t *rs = path(stage, "metrics", "reasoning"), *ag = path(stage, "metrics", "agents");
+  if (!rs && !ag)
+    return;
+  put(p, "<h2>Reasoning and agents</h2><div class=\"charts\">");
+  const json_t *bc = at(rs, "by_context");
+  size_t n = json_array_size(bc) < 16 ? json_array_size(bc) : 16;
+  const char *labels[16];
+  double share[16], ttfa[16], ttft[16];
+  for (size_t i = 0; i < n; i++) {
+    const json_t *b = json_array_get(bc, i);
+    labels[i] = jstr(at(b, "bucket"), "?");
+    share[i] = 100 * jnum(path(b, "reasoning_share", "p50"));
+    ttfa[i] = jnum(path(b, "ttfa_ms", "p50"));
+    ttft[i] = jnum(path(b, "ttft_ms", "p50"));
+  }
+  if (rs) {
+    bar_chart(p, "Share of E2E spent reasoning (p50) by prompt length", "context bucket (tokens)",
+              "percent", labels, share, n, "no request reasoned");
+    bar_chart(p, "Time to first answer token (p50) by prompt length", "context bucket (tokens)",
+              "ms", labels, ttfa, n, "no answer token");
+    bar_chart(p, "TTFT (p50, first reasoning token) by prompt length", "context bucket (tokens)",
+              "ms", labels, ttft, n, "no first token");
+  }
+  const json_t *hops = at(ag, "per_hop");
+  size_t h = json_array_size(hops) < 16 ? json_array_size(hops) : 16;
+  char hl[16][16];
+  const char *hlabels[16];
+  double call[16], httft[16];
+  for (size_t i = 0; i < h; i++) {
+    const json_t *e = json_array_get(hops, i);
+    snprintf(hl[i], sizeof hl[i], "hop %.0f", jnum(at(e, "hop")));
+    hlabels[i] = hl[i];
+    call[i] = jnum(path(e, "tool_call_ms", "p50"));
+    httft[i] = jnum(path(e, "ttft_ms", "p50"));
+  }
+  if (ag) {
+    bar_chart(p, "Time to the complete tool call (p50) per hop", "hop of the chain", "ms", hlabels,
+              call, h, "no tool call");
+    bar_chart(p, "TTFT (p50) per hop", "hop of the chain", "ms", hlabels, httft, h,
+              "no tool call");
+    const json_t *pc = at(ag, "per_chain");
+    const char *pl[2] = {"model", "tools"};
+    double pv[2] = {jnum(path(pc, "model_ms", "p50")), jnum(path(pc, "tool_ms", "p50"))};
+    bar_chart(p, "Where a chain's time goes (p50)", "", "ms", pl, pv, 2, "no complete chain");
+  }
+  put(p, "</div>");
+}
+
 static void causes_section(struct page *p, const json_t *stage) {
   const json_t *rc = path(stage, "analysis", "root_causes");
   put(p, "<h2>Root causes of SLO violations</h2>");
@@ -934,6 +984,7 @@ static void stage_sections(struct page *p, const json_t *stage) {
   breakdown_section(p, stage);
   tokens_section(p, stage);
   deepseek_section(p, stage);
+  agents_section(p, stage);
   causes_section(p, stage);
 }
 
