@@ -102,11 +102,11 @@ static enum im_err lp_json(struct im_buf *b, bool chat, const char *text, size_t
   return err ? err : im_buf_puts(b, "]}");
 }
 
-/* The end of a chunk after its delta (or text) and comma: logprobs,
+/* The end of a chunk after its delta (or text), comma and logprobs:
  * finish_reason, the optional usage, the event's end. */
-static enum im_err chunk_tail(struct im_buf *b, const char *finish_reason,
-                              const struct im_sim_usage *usage) {
-  enum im_err err = im_buf_puts(b, "\"logprobs\":null,\"finish_reason\":");
+static enum im_err finish_tail(struct im_buf *b, const char *finish_reason,
+                               const struct im_sim_usage *usage) {
+  enum im_err err = im_buf_puts(b, "\"finish_reason\":");
   if (!err)
     err = finish_str(b, finish_reason);
   if (!err)
@@ -117,6 +117,13 @@ static enum im_err chunk_tail(struct im_buf *b, const char *finish_reason,
       err = usage_json(b, usage);
   }
   return err ? err : im_buf_puts(b, "}\n\n");
+}
+
+/* The same with "logprobs": null before. */
+static enum im_err chunk_tail(struct im_buf *b, const char *finish_reason,
+                              const struct im_sim_usage *usage) {
+  enum im_err err = im_buf_puts(b, "\"logprobs\":null,");
+  return err ? err : finish_tail(b, finish_reason, usage);
 }
 
 enum im_err im_oai_chunk_lp(struct im_buf *b, const struct im_oai_ctx *c, const char *text,
@@ -139,19 +146,8 @@ enum im_err im_oai_chunk_lp(struct im_buf *b, const struct im_oai_ctx *c, const 
   if (!err)
     err = lp ? lp_json(b, chat, text, len, lp) : im_buf_puts(b, "null");
   if (!err)
-    err = im_buf_puts(b, ",\"finish_reason\":");
-  if (!err)
-    err = finish_str(b, finish_reason);
-  if (!err)
-    err = im_buf_puts(b, "}]");
-  if (!err && usage) {
-    err = im_buf_puts(b, ",\"usage\":");
-    if (!err)
-      err = usage_json(b, usage);
-  }
-  if (!err)
-    err = im_buf_puts(b, "}\n\n");
-  return err;
+    err = im_buf_puts(b, ",");
+  return err ? err : finish_tail(b, finish_reason, usage);
 }
 
 enum im_err im_oai_chunk(struct im_buf *b, const struct im_oai_ctx *c, const char *text, size_t len,
