@@ -181,7 +181,8 @@ check_eq "the long-context check spans them" \
 
 # --- the shipped scenarios load and run against the built-in server (shortened)
 "$BIN" run --no-progress --quiet --no-history --scenario scenarios/deepseek-r1-reasoning.json \
-  --duration 4s --warmup 0 --rate 2 --output-len 48 --input-len 2000 --grace 60s --out "$TMP/sc-r1"
+  --duration 4s --warmup 0 --rate 2 --output-len 48 --input-len 2000 --grace 60s \
+  --slo ttft=60s,tpot=10s --out "$TMP/sc-r1"
 rc=$?
 check "deepseek-r1-reasoning.json runs (exit $rc)" ok_rc $rc
 check "its requests reasoned, effort recorded" jq -e '.metrics.reasoning.requests > 0' "$TMP/sc-r1/results.json"
@@ -189,7 +190,7 @@ check_eq "its requests carry the effort and thinking" \
   "$(jq -r '[.reasoning_effort, .thinking] | @csv' "$TMP/sc-r1/requests.jsonl" | sort -u)" '"medium",true'
 "$BIN" run --no-progress --quiet --no-history --scenario scenarios/agent-tool-chain.json \
   --duration 4s --warmup 0 --sessions 2 --output-len 128 --input-len 200 --tool-latency 50ms \
-  --grace 60s --out "$TMP/sc-agent"
+  --grace 60s --slo ttft=60s,tpot=10s --out "$TMP/sc-agent"
 rc=$?
 check "agent-tool-chain.json runs (exit $rc)" ok_rc $rc
 # (max_tokens 64..192 leaves room for the calls' 16..48 argument tokens)

@@ -87,16 +87,22 @@ check_eq "the same load with every seat: nothing to explain" \
   "$(jq -c .analysis.root_causes "$(R "$TMP/queue-clean")")" "[]"
 
 # Nucleus sampling cut to 0.45: about 70 % of the answers fall into loops
-# and never sample their end (3,000 tokens, E2E about 10 s at time scale
-# 6), repeating most of their 4-grams; the rest end near their sampled
+# and never sample their end (3,000 tokens, E2E about 7.5 s at time scale
+# 8), repeating most of their 4-grams; the rest end near their sampled
 # length (mean 390 at temperature 0.3, under 1,800 but once in several
 # thousand) and repeat few. The same load at top_p 0.95 ends every answer:
-# nothing over the limit. A light load (2 req/s), so the server's loop is
-# not starved into stalls of its own on a busy machine.
-TOPP=(--rate 2 --duration 8s --grace 60s --output-len 3000 --temperature 0.3 --slo e2el=6s,ttft=60s)
-serve --time-scale 6
+# nothing over the limit.
+TOPP=(--rate 3 --duration 6s --grace 60s --output-len 3000 --temperature 0.3 --slo e2el=4500ms,ttft=60s)
+serve --time-scale 8
 RUN --url "$BASE" "${TOPP[@]}" --top-p 0.45 --out "$TMP/topp"
-fires "$TMP/topp" top_p_collapse
+# Thirty-odd streams of 3,000 tokens at time scale 8 keep the simulator's
+# single loop busy; on a 2-vCPU machine it is sometimes late, and those
+# time-aligned stalls are real (server_stall is allowed beside the plant,
+# as for the temperature plant below; every other cause is not).
+check "$TMP/topp: top_p_collapse reported (got '$(causes "$TMP/topp")')" jq -e \
+  'any(.analysis.root_causes[]; .cause == "top_p_collapse")' "$(R "$TMP/topp")"
+check_eq "$TMP/topp: no other cause but a real server stall" \
+  "$(others "$TMP/topp" top_p_collapse | tr ',' '\n' | grep -v '^server_stall$' | paste -sd, -)" ""
 check "top_p: the evidence is in the entry" jq -e '.analysis.root_causes[]
   | select(.cause == "top_p_collapse") | .evidence.repetition_over_mean > 0.45
     and .evidence.bimodality_coefficient > 0.5556' "$(R "$TMP/topp")"

@@ -33,7 +33,9 @@ check "in-flight context series" jq -e '.metrics.roofline.inflight_context.mean 
 check "moe from the server's gauges" jq -e '.metrics.moe.source | test("window_imbalance")' "$A"
 check_eq "58 MoE layers" "$(jq '.metrics.moe.per_layer.balancedness | length' "$A")" 58
 check "the audit WARNs about the planted skew, naming layers" jq -e '.audit.publishable.checks[] | select(.id == "moe_balance") | .status == "WARN" and (.evidence | test("layer"))' "$A"
-check "KV fragmentation from the server" jq -e '.metrics.kv_fragmentation.mean >= 0 and .metrics.kv_fragmentation.max < 1' "$A"
+# A sample can catch a sequence just admitted (blocks allocated, nothing
+# computed yet): fragmentation 1 at that instant is real, not an error.
+check "KV fragmentation from the server" jq -e '.metrics.kv_fragmentation.mean >= 0 and .metrics.kv_fragmentation.mean < 1 and .metrics.kv_fragmentation.max <= 1' "$A"
 check "code/text mix absent without --mix" jq -e '.metrics | has("class_mix") | not' "$A"
 check "jitter not collected, with the reason" jq -e '.metrics.moe.jitter == null and (.metrics.moe.null_reasons.jitter | test("routing trace"))' "$A"
 cp "$A" "$TMP/def.first.json"
