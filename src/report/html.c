@@ -621,6 +621,8 @@ static void tiles(struct page *p, const json_t *sum) {
   put(p, "</div>");
 }
 
+#define CDF_POINTS 250
+
 /* A CDF series of one im-hist-1 histogram (ns), x in ms. */
 static void cdf_series(struct chart *c, const char *name, const json_t *hj) {
   struct im_hist h;
@@ -633,11 +635,15 @@ static void cdf_series(struct chart *c, const char *name, const json_t *hj) {
     im_hist_iter_init(&it, &h);
     while (im_hist_iter_next(&it))
       cap++;
-    struct series *s = add_series(c, name, cap);
+    /* At most ~CDF_POINTS points: every k-th bucket and the last, so the
+     * page stays small however many distinct values a long run holds. */
+    size_t k = cap > CDF_POINTS ? (cap + CDF_POINTS - 1) / CDF_POINTS : 1, i = 0;
+    struct series *s = add_series(c, name, cap / k + 2);
     if (s) {
       im_hist_iter_init(&it, &h);
       while (im_hist_iter_next(&it))
-        push_pt(s, (double)it.highest / 1e6, (double)it.cumulative / (double)n);
+        if (++i % k == 0 || it.cumulative == n)
+          push_pt(s, (double)it.highest / 1e6, (double)it.cumulative / (double)n);
     }
   }
   im_hist_cleanup(&h);
