@@ -6,7 +6,7 @@ TSAN_BUILD ?= build-tsan
 JOBS       ?= $(shell nproc)
 FUZZ_SECONDS ?= 15
 
-.PHONY: all deps deps-build build test test-fast test-asan test-tsan run demo bench bench-build clean format
+.PHONY: all deps deps-build build test test-fast test-asan test-tsan run demo bench bench-build clean format fuzz valgrind soak
 
 all: build
 
@@ -76,8 +76,27 @@ bench: build
 bench-build: build
 	@cmake --build $(BUILD) --target benches -j$(JOBS)
 
+# Long fuzzing: every libFuzzer target FUZZ_MINUTES (default 20) under ASan +
+# UBSan, new coverage merged back into tests/fuzz/corpus (commit it).
+FUZZ_BUILD   ?= build-fuzz
+FUZZ_MINUTES ?= 20
+fuzz: deps
+	@CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug \
+	  -DIM_SANITIZE=address,undefined -DIM_FUZZ=ON >/dev/null
+	@cmake --build $(FUZZ_BUILD) -j$(JOBS)
+	@bash scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_MINUTES) $(FUZZ_TARGETS)
+
+# valgrind memcheck over a short run and its report (memory errors only).
+valgrind: build
+	@bash scripts/deps.sh valgrind
+	@bash scripts/valgrind.sh $(BUILD)/infermeter
+
+# 10,000 streams for 10 minutes: RSS, fds and ITL p99 slopes (bench/soak.sh).
+soak: build
+	@bash bench/soak.sh $(BUILD)/infermeter $(SOAK_SECONDS) $(SOAK_STREAMS)
+
 format:
 	@clang-format -i $$(git ls-files '*.c' '*.h')
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages infermeter needs to build and test, when they
 # are missing. As root it runs apt-get; otherwise it prints the exact command
-# and exits 1. Usage: scripts/deps.sh [build|test]   (default: test)
+# and exits 1. Usage: scripts/deps.sh [build|test|valgrind]   (default: test)
 set -euo pipefail
 what=${1:-test}
 
@@ -10,6 +10,7 @@ test_pkgs=(clang libclang-rt-dev curl jq iproute2 prometheus prometheus-pushgate
 
 pkgs=("${build_pkgs[@]}")
 [ "$what" = test ] && pkgs+=("${test_pkgs[@]}")
+[ "$what" = valgrind ] && pkgs+=(valgrind)
 # Node and npm (the tokenizer's exactness test against the Rust library's
 # npm binding; the results schema's validator, tests/schema/validate.sh,
 # which installs the npm package ajv into build/npm-cache/ajv on first use):
