@@ -114,10 +114,12 @@ static int on_curl_timer(CURLM *m, long timeout_ms, void *userp) {
   struct loader *L = userp;
   struct itimerspec its;
   memset(&its, 0, sizeof its);
-  if (timeout_ms >= 0) {
-    /* 0 means "now": a 1 ns relative timer fires on the next epoll_wait
-     * (curl must not be re-entered from this callback). */
-    int64_t ns = timeout_ms ? (int64_t)timeout_ms * 1000000 : 1;
+  /* 0 means "now": curl must not be re-entered from this callback, so the
+   * loop does it as soon as the callback's caller returns (kick_curl); the
+   * timer is disarmed meanwhile (a new timeout replaces the old one). */
+  L->curl_now = timeout_ms == 0;
+  if (timeout_ms > 0) {
+    int64_t ns = (int64_t)timeout_ms * 1000000;
     its.it_value.tv_sec = ns / 1000000000;
     its.it_value.tv_nsec = ns % 1000000000;
   }
@@ -543,6 +545,23 @@ static void process_done(struct loader *L) {
   }
 }
 
+/* Runs libcurl's due actions when it asked for them "now" (on_curl_timer),
+ * then collects finished transfers, until it stops asking. Called right
+ * after whatever added handles or handled events, outside curl callbacks. */
+static void kick_curl(struct loader *L) {
+  int running;
+  for (int i = 0; L->curl_now && i < 64; i++) {
+    L->curl_now = false;
+    curl_multi_socket_action(L->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+    process_done(L);
+  }
+  if (L->curl_now) { /* still asking after 64 turns: let the loop breathe */
+    L->curl_now = false;
+    struct itimerspec its = {.it_value = {.tv_nsec = 1}};
+    timerfd_settime(L->tfd_curl, 0, &its, NULL);
+  }
+}
+
 /* Our own phase timeouts (libcurl has connect and total only). */
 static void check_timeouts(struct loader *L, int64_t now) {
   const struct im_load_config *c = L->cfg;
@@ -688,6 +707,7 @@ static enum im_err loop(struct loader *L) {
       check_timeouts(L, now);
       next_timeout_check = now + 50000000;
     }
+    kick_curl(L); /* handles added at the top of this turn (timeouts, relaunches) */
     publish_progress(L);
     self_sample(L, now);
     arm_sched(L);
@@ -706,6 +726,7 @@ static enum im_err loop(struct loader *L) {
         until = L->pre_n < 16 ? until : now;
       im__load_prepare_until(L, until);
     }
+    kick_curl(L);
     int n = epoll_wait(L->ep, evs, 256, 50);
     if (n < 0) {
       if (errno == EINTR)
@@ -735,11 +756,13 @@ static enum im_err loop(struct loader *L) {
         curl_multi_socket_action(L->multi, fd, mask, &running);
       }
       process_done(L);
+      kick_curl(L);
     }
     /* Arrivals that came due while events were handled. */
     if (next_due(L) >= 0 && next_due(L) <= rel_now(L))
       dispatch_due(L);
     process_done(L);
+    kick_curl(L);
   }
   publish_progress(L);
   return L->fatal;

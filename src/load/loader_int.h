@@ -110,6 +110,11 @@ struct attempt {
 struct loader {
   const struct im_load_config *cfg;
   int ep, tfd_sched, tfd_curl;
+  /* libcurl asked for an action now (timeout 0, e.g. a handle was just
+   * added): done by kick_curl in the same loop turn, not after an
+   * epoll_wait on a 1 ns timer, so a request is written right after its
+   * t_start. */
+  bool curl_now;
   CURLM *multi;
   int64_t t0;                    /* the stage's start (CLOCK_MONOTONIC ns) */
   uint64_t trace_run;            /* traceparent's per-run half */
