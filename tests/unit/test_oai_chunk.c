@@ -568,6 +568,8 @@ static const struct fixture fixtures[] = {
      NULL,
      {20, 7, 27, 16, 3, 16, 4},
      NO_TIMINGS},
+    {"deepseek_chat_cache.sse", 1, 2, 1, 1, 0, 0, 0, "Cached prefix.", "", "stop", NULL,
+     {76, 2, 78, -1, -1, 64, 12}, NO_TIMINGS},
     {"deepseek_insufficient_resource.sse",
      1,
      1,
@@ -645,6 +647,7 @@ static int64_t fixture_cached(const char *file) {
     const char *file;
     int64_t cached;
   } t[] = {{"deepseek_reasoner.sse", 16}, {"deepseek_insufficient_resource.sse", 0},
+           {"deepseek_chat_cache.sse", 64},
            {"llamacpp_chat.sse", 4},      {"llamacpp_no_cache_n.sse", 29},
            {"openai_chat.sse", 0}};
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
@@ -671,6 +674,31 @@ static void test_cached_tokens(void) {
   CHECK_EQ(im_oai_cached_tokens(&u, &t), 12);
   u.cached_tokens = 8;
   CHECK_EQ(im_oai_cached_tokens(&u, &t), 8);
+}
+
+/* serve --dialect deepseek-api: the usage chunk carries DeepSeek's hit and
+ * miss counts, which decode back, and the cached count is the hit count. */
+static void test_deepseek_usage_encode(void) {
+  struct im_oai_ctx ctx = {.kind = IM_API_CHAT, .id = "x", .created = 1, .model = "m"};
+  struct im_sim_usage u = {.prompt = 100, .completion = 7, .cached = 64, .reasoning = 3,
+                           .cache_hit_fields = true};
+  struct im_buf b;
+  im_buf_init(&b, 1u << 20);
+  CHECK_OK(im_oai_usage_chunk(&b, &ctx, &u));
+  struct im_oai_chunk c;
+  im_oai_chunk_init(&c, 0);
+  CHECK_OK(decode2(&c, b.data + 6, b.len - 8));
+  CHECK_EQ(c.usage.cache_hit_tokens, 64);
+  CHECK_EQ(c.usage.cache_miss_tokens, 36);
+  CHECK_EQ(c.usage.reasoning_tokens, 3);
+  CHECK_EQ(im_oai_cached_tokens(&c.usage, NULL), 64);
+  u.cache_hit_fields = false; /* vLLM's shape: no DeepSeek fields */
+  im_buf_reset(&b);
+  CHECK_OK(im_oai_usage_chunk(&b, &ctx, &u));
+  CHECK_OK(decode2(&c, b.data + 6, b.len - 8));
+  CHECK_EQ(c.usage.cache_hit_tokens, -1);
+  im_oai_chunk_cleanup(&c);
+  im_buf_cleanup(&b);
 }
 
 static char *read_file(const char *path, size_t *len) {
@@ -820,6 +848,7 @@ static void test_logprobs(void) {
 
 int main(void) {
   test_cached_tokens();
+  test_deepseek_usage_encode();
   test_logprobs();
   test_done_and_invalid();
   test_strings();
