@@ -77,4 +77,39 @@ fi
 kill "$HPID" 2>/dev/null
 wait "$HPID" 2>/dev/null
 exec 4<&-
+
+# llama.cpp's shapes (tests/e2e/llamacpp_server.py stands in for llama-server):
+# /tokenize {content} found after vLLM's shape got no tokens, chat prompts
+# rendered by /apply-template, the context from /props, and cached tokens
+# derived as prompt_tokens - prompt_n where timings has no cache_n.
+rm -f "$TMP/lfifo"
+mkfifo "$TMP/lfifo"
+python3 -u "$(dirname "$0")/llamacpp_server.py" 4096 >"$TMP/lfifo" 2>"$TMP/llama.err" &
+LPID=$!
+exec 5<"$TMP/lfifo"
+LBASE=
+if read -r -t 20 line <&5; then LBASE=${line#listening on }; fi
+if [ -n "$LBASE" ]; then
+  for k in 1 2; do # the second run repeats the first's prompts (same seed, shared cache)
+    "$BIN" run --url "$LBASE" --tokenizer server --input-len 200 --output-len 4 --requests 6 --rate 50 \
+      --warmup 0 --seed 3 --shared-cache --yes --no-history --out "$TMP/llama$k" >/dev/null 2>"$TMP/llama$k.err"
+    rc=$?
+    check "llama.cpp run $k exits 0 or 3: rc $rc $(tail -2 "$TMP/llama$k.err")" ran_ok $rc
+    check_eq "llama.cpp run $k: prompts of 200 tokens to the server" \
+      "$(jq -s -c 'map(.prompt_tokens) | unique' "$TMP/llama$k/requests.jsonl")" "[200]"
+  done
+  check_eq "first run: nothing cached" "$(jq -s -c 'map(.cached_tokens) | unique' "$TMP/llama1/requests.jsonl")" "[0]"
+  check_eq "repeated prompts: cached = prompt_tokens - prompt_n (200 - 1)" \
+    "$(jq -s -c 'map(.cached_tokens) | unique' "$TMP/llama2/requests.jsonl")" "[199]"
+  "$BIN" run --url "$LBASE" --input-len 4000 --output-len 200 --requests 2 --yes --no-history \
+    --out "$TMP/llama3" >/dev/null 2>"$TMP/llama3.err"
+  check_eq "over a llama.cpp slot's n_ctx exits 1" $? 1
+  check "the refusal names /props: $(cat "$TMP/llama3.err")" \
+    grep -q '4200 tokens, over the server.s context of 4096 tokens (n_ctx of a slot in /props)' "$TMP/llama3.err"
+else
+  fail "the llama.cpp stand-in did not start: $(cat "$TMP/llama.err")"
+fi
+kill "$LPID" 2>/dev/null
+wait "$LPID" 2>/dev/null
+exec 5<&-
 finish
