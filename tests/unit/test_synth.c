@@ -32,17 +32,23 @@ static size_t server_count(struct im_tok *tok, bool chat, const char *p, size_t 
   return n;
 }
 
-static void run(struct im_tok *tok, bool chat, uint32_t len, int n, bool extras) {
+/* An exact-length workload of `len` tokens, without extras. */
+static struct im_synth exact_synth(uint32_t len, bool chat, uint64_t seed) {
   struct im_synth s;
   memset(&s, 0, sizeof s);
   s.input_len = len;
   s.output_len = 64;
   s.temperature = s.top_p = NAN;
-  s.seed = 99;
+  s.seed = seed;
   strcpy(s.salt, "unitsalt");
   s.exact = true;
-  s.tok = tok;
   s.chat = chat;
+  return s;
+}
+
+static void run(struct im_tok *tok, bool chat, uint32_t len, int n, bool extras) {
+  struct im_synth s = exact_synth(len, chat, 99);
+  s.tok = tok;
   s.tmpl = chat ? IM_CHAT_DEEPSEEK_V3 : IM_CHAT_NONE;
   if (extras) {
     s.range_ratio = 0.5;
@@ -110,15 +116,7 @@ static enum im_err fake_count(void *ctx, const char *text, size_t len, const cha
 
 static void run_server(struct im_tok *tok, bool chat, uint32_t len) {
   struct fake_server f = {.tok = tok};
-  struct im_synth s;
-  memset(&s, 0, sizeof s);
-  s.input_len = len;
-  s.output_len = 8;
-  s.temperature = s.top_p = NAN;
-  s.seed = 5;
-  strcpy(s.salt, "srv");
-  s.exact = true;
-  s.chat = chat;
+  struct im_synth s = exact_synth(len, chat, 5);
   s.server_count = fake_count;
   s.server_ctx = &f;
   for (int i = 0; i < 20; i++) {
