@@ -9,8 +9,9 @@
  *     "add_special_tokens"} or {"model", "messages"} (the chat template
  *     applied, add_generation_prompt on by default) -> {"count",
  *     "max_model_len", "tokens": [...]};
- *   - SGLang: POST /tokenize with vLLM's request fields, answered with
- *     "count" and "tokens" (read the same way);
+ *   - SGLang: its native POST /tokenize takes the same "model", "prompt"
+ *     and "add_special_tokens" (read the same way: "count", else the length
+ *     of "tokens"; not tested against SGLang);
  *   - llama.cpp llama-server: POST /tokenize {"content", "add_special"} ->
  *     {"tokens": [...]}; a chat prompt is first rendered by POST
  *     /apply-template {"messages"} -> {"prompt"}.
