@@ -338,6 +338,13 @@ static void check_errors(const struct im_validity_input *in, struct im_validity 
   say(c->evidence, sizeof c->evidence, "%llu of %llu requests failed (%.2f%%); latencies are over "
                                        "the successes, with this share beside them",
       (unsigned long long)s->failed, (unsigned long long)all, 100.0 * share);
+  /* The DeepSeek API's overload answer is a 200 stream cut short: named,
+   * since no HTTP status shows it (docs/deepseek.md). */
+  if (s->by_error[IM_EC_INSUFFICIENT])
+    say(c->evidence, sizeof c->evidence,
+        "; %llu attempts ended with finish_reason insufficient_system_resource (the server "
+        "cut them for lack of capacity)",
+        (unsigned long long)s->by_error[IM_EC_INSUFFICIENT]);
   if (st != IM_CHECK_PASS)
     say(c->fix, sizeof c->fix, "a server that refuses load looks faster: lower the rate until "
                                "failures stay under 1%%, or report the failure share with every "

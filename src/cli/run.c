@@ -264,7 +264,8 @@ static int setup_tokens(struct run *r) {
     return -1;
   }
   env->builtin_tok = o->tokenizer && !strcmp(o->tokenizer, "built-in");
-  if (o->tokenizer && !env->builtin_tok) {
+  /* --tokenizer server: the target counts, once it is known (discover). */
+  if (o->tokenizer && !env->builtin_tok && strcmp(o->tokenizer, "server")) {
     if (!(env->toks = calloc(o->threads, sizeof *env->toks)))
       return -1;
     for (uint32_t k = 0; k < o->threads; k++)
@@ -738,6 +739,7 @@ static int open_run_files(struct run *r) {
 }
 
 static void run_cleanup(struct run *r) {
+  im__run_srvtok_stop(&r->env);
   im__health_stop(&r->health);
   im__health_stop(&r->probe);
   im__otlp_live_stop(&r->otlp);
@@ -829,6 +831,10 @@ int im_cli_run(int argc, char **argv) {
     rc = d;
     goto out;
   }
+  if ((o->tokenizer && !strcmp(o->tokenizer, "server") &&
+       im__run_srvtok_start(&r->env, o->insecure)) ||
+      im__run_context_check(&r->env, o, r->stages, r->models, o->insecure))
+    goto out;
   if (open_outputs(r) || open_run_files(r))
     goto out;
   install_signals();

@@ -88,6 +88,7 @@ struct run_opts {
   const char *health_path;      /* --health-path (NULL: /health) */
   const char *history;          /* --history PATH (NULL: $XDG_DATA_HOME/infermeter/history.db) */
   bool no_history;              /* --no-history */
+  bool no_context_check;        /* --no-context-check */
   const char *api_key_file;
   struct run_agent_opts agent;  /* reasoning, agents (cli/run_agents.h) */
   uint32_t threads;
@@ -130,6 +131,7 @@ struct json_t;
 struct im_dataset;
 struct im_observer;
 struct im_tok;
+struct im_srvtok;
 struct im__health;
 struct im__run_live;
 
@@ -156,6 +158,7 @@ struct run_env {
   struct im_tok *tok;             /* --tokenizer, or NULL */
   struct im_tok **toks;           /* one per loader thread (toks[0] = tok), or NULL */
   bool builtin_tok;               /* --tokenizer built-in: counts outputs too */
+  struct im_srvtok *srvtok;       /* --tokenizer server (cli/run_server.c), or NULL */
   bool exact;                     /* prompts of exact token lengths */
   enum im_chat_tmpl tmpl;
   bool has_mix;
@@ -181,6 +184,26 @@ struct stage_res {
  * the second aborts requests in flight; wake_fd wakes loader 0). */
 extern atomic_int im__run_interrupted;
 extern int im__run_wake_fd;
+
+/* run_server.c: what the target itself says about token counts. */
+/* --tokenizer server: a client of the target's /tokenize in env->srvtok,
+ * checked by one count. 0, or -1 with the reason printed. */
+int im__run_srvtok_start(struct run_env *env, bool insecure);
+/* Says how many counts the target made (unless --quiet) and frees env->srvtok. */
+void im__run_srvtok_stop(struct run_env *env);
+/* An im_synth_count_fn over env->srvtok (ctx): prompts as the server counts them. */
+enum im_err im__run_srvtok_count(void *ctx, const char *text, size_t len, const char *messages_json,
+                                 bool chat, uint32_t *n);
+/* Output tokens of an answer (no special tokens) by the server; 0 on failure. */
+uint32_t im__run_srvtok_output(void *ctx, const char *text, size_t len);
+/* The stages' largest prompt + max_tokens (multi-turn sessions: the last
+ * turn's context plus its answer) against the server's context limit
+ * (vLLM's and serve's max_model_len in /v1/models `models`, else llama.cpp's
+ * n_ctx from /props or /slots). 0 when it fits, the limit is unknown or
+ * --no-context-check; -1 with the numbers printed when a stage cannot fit. */
+struct im_stage;
+int im__run_context_check(const struct run_env *env, const struct run_opts *o,
+                          const struct im_stage *stages, json_t *models, bool insecure);
 
 /* run_stage.c */
 /* Runs one stage: its start, t0 and end events go to stages.jsonl, its

@@ -90,7 +90,10 @@ void im__run_usage(FILE *o) {
 "                            system prompts of L tokens (default: none shared)\n"
 "  --tokenizer FILE          count prompt tokens, and output tokens of streams without\n"
 "                            usage, with this tokenizer.json ('built-in': the built-in\n"
-"                            server's; default: prompts only, with the built-in one)\n"
+"                            server's; 'server': the target's own /tokenize, cached per\n"
+"                            text; default: prompts only, with the built-in one)\n"
+"  --no-context-check        send prompts + max_tokens beyond the server's context\n"
+"                            (max_model_len, llama.cpp n_ctx) instead of refusing\n"
 "  --chat-template NAME      deepseek-v3, deepseek-r1, chatml, llama-3 or none: the\n"
 "                            template the server applies, counted in prompt tokens\n"
 "                            (default: deepseek-v3 against infermeter serve, else none)\n"
@@ -323,7 +326,7 @@ enum {
   O_SCENARIO, O_TOKENIZER, O_CHAT_TMPL, O_MIX, O_TRACE, O_MIN_IN, O_MAX_IN, O_MIN_OUT, O_MAX_OUT,
   O_BACKOFF_MAX, O_KEEP_TEXT, O_PROBE_RATE, O_LOGPROBS, O_SEGW, O_SEGS, O_STALLK, O_TIMESLICE,
   O_OTLP, O_OTLP_SAMPLE, O_PROVIDER, O_MODELCFG, O_HARDWARE, O_GPUS, O_TP, O_DP, O_MFUREF,
-  O_METRICS_LISTEN, O_METRICS_LINGER, O_PUSHGATEWAY
+  O_METRICS_LISTEN, O_METRICS_LINGER, O_PUSHGATEWAY, O_NO_CTX_CHECK
 };
 
 const struct option im__run_options[] = {
@@ -402,7 +405,7 @@ const struct option im__run_options[] = {
     {"sweep-steps", required_argument, 0, O_SWEEP_STEPS},
     {"sweep-all", no_argument, 0, O_SWEEP_ALL},
     {"scenario", required_argument, 0, O_SCENARIO},
-    {"tokenizer", required_argument, 0, O_TOKENIZER},
+    {"tokenizer", required_argument, 0, O_TOKENIZER}, {"no-context-check", no_argument, 0, O_NO_CTX_CHECK},
     {"chat-template", required_argument, 0, O_CHAT_TMPL}, {"mix", required_argument, 0, O_MIX},
     {"trace", required_argument, 0, O_TRACE},
     {"min-input-len", required_argument, 0, O_MIN_IN},
@@ -699,6 +702,7 @@ int im__run_apply(struct run_opts *o, int opt, const char *arg, bool *rate_given
   case O_SWEEP_ALL: o->stop_on_saturation = false; return 0;
   case O_SCENARIO: o->scenario = arg; return 0; /* loaded before the other flags */
   case O_TOKENIZER: o->tokenizer = arg; return 0;
+  case O_NO_CTX_CHECK: o->no_context_check = true; return 0;
   case O_CHAT_TMPL: o->chat_template = arg; return 0;
   case O_MIX: o->mix = arg; return 0;
   case O_TRACE: o->trace = arg; return 0;

@@ -71,6 +71,8 @@ static uint32_t count_output(void *ctx, const char *text, size_t len) {
   size_t n = 0;
   if (!len)
     return 0;
+  if (sy->server_count)
+    return im__run_srvtok_output(sy->server_ctx, text, len);
   if (!sy->tok)
     return (uint32_t)im_simpletok_encode(text, len, NULL, 0);
   if (sy->tok_mu)
@@ -165,6 +167,8 @@ static int stage_workloads(struct stage *st) {
   synth.times = st->sessions ? NULL : st->times;
   synth.n_times = st->sessions ? 0 : st->n_times;
   synth.sched = env->replay || st->closed ? NULL : &st->sched;
+  synth.server_count = env->srvtok ? im__run_srvtok_count : NULL;
+  synth.server_ctx = env->srvtok;
   if (!(st->wl = calloc(o->threads, sizeof *st->wl)))
     return -1;
   for (uint32_t k = 0; k < o->threads; k++) {
@@ -266,7 +270,7 @@ static int shard_config(struct stage *st, uint32_t k) {
   c->session = st->sessions ? &w->sops : NULL;
   if (st->sessions && so->agent.agent_hops)
     c->workload_ctx = &w->agents;
-  if (env->toks || env->builtin_tok) {
+  if (env->toks || env->builtin_tok || env->srvtok) {
     c->count_output = count_output;
     c->count_ctx = &w->synth;
   }

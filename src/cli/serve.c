@@ -30,6 +30,10 @@ static void usage(FILE *out) {
 "  --model NAME                 served model id (default: the profile's, e.g. deepseek-v3)\n"
 "  --reasoning-field NAME       reasoning_content (default, DeepSeek API and vLLM < 0.10)\n"
 "                               or reasoning (newer vLLM)\n"
+"  --dialect NAME               vllm (default) or deepseek-api: usage with\n"
+"                               prompt_cache_hit_tokens/prompt_cache_miss_tokens, and a\n"
+"                               503 for capacity (--fault 503) answered as a stream that\n"
+"                               ends with finish_reason insufficient_system_resource\n"
 "  --max-body SIZE              largest request body (default 4MiB); larger gets 413\n"
 "  --max-header SIZE            largest request head (default 16KiB); larger gets 431\n"
 "  --idle-timeout DUR           close idle keep-alive connections after DUR (default 60s)\n"
@@ -113,7 +117,7 @@ static FILE *open_log(const char *flag, const char *path) {
 enum {
   O_HOST = 256, O_PORT, O_PROFILE, O_MODEL, O_SEED, O_SCALE, O_TRUTH, O_FAULT, O_SEQS, O_BATCHED,
   O_BLOCK, O_KVBLOCKS, O_GPUMEM, O_MAXLEN, O_PREFIX, O_NOPREFIX, O_MTP, O_MTPACC, O_NOMOE,
-  O_RLOG, O_RDETAIL, O_MOEZIPF, O_MOEHOT, O_MOEDRIFT, O_REASONING, O_MAXBODY, O_MAXHDR, O_IDLE, O_KA, O_MAXCONN, O_RATE,
+  O_RLOG, O_RDETAIL, O_MOEZIPF, O_MOEHOT, O_MOEDRIFT, O_REASONING, O_DIALECT, O_MAXBODY, O_MAXHDR, O_IDLE, O_KA, O_MAXCONN, O_RATE,
   O_LIST, O_QUIET, O_LOGLEVEL, O_TOKENIZER
 };
 
@@ -143,6 +147,7 @@ static const struct option options[] = {
     {"moe-hot", required_argument, 0, O_MOEHOT},
     {"moe-drift", required_argument, 0, O_MOEDRIFT},
     {"reasoning-field", required_argument, 0, O_REASONING},
+    {"dialect", required_argument, 0, O_DIALECT},
     {"max-body", required_argument, 0, O_MAXBODY},
     {"max-header", required_argument, 0, O_MAXHDR},
     {"idle-timeout", required_argument, 0, O_IDLE},
@@ -235,6 +240,13 @@ static int apply_option(int opt, const char *arg, struct im_server_config *cfg,
     }
     fprintf(stderr, "infermeter: --reasoning-field: expected reasoning or reasoning_content\n");
     return -1;
+  case O_DIALECT:
+    if (!strcmp(arg, "vllm") || !strcmp(arg, "deepseek-api")) {
+      cfg->dialect_deepseek = !strcmp(arg, "deepseek-api");
+      return 0;
+    }
+    fprintf(stderr, "infermeter: --dialect: expected vllm or deepseek-api, got '%s'\n", arg);
+    return -1;
   case O_MAXBODY:
     if (im_arg_size("--max-body", arg, &u64))
       return -1;
@@ -319,6 +331,11 @@ int im_cli_serve(int argc, char **argv) {
   }
   if (optind < argc) {
     fprintf(stderr, "infermeter serve: unexpected argument '%s' (see --help)\n", argv[optind]);
+    return 1;
+  }
+  if (cfg.dialect_deepseek && cfg.reasoning_field_new) {
+    fprintf(stderr, "infermeter serve: the DeepSeek API streams reasoning_content: drop "
+                    "--reasoning-field reasoning or --dialect deepseek-api\n");
     return 1;
   }
   cfg.faults = faults;

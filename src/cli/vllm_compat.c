@@ -259,7 +259,7 @@ int im__vllm_translate(int argc, char **argv, int *out_argc, char ***out_argv,
       if (!(val = value_of(argc, argv, &i, a, fl)))
         goto missing;
       struct stat st;
-      if (strcmp(val, "built-in") && stat(val, &st)) {
+      if (strcmp(val, "built-in") && strcmp(val, "server") && stat(val, &st)) {
         fprintf(stderr, "infermeter run: --tokenizer %s: give a tokenizer.json file (a Hugging "
                         "Face id is not downloaded)\n", val);
         goto fail;

@@ -143,10 +143,6 @@ enum im_err im__load_on_sse_event(void *ud, const struct im_sse_event *ev) {
       r->prompt_tokens = (uint32_t)u->prompt_tokens;
     if (u->completion_tokens >= 0)
       r->output_tokens = (uint32_t)u->completion_tokens;
-    if (u->cached_tokens >= 0)
-      r->cached_tokens = (uint32_t)u->cached_tokens;
-    else if (u->cache_hit_tokens >= 0)
-      r->cached_tokens = (uint32_t)u->cache_hit_tokens;
     if (u->reasoning_tokens >= 0)
       r->reasoning_tokens = (uint32_t)u->reasoning_tokens;
   }
@@ -154,8 +150,12 @@ enum im_err im__load_on_sse_event(void *ud, const struct im_sse_event *ev) {
     set_malformed(a, "timings.cache_n out of range");
     return IM_OK;
   }
-  if (c->has_timings && c->timings.cache_n >= 0)
-    r->cached_tokens = (uint32_t)c->timings.cache_n;
+  /* Usage's cached counts, DeepSeek's cache hits, llama.cpp's cache_n or
+   * prompt_tokens - prompt_n (proto/oai_chunk.h), from this chunk. */
+  int64_t cached = im_oai_cached_tokens(c->has_usage ? &c->usage : NULL,
+                                        c->has_timings ? &c->timings : NULL);
+  if (cached >= 0)
+    r->cached_tokens = (uint32_t)cached;
   if (c->finish_reason.ptr) {
     size_t n = c->finish_reason.len < sizeof r->finish_reason - 1 ? c->finish_reason.len
                                                                   : sizeof r->finish_reason - 1;

@@ -117,6 +117,13 @@ struct im_oai_chunk {
   size_t max_len;
 };
 
+/* Cached prompt tokens from a usage object and llama.cpp timings (either may
+ * be NULL; take them from the same chunk): prompt_tokens_details.
+ * cached_tokens, else DeepSeek's prompt_cache_hit_tokens, else
+ * timings.cache_n, else usage.prompt_tokens - timings.prompt_n (llama.cpp
+ * builds without cache_n); -1 when none of these is known. */
+int64_t im_oai_cached_tokens(const struct im_oai_usage *u, const struct im_oai_timings *t);
+
 /* Initialises c for data up to max_len bytes (0: IM_SSE_DEFAULT_MAX_DATA,
  * 4 MiB). Allocates nothing until a string with escapes is decoded. */
 void im_oai_chunk_init(struct im_oai_chunk *c, size_t max_len);

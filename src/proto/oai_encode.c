@@ -12,6 +12,9 @@ static enum im_err usage_json(struct im_buf *b, const struct im_sim_usage *u) {
   if (!err && u->reasoning)
     err = im_buf_printf(b, ",\"completion_tokens_details\":{\"reasoning_tokens\":%u}",
                         u->reasoning);
+  if (!err && u->cache_hit_fields)
+    err = im_buf_printf(b, ",\"prompt_cache_hit_tokens\":%u,\"prompt_cache_miss_tokens\":%u",
+                        u->cached, u->prompt > u->cached ? u->prompt - u->cached : 0);
   if (!err)
     err = im_buf_puts(b, "}");
   return err;

@@ -21,6 +21,10 @@ struct im_oai_ctx {
 
 struct im_sim_usage {
   uint32_t prompt, completion, cached, reasoning;
+  /* The DeepSeek API's usage: also prompt_cache_hit_tokens (= cached) and
+   * prompt_cache_miss_tokens (= prompt - cached), api-docs.deepseek.com
+   * "Create Chat Completion" and "Context Caching". */
+  bool cache_hit_fields;
 };
 
 /* `data: {chunk}\n\n` carrying text (reasoning or answer channel), with

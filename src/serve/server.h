@@ -39,6 +39,11 @@ struct im_server_config {
   const char *model;             /* served model id; NULL = profile's */
   struct im_engine_config engine;
   bool reasoning_field_new;      /* "reasoning" instead of "reasoning_content" */
+  /* --dialect deepseek-api (docs/deepseek.md, "The DeepSeek API's
+   * dialect"): usage with prompt_cache_hit_tokens / prompt_cache_miss_tokens,
+   * reasoning_content, and a 503 for capacity answered instead as a stream
+   * that ends with finish_reason "insufficient_system_resource". */
+  bool dialect_deepseek;
   const struct im_fault *faults; /* copied */
   size_t n_faults;
   double rate_limit;             /* requests/s token bucket, 0 = off */

@@ -153,8 +153,10 @@ static void on_tokens(struct im_seq *seq, const char *text, size_t len, uint32_t
   st->usage.completion += n;
   if (reasoning)
     st->usage.reasoning += n;
-  const char *finish =
-      seq->n_out >= seq->target_out ? (seq->capped ? "length" : "stop") : NULL;
+  const char *finish = seq->n_out < seq->target_out ? NULL
+                       : st->insufficient        ? "insufficient_system_resource"
+                       : seq->capped             ? "length"
+                                                 : "stop";
   if (!st->streaming) {
     if (im_buf_append(reasoning ? &st->rtext : &st->text, text, len))
       im__srv_conn_fail(st->c);
@@ -193,7 +195,9 @@ static void on_finish(struct im_seq *seq, enum im_finish why) {
   struct stream *st = seq->ctx;
   struct conn *c = st->c;
   struct im_server *s = c->srv;
-  const char *finish = why == IM_FINISH_LENGTH ? "length" : "stop";
+  const char *finish = st->insufficient          ? "insufficient_system_resource"
+                       : why == IM_FINISH_LENGTH ? "length"
+                                                 : "stop";
   struct im_buf *b = &s->scratch;
   im_buf_reset(b);
   st->seq = NULL;
@@ -343,6 +347,7 @@ static void handle_generate(struct conn *c, enum im_api_kind kind) {
   bool code = false;
   struct im_fault_plan plan;
   im_fault_plan_none(&plan);
+  bool insufficient = false;
 
   uint32_t lora = im_lora_find(s->lora, r.model); /* an adapter's name is a model */
   if (r.model && strcmp(r.model, s->model) != 0 && !lora) {
@@ -367,6 +372,13 @@ static void handle_generate(struct conn *c, enum im_api_kind kind) {
     for (size_t i = 0; i < 4; i++)
       if ((int)by_status[i][0] == plan.status)
         s->metrics.faults[by_status[i][1]]++;
+    /* The DeepSeek API has no capacity status: an overloaded request is
+     * answered, then cut with finish_reason insufficient_system_resource
+     * after its first token (docs/deepseek.md). */
+    insufficient = plan.status == 503 && s->cfg.dialect_deepseek;
+    plan.applied &= insufficient ? ~(1u << IM_FAULT_503) : ~0u;
+  }
+  if (plan.status && !insufficient) {
     char extra[64] = "";
     if (plan.retry_after_s > 0)
       snprintf(extra, sizeof extra, "Retry-After: %d\r\n", plan.retry_after_s);
@@ -374,6 +386,7 @@ static void handle_generate(struct conn *c, enum im_api_kind kind) {
     im__srv_respond_error(c, plan.status, msg, extra);
     goto out;
   }
+  plan.status = 0;
   if (prompt_ids(s->cfg.tokenizer, &r, &ids, &n_ids, &code)) {
     im__srv_respond_error_close(c, 500, "out of memory");
     goto out;
@@ -415,6 +428,8 @@ static void handle_generate(struct conn *c, enum im_api_kind kind) {
   im_buf_init(&st->text, 64u << 20);
   im_buf_init(&st->rtext, 64u << 20);
   st->usage.prompt = n_ids;
+  st->usage.cache_hit_fields = s->cfg.dialect_deepseek;
+  st->insufficient = insufficient;
   for (int k = 0; k < IM_FAULT_KIND_COUNT; k++)
     if ((plan.applied >> k & 1u) && k != IM_FAULT_RESET && k != IM_FAULT_FIN &&
         k != IM_FAULT_ERROR_EVENT)
@@ -428,7 +443,7 @@ static void handle_generate(struct conn *c, enum im_api_kind kind) {
       .request_id = st->req_id,
       .prompt = ids,
       .n_prompt = n_ids,
-      .max_tokens = r.max_tokens > 0 ? (uint32_t)r.max_tokens : 0,
+      .max_tokens = insufficient ? 1 : r.max_tokens > 0 ? (uint32_t)r.max_tokens : 0,
       .min_tokens = r.min_tokens > 0 ? (uint32_t)r.min_tokens : 0,
       .ignore_eos = r.ignore_eos,
       .temperature = r.temperature,

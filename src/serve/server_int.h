@@ -55,6 +55,7 @@ struct stream {
   char id[48];
   char req_id[96];
   bool streaming, include_usage, continuous, chunked, role_sent;
+  bool insufficient;            /* ends with insufficient_system_resource (deepseek-api) */
   struct im_sim_usage usage;
   int64_t last_keepalive, t_prev_token;
   struct im_buf text, rtext;    /* non-streaming answer */

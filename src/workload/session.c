@@ -53,6 +53,39 @@ static size_t history_max(const struct im_sessions *s) {
   return bytes < IM_PROMPT_TEXT_MAX ? (size_t)bytes : IM_PROMPT_TEXT_MAX;
 }
 
+/* The chat conversation so far as a JSON array (malloc'd), or NULL. */
+static char *messages_array(const struct sstate *st) {
+  size_t len = st->msgs.len + 2;
+  char *j = malloc(len + 1);
+  if (!j)
+    return NULL;
+  j[0] = '[';
+  memcpy(j + 1, st->msgs.data, st->msgs.len);
+  j[len - 1] = ']';
+  j[len] = '\0';
+  return j;
+}
+
+/* --tokenizer server: the conversation so far (the answer included) as the
+ * server counts it, so that the next user message is planned from the
+ * server's count rather than from an estimate of the answer's tokens. */
+static enum im_err count_history(const struct im_synth *sy, enum im_backend be, struct sstate *st) {
+  uint32_t n = 0;
+  enum im_err err;
+  if (be == IM_BACKEND_CHAT) {
+    char *j = messages_array(st);
+    if (!j)
+      return IM_NOMEM;
+    err = im_synth_count(sy, NULL, 0, j, &n);
+    free(j);
+  } else {
+    err = im_synth_count(sy, st->text.data, st->text.len, NULL, &n);
+  }
+  if (!err)
+    st->tokens = n;
+  return err;
+}
+
 static void sess_end(void *ctx, void *state) {
   (void)ctx;
   struct sstate *st = state;
@@ -83,6 +116,8 @@ static enum im_err sess_turn(void *ctx, uint64_t sid, uint32_t turn, void **stat
     /* The answer goes back as the server sent it: its cached blocks match. */
     err = add_message(st, s->backend, "assistant", answer ? answer : "", answer_len);
     st->tokens += (uint32_t)im_simpletok_encode(answer, answer_len, NULL, 0);
+    if (!err && sy->server_count)
+      err = count_history(sy, s->backend, st);
   }
   uint32_t target = im_sessions_target(s, turn);
   uint32_t want = target > st->tokens + s->min_user ? target - st->tokens : s->min_user;
@@ -106,13 +141,8 @@ static enum im_err sess_turn(void *ctx, uint64_t sid, uint32_t turn, void **stat
 
   memset(spec, 0, sizeof *spec);
   if (s->backend == IM_BACKEND_CHAT) {
-    size_t len = st->msgs.len + 2;
-    if (!(spec->messages_json = malloc(len + 1)))
+    if (!(spec->messages_json = messages_array(st)))
       return IM_NOMEM;
-    spec->messages_json[0] = '[';
-    memcpy(spec->messages_json + 1, st->msgs.data, st->msgs.len);
-    spec->messages_json[len - 1] = ']';
-    spec->messages_json[len] = '\0';
   } else {
     if (!(spec->prompt = malloc(st->text.len + 1)))
       return IM_NOMEM;

@@ -1,4 +1,5 @@
 #include "workload/synth.h"
+#include "workload/synth_int.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -50,6 +51,8 @@ static enum im_err count_text(const struct im_synth *s, const char *text, size_t
 /* Under tok_mu when there is a tokenizer. */
 static enum im_err count_locked(const struct im_synth *s, const char *text, size_t len,
                                 const char *messages_json, uint32_t *n) {
+  if (s->server_count)
+    return s->server_count(s->server_ctx, text, len, messages_json, s->chat, n);
   if (!s->chat || s->tmpl == IM_CHAT_NONE)
     return count_text(s, text, len, n);
   struct im_buf r;
@@ -106,6 +109,12 @@ static enum im_err exact_text(const struct im_synth *s, uint64_t tag, uint32_t w
   uint32_t fixed = 0, total = 0;
   if (!err)
     err = count_locked(s, b->data + start, head - start, NULL, &fixed);
+  if (!err && s->server_count) {
+    err = im__synth_exact_server(s, b, start, cls, tag, want, fixed, n_out);
+    if (s->tok && s->tok_mu)
+      pthread_mutex_unlock(s->tok_mu);
+    return err;
+  }
   /* A miss comes from a join: the end of the text with what follows (a
    * template marker), or the start with the header. Other texts end
    * differently: retry with new seeds, at the planned length and at the

@@ -19,6 +19,13 @@
 #include "workload/sched.h"
 #include "workload/spec.h"
 
+/* A token count made elsewhere (`--tokenizer server`: the target's
+ * /tokenize, load/srvtok.h): text as a chat prompt when chat
+ * (messages_json, or text as one user message, with the server's template),
+ * else as a completion prompt. IM_OK and *n, or an error. */
+typedef enum im_err (*im_synth_count_fn)(void *ctx, const char *text, size_t len,
+                                         const char *messages_json, bool chat, uint32_t *n);
+
 struct im_synth {
   uint32_t input_len, output_len;
   double range_ratio;
@@ -50,6 +57,11 @@ struct im_synth {
                                   gives each loader thread its own copy instead) */
   bool chat;                   /* chat backend: tmpl applies */
   enum im_chat_tmpl tmpl;
+  /* --tokenizer server: every count above is the server's (tok and tmpl
+   * are then only what generates text), and an exact length is reached by
+   * counting, adjusting the text and counting again (synth_server.c). */
+  im_synth_count_fn server_count;
+  void *server_ctx;
   bool has_mix;                /* --mix: a class per request */
   struct im_mix mix;
 };

@@ -568,6 +568,8 @@ static const struct fixture fixtures[] = {
      NULL,
      {20, 7, 27, 16, 3, 16, 4},
      NO_TIMINGS},
+    {"deepseek_chat_cache.sse", 1, 2, 1, 1, 0, 0, 0, "Cached prefix.", "", "stop", NULL,
+     {76, 2, 78, -1, -1, 64, 12}, NO_TIMINGS},
     {"deepseek_insufficient_resource.sse",
      1,
      1,
@@ -629,11 +631,75 @@ static const struct fixture fixtures[] = {
     {"vllm_tool_calls.sse", 0, 4, 1, 1, 1, 0, 4, "", "", "tool_calls", NULL,
      {182, 12, 194, -1, -1, -1, -1}, NO_TIMINGS},
     {"no_usage_crlf.sse", 0, 3, 1, 0, 0, 0, 0, "ABC", "", "length", NULL, NO_USAGE, NO_TIMINGS},
+    {"llamacpp_no_cache_n.sse", 0, 1, 1, 1, 0, 0, 0, "Yes", "", "length", NULL,
+     {30, 1, 31, -1, -1, -1, -1}, {-1, 1, 1}},
     {"vllm_midstream_error.sse", 0, 1, 1, 0, 0, 1, 0, "Partial", "", "",
      "The decoder prompt (length 9000) is longer than the maximum model "
      "length of 8192.",
      NO_USAGE, NO_TIMINGS},
 };
+
+/* Cached prompt tokens each fixture reports (im_oai_cached_tokens): usage's
+ * cached_tokens (DeepSeek, OpenAI), llama.cpp's cache_n, or llama.cpp's
+ * prompt_tokens - prompt_n where cache_n is missing (30 - 1). */
+static int64_t fixture_cached(const char *file) {
+  static const struct {
+    const char *file;
+    int64_t cached;
+  } t[] = {{"deepseek_reasoner.sse", 16}, {"deepseek_insufficient_resource.sse", 0},
+           {"deepseek_chat_cache.sse", 64},
+           {"llamacpp_chat.sse", 4},      {"llamacpp_no_cache_n.sse", 29},
+           {"openai_chat.sse", 0}};
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+    if (!strcmp(t[i].file, file))
+      return t[i].cached;
+  return -1;
+}
+
+/* The order of preference of im_oai_cached_tokens, one source at a time. */
+static void test_cached_tokens(void) {
+  struct im_oai_usage u = NO_USAGE;
+  struct im_oai_timings t = NO_TIMINGS;
+  CHECK_EQ(im_oai_cached_tokens(NULL, NULL), -1);
+  CHECK_EQ(im_oai_cached_tokens(&u, &t), -1);
+  u.prompt_tokens = 30;
+  CHECK_EQ(im_oai_cached_tokens(&u, NULL), -1); /* no timings: nothing derived */
+  t.prompt_n = 31;
+  CHECK_EQ(im_oai_cached_tokens(&u, &t), -1); /* more evaluated than the prompt: not a count */
+  t.prompt_n = 1;
+  CHECK_EQ(im_oai_cached_tokens(&u, &t), 29);
+  t.cache_n = 20;
+  CHECK_EQ(im_oai_cached_tokens(&u, &t), 20);
+  u.cache_hit_tokens = 12;
+  CHECK_EQ(im_oai_cached_tokens(&u, &t), 12);
+  u.cached_tokens = 8;
+  CHECK_EQ(im_oai_cached_tokens(&u, &t), 8);
+}
+
+/* serve --dialect deepseek-api: the usage chunk carries DeepSeek's hit and
+ * miss counts, which decode back, and the cached count is the hit count. */
+static void test_deepseek_usage_encode(void) {
+  struct im_oai_ctx ctx = {.kind = IM_API_CHAT, .id = "x", .created = 1, .model = "m"};
+  struct im_sim_usage u = {.prompt = 100, .completion = 7, .cached = 64, .reasoning = 3,
+                           .cache_hit_fields = true};
+  struct im_buf b;
+  im_buf_init(&b, 1u << 20);
+  CHECK_OK(im_oai_usage_chunk(&b, &ctx, &u));
+  struct im_oai_chunk c;
+  im_oai_chunk_init(&c, 0);
+  CHECK_OK(decode2(&c, b.data + 6, b.len - 8));
+  CHECK_EQ(c.usage.cache_hit_tokens, 64);
+  CHECK_EQ(c.usage.cache_miss_tokens, 36);
+  CHECK_EQ(c.usage.reasoning_tokens, 3);
+  CHECK_EQ(im_oai_cached_tokens(&c.usage, NULL), 64);
+  u.cache_hit_fields = false; /* vLLM's shape: no DeepSeek fields */
+  im_buf_reset(&b);
+  CHECK_OK(im_oai_usage_chunk(&b, &ctx, &u));
+  CHECK_OK(decode2(&c, b.data + 6, b.len - 8));
+  CHECK_EQ(c.usage.cache_hit_tokens, -1);
+  im_oai_chunk_cleanup(&c);
+  im_buf_cleanup(&b);
+}
 
 static char *read_file(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");
@@ -714,6 +780,7 @@ static void test_fixture(const struct fixture *fx) {
     CHECK_STR(a.err_message.data, fx->err_message ? fx->err_message : "");
     CHECK(memcmp(&a.usage, &fx->usage, sizeof a.usage) == 0);
     CHECK(memcmp(&a.timings, &fx->timings, sizeof a.timings) == 0);
+    CHECK_EQ(im_oai_cached_tokens(&a.usage, &a.timings), fixture_cached(fx->file));
     if (fx->tool_chunks)
       CHECK_EQ(a.tokens - a.answers, fx->tool_chunks);
     if (im_test_failures != before)
@@ -780,6 +847,8 @@ static void test_logprobs(void) {
 }
 
 int main(void) {
+  test_cached_tokens();
+  test_deepseek_usage_encode();
   test_logprobs();
   test_done_and_invalid();
   test_strings();

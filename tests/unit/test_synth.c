@@ -11,6 +11,7 @@
 #include "text/chattmpl.h"
 #include "workload/sched.h"
 #include "workload/synth.h"
+#include "workload/synth_int.h"
 #include "text/simpletok.h"
 
 static size_t server_count(struct im_tok *tok, bool chat, const char *p, size_t len) {
@@ -31,17 +32,23 @@ static size_t server_count(struct im_tok *tok, bool chat, const char *p, size_t 
   return n;
 }
 
-static void run(struct im_tok *tok, bool chat, uint32_t len, int n, bool extras) {
+/* An exact-length workload of `len` tokens, without extras. */
+static struct im_synth exact_synth(uint32_t len, bool chat, uint64_t seed) {
   struct im_synth s;
   memset(&s, 0, sizeof s);
   s.input_len = len;
   s.output_len = 64;
   s.temperature = s.top_p = NAN;
-  s.seed = 99;
+  s.seed = seed;
   strcpy(s.salt, "unitsalt");
   s.exact = true;
-  s.tok = tok;
   s.chat = chat;
+  return s;
+}
+
+static void run(struct im_tok *tok, bool chat, uint32_t len, int n, bool extras) {
+  struct im_synth s = exact_synth(len, chat, 99);
+  s.tok = tok;
   s.tmpl = chat ? IM_CHAT_DEEPSEEK_V3 : IM_CHAT_NONE;
   if (extras) {
     s.range_ratio = 0.5;
@@ -83,7 +90,55 @@ static void run(struct im_tok *tok, bool chat, uint32_t len, int n, bool extras)
     CHECK(code > n / 4 && code < 3 * n / 4);
 }
 
+/* --tokenizer server (workload/synth_server.c): a "server" whose counts
+ * differ from the built-in tokenizer's (the tiny byte-level tokenizer.json,
+ * about 4x; plus a fixed template overhead when chat), reached through the
+ * count callback alone. Every prompt counts exactly want to that server
+ * within the bound on counts; with a server counting 2 per byte, odd wants
+ * cannot be exact: the closest under is sent and its true count reported. */
+struct fake_server {
+  struct im_tok *tok; /* NULL: 2 tokens per byte */
+  int calls;
+};
+
+static enum im_err fake_count(void *ctx, const char *text, size_t len, const char *messages_json,
+                              bool chat, uint32_t *n) {
+  struct fake_server *f = ctx;
+  f->calls++;
+  if (messages_json)
+    return IM_INVAL; /* synth counts whole prompts as text */
+  size_t k = 2 * len;
+  if (f->tok)
+    CHECK_OK(im_tok_count(f->tok, text, len, &k));
+  *n = (uint32_t)k + (chat ? 7 : 0);
+  return IM_OK;
+}
+
+static void run_server(struct im_tok *tok, bool chat, uint32_t len) {
+  struct fake_server f = {.tok = tok};
+  struct im_synth s = exact_synth(len, chat, 5);
+  s.server_count = fake_count;
+  s.server_ctx = &f;
+  for (int i = 0; i < 20; i++) {
+    f.calls = 0;
+    struct im_req_spec sp;
+    CHECK_OK(im_synth_request(&s, (uint64_t)i, &sp));
+    int calls = f.calls; /* the header's count and the tries */
+    uint32_t truth = 0;
+    CHECK_OK(fake_count(&f, sp.prompt, sp.prompt_len, NULL, chat, &truth));
+    CHECK_EQ(sp.prompt_tokens, truth); /* the count reported is the server's */
+    if (tok || len % 2 == (chat ? 1u : 0u))
+      CHECK_EQ(truth, len);
+    else
+      CHECK_EQ(truth, len - 1); /* 2 per byte: the closest under */
+    CHECK(calls <= IM__SYNTH_SERVER_TRIES + 1);
+    im_req_spec_cleanup(&sp);
+  }
+}
+
 int main(void) {
+  run_server(NULL, false, 301);
+  run_server(NULL, true, 300);
   static const uint32_t lens[] = {100, 1000, 4096, 20};
   for (size_t i = 0; i < 4; i++) {
     run(NULL, false, lens[i], 200, false);
@@ -97,6 +152,10 @@ int main(void) {
     for (size_t i = 0; i < 3; i++) {
       run(tok, false, lens[i], 60, false);
       run(tok, true, lens[i], 60, true);
+    }
+    for (size_t i = 0; i < 3; i++) {
+      run_server(tok, false, lens[i]);
+      run_server(tok, true, lens[i]);
     }
     im_tok_free(tok);
   }
