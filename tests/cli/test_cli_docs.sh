@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# The man page and the completions (generated from --help at build time by
+# scripts/gen-cli-docs.py) against the binary:
+#  - they are what the generator makes of this binary's --help now (not stale);
+#  - every flag of every subcommand's --help is in the rendered man page, in
+#    the bash completion's list for that subcommand and in the zsh
+#    function's block for it;
+#  - every long option a subcommand's option table accepts (src/cli/*.c) is
+#    in its --help, but for the internal ones listed below;
+#  - the man page renders without a warning (man --warnings, groff -ww) and
+#    has the exit status table;
+#  - the bash completion works: subcommands, a subcommand's flags, profile
+#    names after serve --profile, scenario files after run --scenario.
+# Usage: test_cli_docs.sh BINARY BUILD_DIR
+set -euo pipefail
+bin=$(realpath "${1:?usage: test_cli_docs.sh BINARY BUILD_DIR}")
+build=$(realpath "${2:?usage: test_cli_docs.sh BINARY BUILD_DIR}")
+src=$(cd "$(dirname "$0")/../.." && pwd)
+gen="$src/scripts/gen-cli-docs.py"
+man1="$build/infermeter.1" bashc="$build/completions/infermeter" zshc="$build/completions/_infermeter"
+tmp=$(mktemp -d /tmp/infermeter-clidocs.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+for f in "$man1" "$bashc" "$zshc"; do [ -s "$f" ] || fail "$f was not generated"; done
+
+# Not stale: regenerated from the binary, the same (but the date line).
+version=$("$bin" --version | awk '{print $2}')
+python3 "$gen" "$bin" man "$tmp/m.1" "$version"
+python3 "$gen" "$bin" bash "$tmp/b"
+python3 "$gen" "$bin" zsh "$tmp/z"
+diff <(grep -v '^\.TH' "$man1") <(grep -v '^\.TH' "$tmp/m.1") >/dev/null || fail "infermeter.1 is stale"
+cmp -s "$bashc" "$tmp/b" || fail "the bash completion is stale"
+cmp -s "$zshc" "$tmp/z" || fail "the zsh completion is stale"
+
+# Every flag of every --help: in the man page, in both completions.
+python3 "$gen" "$bin" flags "$tmp/flags"
+n=$(wc -l <"$tmp/flags")
+[ "$n" -gt 150 ] || fail "only $n flags found in the --help texts: the parser broke"
+MANWIDTH=200 man -l "$man1" 2>/dev/null >"$tmp/man.txt"
+python3 - "$tmp/flags" "$tmp/man.txt" "$bashc" "$zshc" <<'PY'
+import re, sys
+flags = [l.rstrip("\n").split("\t") for l in open(sys.argv[1])]
+man = open(sys.argv[2]).read()
+bash = open(sys.argv[3]).read()
+zsh = open(sys.argv[4]).read()
+# The man page: each subcommand's section, from its heading to the next.
+sect = {}
+for m in re.finditer(r"^INFERMETER ([A-Z-]+)\n(.*?)(?=^[A-Z][A-Z -]+\n|\Z)", man, re.S | re.M):
+    sect[m.group(1).lower()] = m.group(2)
+bash_sub = dict(re.findall(r"^    ([a-z-]+)\)\n      flags='([^']*)'", bash, re.M))
+zsh_sub = {}
+for m in re.finditer(r"^    ([a-z-]+)\)\n      _arguments(.*?)\n      ;;", zsh, re.S | re.M):
+    zsh_sub[m.group(1)] = m.group(2)
+bad = []
+for sub, f in flags:
+    word = re.compile(r"(?<![\w-])" + re.escape(f) + r"(?![\w-])")
+    if sub not in sect or not word.search(sect[sub]):
+        bad.append("%s %s: not in the man page's section" % (sub, f))
+    if f not in bash_sub.get(sub, "").split():
+        bad.append("%s %s: not in the bash completion" % (sub, f))
+    if "'%s[" % f not in zsh_sub.get(sub, ""):
+        bad.append("%s %s: not in the zsh completion" % (sub, f))
+for b in bad:
+    print("FAIL:", b)
+print("%d flags of %d subcommands checked" % (len(flags), len({s for s, _ in flags})))
+sys.exit(1 if bad else 0)
+PY
+
+# Every long option of the option tables is in its subcommand's --help.
+internal=" run:--repeat-index run:--repeat-of run:--repeat-stage "
+declare -A files=([run]="run_opts.c run_agents.h" [serve]="serve.c serve_agents.h"
+                  [report]="report.c" [compare]="compare.c" [history]="history.c"
+                  [tokenize]="tokenize.c" [analyze-routing]="routing.c")
+missing=0
+for sub in "${!files[@]}"; do
+  for f in ${files[$sub]}; do
+    [ -f "$src/src/cli/$f" ] || fail "src/cli/$f: gone (update this test)"
+    grep -o '{"[a-z0-9-]*", *[a-z_]*argument' "$src/src/cli/$f" | sed 's/{"\([^"]*\)".*/--\1/'
+  done | sort -u | while read -r opt; do
+    [ "$opt" = --help ] && continue
+    case $internal in *" $sub:$opt "*) continue ;; esac
+    grep -qxP "$sub\t\Q$opt\E" "$tmp/flags" || { echo "FAIL: $sub $opt: accepted but not in its --help"; exit 1; }
+  done || missing=1
+done
+[ "$missing" = 0 ] || fail "options missing from --help"
+
+# Renders without warnings; the exit status table is there.
+w=$(MANWIDTH=80 man --warnings -l "$man1" 2>&1 >/dev/null)
+[ -z "$w" ] || fail "man --warnings: $w"
+w=$(groff -t -man -Tutf8 -ww -z "$man1" 2>&1)
+[ -z "$w" ] || fail "groff -ww: $w"
+MANWIDTH=80 man -l "$man1" 2>/dev/null | sed -n '/^EXIT STATUS/,/^[A-Z]/p' >"$tmp/exit.txt"
+for code in 0 1 2 3 4 5 99 130; do
+  grep -qE "^ +$code +" "$tmp/exit.txt" || fail "exit status $code is not in the man page's table"
+done
+
+# The bash completion, used.
+bash -n "$bashc" || fail "the bash completion does not parse"
+complete_() { # words... -> COMPREPLY, one per line
+  bash -c 'source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _infermeter
+           printf "%s\n" "${COMPREPLY[@]}"' _ "$bashc" "$@"
+}
+complete_ infermeter se | grep -qx serve || fail "bash: 'se' does not complete to serve"
+complete_ infermeter run --max-con | grep -qx -- --max-concurrency || fail "bash: run --max-con"
+complete_ infermeter serve --prof | grep -qx -- --profile || fail "bash: serve --prof"
+p1=$("$bin" serve --list-profiles | awk 'NR==1 {print $1}')
+complete_ infermeter serve --profile "${p1:0:4}" | grep -qx -- "$p1" || fail "bash: profile $p1"
+(cd "$src" && complete_ infermeter run --scenario scenarios/smo) | grep -qx scenarios/smoke.json ||
+  fail "bash: run --scenario scenarios/smo does not complete to scenarios/smoke.json"
+if command -v zsh >/dev/null; then
+  zsh -n "$zshc" || fail "the zsh completion does not parse"
+fi
+echo "PASS: man page, bash and zsh completions match --help"
