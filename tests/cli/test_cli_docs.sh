@@ -90,7 +90,12 @@ w=$(MANWIDTH=80 man --warnings -l "$man1" 2>&1 >/dev/null)
 w=$(groff -t -man -Tutf8 -ww -z "$man1" 2>&1)
 [ -z "$w" ] || fail "groff -ww: $w"
 MANWIDTH=80 man -l "$man1" 2>/dev/null | sed -n '/^EXIT STATUS/,/^[A-Z]/p' >"$tmp/exit.txt"
-for code in 0 1 2 3 4 5 99 130; do
+# Every exit status the code defines (src/cli/run_int.h's enum, compare's
+# and history's) is in the table.
+codes=$(sed -n '/^enum { EXIT_OK/,/};/p' "$src/src/cli/run_int.h" | grep -oE '= *[0-9]+' | tr -dc '0-9\n')
+codes="$codes $(grep -hoE '(CMP|HIST)_[A-Z]+ = [0-9]+' "$src/src/cli/compare.c" "$src/src/cli/history.c" | awk '{print $3}')"
+[ "$(wc -w <<<"$codes")" -ge 8 ] || fail "found only these exit codes in src/cli: $codes"
+for code in $codes; do
   grep -qE "^ +$code +" "$tmp/exit.txt" || fail "exit status $code is not in the man page's table"
 done
 

@@ -145,6 +145,16 @@ check "--output-format xml: names the flag and the choices" \
 "$BIN" run --json --repeat 3 >/dev/null 2>"$TMP/jr.err"
 check_eq "--json --repeat 3: usage error" "$?" 1
 
+# Errors: "infermeter COMMAND: what: why", getopt's own messages too.
+for c in run serve report audit compare history tokenize analyze-routing; do
+  "$BIN" $c --no-such-flag >/dev/null 2>"$TMP/err.$c"
+  check "$c --no-such-flag: exit 1 or 2 ($?)" test $? -ne 0
+  check "$c --no-such-flag: 'infermeter $c: unrecognized option' ($(head -n 1 "$TMP/err.$c"))" \
+    grep -q "^infermeter $c: unrecognized option '--no-such-flag'" "$TMP/err.$c"
+done
+"$BIN" frobnicate 2>"$TMP/err.cmd"
+check "an unknown command says which are known" grep -q "^infermeter: frobnicate: unknown command: use run, serve" "$TMP/err.cmd"
+
 # Colours: the verdict line is coloured on a terminal only, never with NO_COLOR.
 esc=$'\033['
 check "no escape into a pipe" bash -c "! grep -qF '$esc' '$TMP/q.out'"
