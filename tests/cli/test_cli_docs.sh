@@ -21,6 +21,9 @@ man1="$build/infermeter.1" bashc="$build/completions/infermeter" zshc="$build/co
 tmp=$(mktemp -d /tmp/infermeter-clidocs.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
+for tool in man groff python3; do
+  command -v $tool >/dev/null || { echo "SKIP: $tool is not installed (scripts/deps.sh test)"; exit 77; }
+done
 for f in "$man1" "$bashc" "$zshc"; do [ -s "$f" ] || fail "$f was not generated"; done
 
 # Not stale: regenerated from the binary, the same (but the date line).
@@ -105,14 +108,30 @@ complete_() { # words... -> COMPREPLY, one per line
   bash -c 'source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _infermeter
            printf "%s\n" "${COMPREPLY[@]}"' _ "$bashc" "$@"
 }
-complete_ infermeter se | grep -qx serve || fail "bash: 'se' does not complete to serve"
-complete_ infermeter run --max-con | grep -qx -- --max-concurrency || fail "bash: run --max-con"
-complete_ infermeter serve --prof | grep -qx -- --profile || fail "bash: serve --prof"
+has() { grep -qx -- "$1" <<<"$2"; } # has WORD OUTPUT (no pipe: grep -q would cut it)
+has serve "$(complete_ infermeter se)" || fail "bash: 'se' does not complete to serve"
+has --max-concurrency "$(complete_ infermeter run --max-con)" || fail "bash: run --max-con"
+has --profile "$(complete_ infermeter serve --prof)" || fail "bash: serve --prof"
 p1=$("$bin" serve --list-profiles | awk 'NR==1 {print $1}')
-complete_ infermeter serve --profile "${p1:0:4}" | grep -qx -- "$p1" || fail "bash: profile $p1"
-(cd "$src" && complete_ infermeter run --scenario scenarios/smo) | grep -qx scenarios/smoke.json ||
+has "$p1" "$(complete_ infermeter serve --profile "${p1:0:4}")" || fail "bash: profile $p1"
+has scenarios/smoke.json "$(cd "$src" && complete_ infermeter run --scenario scenarios/smo)" ||
   fail "bash: run --scenario scenarios/smo does not complete to scenarios/smoke.json"
+# The zsh function, run with its completion helpers stubbed to print what
+# they are given: the subcommand's specs, the profiles after serve --profile.
 if command -v zsh >/dev/null; then
   zsh -n "$zshc" || fail "the zsh completion does not parse"
+  zsh -fc 'words=(infermeter serve --prof); CURRENT=3
+           _arguments() { print -l -- "$@" }; _describe() { : }; _files() { : }
+           source "$1"' _ "$zshc" >"$tmp/zsh.out" 2>&1
+  grep -qF -- "--profile[profile]:profile:($p1 " "$tmp/zsh.out" ||
+    fail "zsh: serve's --profile spec with the profiles: $(head -c 300 "$tmp/zsh.out")"
+  grep -qF -- "--max-concurrency[" "$tmp/zsh.out" && fail "zsh: serve offered run's flags"
+  zsh -fc 'words=(infermeter run --scen); CURRENT=3
+           _arguments() { print -l -- "$@" }; _describe() { : }; _files() { : }
+           source "$1"' _ "$zshc" >"$tmp/zsh.run" 2>&1
+  grep -qF -- "--scenario[scenario]:scenario file:_infermeter_scenarios" "$tmp/zsh.run" ||
+    fail "zsh: run's --scenario spec"
+else
+  echo "zsh not installed: the zsh function is checked as text only"
 fi
 echo "PASS: man page, bash and zsh completions match --help"

@@ -61,13 +61,14 @@ mkdir -p "$root/var/lib/dpkg/info" "$root/var/lib/dpkg/updates" "$root/var/lib/d
 : >"$root/var/lib/dpkg/status"
 dpk=(dpkg --root="$root" --force-depends --force-not-root --force-script-chrootless --log=/dev/null)
 "${dpk[@]}" -i "$deb" >/dev/null 2>"$tmp/dpkg.err" || { cat "$tmp/dpkg.err" >&2; fail "dpkg -i"; }
-"${dpk[@]}" -s infermeter | grep -qx "Status: install ok installed" || fail "dpkg -s: not installed"
+st=$("${dpk[@]}" -s infermeter)
+grep -qx "Status: install ok installed" <<<"$st" || fail "dpkg -s: not installed"
 got=$("$root/usr/bin/infermeter" --version)
 echo "installed: $got"
 [ "$(awk '{print $2}' <<<"$got")" = "$want_version" ] || fail "--version said '$got'"
 if command -v man >/dev/null; then
-  MANWIDTH=80 man -l "$root/usr/share/man/man1/infermeter.1.gz" 2>/dev/null |
-    grep -q "EXIT STATUS" || fail "the installed man page does not render"
+  page=$(MANWIDTH=80 man -l "$root/usr/share/man/man1/infermeter.1.gz" 2>/dev/null)
+  grep -q "EXIT STATUS" <<<"$page" || fail "the installed man page does not render"
 fi
 "${dpk[@]}" -r infermeter >/dev/null
 [ ! -e "$root/usr/bin/infermeter" ] || fail "dpkg -r left usr/bin/infermeter"
