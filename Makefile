@@ -5,8 +5,10 @@ ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
 JOBS       ?= $(shell nproc)
 FUZZ_SECONDS ?= 15
+PREFIX     ?= /usr/local
 
-.PHONY: all deps deps-build build test test-fast test-asan test-tsan run demo bench bench-build clean format fuzz valgrind soak
+.PHONY: all deps deps-build build test test-fast test-asan test-tsan run demo bench bench-build clean format \
+        fuzz valgrind soak install uninstall deb
 
 all: build
 
@@ -100,3 +102,18 @@ format:
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)
+
+# The binary, man page, bash and zsh completions, docs, scenarios and deploy/
+# under $(PREFIX) (default /usr/local; DESTDIR=... stages it elsewhere).
+# `make uninstall` removes what the last install wrote (the build
+# directory's install_manifest.txt) and the folders left empty.
+install: build
+	@DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix "$(PREFIX)"
+
+uninstall:
+	@DESTDIR="$(DESTDIR)" bash scripts/uninstall.sh $(BUILD)
+
+# A Debian package (build/infermeter_VERSION_ARCH.deb) from the same install
+# tree, prefix /usr, packed with dpkg-deb (scripts/make-deb.sh).
+deb: build
+	@bash scripts/make-deb.sh $(BUILD)

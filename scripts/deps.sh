@@ -5,8 +5,11 @@
 set -euo pipefail
 what=${1:-test}
 
-build_pkgs=(gcc make cmake pkg-config libuv1-dev libjansson-dev libcurl4-openssl-dev libpcre2-dev libsqlite3-dev)
-test_pkgs=(clang libclang-rt-dev curl jq iproute2 prometheus prometheus-pushgateway chromium)
+# python3 generates the man page and the shell completions at build time
+# (scripts/gen-cli-docs.py); man-db, groff-base, dpkg-dev and zsh check
+# them and the Debian package (tests/cli/).
+build_pkgs=(gcc make cmake pkg-config libuv1-dev libjansson-dev libcurl4-openssl-dev libpcre2-dev libsqlite3-dev python3)
+test_pkgs=(clang libclang-rt-dev curl jq iproute2 prometheus prometheus-pushgateway chromium man-db groff-base dpkg-dev zsh)
 
 pkgs=("${build_pkgs[@]}")
 [ "$what" = test ] && pkgs+=("${test_pkgs[@]}")

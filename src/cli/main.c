@@ -28,12 +28,22 @@ static void usage(FILE *out) {
           IM_VERSION);
 }
 
+/* The subcommand's argv[0] as "infermeter COMMAND", so that getopt's own
+ * messages read "infermeter run: unrecognized option '--x'" like the
+ * others (errors are "infermeter[ COMMAND]: what: why"). */
+static char **sub_argv(char **argv, char *name, size_t len) {
+  snprintf(name, len, "infermeter %s", argv[1]);
+  argv[1] = name;
+  return argv + 1;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     usage(stderr);
     return 1;
   }
   const char *cmd = argv[1];
+  char name[64];
   if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
     usage(stdout);
     return 0;
@@ -43,21 +53,22 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (!strcmp(cmd, "run"))
-    return im_cli_run(argc - 1, argv + 1);
+    return im_cli_run(argc - 1, sub_argv(argv, name, sizeof name));
   if (!strcmp(cmd, "audit"))
-    return im_cli_audit(argc - 1, argv + 1);
+    return im_cli_audit(argc - 1, sub_argv(argv, name, sizeof name));
   if (!strcmp(cmd, "report"))
-    return im_cli_report(argc - 1, argv + 1);
+    return im_cli_report(argc - 1, sub_argv(argv, name, sizeof name));
   if (!strcmp(cmd, "compare"))
-    return im_cli_compare(argc - 1, argv + 1);
+    return im_cli_compare(argc - 1, sub_argv(argv, name, sizeof name));
   if (!strcmp(cmd, "history"))
-    return im_cli_history(argc - 1, argv + 1);
+    return im_cli_history(argc - 1, sub_argv(argv, name, sizeof name));
   if (!strcmp(cmd, "tokenize"))
-    return im_cli_tokenize(argc - 1, argv + 1);
+    return im_cli_tokenize(argc - 1, sub_argv(argv, name, sizeof name));
   if (!strcmp(cmd, "analyze-routing"))
-    return im_cli_analyze_routing(argc - 1, argv + 1);
+    return im_cli_analyze_routing(argc - 1, sub_argv(argv, name, sizeof name));
   if (!strcmp(cmd, "serve"))
-    return im_cli_serve(argc - 1, argv + 1);
-  fprintf(stderr, "infermeter: unknown command '%s' (see infermeter --help)\n", cmd);
+    return im_cli_serve(argc - 1, sub_argv(argv, name, sizeof name));
+  fprintf(stderr, "infermeter: %s: unknown command: use run, serve, report, audit, compare, "
+                  "history, tokenize or analyze-routing (infermeter --help)\n", cmd);
   return 1;
 }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/output.h"
 #include "cli/run_int.h"
 #include "record/rundir.h"
 #include "core/clock.h"
@@ -591,6 +592,10 @@ static int report_all(struct rep *p) {
     return 0;
   if (write_results(p->dir, p->root))
     return -1;
+  if (p->ro->csv && im__report_csv(p->dir, p->root))
+    return -1;
+  if (p->ro->json && im__report_json(stdout, p->root))
+    return -1;
   if (p->ro->no_html)
     return 0;
   char hpath[4200];
@@ -622,7 +627,7 @@ static void audit_usage(FILE *f) {
           "with its evidence and the fix (docs/audit.md). Writes nothing.\n"
           "\n"
           "  --publish   NOT_PUBLISHABLE exits 4\n"
-          "  --quiet     no output, the exit status only\n"
+          "  -q, --quiet no output, the exit status only\n"
           "  -h, --help  this help\n"
           "\n"
           "Exit status: as `run` (0, 2 unreachable, 3 client self-check INVALID,\n"
@@ -633,6 +638,7 @@ static void audit_usage(FILE *f) {
 static void usage(FILE *f) {
   fprintf(f,
           "usage: infermeter report DIR [--quiet] [--html FILE | --no-html]\n"
+          "                         [--output-format json|csv] [--json]\n"
           "\n"
           "Recomputes DIR/results.json and the summary from what a run left in DIR\n"
           "(manifest.json, stages.jsonl, requests.jsonl): the figures `run` wrote,\n"
@@ -640,7 +646,12 @@ static void usage(FILE *f) {
           "the disk (marked interrupted). Bad lines are skipped and reported with\n"
           "their line numbers.\n"
           "\n"
-          "  --quiet     no summary on stdout\n"
+          "  -q, --quiet no summary on stdout\n"
+          "  --json      the summary as JSON on stdout instead of the table (results.json's\n"
+          "              summary; an array of {index, label, summary} for stages)\n"
+          "  --output-format json|csv\n"
+          "              csv: also DIR/requests.csv (one row per attempt) and\n"
+          "              DIR/summary.csv (one row per stage), RFC 4180 (docs/cli.md)\n"
           "  --html FILE the HTML report there (default DIR/report.html: one\n"
           "              self-contained page, charts and tables, light and dark)\n"
           "  --no-html   no HTML report\n"
@@ -661,11 +672,13 @@ static int report_main(int argc, char **argv, bool audit) {
                                        {"html", required_argument, NULL, 'H'},
                                        {"no-html", no_argument, NULL, 'N'},
                                        {"otlp", required_argument, NULL, 'O'},
+                                       {"output-format", required_argument, NULL, 'F'},
+                                       {"json", no_argument, NULL, 'J'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
   void (*help)(FILE *) = audit ? audit_usage : usage;
   const char *name = audit ? "audit" : "report";
-  bool quiet = false, publish = false, no_html = false;
+  bool quiet = false, publish = false, no_html = false, csv = false, json = false;
   const char *html = NULL, *otlp = NULL;
   int c;
   optind = 1;
@@ -680,6 +693,11 @@ static int report_main(int argc, char **argv, bool audit) {
       no_html = true;
     } else if (c == 'O' && !audit) {
       otlp = optarg;
+    } else if (c == 'F' && !audit) {
+      if (im__output_format_parse(name, optarg, &csv))
+        return EXIT_USAGE;
+    } else if (c == 'J' && !audit) {
+      json = true;
     } else if (c == 'h') {
       help(stdout);
       return EXIT_OK;
@@ -694,9 +712,9 @@ static int report_main(int argc, char **argv, bool audit) {
     return EXIT_USAGE;
   }
   const char *dir = argv[optind];
-  struct report_opts ro = {.text = quiet ? NULL : stdout, .stage_lines = true,
+  struct report_opts ro = {.text = quiet || json ? NULL : stdout, .stage_lines = true,
                            .audit_only = audit, .publish = publish, .html = html,
-                           .no_html = no_html};
+                           .no_html = no_html, .csv = csv, .json = json && !quiet};
   struct report_outcome out;
   if (im__report_dir(dir, &ro, &out))
     return EXIT_USAGE;
@@ -706,11 +724,16 @@ static int report_main(int argc, char **argv, bool audit) {
     if (im__otlp_export(dir, &oo, false, &os))
       return EXIT_USAGE;
   }
-  if (!quiet && !audit)
+  if (!quiet && !audit && !json)
     fprintf(stdout, "Results: %s/results.json%s\nReport:  %s%s\n", dir,
             out.interrupted ? " (the run was interrupted: figures of the records on disk)" : "",
             no_html ? "(none: --no-html)" : html ? html : dir, no_html || html ? "" : "/report.html");
-  return im__report_exit_code(&out);
+  if (!quiet && !audit && csv && !json)
+    fprintf(stdout, "CSV:     %s/requests.csv, %s/summary.csv\n", dir, dir);
+  int rc = im__report_exit_code(&out);
+  if (!quiet && !audit)
+    im__verdict_line(json ? stderr : stdout, &out, rc);
+  return rc;
 }
 
 int im_cli_report(int argc, char **argv) { return report_main(argc, argv, false); }

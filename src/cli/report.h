@@ -20,6 +20,8 @@ struct report_opts {
   bool publish;               /* --publish: NOT_PUBLISHABLE decides the exit status (4) */
   const char *html;           /* the HTML report's path (NULL: DIR/report.html) */
   bool no_html;               /* --no-html: none */
+  bool csv;                   /* --output-format csv: DIR/requests.csv, DIR/summary.csv */
+  bool json;                  /* --json: the summary as JSON on stdout (cli/output.h) */
 };
 
 /* What the figures say, for the exit status (README, "Exit status"). */

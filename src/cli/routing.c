@@ -242,7 +242,8 @@ static int analyze(FILE *f, const char *name, uint32_t window, const char *out, 
             r.jaccard_distance, r.g1_total_mean, r.balancedness_total_mean, r.g1_step_mean,
             r.balancedness_step_mean);
     if (st.bad || l.too_long)
-      fprintf(stderr, "skipped %llu line(s) (first bad line %llu)\n",
+      fprintf(stderr, "infermeter analyze-routing: %s: skipped %llu line(s) that are not routing "
+                      "lines (first bad line %llu)\n", name,
               (unsigned long long)(st.bad + l.too_long), (unsigned long long)st.first_bad_line);
   }
 out:

@@ -24,6 +24,7 @@
 #include "cli/health.h"
 #include "cli/otlp.h"
 #include "cli/vllm_compat.h"
+#include "cli/output.h"
 #include "cli/report.h"
 #include "cli/run_int.h"
 #include "cli/run_live.h"
@@ -202,7 +203,7 @@ static int parse_args(struct run *r) {
     return EXIT_USAGE;
   int opt;
   optind = 1;
-  while ((opt = getopt_long(r->argc, r->argv, "h", im__run_options, NULL)) != -1) {
+  while ((opt = getopt_long(r->argc, r->argv, "hqv", im__run_options, NULL)) != -1) {
     if (opt == 'h') {
       im__run_usage(stdout);
       return EXIT_OK;
@@ -216,7 +217,7 @@ static int parse_args(struct run *r) {
     fprintf(stderr, "infermeter run: unexpected argument '%s' (see --help)\n", r->argv[optind]);
     return EXIT_USAGE;
   }
-  return -1;
+  return im__run_output_mode(o);
 }
 
 /* Options that exclude or need each other; 0, or -1 after saying which. */
@@ -709,6 +710,7 @@ static int open_run_files(struct run *r) {
   r->env.stages_fd = r->stages_fd;
   bool rate_sweep = p->has_sweep && p->sweep.param == IM_PARAM_RATE && p->n_grid == 1;
   json_t *m = manifest_json(r);
+  im__run_verbose_manifest(m);
   struct im_rundir_analysis an = {.n_percentiles = o->scfg.n_percentiles,
                                   .has_slo_ttft = o->scfg.has_slo_ttft,
                                   .has_slo_tpot = o->scfg.has_slo_tpot,
@@ -879,7 +881,7 @@ int im_cli_run(int argc, char **argv) {
                                                               im__run_interrupted > 0)))
     im_warn("cannot write stages.jsonl: %s", strerror(errno));
   struct report_opts ro = {.text = o->quiet ? NULL : stdout, .stage_lines = false,
-                           .publish = o->publish};
+                           .publish = o->publish, .csv = o->csv, .json = o->json};
   struct report_outcome outcome;
   int reported = im__report_dir(o->out_dir, &ro, &outcome);
   /* One row per run (a --repeat set is added once, as a set, by repeat.c). */
@@ -888,6 +890,8 @@ int im_cli_run(int argc, char **argv) {
   if (!reported && !o->quiet)
     fprintf(stdout, "Results: %s/results.json, %s/requests.jsonl\nReport:  %s/report.html\n",
             o->out_dir, o->out_dir, o->out_dir);
+  if (!reported && !o->quiet && o->csv)
+    fprintf(stdout, "CSV:     %s/requests.csv, %s/summary.csv\n", o->out_dir, o->out_dir);
   if (o->pushgateway)
     (void)im__run_live_push(r->env.live, o->pushgateway, r->env.salt, o->insecure);
   im__run_live_stop(&r->env.live, o->metrics_linger_ns);
@@ -903,6 +907,8 @@ int im_cli_run(int argc, char **argv) {
     rc = r->env.engine_failed ? EXIT_ENGINE : EXIT_USAGE;
   else if (!reported)
     rc = im__report_exit_code(&outcome);
+  if (!reported && o->repeat_of <= 1)
+    im__verdict_line(o->json ? stderr : stdout, &outcome, rc);
 out:
   run_cleanup(r);
   free(r->vllm_argv);

@@ -62,6 +62,7 @@ struct run_opts {
   int64_t t_connect, t_ttft, t_idle, t_total;
   uint64_t max_total_tokens;
   bool yes, insecure, keepalive, http2, cache_salt, shared_cache, quiet, no_progress, publish;
+  bool csv, json, verbose; /* --output-format csv, --json, -v (cli/output.h) */
   uint32_t repeat;              /* --repeat K (1: a single run) */
   int64_t cooldown_ns;          /* --cooldown */
   uint32_t repeat_index, repeat_of; /* this run is repeat i of K (set by --repeat) */
@@ -261,6 +262,11 @@ void im__run_add_history(const struct run_opts *o, const char *dir);
 
 /* run_opts.c */
 void im__run_usage(FILE *o);
+/* -q, -v, --json after parsing (cli/run_output.c): what goes to the
+ * terminal. -1: go on; else the exit status of a usage error. */
+int im__run_output_mode(struct run_opts *o);
+/* -v: the settings of the manifest, one line each on stderr. */
+void im__run_verbose_manifest(const json_t *manifest);
 void im__run_opts_default(struct run_opts *o);
 extern const struct option im__run_options[];
 /* Applies one option; 0, or -1 after saying what is wrong. */

@@ -14,6 +14,7 @@
 
 #include "cli/args.h"
 #include "cli/metrics_listen.h"
+#include "cli/output.h"
 #include "cli/run_int.h"
 #include "im_version.h"
 #include "core/buf.h"
@@ -198,7 +199,16 @@ void im__run_usage(FILE *o) {
 "                            ends) and results.json\n"
 "  --tag key=value           declared server setting, e.g. torch_compile=on, tp=8\n"
 "                            (repeatable; recorded in the manifest)\n"
-"  --quiet                   no summary table;  --no-progress: no progress line\n"
+"  -q, --quiet               only errors and the verdict line (no summary table, no\n"
+"                            progress line, no warnings)\n"
+"  --no-progress             no progress line\n"
+"  -v, --verbose             also say what is being done: the settings used, the\n"
+"                            files written\n"
+"  --json                    the summary as JSON on stdout instead of the table\n"
+"                            (results.json's summary; the verdict line on stderr)\n"
+"  --output-format json|csv  csv: also DIR/requests.csv (one row per attempt) and\n"
+"                            DIR/summary.csv (one row per stage), RFC 4180\n"
+"                            (docs/cli.md); results.json is always written\n"
 "  --repeat K                K independent runs of this configuration (1..100, default\n"
 "                            1): DIR/run-1 .. DIR/run-K, each a full run directory\n"
 "                            (own seed, own cache salt, a random 0-2 s start offset),\n"
@@ -352,6 +362,8 @@ const struct option im__run_options[] = {
     {"keepalive", required_argument, 0, O_KEEPALIVE}, {"http2", no_argument, 0, O_HTTP2},
     {"cache-salt", no_argument, 0, O_CACHE_SALT}, {"shared-cache", no_argument, 0, O_SHARED},
     {"quiet", no_argument, 0, O_QUIET}, {"publish", no_argument, 0, O_PUBLISH},
+    {"verbose", no_argument, 0, 'v'}, {"json", no_argument, 0, 'j'},
+    {"output-format", required_argument, 0, 'F'},
     {"repeat", required_argument, 0, O_REPEAT}, {"cooldown", required_argument, 0, O_COOLDOWN},
     {"repeat-index", required_argument, 0, O_REPEAT_INDEX},
     {"repeat-of", required_argument, 0, O_REPEAT_OF},
@@ -560,7 +572,11 @@ int im__run_apply(struct run_opts *o, int opt, const char *arg, bool *rate_given
   case O_HTTP2: o->http2 = true; return 0;
   case O_CACHE_SALT: o->cache_salt = true; return 0;
   case O_SHARED: o->shared_cache = true; return 0;
+  case 'q': /* -q */
   case O_QUIET: o->quiet = true; return 0;
+  case 'v': o->verbose = true; return 0;
+  case 'j': o->json = true; return 0;
+  case 'F': return im__output_format_parse("run", arg, &o->csv);
   case O_PUBLISH: o->publish = true; return 0;
   case O_REPEAT: return im_arg_u32("--repeat", arg, 1, 100, &o->repeat);
   case O_COOLDOWN: return im_arg_duration("--cooldown", arg, &o->cooldown_ns);

@@ -6,6 +6,7 @@
 
 #include "text/tokenizer.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <pcre2.h>
 #include <stdarg.h>
@@ -576,7 +577,8 @@ enum im_err im_tok_load(const char *path, struct im_tok **out, char *msg, size_t
     return IM_INVAL;
   *out = NULL;
   if (stat(path, &sb) != 0) {
-    err = im_errf(msg, msg_len, IM_IO, "%s: cannot read the tokenizer file", path);
+    err = im_errf(msg, msg_len, IM_IO, "%s: cannot read the tokenizer file: %s", path,
+                  strerror(errno));
     goto out;
   }
   if (sb.st_size > TOK_MAX_FILE) {
