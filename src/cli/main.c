@@ -18,6 +18,7 @@ static void usage(FILE *out) {
           "  report     recompute results.json and the summary of a run directory\n"
           "  audit      the validity audit of a run directory: valid? publishable? why?\n"
           "  compare    compare runs or sets of repeated runs: ratios, CIs, verdicts\n"
+          "  import     read vLLM, GuideLLM, AIPerf results or OTLP traces into a run directory\n"
           "  history    list the runs recorded in the history database\n"
           "  tokenize   count or encode text with a tokenizer.json\n"
           "  analyze-routing  MoE routing statistics of a serve --routing-log file\n"
@@ -56,6 +57,8 @@ int main(int argc, char **argv) {
     return im_cli_tokenize(argc - 1, argv + 1);
   if (!strcmp(cmd, "analyze-routing"))
     return im_cli_analyze_routing(argc - 1, argv + 1);
+  if (!strcmp(cmd, "import"))
+    return im_cli_import(argc - 1, argv + 1);
   if (!strcmp(cmd, "serve"))
     return im_cli_serve(argc - 1, argv + 1);
   fprintf(stderr, "infermeter: unknown command '%s' (see infermeter --help)\n", cmd);
