@@ -4,6 +4,7 @@
  * OpenTelemetry traces. */
 #include "record/import.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,7 +98,10 @@ enum im_err im__import_stage(struct im_import *im, size_t first, const char *lab
                      &r->t_hdr,   &r->t_first,       &r->t_answer,   &r->t_last,  &r->t_end};
     for (size_t k = 0; k < sizeof ts / sizeof ts[0]; k++)
       shift(ts[k], base);
-    int64_t t = r->t_sched >= 0 ? r->t_sched : r->t_start;
+    /* The window holds every request: the latest of its intended, dispatch
+     * and start times. */
+    int64_t t = r->t_sched > r->t_dispatch ? r->t_sched : r->t_dispatch;
+    t = t > r->t_start ? t : r->t_start;
     if (t > last)
       last = t;
   }
@@ -128,7 +132,18 @@ enum im_errclass im__import_errclass(const char *text, int status) {
     return IM_EC_HTTP_4XX;
   if (!text)
     return IM_EC_ERROR_EVENT;
-  if (strstr(text, "429") || strstr(text, "Too Many Requests"))
+  /* An HTTP status in the text: three digits 400-599 standing alone. */
+  for (const char *p = text; *p; p++) {
+    bool alone = (p == text || !isdigit((unsigned char)p[-1])) && isdigit((unsigned char)p[0]) &&
+                 isdigit((unsigned char)p[1]) && isdigit((unsigned char)p[2]) &&
+                 !isdigit((unsigned char)p[3]);
+    int code = alone ? (p[0] - '0') * 100 + (p[1] - '0') * 10 + (p[2] - '0') : 0;
+    if (code >= 400 && code <= 599)
+      return im__import_errclass(NULL, code);
+    if (alone)
+      p += 2;
+  }
+  if (strstr(text, "Too Many Requests"))
     return IM_EC_HTTP_429;
   if (strstr(text, "imeout") || strstr(text, "timed out"))
     return IM_EC_TIMEOUT_TOTAL;
