@@ -179,7 +179,9 @@ static int write_stages(const char *dir, const struct im_import *im) {
     /* The window: every request's start (closed: up to the last start);
      * no warm-up (the source excluded its own). */
     struct im_window_rule rule = {.closed = true, .duration_ns = s->duration_ns};
-    json_t *params = im->n_st > 1 ? json_pack("{s:s}", "benchmark", s->label) : NULL;
+    /* A stage's parameters: the rate its benchmark declared (the label
+     * names the benchmark). */
+    json_t *params = im->n_st > 1 ? json_object() : NULL;
     if (params && isfinite(s->rate))
       json_object_set_new(params, "rate", json_real(s->rate));
     struct im_client_counters k = {.cpu_share = NAN};
