@@ -159,6 +159,30 @@ double im__json_num(const json_t *v, double dflt) {
   return json_is_number(v) ? json_number_value(v) : dflt;
 }
 
+enum im_err im__import_lines(const char *data, size_t len, const char *what,
+                             im__import_line_fn fn, void *ctx, char *err, size_t errlen) {
+  size_t line = 0;
+  for (const char *p = data, *end = data + len; p < end;) {
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    size_t n = (size_t)((nl ? nl : end) - p);
+    line++;
+    while (n && (p[n - 1] == '\r' || p[n - 1] == ' ' || p[n - 1] == '\t'))
+      n--;
+    if (n) {
+      json_error_t je;
+      json_t *doc = json_loadb(p, n, 0, &je);
+      char why[256] = "";
+      enum im_err e = doc ? fn(doc, ctx, why, sizeof why) : IM_PARSE;
+      json_decref(doc);
+      if (e)
+        return im_errf(err, errlen, e, "%s: line %zu: %s%s%s", what, line,
+                       doc ? why : "not JSON (", doc ? "" : je.text, doc ? "" : ")");
+    }
+    p = nl ? nl + 1 : end;
+  }
+  return IM_OK;
+}
+
 static void copy_str(char *dst, size_t cap, const json_t *v) {
   if (json_is_string(v))
     snprintf(dst, cap, "%s", json_string_value(v));

@@ -104,6 +104,12 @@ enum im_err im__import_chunk(struct im_record *r, int64_t t, uint32_t tokens);
 /* An error class for an error text / HTTP status of another tool. */
 enum im_errclass im__import_errclass(const char *text, int status);
 double im__json_num(const json_t *v, double dflt);
+/* JSON lines: fn for each non-blank line's document (borrowed), stopping at
+ * the first error; "WHAT: line N: " and fn's reason (or the JSON error) in
+ * err. */
+typedef enum im_err (*im__import_line_fn)(const json_t *doc, void *ctx, char *why, size_t whylen);
+enum im_err im__import_lines(const char *data, size_t len, const char *what,
+                             im__import_line_fn fn, void *ctx, char *err, size_t errlen);
 enum im_err im__import_vllm(const json_t *root, struct im_import *im, char *err,
                             size_t errlen);
 enum im_err im__import_guidellm(const json_t *root, struct im_import *im, char *err,

@@ -187,7 +187,7 @@ static enum im_err add_span(struct otlp *o, const json_t *sp) {
 static enum im_err add_request(struct otlp *o, const json_t *root, char *err, size_t errlen) {
   const json_t *rs = json_object_get(root, "resourceSpans");
   if (!json_is_array(rs))
-    return im_errf(err, errlen, IM_PARSE, "OTLP traces: \"resourceSpans\" must be an array");
+    return im_errf(err, errlen, IM_PARSE, "\"resourceSpans\" must be an array");
   for (size_t i = 0; i < json_array_size(rs); i++) {
     const json_t *r = json_array_get(rs, i), *ss = json_object_get(r, "scopeSpans");
     if (!ss) /* before OTLP 0.15: instrumentationLibrarySpans */
@@ -197,7 +197,7 @@ static enum im_err add_request(struct otlp *o, const json_t *root, char *err, si
       for (size_t k = 0; k < json_array_size(spans); k++) {
         enum im_err e = add_span(o, json_array_get(spans, k));
         if (e)
-          return e == IM_LIMIT ? im_errf(err, errlen, IM_LIMIT, "OTLP traces: more than %u spans",
+          return e == IM_LIMIT ? im_errf(err, errlen, IM_LIMIT, "more than %u spans",
                                          IM_IMPORT_MAX_RECORDS)
                                : e;
       }
@@ -291,40 +291,24 @@ static void otlp_free(struct otlp *o) {
 
 enum im_err im__import_otlp(const json_t *root, struct im_import *im, char *err, size_t errlen) {
   struct otlp o = {0};
-  enum im_err e = add_request(&o, root, err, errlen);
+  char why[256] = "";
+  enum im_err e = add_request(&o, root, why, sizeof why);
+  if (e)
+    im_errf(err, errlen, e, "OTLP traces: %s", why);
   if (e == IM_OK)
     e = finish(&o, im, err, errlen);
   otlp_free(&o);
   return e;
 }
 
+static enum im_err otlp_line(const json_t *doc, void *ctx, char *why, size_t whylen) {
+  return add_request(ctx, doc, why, whylen);
+}
+
 enum im_err im__import_otlp_lines(const char *data, size_t len, struct im_import *im, char *err,
                                   size_t errlen) {
   struct otlp o = {0};
-  enum im_err e = IM_OK;
-  size_t line = 0;
-  for (const char *p = data, *end = data + len; p < end && e == IM_OK;) {
-    const char *nl = memchr(p, '\n', (size_t)(end - p));
-    const char *le = nl ? nl : end;
-    line++;
-    size_t n = (size_t)(le - p);
-    while (n && (p[n - 1] == '\r' || p[n - 1] == ' ' || p[n - 1] == '\t'))
-      n--;
-    if (n) {
-      json_error_t je;
-      json_t *root = json_loadb(p, n, 0, &je);
-      if (!root) {
-        e = im_errf(err, errlen, IM_PARSE, "OTLP traces: line %zu: not JSON (%s)", line, je.text);
-      } else {
-        char why[256];
-        e = add_request(&o, root, why, sizeof why);
-        if (e == IM_PARSE || e == IM_LIMIT)
-          im_errf(err, errlen, e, "line %zu: %s", line, why);
-      }
-      json_decref(root);
-    }
-    p = nl ? nl + 1 : end;
-  }
+  enum im_err e = im__import_lines(data, len, "OTLP traces", otlp_line, &o, err, errlen);
   if (e == IM_OK)
     e = finish(&o, im, err, errlen);
   otlp_free(&o);

@@ -269,40 +269,33 @@ static enum im_err aiperf_record(struct im_import *im, const json_t *o, bool *ha
   return IM_OK;
 }
 
+struct aiperf_ctx {
+  struct im_import *im;
+  bool has_icl;
+};
+
+static enum im_err aiperf_line(const json_t *doc, void *ctx, char *why, size_t whylen) {
+  struct aiperf_ctx *c = ctx;
+  enum im_err e = aiperf_record(c->im, doc, &c->has_icl);
+  if (e == IM_PARSE)
+    return im_errf(why, whylen, e, "not a record (metadata with request_start_ns, metrics of "
+                                   "{value, unit})");
+  if (e == IM_LIMIT)
+    return im_errf(why, whylen, e, "more than %u records, or %u token times in one",
+                   IM_IMPORT_MAX_RECORDS, IM_IMPORT_MAX_CHUNKS);
+  return e;
+}
+
 enum im_err im__import_aiperf(const char *data, size_t len, struct im_import *im, char *err,
                               size_t errlen) {
   im->tool = IM_IMPORT_AIPERF;
   im->epoch_times = true;
-  bool has_icl = false;
-  size_t line = 0;
-  for (const char *p = data, *end = data + len; p < end;) {
-    const char *nl = memchr(p, '\n', (size_t)(end - p));
-    const char *le = nl ? nl : end;
-    line++;
-    size_t n = (size_t)(le - p);
-    while (n && (p[n - 1] == '\r' || p[n - 1] == ' ' || p[n - 1] == '\t'))
-      n--;
-    if (n) {
-      json_error_t je;
-      json_t *o = json_loadb(p, n, 0, &je);
-      enum im_err e = o ? aiperf_record(im, o, &has_icl) : IM_PARSE;
-      json_decref(o);
-      if (e == IM_PARSE && !o)
-        return im_errf(err, errlen, IM_PARSE, "AIPerf profile_export.jsonl: line %zu: not JSON "
-                       "(%s)", line, je.text);
-      if (e == IM_PARSE)
-        return im_errf(err, errlen, IM_PARSE,
-                       "AIPerf profile_export.jsonl: line %zu: not a record (metadata with "
-                       "request_start_ns, metrics of {value, unit})",
-                       line);
-      if (e)
-        return e == IM_LIMIT ? im_errf(err, errlen, IM_LIMIT, "AIPerf profile_export.jsonl: "
-                                       "line %zu: too many records or token times", line)
-                             : e;
-    }
-    p = nl ? nl + 1 : end;
-  }
+  struct aiperf_ctx c = {im, false};
+  enum im_err e = im__import_lines(data, len, "AIPerf profile_export.jsonl", aiperf_line, &c, err,
+                                   errlen);
+  if (e)
+    return e;
   im->missing = IM_MISS_SCHEDULE | IM_MISS_SERVER | IM_MISS_CLIENT |
-                (has_icl ? 0 : IM_MISS_TOKEN_TIMES);
+                (c.has_icl ? 0 : IM_MISS_TOKEN_TIMES);
   return im__import_stage(im, 0, "", NAN);
 }
