@@ -239,7 +239,8 @@ static enum im_err finish(struct otlp *o, struct im_import *im, char *err, size_
     o->v[m++] = o->v[i];
   }
   o->n = m;
-  qsort(o->v, o->n, sizeof *o->v, cmp_span);
+  if (o->n) /* o->v is NULL without spans */
+    qsort(o->v, o->n, sizeof *o->v, cmp_span);
   struct span **by = malloc((o->n ? o->n : 1) * sizeof *by);
   if (!by)
     return IM_NOMEM;
