@@ -55,6 +55,10 @@ struct im_client_check {
   uint64_t fd_exhausted, port_exhausted;
   bool pass_lag, pass_dispatched, pass_cpu, pass_fd, pass_port;
   bool valid;
+  /* Set by the caller, never computed: a run imported from another tool's
+   * file without a schedule (docs/import.md), whose verdict is NOT_JUDGED
+   * (valid stays what the few figures there are say). */
+  bool not_judged;
 };
 
 /* Fills c from the population and summary of a stage (the summary computed

@@ -11,5 +11,6 @@ int im_cli_audit(int argc, char **argv);
 int im_cli_compare(int argc, char **argv);
 int im_cli_history(int argc, char **argv);
 int im_cli_analyze_routing(int argc, char **argv); /* cli/routing.c */
+int im_cli_import(int argc, char **argv);          /* cli/import.c */
 
 #endif

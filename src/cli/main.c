@@ -18,6 +18,7 @@ static void usage(FILE *out) {
           "  report     recompute results.json and the summary of a run directory\n"
           "  audit      the validity audit of a run directory: valid? publishable? why?\n"
           "  compare    compare runs or sets of repeated runs: ratios, CIs, verdicts\n"
+          "  import     read vLLM, GuideLLM, AIPerf results or OTLP traces into a run directory\n"
           "  history    list the runs recorded in the history database\n"
           "  tokenize   count or encode text with a tokenizer.json\n"
           "  analyze-routing  MoE routing statistics of a serve --routing-log file\n"
@@ -66,9 +67,11 @@ int main(int argc, char **argv) {
     return im_cli_tokenize(argc - 1, sub_argv(argv, name, sizeof name));
   if (!strcmp(cmd, "analyze-routing"))
     return im_cli_analyze_routing(argc - 1, sub_argv(argv, name, sizeof name));
+  if (!strcmp(cmd, "import"))
+    return im_cli_import(argc - 1, sub_argv(argv, name, sizeof name));
   if (!strcmp(cmd, "serve"))
     return im_cli_serve(argc - 1, sub_argv(argv, name, sizeof name));
   fprintf(stderr, "infermeter: %s: unknown command: use run, serve, report, audit, compare, "
-                  "history, tokenize or analyze-routing (infermeter --help)\n", cmd);
+                  "history, tokenize, analyze-routing or import (infermeter --help)\n", cmd);
   return 1;
 }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/import_int.h"
 #include "cli/output.h"
 #include "cli/run_int.h"
 #include "record/rundir.h"
@@ -290,6 +291,9 @@ static int stage_validity(struct rep *p, const struct im_stage_figures *f,
   /* The MoE load skew (docs/deepseek.md), a WARN at most. */
   if (p->has_moe_check && v->n < IM_VALID_MAX_CHECKS)
     v->checks[v->n++] = p->moe_check;
+  /* A directory of `infermeter import`: what its source did not record. */
+  if (im__import_audit(m, v, json_object_get(dst, "audit")))
+    return -1;
   if (im_validity_json(v, json_object_get(dst, "audit")) != IM_OK)
     return -1;
   p->out->not_publishable |= !v->publishable;
@@ -360,6 +364,7 @@ static int report_stage(struct rep *p, size_t i, bool single) {
     fprintf(stderr, "infermeter report: stage %zu: out of memory computing its figures\n", i);
     goto out;
   }
+  f.check.not_judged = im__import_unscheduled(p->rd.manifest);
   json_t *dst = p->root;
   if (p->stages) {
     dst = json_pack("{s:I, s:s, s:O?}", "index", (json_int_t)i, "label", s->label, "params",

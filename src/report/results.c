@@ -80,7 +80,8 @@ enum im_err im_client_check_json(const struct im_client_check *c, json_t *audit)
                                       c->pass_port,
                                       "ephemeral ports ran out: keep connections alive "
                                       "(--keepalive on) or widen net.ipv4.ip_local_port_range"));
-  json_object_set_new(cc, "verdict", json_string(c->valid ? "VALID" : "INVALID"));
+  json_object_set_new(cc, "verdict",
+                      json_string(c->not_judged ? "NOT_JUDGED" : c->valid ? "VALID" : "INVALID"));
   json_object_set_new(cc, "checks", checks);
   json_object_set_new(audit, "client_check", cc);
   return IM_OK;
@@ -195,6 +196,12 @@ void im_report_text(FILE *o, const struct im_summary *s, const struct im_summary
     fputc('\n', o);
   }
   if (c) {
+    if (c->not_judged) { /* an imported run without a schedule (docs/import.md) */
+      fprintf(o, "Client self-check:                       NOT_JUDGED (imported: no schedule, "
+                 "no generator samples)\n");
+      fprintf(o, "==================================================\n");
+      return;
+    }
     fprintf(o, "Client self-check:                       %s", c->valid ? "VALID" : "INVALID");
     fprintf(o, " (dispatch lag p99 %.3f ms, max %.3f ms; %llu of %llu later than %.3f ms;"
                " dispatched %.2f%%; CPU %.0f%%)\n",

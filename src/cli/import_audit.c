@@ -1,0 +1,82 @@
+/* What an imported run could not collect, in its audit (cli/import_int.h,
+ * docs/import.md). */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/import_int.h"
+
+static void add_text(char *dst, size_t cap, const char *s) {
+  size_t n = strlen(dst);
+  if (n < cap)
+    snprintf(dst + n, cap - n, "%s", s);
+}
+
+bool im__import_unscheduled(const json_t *manifest) {
+  const json_t *nc = json_object_get(json_object_get(manifest, "imported_from"), "not_collected");
+  for (size_t i = 0; i < json_array_size(nc); i++) {
+    const char *w = json_string_value(json_object_get(json_array_get(nc, i), "what"));
+    if (w && !strcmp(w, "schedule"))
+      return true;
+  }
+  return false;
+}
+
+int im__import_audit(const json_t *manifest, struct im_validity *v, json_t *audit_json) {
+  const json_t *imp = json_object_get(manifest, "imported_from");
+  if (!json_is_object(imp))
+    return 0;
+  const char *tool = json_string_value(json_object_get(imp, "tool"));
+  const char *ver = json_string_value(json_object_get(imp, "version"));
+  const json_t *nc = json_object_get(imp, "not_collected");
+  char what[480] = "", sched[320] = "";
+  bool no_schedule = false;
+  for (size_t i = 0; i < json_array_size(nc); i++) {
+    const json_t *x = json_array_get(nc, i);
+    const char *w = json_string_value(json_object_get(x, "what"));
+    const char *why = json_string_value(json_object_get(x, "why"));
+    if (!w)
+      continue;
+    add_text(what, sizeof what, i ? "; " : "");
+    add_text(what, sizeof what, w);
+    if (!strcmp(w, "schedule")) {
+      no_schedule = true;
+      snprintf(sched, sizeof sched, "%s", why ? why : w);
+    }
+  }
+  char src[160];
+  snprintf(src, sizeof src, "imported from %s%s%s", tool ? tool : "?", ver ? " " : "",
+           ver ? ver : "");
+  for (size_t i = 0; i < v->n; i++) {
+    struct im_valid_check *c = &v->checks[i];
+    if (strcmp(c->id, "client_check"))
+      continue;
+    if (no_schedule) {
+      c->status = IM_CHECK_WARN;
+      snprintf(c->evidence, sizeof c->evidence, "not judged: %s, which records no %s", src,
+               sched);
+      snprintf(c->fix, sizeof c->fix,
+               "measure with infermeter run (open loop, every send time against its schedule) "
+               "to judge the client");
+    } else {
+      add_text(c->evidence, sizeof c->evidence,
+               "; judged on the source's own schedule only (its CPU, file descriptors and "
+               "ports were not collected)");
+    }
+  }
+  if (v->n < IM_VALID_MAX_CHECKS) {
+    struct im_valid_check *c = &v->checks[v->n++];
+    memset(c, 0, sizeof *c);
+    c->id = "imported";
+    c->status = IM_CHECK_WARN;
+    snprintf(c->evidence, sizeof c->evidence, "%s; not collected: %s", src,
+             what[0] ? what : "nothing");
+    snprintf(c->fix, sizeof c->fix,
+             "figures from another tool's file: what it did not record cannot be checked; run "
+             "the workload with infermeter run (with --scrape) for a full audit");
+  }
+  json_t *cc = json_object_get(audit_json, "client_check");
+  if (no_schedule && json_is_object(cc) &&
+      json_object_set_new(cc, "not_collected", json_string(sched)))
+    return -1;
+  return 0;
+}
