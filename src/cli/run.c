@@ -234,6 +234,8 @@ static int check_opts(const struct run_opts *o, bool rate_given) {
     why = "--context-growth and --think-time need --sessions or --session-rate";
   else if (o->sched_kind == IM_SCHED_RAMP && o->rate_end <= 0)
     why = "--schedule ramp needs --rate-end";
+  else if (o->sched_kind >= IM_SCHED_RAMP_REQ_LINEAR && (o->rate_end < o->rate || !o->requests))
+    why = "a vLLM ramp (--schedule vllm-ramp-*) needs --rate-end >= --rate and --requests N";
   else if (o->n_reference && o->repeat < 2 && !o->repeat_of)
     why = "--reference tests the runs of --repeat K (K >= 2) against it";
   else
@@ -484,6 +486,9 @@ static int confirm_remote(const struct run *r) {
 static int discover(struct run *r) {
   const struct run_opts *o = &r->o;
   char err[256] = "";
+  if (o->ready_timeout_ns > 0 &&
+      im__run_wait_ready(r->url, r->api_key, o->insecure, o->ready_timeout_ns, isatty(STDERR_FILENO)))
+    return im__run_interrupted ? EXIT_INTERRUPTED : EXIT_UNREACHABLE;
   int64_t t0 = im_now_ns();
   long st = im__run_http_get_json(r->url, "/v1/models", r->api_key, o->insecure, &r->models, err,
                                   sizeof err);
@@ -869,7 +874,10 @@ int im_cli_run(int argc, char **argv) {
   /* A stage that fails keeps what the others measured: the results are
    * written from the directory whatever happened (the failed stage's end
    * line carries its error). */
+  bool profiling = o->profile_server && im__run_profile(r->url, r->api_key, o->insecure, true);
   bool failed = run_stages(r) != 0;
+  if (profiling)
+    (void)im__run_profile(r->url, r->api_key, o->insecure, false);
   im__health_stop(&r->health);
   im__health_stop(&r->probe);
   im__otlp_live_stop(&r->otlp); /* every record is on disk: it sends the last ones */

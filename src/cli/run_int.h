@@ -74,6 +74,8 @@ struct run_opts {
   const char *reference[32];    /* --reference FILE|metric=value (repeatable) */
   size_t n_reference;
   int64_t health_interval_ns;   /* --health-interval (0: none) */
+  int64_t ready_timeout_ns;     /* --ready-timeout: wait this long for the target (0: no wait) */
+  bool profile_server;          /* --profile-server: /start_profile, /stop_profile around the load */
   uint32_t keep_ngrams;         /* --keep-text (0: off) */
   uint32_t logprobs;            /* --logprobs N (0: not asked) */
   uint32_t segment_window, segment_stride; /* --segment-window/--segment-stride (0: 8, 4) */
@@ -290,6 +292,15 @@ long im__run_http_get_json(const char *base, const char *path, const char *api_k
 bool im__run_is_loopback(const char *url);
 /* The URL without credentials, for outputs. */
 void im__run_redact_url(const char *url, char *out, size_t cap);
+
+/* run_ready.c */
+/* --ready-timeout: polls GET url/v1/models once a second until it answers
+ * 200 (0) or timeout_ns passed or the run was interrupted (-1, said). */
+int im__run_wait_ready(const char *url, const char *api_key, bool insecure, int64_t timeout_ns,
+                       bool tty);
+/* --profile-server: POST url/start_profile (start) or /stop_profile; false
+ * (said, the run goes on) when the server has none or refuses. */
+bool im__run_profile(const char *url, const char *api_key, bool insecure, bool start);
 /* The first line of the file, or NULL after saying why; caller frees. */
 char *im__run_read_key_file(const char *path);
 /* host:port of the URL, resolved once; 0 on success. */

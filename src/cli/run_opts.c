@@ -49,6 +49,9 @@ void im__run_usage(FILE *o) {
 "                            default; larger = smoother), as vLLM's --burstiness\n"
 "  --schedule KIND           poisson (default), gamma, constant, or ramp (with --rate-end)\n"
 "  --rate-end R              ramp: the rate at the end of --duration\n"
+"  --schedule vllm-ramp-linear|vllm-ramp-exponential\n"
+"                            vLLM's --ramp-up-strategy: the rate goes from --rate to\n"
+"                            --rate-end with the request index over --requests N\n"
 "  --concurrency C           closed loop instead: C requests always in flight\n"
 "  --max-concurrency N       at most N in flight; the rest wait on the client (the\n"
 "                            wait is measured as queue_wait, never hidden)\n"
@@ -229,6 +232,15 @@ void im__run_usage(FILE *o) {
 "  --health-interval DUR     poll GET /health (--health-path PATH) every DUR during the\n"
 "                            run, as monitoring does; recorded as kind health, never in\n"
 "                            throughput (docs/metrics.md §3)\n"
+  );
+  fprintf(o,
+"  --ready-timeout DUR       wait up to DUR for the target to answer GET /v1/models\n"
+"                            with 200 before the run (a server still loading its\n"
+"                            weights); vLLM's --ready-check-timeout-sec\n"
+"  --profile-server          ask the server to record a profile of the load: POST\n"
+"                            /start_profile before the first stage, /stop_profile after\n"
+"                            the last (vLLM with VLLM_TORCH_PROFILER_DIR, SGLang); a\n"
+"                            server without them is named and the run goes on\n"
 "  --probe-rate R            send 1-token probe requests (not streamed) at Poisson\n"
 "                            instants, R per second, beside the load; recorded as kind\n"
 "                            probe, never in throughput; their stalls in analysis.probes\n"
@@ -336,7 +348,8 @@ enum {
   O_SCENARIO, O_TOKENIZER, O_CHAT_TMPL, O_MIX, O_TRACE, O_MIN_IN, O_MAX_IN, O_MIN_OUT, O_MAX_OUT,
   O_BACKOFF_MAX, O_KEEP_TEXT, O_PROBE_RATE, O_LOGPROBS, O_SEGW, O_SEGS, O_STALLK, O_TIMESLICE,
   O_OTLP, O_OTLP_SAMPLE, O_PROVIDER, O_MODELCFG, O_HARDWARE, O_GPUS, O_TP, O_DP, O_MFUREF,
-  O_METRICS_LISTEN, O_METRICS_LINGER, O_PUSHGATEWAY, O_NO_CTX_CHECK
+  O_METRICS_LISTEN, O_METRICS_LINGER, O_PUSHGATEWAY, O_NO_CTX_CHECK, O_READY_TIMEOUT,
+  O_PROFILE_SERVER
 };
 
 const struct option im__run_options[] = {
@@ -373,6 +386,8 @@ const struct option im__run_options[] = {
     {"max-ci-width", required_argument, 0, O_MAX_CI_WIDTH},
     {"history", required_argument, 0, O_HISTORY}, {"no-history", no_argument, 0, O_NO_HISTORY},
     {"health-interval", required_argument, 0, O_HEALTH_INTERVAL},
+    {"ready-timeout", required_argument, 0, O_READY_TIMEOUT},
+    {"profile-server", no_argument, 0, O_PROFILE_SERVER},
     {"health-path", required_argument, 0, O_HEALTH_PATH},
     {"keep-text", required_argument, 0, O_KEEP_TEXT},
     {"probe-rate", required_argument, 0, O_PROBE_RATE},
@@ -484,7 +499,8 @@ int im__run_apply(struct run_opts *o, int opt, const char *arg, bool *rate_given
   case O_MODEL: o->model = arg; return 0;
   case O_RATE: *rate_given = true; return im_arg_double("--rate", arg, 1e-6, 1e7, &o->rate);
   case O_BURST:
-    o->sched_kind = IM_SCHED_GAMMA;
+    if (o->sched_kind < IM_SCHED_RAMP_REQ_LINEAR) /* the vLLM ramps keep it as their shape */
+      o->sched_kind = IM_SCHED_GAMMA;
     return im_arg_double("--burstiness", arg, 1e-3, 1e6, &o->burstiness);
   case O_SCHED:
     if (!strcmp(arg, "poisson"))
@@ -495,8 +511,13 @@ int im__run_apply(struct run_opts *o, int opt, const char *arg, bool *rate_given
       o->sched_kind = IM_SCHED_CONSTANT;
     else if (!strcmp(arg, "ramp"))
       o->sched_kind = IM_SCHED_RAMP;
+    else if (!strcmp(arg, "vllm-ramp-linear"))
+      o->sched_kind = IM_SCHED_RAMP_REQ_LINEAR;
+    else if (!strcmp(arg, "vllm-ramp-exponential"))
+      o->sched_kind = IM_SCHED_RAMP_REQ_EXP;
     else {
-      fprintf(stderr, "infermeter: --schedule: expected poisson, gamma, constant or ramp\n");
+      fprintf(stderr, "infermeter: --schedule: expected poisson, gamma, constant, ramp, "
+                      "vllm-ramp-linear or vllm-ramp-exponential\n");
       return -1;
     }
     return 0;
@@ -603,6 +624,8 @@ int im__run_apply(struct run_opts *o, int opt, const char *arg, bool *rate_given
   case O_HISTORY: o->history = arg; return 0;
   case O_NO_HISTORY: o->no_history = true; return 0;
   case O_HEALTH_INTERVAL: return im_arg_duration("--health-interval", arg, &o->health_interval_ns);
+  case O_READY_TIMEOUT: return im_arg_duration("--ready-timeout", arg, &o->ready_timeout_ns);
+  case O_PROFILE_SERVER: o->profile_server = true; return 0;
   case O_HEALTH_PATH:
     if (arg[0] != '/' || strlen(arg) > 200) {
       fprintf(stderr, "infermeter run: --health-path: a path starting with '/' (at most 200 "

@@ -62,7 +62,7 @@ int im__run_size(struct run_opts *o) {
   const char *refuse = NULL;
   if (o->sessions || o->session_rate)
     refuse = "sessions have no request count known before the run";
-  else if (o->sched_kind == IM_SCHED_RAMP)
+  else if (o->sched_kind >= IM_SCHED_RAMP)
     refuse = "a ramp's request count is not sized; use --requests N";
   double lo = o->rate, hi = o->rate;
   int ar = rate_range(o, &lo, &hi, &closed);

@@ -176,7 +176,8 @@ static json_t *command_line_json(int argc, char **argv) {
 
 static const char *sched_name(enum im_sched_kind k) {
   return k == IM_SCHED_GAMMA ? "gamma" : k == IM_SCHED_CONSTANT ? "constant"
-         : k == IM_SCHED_RAMP ? "ramp" : "poisson";
+         : k == IM_SCHED_RAMP ? "ramp" : k == IM_SCHED_RAMP_REQ_LINEAR ? "vllm-ramp-linear"
+         : k == IM_SCHED_RAMP_REQ_EXP ? "vllm-ramp-exponential" : "poisson";
 }
 
 json_t *im__run_manifest_json(const struct run_opts *o, int argc, char **argv, const char *url,
@@ -216,9 +217,9 @@ json_t *im__run_manifest_json(const struct run_opts *o, int argc, char **argv, c
   } else {
     json_object_set_new(sched, "kind", json_string(sched_name(o->sched_kind)));
     json_object_set_new(sched, "rate", json_real(o->rate));
-    if (o->sched_kind == IM_SCHED_GAMMA)
+    if (o->sched_kind == IM_SCHED_GAMMA || o->sched_kind >= IM_SCHED_RAMP_REQ_LINEAR)
       json_object_set_new(sched, "burstiness", json_real(o->burstiness));
-    if (o->sched_kind == IM_SCHED_RAMP)
+    if (o->sched_kind >= IM_SCHED_RAMP)
       json_object_set_new(sched, "rate_end", json_real(o->rate_end));
   }
   json_object_set_new(sched, "duration_s", o->requests ? json_null() : json_real((double)o->duration_ns / 1e9));

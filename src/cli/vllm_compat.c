@@ -27,10 +27,6 @@ static const struct {
 static const struct {
   const char *flag, *instead;
 } refused[] = {
-    {"--profile", "no profiler control yet"},
-    {"--ramp-up-strategy", "--schedule ramp --rate A --rate-end B --duration D"},
-    {"--ramp-up-start-rps", "--schedule ramp --rate A --rate-end B --duration D"},
-    {"--ramp-up-end-rps", "--schedule ramp --rate A --rate-end B --duration D"},
     {"--top-k", "no top_k"}, {"--min-p", "no min_p"},
     {"--frequency-penalty", "no penalties"}, {"--presence-penalty", "no penalties"},
     {"--repetition-penalty", "no penalties"}, {"--append-result", "--save-result"},
@@ -42,7 +38,6 @@ static const struct {
     {"--skip-tokenizer-init", "the built-in tokenizer (the default)"},
     {"--extra-body", "a dataset's extra object (docs/datasets.md)"},
     {"--request-id-prefix", "X-Request-Id is im-<run salt>-<id>"},
-    {"--ready-check-timeout-sec", "the target is checked before the run (discovery)"},
 };
 
 struct out {
@@ -104,6 +99,7 @@ int im__vllm_translate(int argc, char **argv, int *out_argc, char ***out_argv,
   memset(v, 0, sizeof *v);
   struct out o = {0};
   const char *host = NULL, *port = NULL;
+  const char *ramp = NULL, *ramp_start = NULL, *ramp_end = NULL;
   char slo[256] = "";
   if (push(&o, argv[0]))
     goto oom;
@@ -237,6 +233,31 @@ int im__vllm_translate(int argc, char **argv, int *out_argc, char ***out_argv,
       if (!h || push(&o, "--header") || push(&o, h))
         goto oom;
       v->used = true;
+    } else if (flag_is(a, "--ramp-up-strategy", &fl)) {
+      if (!(val = value_of(argc, argv, &i, a, fl)))
+        goto missing;
+      if (strcmp(val, "linear") && strcmp(val, "exponential")) {
+        fprintf(stderr, "infermeter run: --ramp-up-strategy %s: linear or exponential\n", val);
+        goto fail;
+      }
+      ramp = val;
+      v->used = true;
+    } else if (flag_is(a, "--ramp-up-start-rps", &fl) || flag_is(a, "--ramp-up-end-rps", &fl)) {
+      if (!(val = value_of(argc, argv, &i, a, fl)))
+        goto missing;
+      *(a[10] == 's' ? &ramp_start : &ramp_end) = val;
+      v->used = true;
+    } else if (flag_is(a, "--ready-check-timeout-sec", &fl)) {
+      if (!(val = value_of(argc, argv, &i, a, fl)))
+        goto missing;
+      char *d = keep(v, "%ss", val, NULL);
+      if (!d || push(&o, "--ready-timeout") || push(&o, d))
+        goto oom;
+      v->used = true;
+    } else if (flag_is(a, "--profile", &fl) && !a[fl]) {
+      if (push(&o, "--profile-server"))
+        goto oom;
+      v->used = true;
     } else if (flag_is(a, "--percentile-metrics", &fl)) {
       if (!(val = value_of(argc, argv, &i, a, fl)))
         goto missing;
@@ -273,6 +294,19 @@ int im__vllm_translate(int argc, char **argv, int *out_argc, char ***out_argv,
   missing:
     fprintf(stderr, "infermeter run: %s needs a value\n", a);
     goto fail;
+  }
+  /* vLLM's ramp: both rates required, the strategy steps the rate with the
+   * request index (vllm/benchmarks/serve.py); --request-rate is then unused. */
+  if (ramp || ramp_start || ramp_end) {
+    if (!ramp || !ramp_start || !ramp_end) {
+      fprintf(stderr, "infermeter run: --ramp-up-strategy needs --ramp-up-start-rps and "
+                      "--ramp-up-end-rps (and they need it)\n");
+      goto fail;
+    }
+    char *k = keep(v, "vllm-ramp-%s%s", ramp, NULL);
+    if (!k || push(&o, "--schedule") || push(&o, k) || push(&o, "--rate") ||
+        push(&o, ramp_start) || push(&o, "--rate-end") || push(&o, ramp_end))
+      goto oom;
   }
   if (host || port) {
     char *url = keep(v, "http://%s:%s", host ? host : "127.0.0.1", port ? port : "8000");

@@ -580,6 +580,30 @@ static enum im_err lora_metrics(struct im_server *s, struct im_buf *b) {
   return err;
 }
 
+/* POST /start_profile, /stop_profile (vLLM's and SGLang's profiler
+ * control): nothing is profiled here; the calls are counted so that a
+ * client's --profile-server can be checked. */
+static enum im_err profile_metrics(const struct im_server *s, struct im_buf *b) {
+  char t[512];
+  int n = snprintf(t, sizeof t,
+                   "# HELP infermeter_sim_profile_requests_total Profiler control requests "
+                   "received (POST /start_profile, /stop_profile).\n"
+                   "# TYPE infermeter_sim_profile_requests_total counter\n"
+                   "infermeter_sim_profile_requests_total{action=\"start\"} %llu\n"
+                   "infermeter_sim_profile_requests_total{action=\"stop\"} %llu\n",
+                   (unsigned long long)s->profile_starts, (unsigned long long)s->profile_stops);
+  return im_buf_append(b, t, (size_t)n);
+}
+
+static void handle_profile(struct conn *c, bool start) {
+  struct im_server *s = c->srv;
+  if (start)
+    s->profile_starts++;
+  else
+    s->profile_stops++;
+  im__srv_respond(c, 200, "application/json", "{}", 2, NULL);
+}
+
 static void handle_version(struct conn *c) {
   struct im_server *s = c->srv;
   const struct im_profile *p = im_engine_profile(s->engine);
@@ -623,7 +647,7 @@ static void handle_metrics(struct conn *c) {
   im_buf_init(&b, 4u << 20);
   if (im_sim_metrics_write(&b, &s->metrics, s->engine, s->model, s->cfg.engine.time_scale,
                            s->cfg.engine.prefix_caching) ||
-      lora_metrics(s, &b)) {
+      lora_metrics(s, &b) || profile_metrics(s, &b)) {
     im_buf_cleanup(&b);
     im__srv_respond_error(c, 500, "metrics page too large", NULL);
     return;
@@ -676,7 +700,8 @@ void im__srv_handle_request(struct conn *c) {
     bool post;
   } routes[] = {{"/health", false},          {"/version", false},  {"/v1/models", false},
                 {"/metrics", false},         {"/tokenize", true},  {"/v1/completions", true},
-                {"/v1/chat/completions", true}};
+                {"/v1/chat/completions", true}, {"/start_profile", true},
+                {"/stop_profile", true}};
   for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
     if (!path_is(r, routes[i].path))
       continue;
@@ -692,7 +717,8 @@ void im__srv_handle_request(struct conn *c) {
     case 3: handle_metrics(c); return;
     case 4: handle_tokenize(c); return;
     case 5: handle_generate(c, IM_API_COMPLETIONS); return;
-    default: handle_generate(c, IM_API_CHAT); return;
+    case 6: handle_generate(c, IM_API_CHAT); return;
+    default: handle_profile(c, i == 7); return;
     }
   }
   im__srv_respond_error(c, 404, "Not Found", NULL);

@@ -95,6 +95,7 @@ struct im_server {
   uv_check_t reaper;
   struct stream *streams;
   uint64_t next_conn, next_req;
+  uint64_t profile_starts, profile_stops; /* POST /start_profile, /stop_profile */
   int port;
   bool stopping;
   struct im_buf scratch, frame;

@@ -40,6 +40,17 @@ const char *im_sched_check(const struct im_sched_spec *spec) {
     if (spec->rate_end > peak)
       peak = spec->rate_end;
     break;
+  case IM_SCHED_RAMP_REQ_LINEAR:
+  case IM_SCHED_RAMP_REQ_EXP:
+    /* vLLM's checks: both rates given, start <= end, exponential from > 0. */
+    if (!(spec->rate_end > 0.0) || !isfinite(spec->rate_end) || spec->rate_end < spec->rate)
+      return "schedule: a vLLM ramp needs an end rate >= the start rate (requests/s)";
+    if (spec->max_requests == 0)
+      return "schedule: a vLLM ramp steps with the request index: give a request count";
+    if (!(spec->burstiness > 0.0) || !isfinite(spec->burstiness))
+      return "schedule: burstiness (gamma shape) must be a finite number > 0 (1 = Poisson)";
+    peak = spec->rate_end;
+    break;
   default:
     return "schedule: unknown kind";
   }
@@ -147,6 +158,18 @@ enum im_err im_sched_generate(const struct im_sched_spec *spec, int64_t **out, s
     case IM_SCHED_CONSTANT:
       t = (long double)i / rate;
       break;
+    case IM_SCHED_RAMP_REQ_LINEAR:
+    case IM_SCHED_RAMP_REQ_EXP: {
+      double p = (double)i / (double)(max_n > 1 ? max_n - 1 : 1);
+      double r = spec->kind == IM_SCHED_RAMP_REQ_LINEAR
+                     ? spec->rate + (spec->rate_end - spec->rate) * p
+                     : spec->rate * pow(spec->rate_end / spec->rate, p);
+      sum += spec->burstiness == 1.0 ? (long double)im_rng_exp(&rng) / r
+                                     : im_rng_gamma(&rng, spec->burstiness) /
+                                           (r * spec->burstiness);
+      t = sum;
+      break;
+    }
     case IM_SCHED_RAMP:
       /* Time rescaling: unit-rate Poisson points mapped through Lambda^-1. */
       sum += im_rng_exp(&rng);

@@ -20,6 +20,14 @@ enum im_sched_kind {
   IM_SCHED_GAMMA,    /* gamma gaps, shape = burstiness, mean 1/rate (vLLM's --burstiness) */
   IM_SCHED_CONSTANT, /* gaps exactly 1/rate */
   IM_SCHED_RAMP,     /* Poisson whose rate goes linearly from rate to rate_end */
+  /* vLLM's --ramp-up-strategy linear|exponential (vllm/benchmarks/serve.py):
+   * the rate steps with the request index, not the time: request i of N
+   * (max_requests) comes a gap after request i-1 drawn at rate
+   * r_i = rate + (rate_end - rate) p (linear) or rate (rate_end/rate)^p
+   * (exponential), p = i / max(N - 1, 1); the gap is gamma of shape
+   * burstiness (1: exponential) and mean 1/r_i, as vLLM draws it. */
+  IM_SCHED_RAMP_REQ_LINEAR,
+  IM_SCHED_RAMP_REQ_EXP,
 };
 
 struct im_sched_spec {
@@ -45,7 +53,8 @@ struct im_sched_spec {
 enum im_err im_sched_generate(const struct im_sched_spec *spec, int64_t **out, size_t *n) IM_WUR;
 /* NULL when the spec is valid, else a static message naming the bad field. */
 const char *im_sched_check(const struct im_sched_spec *spec);
-/* Instantaneous scheduled rate at t (requests/s): rate, or the ramp's. */
+/* Instantaneous scheduled rate at t (requests/s): rate, or the ramp's; the
+ * vLLM ramps, which step with the request index, give their start rate. */
 double im_sched_rate_at(const struct im_sched_spec *spec, int64_t t_ns);
 
 /* vLLM's --random-range-ratio convention (vllm/benchmarks/datasets.py,

@@ -202,7 +202,7 @@ void im_synth_perturb(const struct im_synth *s, uint64_t index, struct im_req_sp
   double rate = 1.0, max_rate = 1.0;
   if (s->sched && s->times && index < s->n_times) {
     rate = im_sched_rate_at(s->sched, s->times[index]);
-    max_rate = s->sched->kind == IM_SCHED_RAMP && s->sched->rate_end > s->sched->rate
+    max_rate = s->sched->kind >= IM_SCHED_RAMP && s->sched->rate_end > s->sched->rate
                    ? s->sched->rate_end
                    : s->sched->rate;
   }

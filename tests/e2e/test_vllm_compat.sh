@@ -41,9 +41,52 @@ assert all(isinstance(g, list) for g in r["itls"])
 PY
   check_eq "python reads it like vLLM's scripts" $? 0
 fi
-"$BIN" run --base-url "$BASE" --profile --out "$TMP/bad" 2>"$TMP/err2"
+"$BIN" run --base-url "$BASE" --top-k 5 --out "$TMP/bad" 2>"$TMP/err2"
 check_eq "a vLLM flag infermeter cannot honour: exit 1" $? 1
-check "... naming it" grep -q -- "--profile is not supported" "$TMP/err2"
+check "... naming it" grep -q -- "--top-k is not supported" "$TMP/err2"
+
+# --ramp-up-*: the rate steps with the request index (vLLM's rule); an
+# exponential ramp from 2 to 200 req/s over 60 requests: the first gaps are
+# long, the last short. --profile: the server's profiler endpoints are
+# called once each around the load.
+"$BIN" run --base-url "$BASE" --dataset-name random --random-input-len 32 --random-output-len 4 \
+  --num-prompts 60 --ramp-up-strategy exponential --ramp-up-start-rps 2 --ramp-up-end-rps 200 \
+  --num-warmups 0 --profile --seed 7 --out "$TMP/ramp" >/dev/null 2>"$TMP/err3"
+rc=$?
+check "a vLLM ramp runs ($rc)" test $rc -eq 0 -o $rc -eq 3
+check "the schedule is vLLM's exponential ramp" jq -e '.manifest.schedule.kind ==
+  "vllm-ramp-exponential" and .manifest.schedule.rate == 2 and .manifest.schedule.rate_end == 200' \
+  "$TMP/ramp/results.json"
+check "the first ten gaps are longer than the last ten" jq -es '
+  [.[] | select(.kind == "measured" or .kind == "warmup") | .t_sched] | sort as $t
+  | ($t | length) == 60 and ($t[10] - $t[0]) > 4 * ($t[59] - $t[49])' "$TMP/ramp/requests.jsonl"
+M=$(curl -s "$BASE/metrics")
+check "the server's profiler was started once" grep -q 'infermeter_sim_profile_requests_total{action="start"} 1' <<<"$M"
+check "... and stopped once" grep -q 'infermeter_sim_profile_requests_total{action="stop"} 1' <<<"$M"
+"$BIN" run --base-url "$BASE" --ramp-up-strategy linear --ramp-up-start-rps 1 --out "$TMP/bad" 2>"$TMP/err4"
+check_eq "a ramp without its end rate: exit 1" $? 1
+check "... saying what is missing" grep -q -- "--ramp-up-end-rps" "$TMP/err4"
+
+# --ready-check-timeout-sec: a target that is not up yet is waited for. A
+# free port is found by a server that is then stopped; the run starts
+# first, the server after it on the same port.
+start_server --time-scale 20
+LATE_PORT=$PORT
+stop_server
+"$BIN" run --base-url "http://127.0.0.1:$LATE_PORT" --ready-check-timeout-sec 60 \
+  --num-prompts 3 --request-rate 10 --num-warmups 0 --random-input-len 16 \
+  --random-output-len 4 --dataset-name random --out "$TMP/late" >/dev/null 2>"$TMP/err5" &
+RUNPID=$!
+start_server --time-scale 20 --port "$LATE_PORT"
+wait $RUNPID
+rc=$?
+check "the run waited for the late server ($rc)" test $rc -eq 0 -o $rc -eq 3
+check "... and measured its 3 requests" jq -e '.metrics.counts.completed == 3' "$TMP/late/results.json"
+stop_server
+"$BIN" run --url "http://127.0.0.1:$LATE_PORT" --ready-timeout 1500ms --requests 2 \
+  --out "$TMP/bad" >/dev/null 2>"$TMP/err6"
+check_eq "a target that never comes up: exit 2" $? 2
+check "... saying so" grep -q "not ready after --ready-timeout" "$TMP/err6"
 "$BIN" run --base-url "$BASE" --dataset-name sonnet --out "$TMP/bad" 2>/dev/null
 check_eq "an unknown dataset name: exit 1" $? 1
 finish

@@ -162,6 +162,59 @@ static void test_ramp(void) {
   check_ramp(0.5, 2000.0, 6);   /* from nearly 0 */
 }
 
+/* vLLM's --ramp-up-strategy: the rate steps with the request index. */
+static void test_vllm_ramp(void) {
+  /* A flat ramp is the Poisson schedule of the same seed (to the ns). */
+  struct im_sched_spec flat = spec_of(IM_SCHED_RAMP_REQ_EXP, 50.0, 0, 1000, 9);
+  flat.rate_end = 50.0;
+  struct im_sched_spec poi = spec_of(IM_SCHED_POISSON, 50.0, 0, 1000, 9);
+  int64_t *a = NULL, *b = NULL;
+  size_t na = 0, nb = 0;
+  CHECK_OK(im_sched_generate(&flat, &a, &na));
+  CHECK_OK(im_sched_generate(&poi, &b, &nb));
+  CHECK_EQ(na, nb);
+  int64_t worst = 0;
+  for (size_t i = 0; i < na; i++)
+    worst = llabs(a[i] - b[i]) > worst ? llabs(a[i] - b[i]) : worst;
+  CHECK_INT(worst, <=, 1);
+  free(a);
+  free(b);
+  /* Linear 10 -> 1000 over N: the gap before request i has mean 1/r_i, so
+   * the mean gap of the first and last 5 % follow r at their centres. */
+  for (int k = 0; k < 2; k++) {
+    struct im_sched_spec s = spec_of(k ? IM_SCHED_RAMP_REQ_EXP : IM_SCHED_RAMP_REQ_LINEAR, 10.0,
+                                     0, N_STAT, 3);
+    s.rate_end = 1000.0;
+    int64_t *t = NULL;
+    size_t n = 0;
+    CHECK_OK(im_sched_generate(&s, &t, &n));
+    CHECK_EQ(n, N_STAT);
+    CHECK(is_sorted(t, n));
+    size_t w = N_STAT / 20;
+    double first = (double)t[w] / 1e9 / (double)w;
+    double last = (double)(t[n - 1] - t[n - 1 - w]) / 1e9 / (double)w;
+    /* expected: mean of 1/r_i over each window */
+    double ef = 0, el = 0;
+    for (size_t i = 0; i < w; i++) {
+      double p0 = (double)i / (N_STAT - 1), p1 = (double)(n - 1 - i) / (N_STAT - 1);
+      ef += 1.0 / (k ? 10.0 * pow(100.0, p0) : 10.0 + 990.0 * p0);
+      el += 1.0 / (k ? 10.0 * pow(100.0, p1) : 10.0 + 990.0 * p1);
+    }
+    /* 5,000 exponential gaps: the mean's standard error is 1.4 %; 6 %. */
+    CHECK_REL(first, ef / (double)w, 0.06);
+    CHECK_REL(last, el / (double)w, 0.06);
+    free(t);
+  }
+  /* vLLM's checks. */
+  struct im_sched_spec bad = spec_of(IM_SCHED_RAMP_REQ_LINEAR, 10.0, 0, 100, 1);
+  bad.rate_end = 5.0;
+  CHECK(im_sched_check(&bad) != NULL);
+  bad.rate_end = 20.0;
+  bad.max_requests = 0;
+  bad.duration_ns = 1000000000;
+  CHECK(im_sched_check(&bad) != NULL);
+}
+
 static void test_caps(void) {
   int64_t *t = NULL;
   size_t n = 0;
@@ -350,6 +403,7 @@ int main(void) {
   test_gamma();
   test_constant();
   test_ramp();
+  test_vllm_ramp();
   test_caps();
   test_seeds();
   test_check();
