@@ -36,7 +36,8 @@ static uint32_t count_of(const json_t *v) {
 static enum im_err guidellm_request(struct im_import *im, uint32_t stage, const json_t *q,
                                     int outcome, bool *has_sched) {
   static const char *const k_sched[] = {"targeted_start", NULL};
-  static const char *const k_disp[] = {"scheduled_at", "dequeued", "resolve_start", NULL};
+  /* The worker taking the request up: when its backend call began. */
+  static const char *const k_disp[] = {"resolve_start", NULL};
   static const char *const k_start[] = {"request_start", "resolve_start", NULL};
   static const char *const k_first[] = {"first_token_iteration", NULL};
   static const char *const k_answer[] = {"first_output_token_iteration", NULL};

@@ -67,7 +67,7 @@ static void test_guidellm(void) {
       " \"args\": {\"model\": \"q\"}, \"benchmarks\": [{\"config\": {\"strategy\": "
       "{\"type_\": \"constant\", \"rate\": 2.0}}, \"requests\": {\"successful\": [{"
       "\"request_id\": \"r1\", \"info\": {\"timings\": {\"targeted_start\": 100.0,"
-      " \"scheduled_at\": 100.002, \"request_start\": 100.003, \"first_token_iteration\": 100.103,"
+      " \"resolve_start\": 100.002, \"request_start\": 100.003, \"first_token_iteration\": 100.103,"
       " \"last_token_iteration\": 100.503, \"request_end\": 100.504}},"
       " \"prompt_tokens\": 10, \"output_tokens\": 5}], \"errored\": [{\"request_id\": \"r2\","
       " \"info\": {\"error\": \"Connection refused\", \"timings\": {\"targeted_start\": 100.5,"
