@@ -6,8 +6,8 @@
 #include "check.h"
 #include "record/import.h"
 
-static enum im_err parse(const char *doc, enum im_import_tool tool, struct im_import *im,
-                         char *err, size_t errlen) {
+static enum im_err parse(const char *doc, enum im_import_tool tool, struct im_import *im, char *err,
+                         size_t errlen) {
   return im_import_parse(doc, strlen(doc), tool, im, err, errlen);
 }
 
@@ -48,9 +48,9 @@ static void test_vllm(void) {
   im_import_free(&im);
 
   /* Summary figures only: said, with the flag that adds the arrays. */
-  CHECK_EQ(parse("{\"backend\": \"vllm\", \"completed\": 10}", IM_IMPORT_AUTO, &im, err,
-                 sizeof err),
-           IM_UNSUPPORTED);
+  CHECK_EQ(
+      parse("{\"backend\": \"vllm\", \"completed\": 10}", IM_IMPORT_AUTO, &im, err, sizeof err),
+      IM_UNSUPPORTED);
   CHECK(strstr(err, "--save-detailed") != NULL);
   im_import_free(&im);
   /* Arrays of different lengths. */
@@ -177,8 +177,9 @@ static void test_otlp(void) {
 static void test_bad(void) {
   struct im_import im;
   char err[256];
-  static const char *const bad[] = {"", "   ", "not json", "[1,2]", "{\"x\": 1}", "{\"ttfts\": ",
-                                    "{\"benchmarks\": []}", "\xff\xfe"};
+  static const char *const bad[] = {
+      "",        "   ", "not json", "[1,2]", "{\"x\": 1}", "{\"ttfts\": ", "{\"benchmarks\": []}",
+      "\xff\xfe"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     enum im_err e = parse(bad[i], IM_IMPORT_AUTO, &im, err, sizeof err);
     CHECK(e != IM_OK);
