@@ -31,40 +31,39 @@
 #include "record/rundir.h"
 
 static void usage(FILE *f) {
-  fprintf(f,
-          "usage: infermeter import FILE|DIR --out DIR [--format NAME] [--quiet] [--no-html]\n"
-          "       infermeter import --otlp-traces FILE --out DIR [--trace-out FILE]\n"
-          "                         [--input-len N] [--output-len N]\n"
-          "\n"
-          "Reads the results of another tool into an infermeter run directory, so that\n"
-          "`infermeter report`, `audit` and `compare` work on them (docs/import.md):\n"
-          "  vllm      `vllm bench serve --save-result --save-detailed` (per-request arrays)\n"
-          "  guidellm  GuideLLM's benchmarks.json (one stage per benchmark)\n"
-          "  aiperf    AIPerf's profile_export.jsonl\n"
-          "What the source does not record is marked not collected in the manifest\n"
-          "(imported_from.not_collected) and said by the audit.\n"
-          "\n"
-          "  --out DIR          the run directory to write (new, or empty)\n"
-          "  --format NAME      vllm, guidellm, aiperf or otlp (default: recognised)\n"
-          "  --otlp-traces FILE an OpenTelemetry trace export (OTLP JSON, or JSON lines of\n"
-          "                     a collector's file exporter): the effective request rate of\n"
-          "                     the traffic and its classes (user requests, retries, health\n"
-          "                     checks, errors), and a replayable trace of the user requests\n"
-          "  --trace-out FILE   where that trace goes (default DIR/user-requests.csv): the\n"
-          "                     Azure trace format, for `infermeter run --dataset azure\n"
-          "                     --dataset-path FILE`\n"
-          "  --input-len N      the trace's ContextTokens for spans without\n"
-          "                     gen_ai.usage.input_tokens (default 1024)\n"
-          "  --output-len N     its GeneratedTokens without gen_ai.usage.output_tokens\n"
-          "                     (default 128)\n"
-          "  --quiet            no summary on stdout\n"
-          "  --no-html          no DIR/report.html\n"
-          "  -h, --help         this help\n"
-          "\n"
-          "A DIR as input: the one file of a known name in it (profile_export.jsonl,\n"
-          "benchmarks.json) or its only *.json file.\n"
-          "Exit status: as `report` (0; 3 when an imported schedule shows the client\n"
-          "fell behind), 1 when the input cannot be read or is not a known format.\n");
+  fprintf(f, "usage: infermeter import FILE|DIR --out DIR [--format NAME] [--quiet] [--no-html]\n"
+             "       infermeter import --otlp-traces FILE --out DIR [--trace-out FILE]\n"
+             "                         [--input-len N] [--output-len N]\n"
+             "\n"
+             "Reads the results of another tool into an infermeter run directory, so that\n"
+             "`infermeter report`, `audit` and `compare` work on them (docs/import.md):\n"
+             "  vllm      `vllm bench serve --save-result --save-detailed` (per-request arrays)\n"
+             "  guidellm  GuideLLM's benchmarks.json (one stage per benchmark)\n"
+             "  aiperf    AIPerf's profile_export.jsonl\n"
+             "What the source does not record is marked not collected in the manifest\n"
+             "(imported_from.not_collected) and said by the audit.\n"
+             "\n"
+             "  --out DIR          the run directory to write (new, or empty)\n"
+             "  --format NAME      vllm, guidellm, aiperf or otlp (default: recognised)\n"
+             "  --otlp-traces FILE an OpenTelemetry trace export (OTLP JSON, or JSON lines of\n"
+             "                     a collector's file exporter): the effective request rate of\n"
+             "                     the traffic and its classes (user requests, retries, health\n"
+             "                     checks, errors), and a replayable trace of the user requests\n"
+             "  --trace-out FILE   where that trace goes (default DIR/user-requests.csv): the\n"
+             "                     Azure trace format, for `infermeter run --dataset azure\n"
+             "                     --dataset-path FILE`\n"
+             "  --input-len N      the trace's ContextTokens for spans without\n"
+             "                     gen_ai.usage.input_tokens (default 1024)\n"
+             "  --output-len N     its GeneratedTokens without gen_ai.usage.output_tokens\n"
+             "                     (default 128)\n"
+             "  --quiet            no summary on stdout\n"
+             "  --no-html          no DIR/report.html\n"
+             "  -h, --help         this help\n"
+             "\n"
+             "A DIR as input: the one file of a known name in it (profile_export.jsonl,\n"
+             "benchmarks.json) or its only *.json file.\n"
+             "Exit status: as `report` (0; 3 when an imported schedule shows the client\n"
+             "fell behind), 1 when the input cannot be read or is not a known format.\n");
 }
 
 /* DIR given as input: the file to read. 0, or -1 (said). */
@@ -91,7 +90,8 @@ static int find_input(const char *dir, char *path, size_t cap) {
   if (found == 1)
     return 0;
   fprintf(stderr, "infermeter import: %s: %s; give the file\n", dir,
-          found ? "more than one *.json file" : "no profile_export.jsonl, benchmarks.json or *.json");
+          found ? "more than one *.json file"
+                : "no profile_export.jsonl, benchmarks.json or *.json");
   return -1;
 }
 
@@ -205,8 +205,8 @@ static int write_stages(const char *dir, const struct im_import *im) {
 }
 
 static const char *const miss_keys[IM_MISS_COUNT_] = {
-    "schedule", "start_times", "token_times", "first_token", "server_metrics",
-    "client_self_check", "token_counts"};
+    "schedule",       "start_times",       "token_times", "first_token",
+    "server_metrics", "client_self_check", "token_counts"};
 
 static json_t *imported_from(const struct im_import *im, const char *file) {
   json_t *nc = json_array();
@@ -247,13 +247,13 @@ static json_t *manifest(const struct im_import *im, const char *file, int argc, 
     json_object_set_new(sched, "burstiness", json_real(im->burstiness));
   if (sched && im->max_concurrency > 0)
     json_object_set_new(sched, "max_concurrency", json_integer(im->max_concurrency));
-  json_t *wl = json_pack("{s:s, s:i, s:i, s:f, s:b, s:n, s:n, s:b, s:b, s:i, s:i, s:f, s:b, "
-                         "s:s, s:s}",
-                         "dataset", "imported", "input_len", 0, "output_len", 0, "range_ratio", 0.0,
-                         "ignore_eos", false, "temperature", "top_p", "shared_cache", false,
-                         "perturb", false, "prefix_groups", 0, "prefix_len", 0, "prefix_share", 0.0,
-                         "exact_lengths", false, "tokenizer", "not collected", "chat_template",
-                         "not collected");
+  json_t *wl =
+      json_pack("{s:s, s:i, s:i, s:f, s:b, s:n, s:n, s:b, s:b, s:i, s:i, s:f, s:b, "
+                "s:s, s:s}",
+                "dataset", "imported", "input_len", 0, "output_len", 0, "range_ratio", 0.0,
+                "ignore_eos", false, "temperature", "top_p", "shared_cache", false, "perturb",
+                false, "prefix_groups", 0, "prefix_len", 0, "prefix_share", 0.0, "exact_lengths",
+                false, "tokenizer", "not collected", "chat_template", "not collected");
   return json_pack(
       "{s:s, s:s, s:s, s:o, s:s, s:i, s:s, s:{s:s, s:s, s:s, s:b}, s:{s:n, s:n}, s:{}, s:o, "
       "s:o, s:{s:f}, s:{s:i}, s:{s:s, s:i}, s:f, s:o}",
@@ -262,15 +262,18 @@ static json_t *manifest(const struct im_import *im, const char *file, int argc, 
       "backend", compl ? "openai-completions" : "openai-chat", "model",
       im->model[0] ? im->model : "not collected", "builtin_server", false, "server", "models",
       "version", "tags", "schedule", sched, "workload", wl, "slo", "target", 0.99, "host", "cpus",
-      0, "client", "libcurl", "not collected", "threads", 1, "discovery_ms", 0.0,
-      "imported_from", imported_from(im, file));
+      0, "client", "libcurl", "not collected", "threads", 1, "discovery_ms", 0.0, "imported_from",
+      imported_from(im, file));
 }
 
 static int write_dir(const char *dir, const struct im_import *im, const char *file, int argc,
                      char **argv) {
-  struct im_rundir_analysis an = {.percentiles = {50, 90, 95, 99, 99.9}, .n_percentiles = 5,
-                                  .slo_target = 0.99, .stages_planned = im->n_st,
-                                  .kv_residency_ref = 0.68, .bw_util_ref = 0.78,
+  struct im_rundir_analysis an = {.percentiles = {50, 90, 95, 99, 99.9},
+                                  .n_percentiles = 5,
+                                  .slo_target = 0.99,
+                                  .stages_planned = im->n_st,
+                                  .kv_residency_ref = 0.68,
+                                  .bw_util_ref = 0.78,
                                   .scrape_interval_ns = 1000000000};
   json_t *m = manifest(im, file, argc, argv);
   int rc = m ? im_rundir_write_manifest(dir, m, &an) : -1;
@@ -284,12 +287,16 @@ static int write_dir(const char *dir, const struct im_import *im, const char *fi
 }
 
 int im_cli_import(int argc, char **argv) {
-  static const struct option opts[] = {
-      {"out", required_argument, NULL, 'o'},        {"format", required_argument, NULL, 'f'},
-      {"otlp-traces", required_argument, NULL, 'T'}, {"trace-out", required_argument, NULL, 't'},
-      {"input-len", required_argument, NULL, 'I'},  {"output-len", required_argument, NULL, 'O'},
-      {"quiet", no_argument, NULL, 'q'},            {"no-html", no_argument, NULL, 'N'},
-      {"help", no_argument, NULL, 'h'},             {NULL, 0, NULL, 0}};
+  static const struct option opts[] = {{"out", required_argument, NULL, 'o'},
+                                       {"format", required_argument, NULL, 'f'},
+                                       {"otlp-traces", required_argument, NULL, 'T'},
+                                       {"trace-out", required_argument, NULL, 't'},
+                                       {"input-len", required_argument, NULL, 'I'},
+                                       {"output-len", required_argument, NULL, 'O'},
+                                       {"quiet", no_argument, NULL, 'q'},
+                                       {"no-html", no_argument, NULL, 'N'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
   const char *out = NULL, *otlp = NULL, *trace_out = NULL;
   enum im_import_tool tool = IM_IMPORT_AUTO;
   uint32_t in_len = 1024, out_len = 128;
@@ -298,11 +305,22 @@ int im_cli_import(int argc, char **argv) {
   optind = 1;
   while ((c = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
     switch (c) {
-    case 'o': out = optarg; break;
-    case 'T': otlp = optarg; tool = IM_IMPORT_OTLP; break;
-    case 't': trace_out = optarg; break;
-    case 'q': quiet = true; break;
-    case 'N': no_html = true; break;
+    case 'o':
+      out = optarg;
+      break;
+    case 'T':
+      otlp = optarg;
+      tool = IM_IMPORT_OTLP;
+      break;
+    case 't':
+      trace_out = optarg;
+      break;
+    case 'q':
+      quiet = true;
+      break;
+    case 'N':
+      no_html = true;
+      break;
     case 'I':
     case 'O':
       if (im_arg_u32(c == 'I' ? "--input-len" : "--output-len", optarg, 1, 10000000,
@@ -317,15 +335,20 @@ int im_cli_import(int argc, char **argv) {
         return EXIT_USAGE;
       }
       break;
-    case 'h': usage(stdout); return EXIT_OK;
-    default: usage(stderr); return EXIT_USAGE;
+    case 'h':
+      usage(stdout);
+      return EXIT_OK;
+    default:
+      usage(stderr);
+      return EXIT_USAGE;
     }
   }
   const char *in = otlp;
   if (!in && optind < argc)
     in = argv[optind++];
   if (!in || optind != argc || !out) {
-    fprintf(stderr, "infermeter import: give one FILE or DIR (or --otlp-traces FILE) and --out DIR\n");
+    fprintf(stderr,
+            "infermeter import: give one FILE or DIR (or --otlp-traces FILE) and --out DIR\n");
     usage(stderr);
     return EXIT_USAGE;
   }
@@ -354,8 +377,8 @@ int im_cli_import(int argc, char **argv) {
     goto out;
   if (!quiet)
     printf("Imported %zu requests (%zu stage%s) from %s (%s%s%s) into %s\n", im.n, im.n_st,
-           im.n_st == 1 ? "" : "s", path, im_import_tool_name(im.tool),
-           im.version[0] ? " " : "", im.version, out);
+           im.n_st == 1 ? "" : "s", path, im_import_tool_name(im.tool), im.version[0] ? " " : "",
+           im.version, out);
   struct report_opts ro = {.text = quiet ? NULL : stdout, .stage_lines = true, .no_html = no_html};
   struct report_outcome ro_out;
   if (im__report_dir(out, &ro, &ro_out))

@@ -52,8 +52,7 @@ int im__import_audit(const json_t *manifest, struct im_validity *v, json_t *audi
       continue;
     if (no_schedule) {
       c->status = IM_CHECK_WARN;
-      snprintf(c->evidence, sizeof c->evidence, "not judged: %s, which records no %s", src,
-               sched);
+      snprintf(c->evidence, sizeof c->evidence, "not judged: %s, which records no %s", src, sched);
       snprintf(c->fix, sizeof c->fix,
                "measure with infermeter run (open loop, every send time against its schedule) "
                "to judge the client");

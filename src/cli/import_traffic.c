@@ -31,12 +31,15 @@ int im__otlp_summary(const char *dir, FILE *text) {
   if (text) {
     double att = num(er, "attempts");
     fprintf(text, "---------- Traffic of the trace (docs/metrics.md §3) ----------\n");
-    fprintf(text, "%-40s%.3f / %.3f (%.1f%% user work)\n", "Raw / effective rate (req/s):",
-            num(er, "raw_qps"), num(er, "effective_qps"), 100 * num(er, "effective_ratio"));
+    fprintf(text, "%-40s%.3f / %.3f (%.1f%% user work)\n",
+            "Raw / effective rate (req/s):", num(er, "raw_qps"), num(er, "effective_qps"),
+            100 * num(er, "effective_ratio"));
     fprintf(text, "%-16s %8s %8s %14s %14s\n", "class", "spans", "share", "mean lat (ms)",
             "p99 lat (ms)");
-    static const char *const rows[][2] = {{"measured", "user requests"}, {"retry", "retries"},
-                                          {"health", "health checks"}, {"probe", "probes"},
+    static const char *const rows[][2] = {{"measured", "user requests"},
+                                          {"retry", "retries"},
+                                          {"health", "health checks"},
+                                          {"probe", "probes"},
                                           {"dup_fail", "dup_fail"}};
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
       const json_t *c = json_object_get(cl, rows[i][0]);
@@ -48,8 +51,9 @@ int im__otlp_summary(const char *dir, FILE *text) {
     const char *k;
     const json_t *v;
     json_object_foreach((json_t *)errs, k, v) total += json_is_number(v) ? json_number_value(v) : 0;
-    fprintf(text, "%-16s %8.0f %7.1f%%   (of %.0f spans: http_5xx %.0f, http_429 %.0f, "
-                  "http_4xx %.0f)\n",
+    fprintf(text,
+            "%-16s %8.0f %7.1f%%   (of %.0f spans: http_5xx %.0f, http_429 %.0f, "
+            "http_4xx %.0f)\n",
             "errors", total - none, total > 0 ? 100 * (total - none) / total : 0.0, att,
             num(errs, "http_5xx"), num(errs, "http_429"), num(errs, "http_4xx"));
   }
@@ -83,7 +87,9 @@ int im__write_user_trace(const struct im_import *im, const char *path, uint32_t 
     return -1;
   }
   if (text)
-    fprintf(text, "Trace of the %zu user requests: %s (infermeter run --dataset azure "
-                  "--dataset-path %s)\n", n, path, path);
+    fprintf(text,
+            "Trace of the %zu user requests: %s (infermeter run --dataset azure "
+            "--dataset-path %s)\n",
+            n, path, path);
   return 0;
 }

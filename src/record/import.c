@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const tool_names[IM_IMPORT_TOOL_COUNT_] = {"auto", "vllm", "guidellm",
-                                                              "aiperf", "otlp"};
+static const char *const tool_names[IM_IMPORT_TOOL_COUNT_] = {"auto", "vllm", "guidellm", "aiperf",
+                                                              "otlp"};
 
 const char *im_import_tool_name(enum im_import_tool t) {
   return (unsigned)t < IM_IMPORT_TOOL_COUNT_ ? tool_names[t] : "?";
@@ -159,8 +159,8 @@ double im__json_num(const json_t *v, double dflt) {
   return json_is_number(v) ? json_number_value(v) : dflt;
 }
 
-enum im_err im__import_lines(const char *data, size_t len, const char *what,
-                             im__import_line_fn fn, void *ctx, char *err, size_t errlen) {
+enum im_err im__import_lines(const char *data, size_t len, const char *what, im__import_line_fn fn,
+                             void *ctx, char *err, size_t errlen) {
   size_t line = 0;
   for (const char *p = data, *end = data + len; p < end;) {
     const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -175,8 +175,8 @@ enum im_err im__import_lines(const char *data, size_t len, const char *what,
       enum im_err e = doc ? fn(doc, ctx, why, sizeof why) : IM_PARSE;
       json_decref(doc);
       if (e)
-        return im_errf(err, errlen, e, "%s: line %zu: %s%s%s", what, line,
-                       doc ? why : "not JSON (", doc ? "" : je.text, doc ? "" : ")");
+        return im_errf(err, errlen, e, "%s: line %zu: %s%s%s", what, line, doc ? why : "not JSON (",
+                       doc ? "" : je.text, doc ? "" : ")");
     }
     p = nl ? nl + 1 : end;
   }
@@ -233,8 +233,7 @@ static enum im_err vllm_request(struct im_import *im, size_t i, const json_t *in
     return IM_OK;
   }
   if (!(ttft >= 0 && ttft < 1e6))
-    return im_errf(err, errlen, IM_PARSE, "vLLM result: request %zu: ttft must be seconds >= 0",
-                   i);
+    return im_errf(err, errlen, IM_PARSE, "vLLM result: request %zu: ttft must be seconds >= 0", i);
   r->http_status = 200;
   r->output_tokens = (uint32_t)im__json_num(json_array_get(ol, i), 0);
   r->output_source = IM_COUNT_USAGE;
@@ -275,15 +274,18 @@ enum im_err im__import_vllm(const json_t *root, struct im_import *im, char *err,
   copy_str(im->backend, sizeof im->backend, json_object_get(root, "backend"));
   copy_str(im->date, sizeof im->date, json_object_get(root, "date"));
   const json_t *rate = json_object_get(root, "request_rate");
-  im->rate = json_is_string(rate) && !strcmp(json_string_value(rate), "inf") ? INFINITY
-                                                                             : im__json_num(rate, NAN);
+  im->rate = json_is_string(rate) && !strcmp(json_string_value(rate), "inf")
+                 ? INFINITY
+                 : im__json_num(rate, NAN);
   im->burstiness = im__json_num(json_object_get(root, "burstiness"), NAN);
   const json_t *mc = json_object_get(root, "max_concurrency");
-  im->max_concurrency = json_is_integer(mc) && json_integer_value(mc) > 0 ? json_integer_value(mc) : -1;
+  im->max_concurrency =
+      json_is_integer(mc) && json_integer_value(mc) > 0 ? json_integer_value(mc) : -1;
   im->missing = IM_MISS_SCHEDULE | IM_MISS_SERVER | IM_MISS_CLIENT | (st ? 0 : IM_MISS_START_TIMES);
   for (size_t i = 0; i < n; i++)
     if ((e = vllm_request(im, i, in, ol, tt, it, er, st, err, errlen)))
-      return e == IM_LIMIT ? im_errf(err, errlen, IM_LIMIT, "vLLM result: more than %u requests "
+      return e == IM_LIMIT ? im_errf(err, errlen, IM_LIMIT,
+                                     "vLLM result: more than %u requests "
                                      "or %u token times in one",
                                      IM_IMPORT_MAX_RECORDS, IM_IMPORT_MAX_CHUNKS)
                            : e;
@@ -338,8 +340,7 @@ static enum im_err parse_any(const char *data, size_t len, enum im_import_tool t
   if (err && errlen)
     err[0] = '\0';
   if (len > IM_IMPORT_MAX_BYTES)
-    return im_errf(err, errlen, IM_LIMIT, "the file is larger than %zu bytes",
-                   IM_IMPORT_MAX_BYTES);
+    return im_errf(err, errlen, IM_LIMIT, "the file is larger than %zu bytes", IM_IMPORT_MAX_BYTES);
   const char *p = skip_ws(data, data + len);
   if (p == data + len)
     return im_errf(err, errlen, IM_PARSE, "the file is empty");

@@ -53,25 +53,25 @@ enum {
 
 struct im_import_stage {
   char label[160];
-  double rate;            /* declared request rate (NaN: none or unknown) */
-  int64_t duration_ns;    /* the span of its requests' starts, +1 */
-  size_t first, n;        /* its records: recs[first .. first+n) */
+  double rate;         /* declared request rate (NaN: none or unknown) */
+  int64_t duration_ns; /* the span of its requests' starts, +1 */
+  size_t first, n;     /* its records: recs[first .. first+n) */
 };
 
 struct im_import {
   enum im_import_tool tool;
-  char version[64];       /* the tool's version, "" when the file does not say */
-  char model[128];        /* "" unknown */
-  char backend[32];       /* the source's backend / endpoint name, "" unknown */
-  char date[64];          /* the source's date text, "" unknown */
-  double rate, burstiness;        /* declared (NaN: unknown; vLLM "inf": +inf) */
-  int64_t max_concurrency;        /* -1 unknown or none */
-  bool epoch_times;               /* the source's times are Unix epoch (set by the parser) */
-  uint64_t wall_start_ns;         /* wall clock of the first start (0: unknown) */
-  unsigned missing;               /* IM_MISS_* */
+  char version[64];        /* the tool's version, "" when the file does not say */
+  char model[128];         /* "" unknown */
+  char backend[32];        /* the source's backend / endpoint name, "" unknown */
+  char date[64];           /* the source's date text, "" unknown */
+  double rate, burstiness; /* declared (NaN: unknown; vLLM "inf": +inf) */
+  int64_t max_concurrency; /* -1 unknown or none */
+  bool epoch_times;        /* the source's times are Unix epoch (set by the parser) */
+  uint64_t wall_start_ns;  /* wall clock of the first start (0: unknown) */
+  unsigned missing;        /* IM_MISS_* */
   struct im_import_stage st[IM_IMPORT_MAX_STAGES];
   size_t n_st;
-  struct im_record *recs;         /* owned */
+  struct im_record *recs; /* owned */
   size_t n, cap;
   /* OTLP: spans seen and skipped (not an HTTP request span). */
   uint64_t spans, spans_skipped;
@@ -108,16 +108,13 @@ double im__json_num(const json_t *v, double dflt);
  * the first error; "WHAT: line N: " and fn's reason (or the JSON error) in
  * err. */
 typedef enum im_err (*im__import_line_fn)(const json_t *doc, void *ctx, char *why, size_t whylen);
-enum im_err im__import_lines(const char *data, size_t len, const char *what,
-                             im__import_line_fn fn, void *ctx, char *err, size_t errlen);
-enum im_err im__import_vllm(const json_t *root, struct im_import *im, char *err,
-                            size_t errlen);
-enum im_err im__import_guidellm(const json_t *root, struct im_import *im, char *err,
-                                size_t errlen);
+enum im_err im__import_lines(const char *data, size_t len, const char *what, im__import_line_fn fn,
+                             void *ctx, char *err, size_t errlen);
+enum im_err im__import_vllm(const json_t *root, struct im_import *im, char *err, size_t errlen);
+enum im_err im__import_guidellm(const json_t *root, struct im_import *im, char *err, size_t errlen);
 enum im_err im__import_aiperf(const char *data, size_t len, struct im_import *im, char *err,
                               size_t errlen);
-enum im_err im__import_otlp(const json_t *root, struct im_import *im, char *err,
-                            size_t errlen);
+enum im_err im__import_otlp(const json_t *root, struct im_import *im, char *err, size_t errlen);
 /* An OTLP file exporter's JSON lines, one export request per line. */
 enum im_err im__import_otlp_lines(const char *data, size_t len, struct im_import *im, char *err,
                                   size_t errlen);

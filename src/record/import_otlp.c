@@ -24,8 +24,8 @@
 /* A span on its way to a record. */
 struct span {
   struct im_record r;
-  uint64_t trace;       /* FNV-1a of traceId */
-  int kind;             /* OTLP SpanKind: 1 internal, 2 server, 3 client */
+  uint64_t trace; /* FNV-1a of traceId */
+  int kind;       /* OTLP SpanKind: 1 internal, 2 server, 3 client */
   bool retry;
 };
 
@@ -103,8 +103,8 @@ static int span_kind(const json_t *k) {
 }
 
 static bool health_path(const char *p) {
-  static const char *const prefixes[] = {"/health", "/ready", "/live", "/ping", "/metrics",
-                                         "/v1/models", "/version"};
+  static const char *const prefixes[] = {"/health",  "/ready",     "/live",   "/ping",
+                                         "/metrics", "/v1/models", "/version"};
   if (!p)
     return false;
   /* A full URL: its path. */
@@ -156,7 +156,8 @@ static enum im_err add_span(struct otlp *o, const json_t *sp) {
   r->content_hash = fnv(sid) | 1;
   r->t_start = r->t_send = r->t_dispatch = start;
   r->t_end = end;
-  long long att = attr_int(at, "retry.attempt", 0), resend = attr_int(at, "http.request.resend_count", 0);
+  long long att = attr_int(at, "retry.attempt", 0),
+            resend = attr_int(at, "http.request.resend_count", 0);
   s->retry = att > 0 || resend > 0;
   r->attempt = (uint32_t)(1 + (att > 0 ? att : resend > 0 ? resend : 0));
   if (health_path(path))
@@ -181,7 +182,8 @@ static enum im_err add_span(struct otlp *o, const json_t *sp) {
   }
   /* The response: one chunk at the span's end (a span has no token times). */
   r->t_answer = end;
-  return im__import_chunk(r, end, r->output_tokens ? r->output_tokens > 65535 ? 65535 : r->output_tokens : 1);
+  return im__import_chunk(
+      r, end, r->output_tokens ? r->output_tokens > 65535 ? 65535 : r->output_tokens : 1);
 }
 
 static enum im_err add_request(struct otlp *o, const json_t *root, char *err, size_t errlen) {
@@ -197,9 +199,9 @@ static enum im_err add_request(struct otlp *o, const json_t *root, char *err, si
       for (size_t k = 0; k < json_array_size(spans); k++) {
         enum im_err e = add_span(o, json_array_get(spans, k));
         if (e)
-          return e == IM_LIMIT ? im_errf(err, errlen, IM_LIMIT, "more than %u spans",
-                                         IM_IMPORT_MAX_RECORDS)
-                               : e;
+          return e == IM_LIMIT
+                     ? im_errf(err, errlen, IM_LIMIT, "more than %u spans", IM_IMPORT_MAX_RECORDS)
+                     : e;
       }
     }
   }

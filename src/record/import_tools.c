@@ -36,7 +36,8 @@ static uint32_t count_of(const json_t *v) {
 static enum im_err guidellm_request(struct im_import *im, uint32_t stage, const json_t *q,
                                     int outcome, bool *has_sched) {
   static const char *const k_sched[] = {"targeted_start", NULL};
-  static const char *const k_disp[] = {"scheduled_at", "dequeued", "resolve_start", NULL};
+  /* The worker taking the request up: when its backend call began. */
+  static const char *const k_disp[] = {"resolve_start", NULL};
   static const char *const k_start[] = {"request_start", "resolve_start", NULL};
   static const char *const k_first[] = {"first_token_iteration", NULL};
   static const char *const k_answer[] = {"first_output_token_iteration", NULL};
@@ -131,7 +132,10 @@ enum im_err im__import_guidellm(const json_t *root, struct im_import *im, char *
   const json_t *md = json_object_get(root, "metadata");
   const char *ver = json_string_value(json_object_get(md, "guidellm_version"));
   snprintf(im->version, sizeof im->version, "%s",
-           ver ? ver : json_string_value(json_object_get(md, "version")) ? json_string_value(json_object_get(md, "version")) : "");
+           ver ? ver
+           : json_string_value(json_object_get(md, "version"))
+               ? json_string_value(json_object_get(md, "version"))
+               : "");
   const char *model = json_string_value(path2(root, "args", "model"));
   snprintf(im->model, sizeof im->model, "%s", model ? model : "");
   bool has_sched = false;
@@ -154,16 +158,18 @@ enum im_err im__import_guidellm(const json_t *root, struct im_import *im, char *
                        "GuideLLM benchmarks.json: benchmarks[%zu].requests.%s must be an array", i,
                        lists[k]);
       for (size_t j = 0; j < json_array_size(list); j++) {
-        enum im_err e = guidellm_request(im, (uint32_t)im->n_st, json_array_get(list, j), k,
-                                         &has_sched);
+        enum im_err e =
+            guidellm_request(im, (uint32_t)im->n_st, json_array_get(list, j), k, &has_sched);
         if (e == IM_PARSE)
           return im_errf(err, errlen, IM_PARSE,
                          "GuideLLM benchmarks.json: benchmarks[%zu].requests.%s[%zu]: not a "
                          "request with info.timings.request_start (or request_start_time)",
                          i, lists[k], j);
         if (e)
-          return e == IM_LIMIT ? im_errf(err, errlen, IM_LIMIT, "GuideLLM benchmarks.json: "
-                                         "more than %u requests", IM_IMPORT_MAX_RECORDS)
+          return e == IM_LIMIT ? im_errf(err, errlen, IM_LIMIT,
+                                         "GuideLLM benchmarks.json: "
+                                         "more than %u requests",
+                                         IM_IMPORT_MAX_RECORDS)
                                : e;
       }
     }
@@ -176,8 +182,8 @@ enum im_err im__import_guidellm(const json_t *root, struct im_import *im, char *
   }
   if (!json_is_array(bs) || !im->n_st)
     return im_errf(err, errlen, IM_PARSE, "GuideLLM benchmarks.json: \"benchmarks\" is empty");
-  im->missing = IM_MISS_TOKEN_TIMES | IM_MISS_SERVER | IM_MISS_CLIENT |
-                (has_sched ? 0 : IM_MISS_SCHEDULE);
+  im->missing =
+      IM_MISS_TOKEN_TIMES | IM_MISS_SERVER | IM_MISS_CLIENT | (has_sched ? 0 : IM_MISS_SCHEDULE);
   return IM_OK;
 }
 
@@ -237,8 +243,8 @@ static enum im_err aiperf_record(struct im_import *im, const json_t *o, bool *ha
     double code = im__json_num(json_object_get(er, "code"), 0);
     r->http_status = code >= 100 && code <= 599 ? (int)code : 0;
     const char *type = json_string_value(json_object_get(er, "type"));
-    r->error = r->kind == IM_KIND_CANCELLED ? IM_EC_ABORTED
-                                            : im__import_errclass(type, r->http_status);
+    r->error =
+        r->kind == IM_KIND_CANCELLED ? IM_EC_ABORTED : im__import_errclass(type, r->http_status);
     return IM_OK;
   }
   r->http_status = 200;
@@ -278,8 +284,9 @@ static enum im_err aiperf_line(const json_t *doc, void *ctx, char *why, size_t w
   struct aiperf_ctx *c = ctx;
   enum im_err e = aiperf_record(c->im, doc, &c->has_icl);
   if (e == IM_PARSE)
-    return im_errf(why, whylen, e, "not a record (metadata with request_start_ns, metrics of "
-                                   "{value, unit})");
+    return im_errf(why, whylen, e,
+                   "not a record (metadata with request_start_ns, metrics of "
+                   "{value, unit})");
   if (e == IM_LIMIT)
     return im_errf(why, whylen, e, "more than %u records, or %u token times in one",
                    IM_IMPORT_MAX_RECORDS, IM_IMPORT_MAX_CHUNKS);
@@ -291,11 +298,11 @@ enum im_err im__import_aiperf(const char *data, size_t len, struct im_import *im
   im->tool = IM_IMPORT_AIPERF;
   im->epoch_times = true;
   struct aiperf_ctx c = {im, false};
-  enum im_err e = im__import_lines(data, len, "AIPerf profile_export.jsonl", aiperf_line, &c, err,
-                                   errlen);
+  enum im_err e =
+      im__import_lines(data, len, "AIPerf profile_export.jsonl", aiperf_line, &c, err, errlen);
   if (e)
     return e;
-  im->missing = IM_MISS_SCHEDULE | IM_MISS_SERVER | IM_MISS_CLIENT |
-                (c.has_icl ? 0 : IM_MISS_TOKEN_TIMES);
+  im->missing =
+      IM_MISS_SCHEDULE | IM_MISS_SERVER | IM_MISS_CLIENT | (c.has_icl ? 0 : IM_MISS_TOKEN_TIMES);
   return im__import_stage(im, 0, "", NAN);
 }

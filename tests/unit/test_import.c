@@ -6,8 +6,8 @@
 #include "check.h"
 #include "record/import.h"
 
-static enum im_err parse(const char *doc, enum im_import_tool tool, struct im_import *im,
-                         char *err, size_t errlen) {
+static enum im_err parse(const char *doc, enum im_import_tool tool, struct im_import *im, char *err,
+                         size_t errlen) {
   return im_import_parse(doc, strlen(doc), tool, im, err, errlen);
 }
 
@@ -48,9 +48,9 @@ static void test_vllm(void) {
   im_import_free(&im);
 
   /* Summary figures only: said, with the flag that adds the arrays. */
-  CHECK_EQ(parse("{\"backend\": \"vllm\", \"completed\": 10}", IM_IMPORT_AUTO, &im, err,
-                 sizeof err),
-           IM_UNSUPPORTED);
+  CHECK_EQ(
+      parse("{\"backend\": \"vllm\", \"completed\": 10}", IM_IMPORT_AUTO, &im, err, sizeof err),
+      IM_UNSUPPORTED);
   CHECK(strstr(err, "--save-detailed") != NULL);
   im_import_free(&im);
   /* Arrays of different lengths. */
@@ -67,7 +67,7 @@ static void test_guidellm(void) {
       " \"args\": {\"model\": \"q\"}, \"benchmarks\": [{\"config\": {\"strategy\": "
       "{\"type_\": \"constant\", \"rate\": 2.0}}, \"requests\": {\"successful\": [{"
       "\"request_id\": \"r1\", \"info\": {\"timings\": {\"targeted_start\": 100.0,"
-      " \"scheduled_at\": 100.002, \"request_start\": 100.003, \"first_token_iteration\": 100.103,"
+      " \"resolve_start\": 100.002, \"request_start\": 100.003, \"first_token_iteration\": 100.103,"
       " \"last_token_iteration\": 100.503, \"request_end\": 100.504}},"
       " \"prompt_tokens\": 10, \"output_tokens\": 5}], \"errored\": [{\"request_id\": \"r2\","
       " \"info\": {\"error\": \"Connection refused\", \"timings\": {\"targeted_start\": 100.5,"
@@ -177,8 +177,9 @@ static void test_otlp(void) {
 static void test_bad(void) {
   struct im_import im;
   char err[256];
-  static const char *const bad[] = {"", "   ", "not json", "[1,2]", "{\"x\": 1}", "{\"ttfts\": ",
-                                    "{\"benchmarks\": []}", "\xff\xfe"};
+  static const char *const bad[] = {
+      "",        "   ", "not json", "[1,2]", "{\"x\": 1}", "{\"ttfts\": ", "{\"benchmarks\": []}",
+      "\xff\xfe"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     enum im_err e = parse(bad[i], IM_IMPORT_AUTO, &im, err, sizeof err);
     CHECK(e != IM_OK);
