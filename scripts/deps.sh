@@ -6,7 +6,8 @@ set -euo pipefail
 what=${1:-test}
 
 build_pkgs=(gcc make cmake pkg-config libuv1-dev libjansson-dev libcurl4-openssl-dev libpcre2-dev libsqlite3-dev)
-test_pkgs=(clang libclang-rt-dev curl jq iproute2 prometheus prometheus-pushgateway chromium)
+test_pkgs=(clang libclang-rt-dev curl jq iproute2 prometheus prometheus-pushgateway chromium
+           nghttp2-proxy openssl tinyproxy)
 
 pkgs=("${build_pkgs[@]}")
 [ "$what" = test ] && pkgs+=("${test_pkgs[@]}")

@@ -281,6 +281,8 @@ static int stage_validity(struct rep *p, const struct im_stage_figures *f,
       .connections_opened = s->connections_opened};
   for (int k = 0; k < IM_VALID_N_SETTINGS; k++)
     vin.declared[k] = declared(m, im_valid_settings[k]) != NULL;
+  vin.tls_insecure = json_is_true(
+      json_object_get(json_object_get(json_object_get(m, "target"), "transport"), "insecure"));
   /* One of --repeat K runs: the configuration ran K times. */
   json_t *of = json_object_get(json_object_get(m, "repeat"), "of");
   vin.repeats = json_is_integer(of) && json_integer_value(of) > 0 ? (uint32_t)json_integer_value(of) : 1;

@@ -223,7 +223,10 @@ static int parse_args(struct run *r) {
 static int check_opts(const struct run_opts *o, bool rate_given) {
   bool sessions = o->sessions || o->session_rate;
   const char *why = NULL;
-  if (o->concurrency && rate_given)
+  char net_why[512];
+  if (im_net_check(&o->net, net_why, sizeof net_why))
+    why = net_why;
+  else if (o->concurrency && rate_given)
     why = "--rate and --concurrency exclude each other";
   else if (o->sessions && o->session_rate)
     why = "--sessions and --session-rate exclude each other";
@@ -481,9 +484,9 @@ static int confirm_remote(const struct run *r) {
  * -1: go on; else the exit status. */
 static int discover(struct run *r) {
   const struct run_opts *o = &r->o;
-  char err[256] = "";
+  char err[1024] = "";
   int64_t t0 = im_now_ns();
-  long st = im__run_http_get_json(r->url, "/v1/models", r->api_key, o->insecure, &r->models, err,
+  long st = im__run_http_get_json(r->url, "/v1/models", r->api_key, &o->net, &r->models, err,
                                   sizeof err);
   if (st == 0) {
     char red[2048];
@@ -491,7 +494,17 @@ static int discover(struct run *r) {
     fprintf(stderr, "infermeter run: target %s unreachable: %s\n", red, err);
     return EXIT_UNREACHABLE;
   }
-  im__run_http_get_json(r->url, "/version", r->api_key, o->insecure, &r->version, err, sizeof err);
+  if (st == 401 || st == 403) { /* the key (never printed) is missing or refused */
+    char red[2048];
+    im__run_redact_url(r->url, red, sizeof red);
+    fprintf(stderr, "infermeter run: target %s refused GET /v1/models (HTTP %ld): %s\n", red, st,
+            r->api_key ? "the API key was not accepted; check the key in --api-key-file, "
+                         "$INFERMETER_API_KEY or $OPENAI_API_KEY"
+                       : "it needs an API key; pass --api-key-file FILE or set "
+                         "$INFERMETER_API_KEY or $OPENAI_API_KEY");
+    return EXIT_UNREACHABLE;
+  }
+  im__run_http_get_json(r->url, "/version", r->api_key, &o->net, &r->version, err, sizeof err);
   r->discovery_ms = (double)(im_now_ns() - t0) / 1e6;
   struct im_sys_flags fl = o->sys;
   fl.kv_bytes_per_token = o->kv_bytes_per_token;
@@ -568,7 +581,7 @@ static void start_observers(struct run *r) {
   ocfg.dcgm_url = o->dcgm;
   ocfg.interval_ns = o->scrape_interval_ns;
   ocfg.api_key = r->api_key;
-  ocfg.insecure = o->insecure;
+  ocfg.net = &o->net;
   ocfg.sockstat = !o->no_sockstat && im__run_target_addr(r->url, &ocfg.target, &ocfg.target_len) == 0;
   ocfg.gpu = !o->no_gpu;
   char path[4200];
@@ -837,7 +850,7 @@ int im_cli_run(int argc, char **argv) {
   if ((o->metrics_listen || o->pushgateway) && im__run_live_start(&r->env))
     goto out;
   if (o->health_interval_ns) {
-    if (im__health_start(&r->health, r->url, o->health_path, o->health_interval_ns, o->insecure,
+    if (im__health_start(&r->health, r->url, o->health_path, o->health_interval_ns, &o->net,
                          r->api_key, r->jsonl_fd))
       goto out;
     r->env.health = &r->health;
@@ -845,7 +858,7 @@ int im_cli_run(int argc, char **argv) {
   if (o->probe_rate > 0) {
     bool chat = o->backend == IM_BACKEND_CHAT;
     if (im__probe_start(&r->probe, r->url, chat ? "/v1/chat/completions" : "/v1/completions",
-                        r->env.model, chat, o->probe_rate, o->seed, o->insecure, r->api_key,
+                        r->env.model, chat, o->probe_rate, o->seed, &o->net, r->api_key,
                         r->jsonl_fd))
       goto out;
     r->env.probe = &r->probe;

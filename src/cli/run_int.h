@@ -21,6 +21,7 @@
 #include "analyze/summary.h"
 #include "cli/sysdesc.h"
 #include "load/loader.h"
+#include "net/net.h"
 #include "cli/run_agents.h"
 
 #define MAX_TAGS 64
@@ -61,6 +62,7 @@ struct run_opts {
   int64_t retry_backoff_max_ns;
   int64_t t_connect, t_ttft, t_idle, t_total;
   uint64_t max_total_tokens;
+  struct im_net net;            /* --cacert, --cert/--key, --proxy, --unix-socket, --insecure */
   bool yes, insecure, keepalive, http2, cache_salt, shared_cache, quiet, no_progress, publish;
   uint32_t repeat;              /* --repeat K (1: a single run) */
   int64_t cooldown_ns;          /* --cooldown */
@@ -256,7 +258,8 @@ int im__run_scenario_load(struct run_opts *o, const char *path, struct json_t **
 /* run_target.c */
 /* GET base+path: the HTTP status (0 when unreachable, err says why) and the
  * body as JSON in *out (NULL when not JSON). */
-long im__run_http_get_json(const char *base, const char *path, const char *api_key, bool insecure,
+long im__run_http_get_json(const char *base, const char *path, const char *api_key,
+                           const struct im_net *net,
                            struct json_t **out, char *err, size_t err_len);
 bool im__run_is_loopback(const char *url);
 /* The URL without credentials, for outputs. */

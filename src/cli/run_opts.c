@@ -15,6 +15,7 @@
 #include "cli/args.h"
 #include "cli/metrics_listen.h"
 #include "cli/run_int.h"
+#include "cli/run_net.h"
 #include "im_version.h"
 #include "core/buf.h"
 #include "core/clock.h"
@@ -36,7 +37,8 @@ void im__run_usage(FILE *o) {
 "  --api-key-file FILE       API key (else $INFERMETER_API_KEY, else $OPENAI_API_KEY);\n"
 "                            sent as Bearer, never written anywhere\n"
 "  --header 'K: V'           extra request header (repeatable)\n"
-"  --insecure                do not verify TLS certificates\n"
+"  --insecure                do not verify TLS certificates (recorded in the\n"
+"                            manifest; the audit warns)\n"
 "  --http2                   use HTTP/2 over TLS when the server offers it\n"
 "  --keepalive on|off        reuse connections (default on); off: a new\n"
 "                            connection per request, closed by the client\n"
@@ -100,6 +102,7 @@ void im__run_usage(FILE *o) {
 "                            default every prompt starts with a per-run salt)\n"
 "\n");
   im__run_agent_help(o);
+  im__run_net_help(o);
   fprintf(o,
 "Sessions (multi-turn chat with growing contexts, docs/sessions.md):\n"
 "  --sessions N              N sessions at once, an ended one replaced at once\n"
@@ -410,6 +413,7 @@ const struct option im__run_options[] = {
     {"min-output-len", required_argument, 0, O_MIN_OUT},
     {"max-output-len", required_argument, 0, O_MAX_OUT},
     IM_RUN_AGENT_OPTIONS,
+    IM_RUN_NET_OPTIONS,
     {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0}};
 
@@ -546,7 +550,7 @@ int im__run_apply(struct run_opts *o, int opt, const char *arg, bool *rate_given
   case O_MAXTOK: return im_arg_u64("--max-total-tokens", arg, &o->max_total_tokens);
   case O_YES: o->yes = true; return 0;
   case O_KEYFILE: o->api_key_file = arg; return 0;
-  case O_INSECURE: o->insecure = true; return 0;
+  case O_INSECURE: o->insecure = o->net.insecure = true; return 0;
   case O_KEEPALIVE:
     if (strcmp(arg, "on") && strcmp(arg, "off")) {
       fprintf(stderr, "infermeter: --keepalive: expected on or off\n");
@@ -722,6 +726,8 @@ int im__run_apply(struct run_opts *o, int opt, const char *arg, bool *rate_given
   default:
     if (opt >= O_AGENT_FIRST && opt < O_AGENT_LAST)
       return im__run_agent_opt(&o->agent, opt, arg);
+    if (opt >= O_NET_FIRST && opt < O_NET_LAST)
+      return im__run_net_opt(&o->net, opt, arg);
     return -1;
   }
   (void)ns;

@@ -209,6 +209,7 @@ static int shard_config(struct stage *st, uint32_t k) {
   c->api_key = env->api_key;
   c->headers = o->headers;
   c->insecure = o->insecure;
+  c->net = &o->net;
   c->keepalive = o->keepalive;
   c->max_connections = o->max_connections ? (o->max_connections + n - 1) / n : 0;
   c->http2 = o->http2;

@@ -385,12 +385,20 @@ static void finish_attempt(struct loader *L, struct attempt *a, CURLcode res) {
       L->res->port_exhausted++;
     r->conn_new = nconn > 0;
     if (port > 0 && port < 65536) {
-      if (r->conn_new || !L->port_conn[port]) {
+      /* A connection's id is given when its first attempt ends. Under HTTP/2
+       * the attempt that opened it (conn_new) may end after streams that
+       * shared it: the top bit says the opener was seen, so only an opener
+       * on a port whose opener was already seen is a new connection. */
+      const uint64_t opener_seen = UINT64_C(1) << 63;
+      uint64_t *pc = &L->port_conn[port];
+      if (!*pc || (r->conn_new && (*pc & opener_seen))) {
         /* Unique across shards, as attempt ids are. */
-        L->port_conn[port] = 1 + L->cfg->shard + (uint64_t)L->cfg->n_shards * L->next_conn++;
+        *pc = 1 + L->cfg->shard + (uint64_t)L->cfg->n_shards * L->next_conn++;
         L->res->connections_opened++;
       }
-      r->conn_id = L->port_conn[port];
+      if (r->conn_new)
+        *pc |= opener_seen;
+      r->conn_id = *pc & ~opener_seen;
     }
   }
   r->t_end = now;

@@ -45,6 +45,8 @@
 #include "record/record.h"
 #include "workload/spec.h"
 
+struct im_net;
+
 /* One start instant for the shards (threads) of a stage. Each shard
  * prepares its first requests, then waits here; the shard that arrives last
  * reads CLOCK_MONOTONIC once (t0_mono, with the wall clock for labels),
@@ -103,6 +105,8 @@ struct im_load_config {
   const char *api_key;           /* sent as Bearer; never logged or recorded */
   const char *const *headers;    /* extra "K: V" lines, NULL-terminated */
   bool insecure;                 /* skip TLS verification */
+  const struct im_net *net;      /* TLS trust, client certificate, proxy, unix
+                                    socket (net/net.h; NULL: none) */
   bool keepalive;                /* reuse connections (default true) */
   uint32_t max_connections;      /* 0: unlimited */
   bool http2;
