@@ -582,7 +582,7 @@ static void start_observers(struct run *r) {
   ocfg.interval_ns = o->scrape_interval_ns;
   ocfg.api_key = r->api_key;
   ocfg.net = &o->net;
-  ocfg.sockstat = !o->no_sockstat && im__run_target_addr(r->url, &ocfg.target, &ocfg.target_len) == 0;
+  ocfg.sockstat = !o->no_sockstat && !o->net.unix_socket && im__run_target_addr(r->url, &ocfg.target, &ocfg.target_len) == 0;
   ocfg.gpu = !o->no_gpu;
   char path[4200];
   snprintf(path, sizeof path, "%s/scrapes.prom", o->out_dir);
