@@ -61,7 +61,8 @@ int im_net_check(const struct im_net *n, char *msg, size_t cap) {
   return 0;
 }
 
-void im_net_describe(CURLcode res, const char *detail, char *out, size_t cap) {
+void im_net_describe(CURLcode res, const char *detail, const struct im_net *n, char *out,
+                     size_t cap) {
   const char *what = curl_easy_strerror(res);
   const char *fix = "";
   switch (res) {
@@ -86,6 +87,16 @@ void im_net_describe(CURLcode res, const char *detail, char *out, size_t cap) {
   default:
     break;
   }
+  /* TLS 1.3 sends the refusal of a missing client certificate after the
+   * handshake: it surfaces as a receive error when the alert is read, or as
+   * a broken connection when the request was being written. */
+  bool no_cert = !n || !n->cert;
+  if (detail && strstr(detail, "certificate required"))
+    fix = "; the server asks for a client certificate: pass --cert FILE --key FILE";
+  else if (no_cert && (res == CURLE_SEND_ERROR || res == CURLE_RECV_ERROR ||
+                       res == CURLE_HTTP2 || res == CURLE_GOT_NOTHING))
+    fix = "; the server closed the connection: if it requires a client certificate (mutual "
+          "TLS), pass --cert FILE --key FILE";
   if (detail && *detail && strcmp(detail, what))
     snprintf(out, cap, "%s (%s)%s", what, detail, fix);
   else

@@ -44,7 +44,9 @@ int im_net_check_file(const char *flag, const char *path, char *msg, size_t cap)
 /* A sentence for a failed transfer: libcurl's description of res, with the
  * fix where one is known (an untrusted certificate names --cacert and
  * --insecure; a refused client certificate names --cert/--key). detail:
- * libcurl's error buffer (CURLOPT_ERRORBUFFER) or NULL/"". */
-void im_net_describe(CURLcode res, const char *detail, char *out, size_t cap);
+ * libcurl's error buffer (CURLOPT_ERRORBUFFER) or NULL/"". n: the options
+ * the transfer had (NULL: none), to suggest only what was not given. */
+void im_net_describe(CURLcode res, const char *detail, const struct im_net *n, char *out,
+                     size_t cap);
 
 #endif

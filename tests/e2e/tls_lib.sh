@@ -57,16 +57,18 @@ make_pki() {
   ) >"$d/openssl.log" 2>&1 || { echo "FAIL: openssl could not make the certificates: $(tail -5 "$d/openssl.log")" >&2; exit 1; }
 }
 
-# start_nghttpx NAME FRONTEND BACKEND_PORT [ARGS...]: nghttpx with FRONTEND
-# (nghttpx's --frontend syntax: "127.0.0.1,PORT" or "unix:PATH;no-tls") in
-# front of serve on 127.0.0.1:BACKEND_PORT, TLS 1.3 only with $PKI's server
+# start_nghttpx NAME FRONTEND BACKEND [ARGS...]: nghttpx with FRONTEND
+# (nghttpx's --frontend syntax: "127.0.0.1,PORT", "::1,PORT" or
+# "unix:PATH;no-tls") in front of serve at BACKEND (a port on 127.0.0.1, or
+# "HOST,PORT"), TLS 1.3 only with $PKI's server
 # certificate; its access log (ALPN protocol and status per request) in
 # $TMP/NAME.access. Returns once it accepts connections: a bounded readiness
 # poll (nghttpx prints nothing when it is ready).
 start_nghttpx() {
-  local name=$1 front=$2 bport=$3
+  local name=$1 front=$2 back=$3
   shift 3
-  "$NGHTTPX" --conf=/dev/null --frontend="$front" --backend="127.0.0.1,$bport" --workers=1 \
+  case $back in *,*) ;; *) back="127.0.0.1,$back" ;; esac
+  "$NGHTTPX" --conf=/dev/null --frontend="$front" --backend="$back" --workers=1 \
     --tls-min-proto-version=TLSv1.3 --tls-max-proto-version=TLSv1.3 --no-ocsp \
     --log-level=WARN --errorlog-file="$TMP/$name.err" --accesslog-file="$TMP/$name.access" \
     --accesslog-format='$alpn $status $method $path' "$@" "$PKI/server.key" "$PKI/server.crt" \
