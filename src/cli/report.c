@@ -20,6 +20,7 @@
 #include "analyze/validity.h"
 #include "record/series.h"
 #include "report/html.h"
+#include "report/targets_json.h"
 #include "report/server_json.h"
 #include "report/analysis_json.h"
 #include "report/audit_json.h"
@@ -427,6 +428,7 @@ static int report_stage(struct rep *p, size_t i, bool single) {
     im_agents_text(t, &f.agents);
     im_cancel_text(t, &f.cancel);
     im_models_text(t, &f.models);
+    im_targets_text(t, &f.targets, json_object_get(json_object_get(p->rd.manifest, "target"), "urls"));
     im_analysis_text(t, &f, &in.cfg);
     im_causes_text(t, &causes);
     im_validity_text(t, &val, false);

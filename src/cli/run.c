@@ -26,6 +26,7 @@
 #include "cli/vllm_compat.h"
 #include "cli/report.h"
 #include "cli/run_int.h"
+#include "cli/run_urls.h"
 #include "cli/run_live.h"
 #include "cli/sysdesc.h"
 #include "record/rundir.h"
@@ -190,6 +191,7 @@ struct run {
   bool stopped_early;
   double discovery_ms;
   bool curl_inited;
+  struct im__run_urls urls;     /* several --url (cli/run_urls.h) */
 };
 
 /* The scenario file, then the command line over it. -1: go on; else the
@@ -429,12 +431,13 @@ static int start_target(struct run *r) {
     }
     snprintf(r->url, sizeof r->url, "http://127.0.0.1:%d", port);
   } else {
-    snprintf(r->url, sizeof r->url, "%s", r->o.url);
-    size_t n = strlen(r->url);
-    while (n && r->url[n - 1] == '/')
-      r->url[--n] = '\0';
-    if (n > 3 && !strcmp(r->url + n - 3, "/v1"))
-      r->url[n - 3] = '\0';
+    im__run_url_normalize(r->o.url, r->url, sizeof r->url);
+    if (im__run_urls_init(&r->urls, &r->o))
+      return -1;
+    if (r->urls.n > 1) {
+      r->env.urls = (const char *const *)r->urls.url;
+      r->env.n_urls = r->urls.n;
+    }
   }
   r->env.url = r->url;
   return 0;
@@ -504,6 +507,9 @@ static int discover(struct run *r) {
                          "$INFERMETER_API_KEY or $OPENAI_API_KEY");
     return EXIT_UNREACHABLE;
   }
+  int other = im__run_urls_check(&r->urls, r->api_key, &o->net);
+  if (other >= 0)
+    return other;
   im__run_http_get_json(r->url, "/version", r->api_key, &o->net, &r->version, err, sizeof err);
   r->discovery_ms = (double)(im_now_ns() - t0) / 1e6;
   struct im_sys_flags fl = o->sys;
@@ -576,6 +582,8 @@ static void start_observers(struct run *r) {
     } else {
       snprintf(r->scrape_default, sizeof r->scrape_default, "%s/metrics", r->url);
       ocfg.scrape_urls[ocfg.n_scrape++] = r->scrape_default;
+      for (uint32_t k = 1; k < r->urls.n && ocfg.n_scrape < IM_OBS_MAX_SCRAPE; k++)
+        ocfg.scrape_urls[ocfg.n_scrape++] = r->urls.scrape[k]; /* each target's */
     }
   }
   ocfg.dcgm_url = o->dcgm;
@@ -757,6 +765,7 @@ static void run_cleanup(struct run *r) {
   im__run_live_stop(&r->env.live, 0); /* after the pollers: they feed it */
   free(r->res);
   free(r->stages);
+  im__run_urls_free(&r->urls);
   if (r->jsonl_fd >= 0)
     close(r->jsonl_fd);
   if (r->stages_fd >= 0)

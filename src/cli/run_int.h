@@ -34,7 +34,10 @@ enum { EXIT_OK = 0, EXIT_USAGE = 1, EXIT_UNREACHABLE = 2, EXIT_INVALID = 3,
        EXIT_NOT_PUBLISHABLE = 4, EXIT_ENGINE = 5, EXIT_SLO = 99, EXIT_INTERRUPTED = 130 };
 
 struct run_opts {
-  const char *url;
+  const char *url;               /* the first --url (NULL: the built-in server) */
+  const char *urls[IM_RECORD_MAX_TARGETS]; /* every --url (docs/tls.md) */
+  uint32_t n_urls;
+  bool urls_from_scenario;       /* urls came from --scenario (the command line replaces them) */
   enum im_backend backend;
   const char *model;
   double rate, burstiness, rate_end;
@@ -139,6 +142,8 @@ struct im__run_live;
 struct run_env {
   struct run_opts *o;
   const char *url;
+  const char *const *urls;        /* several --url: every target (normalised), n_urls > 1 */
+  uint32_t n_urls;
   bool builtin;
   const char *model;
   char *api_key;

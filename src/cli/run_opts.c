@@ -31,7 +31,9 @@ void im__run_usage(FILE *o) {
 "on a free loopback port and tests that, with --ignore-eos.\n"
 "\n"
 "Target:\n"
-"  --url URL                 base URL of the server, e.g. http://10.0.0.5:8000\n"
+"  --url URL                 base URL of the server, e.g. http://10.0.0.5:8000;\n"
+"                            repeatable: replicas, requests (sessions) round robin\n"
+"                            over them, figures per target (docs/tls.md)\n"
 "  --backend NAME            openai-chat (default) or openai-completions\n"
 "  --model NAME              model to request (default: first id of /v1/models)\n"
 "  --api-key-file FILE       API key (else $INFERMETER_API_KEY, else $OPENAI_API_KEY);\n"
@@ -459,7 +461,17 @@ int im__run_apply(struct run_opts *o, int opt, const char *arg, bool *rate_given
   int64_t ns;
   uint64_t u;
   switch (opt) {
-  case O_URL: o->url = arg; return 0;
+  case O_URL: /* repeatable: several targets (docs/tls.md) */
+    if (o->urls_from_scenario && !o->applying_scenario)
+      o->n_urls = 0; /* the command line replaces the scenario's */
+    o->urls_from_scenario = o->applying_scenario;
+    if (o->n_urls == IM_RECORD_MAX_TARGETS) {
+      fprintf(stderr, "infermeter run: --url: at most %d targets\n", IM_RECORD_MAX_TARGETS);
+      return -1;
+    }
+    o->urls[o->n_urls++] = arg;
+    o->url = o->urls[0];
+    return 0;
   case O_BACKEND:
     if (!strcmp(arg, "openai-chat"))
       o->backend = IM_BACKEND_CHAT;

@@ -15,6 +15,7 @@
 
 #include "cli/args.h"
 #include "cli/run_int.h"
+#include "cli/run_urls.h"
 #include "im_version.h"
 #include "core/buf.h"
 #include "core/clock.h"
@@ -211,6 +212,16 @@ json_t *im__run_manifest_json(const struct run_opts *o, int argc, char **argv, c
   char proxy[2048] = "";
   if (o->net.proxy)
     im__run_redact_url(o->net.proxy, proxy, sizeof proxy);
+  if (o->n_urls > 1) { /* several targets: records' `target` indexes this */
+    json_t *urls = json_array();
+    for (uint32_t i = 0; i < o->n_urls; i++) {
+      char u[2048], r[2048];
+      im__run_url_normalize(o->urls[i], u, sizeof u);
+      im__run_redact_url(u, r, sizeof r);
+      json_array_append_new(urls, json_string(r));
+    }
+    json_object_set_new(json_object_get(m, "target"), "urls", urls);
+  }
   json_object_set_new(json_object_get(m, "target"), "transport",
                       json_pack("{s:b, s:b, s:s*, s:b, s:s*, s:s*}", "insecure", o->net.insecure,
                                 "http2", o->http2, "cacert", o->net.cacert, "client_cert",

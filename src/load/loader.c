@@ -296,6 +296,7 @@ static void schedule_retry(struct loader *L, struct attempt *old, int64_t now) {
   r->thinking = o->thinking;
   r->tools = o->tools;
   memcpy(r->model, o->model, sizeof r->model);
+  r->target = o->target;
   /* Exponential backoff with jitter, or the server's Retry-After when it
    * sent one; both capped. */
   int64_t cap = L->cfg->retry_backoff_max_ns;
@@ -773,7 +774,8 @@ enum im_err im_load_run(const struct im_load_config *cfg, struct im_load_result 
   enum im_err err = IM_SYS;
   bool arrived = false;
   if (!cfg->workload || (!cfg->times && !cfg->concurrency) || !cfg->n_shards ||
-      cfg->shard >= cfg->n_shards || (cfg->n_shards > 1 && !cfg->start)) {
+      cfg->shard >= cfg->n_shards || (cfg->n_shards > 1 && !cfg->start) ||
+      cfg->n_urls > IM_RECORD_MAX_TARGETS || (cfg->n_urls > 1 && !cfg->base_urls)) {
     err = IM_INVAL;
     goto out;
   }

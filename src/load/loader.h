@@ -100,6 +100,12 @@ struct im_load_progress {
 
 struct im_load_config {
   const char *base_url;          /* "http://127.0.0.1:8000" (no trailing slash) */
+  /* Several targets (replicas behind no balancer, docs/tls.md): n_urls > 1
+   * base URLs (at most IM_RECORD_MAX_TARGETS); request (or session) i goes
+   * to base_urls[i % n_urls], with its retries, recorded as its target.
+   * n_urls 0 or 1: base_url only. */
+  const char *const *base_urls;
+  uint32_t n_urls;
   enum im_backend backend;
   const char *model;
   const char *api_key;           /* sent as Bearer; never logged or recorded */

@@ -336,7 +336,8 @@ enum im_err im__load_build_http(struct loader *L, struct attempt *a) {
   const char *path = c->backend == IM_BACKEND_CHAT ? "/v1/chat/completions" : "/v1/completions";
   struct im_buf url;
   im_buf_init(&url, 8192);
-  if (im_buf_printf(&url, "%s%s", c->base_url, path)) {
+  const char *base = c->n_urls > 1 && r->target ? c->base_urls[r->target - 1] : c->base_url;
+  if (im_buf_printf(&url, "%s%s", base, path)) {
     im_buf_cleanup(&url);
     return IM_NOMEM;
   }
