@@ -66,7 +66,7 @@ long im__run_http_get_json(const char *base, const char *path, const char *api_k
     if (f.body.len)
       *out = json_loadb(f.body.data, f.body.len, 0, NULL);
   } else {
-    im_net_describe(rc, detail, net, err, err_len);
+    im_net_describe(rc, detail, net, !strncasecmp(base, "https:", 6), err, err_len);
   }
   curl_easy_cleanup(e);
   curl_slist_free_all(h);

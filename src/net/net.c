@@ -61,10 +61,11 @@ int im_net_check(const struct im_net *n, char *msg, size_t cap) {
   return 0;
 }
 
-void im_net_describe(CURLcode res, const char *detail, const struct im_net *n, char *out,
-                     size_t cap) {
+void im_net_describe(CURLcode res, const char *detail, const struct im_net *n, bool tls,
+                     char *out, size_t cap) {
   const char *what = curl_easy_strerror(res);
   const char *fix = "";
+  bool no_cert = !n || !n->cert;
   switch (res) {
   case CURLE_PEER_FAILED_VERIFICATION:
 #if LIBCURL_VERSION_NUM < 0x073e00
@@ -75,8 +76,9 @@ void im_net_describe(CURLcode res, const char *detail, const struct im_net *n, c
           "it, PEM), or --insecure to skip verification";
     break;
   case CURLE_SSL_CONNECT_ERROR:
-    fix = "; the TLS handshake failed (a gateway that asks for a client certificate needs "
-          "--cert FILE --key FILE)";
+    if (no_cert)
+      fix = "; the TLS handshake failed (a gateway that asks for a client certificate needs "
+            "--cert FILE --key FILE)";
     break;
   case CURLE_SSL_CERTPROBLEM:
     fix = "; check --cert and --key (PEM files, the key matching the certificate)";
@@ -90,10 +92,9 @@ void im_net_describe(CURLcode res, const char *detail, const struct im_net *n, c
   /* TLS 1.3 sends the refusal of a missing client certificate after the
    * handshake: it surfaces as a receive error when the alert is read, or as
    * a broken connection when the request was being written. */
-  bool no_cert = !n || !n->cert;
   if (detail && strstr(detail, "certificate required"))
     fix = "; the server asks for a client certificate: pass --cert FILE --key FILE";
-  else if (no_cert && (res == CURLE_SEND_ERROR || res == CURLE_RECV_ERROR ||
+  else if (tls && no_cert && (res == CURLE_SEND_ERROR || res == CURLE_RECV_ERROR ||
                        res == CURLE_HTTP2 || res == CURLE_GOT_NOTHING))
     fix = "; the server closed the connection: if it requires a client certificate (mutual "
           "TLS), pass --cert FILE --key FILE";

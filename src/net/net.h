@@ -45,8 +45,10 @@ int im_net_check_file(const char *flag, const char *path, char *msg, size_t cap)
  * fix where one is known (an untrusted certificate names --cacert and
  * --insecure; a refused client certificate names --cert/--key). detail:
  * libcurl's error buffer (CURLOPT_ERRORBUFFER) or NULL/"". n: the options
- * the transfer had (NULL: none), to suggest only what was not given. */
-void im_net_describe(CURLcode res, const char *detail, const struct im_net *n, char *out,
-                     size_t cap);
+ * the transfer had (NULL: none), to suggest only what was not given; tls:
+ * the URL was https (a closed connection then may be a refused client
+ * certificate). */
+void im_net_describe(CURLcode res, const char *detail, const struct im_net *n, bool tls,
+                     char *out, size_t cap);
 
 #endif

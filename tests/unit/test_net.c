@@ -57,27 +57,30 @@ static void test_describe(void) {
   char out[1024];
   struct im_net with_cert = {.cert = "c.pem", .key = "k.pem"};
   im_net_describe(CURLE_PEER_FAILED_VERIFICATION, "unable to get local issuer certificate", NULL,
-                  out, sizeof out);
+                  true, out, sizeof out);
   CHECK(strstr(out, "(unable to get local issuer certificate)") != NULL);
   CHECK(strstr(out, "pass --cacert FILE") != NULL);
   CHECK(strstr(out, "--insecure") != NULL);
   /* TLS 1.3's refusal of a missing client certificate, read as an alert. */
-  im_net_describe(CURLE_RECV_ERROR, "tlsv13 alert certificate required", NULL, out, sizeof out);
+  im_net_describe(CURLE_RECV_ERROR, "tlsv13 alert certificate required", NULL, true, out,
+                  sizeof out);
   CHECK(strstr(out, "asks for a client certificate: pass --cert FILE --key FILE") != NULL);
   /* ... or seen as a closed connection: a hint, only without --cert. */
-  im_net_describe(CURLE_SEND_ERROR, "Broken pipe", NULL, out, sizeof out);
+  im_net_describe(CURLE_SEND_ERROR, "Broken pipe", NULL, true, out, sizeof out);
   CHECK(strstr(out, "requires a client certificate") != NULL);
-  im_net_describe(CURLE_SEND_ERROR, "Broken pipe", &with_cert, out, sizeof out);
+  im_net_describe(CURLE_SEND_ERROR, "Broken pipe", &with_cert, true, out, sizeof out);
   CHECK(strstr(out, "client certificate") == NULL);
-  im_net_describe(CURLE_SSL_CERTPROBLEM, "unable to set private key file", &with_cert, out,
+  im_net_describe(CURLE_GOT_NOTHING, NULL, NULL, false, out, sizeof out); /* http:// */
+  CHECK(strstr(out, "client certificate") == NULL);
+  im_net_describe(CURLE_SSL_CERTPROBLEM, "unable to set private key file", &with_cert, true, out,
                   sizeof out);
   CHECK(strstr(out, "check --cert and --key") != NULL);
   /* A detail equal to libcurl's sentence is not repeated; no fix for a
    * refused connection. */
   const char *what = curl_easy_strerror(CURLE_COULDNT_CONNECT);
-  im_net_describe(CURLE_COULDNT_CONNECT, what, NULL, out, sizeof out);
+  im_net_describe(CURLE_COULDNT_CONNECT, what, NULL, true, out, sizeof out);
   CHECK_STR(out, what);
-  im_net_describe(CURLE_COULDNT_CONNECT, NULL, NULL, out, sizeof out);
+  im_net_describe(CURLE_COULDNT_CONNECT, NULL, NULL, true, out, sizeof out);
   CHECK_STR(out, what);
 }
 
