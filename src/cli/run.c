@@ -447,7 +447,7 @@ static int start_target(struct run *r) {
  * anything at all is sent to it. */
 static int confirm_remote(const struct run *r) {
   const struct run_opts *o = &r->o;
-  if (im__run_is_loopback(r->url))
+  if (im__run_is_loopback(r->url) && im__run_urls_loopback(&r->urls))
     return 0;
   char red[2048];
   im__run_redact_url(r->url, red, sizeof red);
@@ -465,6 +465,10 @@ static int confirm_remote(const struct run *r) {
     fprintf(stderr, "infermeter run: plan for %s: %zu stage(s) of %.0f s, closed loop or "
                     "sessions (no fixed request count)\n", red, r->env.n_stages,
             (double)o->duration_ns / 1e9);
+  for (uint32_t k = 1; k < r->urls.n; k++) { /* several --url: spread over all */
+    im__run_redact_url(r->urls.url[k], red, sizeof red);
+    fprintf(stderr, "infermeter run: and target %u: %s\n", k, red);
+  }
   if (o->max_total_tokens && (!planned || planned_tokens > o->max_total_tokens)) {
     fprintf(stderr, "infermeter run: the plan exceeds --max-total-tokens %" PRIu64
                     "; lower --rate, --duration or --requests\n", o->max_total_tokens);

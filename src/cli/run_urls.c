@@ -59,6 +59,13 @@ int im__run_urls_check(const struct im__run_urls *u, const char *api_key, const 
   return -1;
 }
 
+bool im__run_urls_loopback(const struct im__run_urls *u) {
+  for (uint32_t i = 1; i < u->n; i++)
+    if (!im__run_is_loopback(u->url[i]))
+      return false;
+  return true;
+}
+
 void im__run_urls_free(struct im__run_urls *u) {
   for (uint32_t i = 0; i < u->n; i++) {
     free(u->url[i]);

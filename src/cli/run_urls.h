@@ -6,6 +6,7 @@
 #ifndef IM_CLI_RUN_URLS_H
 #define IM_CLI_RUN_URLS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "net/net.h"
@@ -28,6 +29,9 @@ int im__run_urls_init(struct im__run_urls *u, const struct run_opts *o);
 /* Asks each target past the first for /v1/models: -1 when all answer 200,
  * else the exit status (2) after saying which target and why. */
 int im__run_urls_check(const struct im__run_urls *u, const char *api_key, const struct im_net *net);
+/* Whether every target is on loopback (true with one target: the caller
+ * judges the first). */
+bool im__run_urls_loopback(const struct im__run_urls *u);
 void im__run_urls_free(struct im__run_urls *u);
 
 #endif

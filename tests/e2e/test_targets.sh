@@ -114,5 +114,12 @@ check "... before any request" test ! -s "$TMP/dead/requests.jsonl"
   --unix-socket /tmp/x.sock "${W[@]}" --requests 2 --out "$TMP/unix2" 2>"$TMP/unix2.err"
 check_eq "several --url with --unix-socket: refused" "$?" 1
 check "... saying why" grep -q "several --url with --unix-socket" "$TMP/unix2.err"
+# A remote second target needs the confirmation a remote first one needs
+# (no terminal: --yes); nothing is sent to either (the local one is closed).
+"$BIN" run --no-progress --url "http://127.0.0.1:$DEAD" --url "http://user:pw@192.0.2.1:8000" "${W[@]}" \
+  --requests 1 --out "$TMP/remote" </dev/null 2>"$TMP/remote.err"
+check_eq "a remote second target without --yes: refused" "$?" 1
+check "... the plan names it, credentials removed" grep -q "and target 1: http://REDACTED@192.0.2.1:8000" "$TMP/remote.err"
+check "... and asks for --yes" grep -q "add --yes" "$TMP/remote.err"
 stop_all
 finish
