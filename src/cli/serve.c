@@ -37,6 +37,8 @@ static void usage(FILE *out) {
 "  --keepalive-interval DUR     ': keep-alive' comment to queued streams every DUR of\n"
 "                               wall-clock time, whatever --time-scale (default 2s)\n"
 "  --max-connections N          connections beyond N are closed at once (default 10000)\n"
+"  --unix-socket PATH           listen on this unix socket instead of --host/--port (the\n"
+"                               first line is then 'listening on unix:PATH')\n"
 "  --api-key-file FILE          require 'Authorization: Bearer KEY' (KEY: the file's first\n"
 "                               line) on /v1/ paths, else 401, as vLLM's --api-key\n"
 "\n");
@@ -117,7 +119,7 @@ enum {
   O_HOST = 256, O_PORT, O_PROFILE, O_MODEL, O_SEED, O_SCALE, O_TRUTH, O_FAULT, O_SEQS, O_BATCHED,
   O_BLOCK, O_KVBLOCKS, O_GPUMEM, O_MAXLEN, O_PREFIX, O_NOPREFIX, O_MTP, O_MTPACC, O_NOMOE,
   O_RLOG, O_RDETAIL, O_MOEZIPF, O_MOEHOT, O_MOEDRIFT, O_REASONING, O_MAXBODY, O_MAXHDR, O_IDLE, O_KA, O_MAXCONN, O_RATE,
-  O_LIST, O_QUIET, O_LOGLEVEL, O_TOKENIZER, O_APIKEY
+  O_LIST, O_QUIET, O_LOGLEVEL, O_TOKENIZER, O_APIKEY, O_UNIX
 };
 
 static const struct option options[] = {
@@ -157,6 +159,7 @@ static const struct option options[] = {
     {"tokenizer", required_argument, 0, O_TOKENIZER},
     {"log-level", required_argument, 0, O_LOGLEVEL},
     {"api-key-file", required_argument, 0, O_APIKEY},
+    {"unix-socket", required_argument, 0, O_UNIX},
     IM_SERVE_AGENT_OPTIONS,
     {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0},
@@ -291,6 +294,13 @@ static int apply_option(int opt, const char *arg, struct im_server_config *cfg,
     }
     return 0;
   case O_QUIET: cfg->quiet = true; return 0;
+  case O_UNIX:
+    if (!*arg || strlen(arg) >= 108) { /* sun_path's size on Linux */
+      fprintf(stderr, "infermeter serve: --unix-socket: a path of 1 to 107 bytes\n");
+      return -1;
+    }
+    cfg->unix_socket = arg;
+    return 0;
   case O_APIKEY: /* the first line of the file; freed by im_cli_serve */
     free((char *)cfg->api_key);
     cfg->api_key = im__run_read_key_file(arg);

@@ -92,6 +92,33 @@ check_eq "truth: tokens received through the proxy and the socket = written" \
 check_eq "truth: every chunk received after serve wrote it (unix socket)" \
   "$(chunk_delays "$TMP/unix" "$T" | jq 'length > 0 and all(. >= -1000)')" true
 
+# serve itself on a unix socket (serve --unix-socket), with its truth log.
+USOCK=$TMP/serve.sock
+mkfifo "$TMP/usock.fifo"
+"$BIN" serve --unix-socket "$USOCK" --time-scale 50 --truth-log "$TMP/truth_unix.jsonl" \
+  >"$TMP/usock.fifo" 2>"$TMP/usock.err" &
+USERVE=$!
+exec 4<"$TMP/usock.fifo"
+read -r -t 20 line <&4
+exec 4<&-
+check_eq "serve --unix-socket says where it listens" "$line" "listening on unix:$USOCK"
+RUN --url http://localhost --unix-socket "$USOCK" "${W[@]}" --rate 20 --requests 8 --out "$TMP/unix_serve"
+check_eq "--unix-socket to serve's own socket: every request succeeded" "$(all_ok "$TMP/unix_serve")" true
+kill -TERM "$USERVE"
+wait "$USERVE"
+check_eq "serve on a unix socket exits 0 on SIGTERM" "$?" 0
+check "... and removes its socket file" test ! -e "$USOCK"
+check_eq "truth: tokens received over serve's socket = written" \
+  "$(jq -s '[.[] | select(.error == null) | .output_tokens] | add' "$TMP/unix_serve/requests.jsonl")" \
+  "$(jq -s '[.[] | select(.type == "chunk" and (.id | startswith("im-"))) | .tokens] | add' "$TMP/truth_unix.jsonl")"
+check_eq "truth: every chunk received after serve wrote it (its socket)" \
+  "$(chunk_delays "$TMP/unix_serve" "$TMP/truth_unix.jsonl" | jq 'length > 0 and all(. >= -1000)')" true
+echo "not a socket" >"$TMP/plain"
+"$BIN" serve --unix-socket "$TMP/plain" >/dev/null 2>"$TMP/plain.err"
+check_eq "serve --unix-socket on a regular file: exit 1" "$?" 1
+check "... saying it cannot listen there" grep -q "cannot listen on unix socket $TMP/plain" "$TMP/plain.err"
+check "... leaving the file alone" grep -q "not a socket" "$TMP/plain"
+
 # --- 3. IPv6 literals
 if python3 -c 'import socket; s = socket.socket(socket.AF_INET6); s.bind(("::1", 0))' 2>/dev/null; then
   start_server --host ::1 --time-scale 50
