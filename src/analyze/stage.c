@@ -98,6 +98,8 @@ enum im_err im_stage_analyze(const struct im_stage_input *in, struct im_stage_fi
   if (!err)
     err = im_models_compute(&f->pop, &in->cfg, &f->models);
   if (!err)
+    err = im_targets_compute(&f->pop, &in->cfg, &f->targets);
+  if (!err)
     err = judge_saturation(in, f);
   struct im_tokens_config tc = in->tokens;
   if (!tc.window) /* not configured: docs/metrics.md §4's defaults */

@@ -23,6 +23,7 @@
 #include "analyze/models.h"
 #include "analyze/reasoning.h"
 #include "analyze/slo.h"
+#include "analyze/targets.h"
 #include "analyze/summary.h"
 #include "analyze/probes.h"
 #include "analyze/timeslice.h"
@@ -69,6 +70,7 @@ struct im_stage_figures {
   struct im_agent_figs agents;   /* agent chains (analyze/agents.h) */
   struct im_cancel_figs cancel;  /* --cancel-after (analyze/cancel.h) */
   struct im_models models;       /* --model-mix (analyze/models.h) */
+  struct im_targets targets;     /* several --url (analyze/targets.h) */
 };
 
 /* Computes every figure of the stage. IM_INVAL for an invalid config,

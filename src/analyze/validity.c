@@ -351,6 +351,19 @@ static void check_errors(const struct im_validity_input *in, struct im_validity 
                                "latency");
 }
 
+/* --insecure: the figures came from a server whose identity was not
+ * checked (docs/audit.md). A WARN, never a FAIL: a lab gateway with a
+ * self-signed certificate is common, and the figures stand. */
+static void check_tls(const struct im_validity_input *in, struct im_validity *v) {
+  if (!in->tls_insecure)
+    return;
+  struct im_valid_check *c = add(v, "tls_verification", IM_CHECK_WARN);
+  say(c->evidence, sizeof c->evidence, "the run skipped TLS certificate verification "
+                                       "(--insecure): the server answering was not authenticated");
+  say(c->fix, sizeof c->fix, "pass --cacert FILE with the CA that signed the server's "
+                             "certificate instead of --insecure");
+}
+
 enum im_err im_validity_compute(const struct im_validity_input *in, struct im_validity *v) {
   memset(v, 0, sizeof *v);
   v->publishable = true;
@@ -369,5 +382,6 @@ enum im_err im_validity_compute(const struct im_validity_input *in, struct im_va
   check_connections(in, v);
   check_errors(in, v);
   check_cancelled(in, v);
+  check_tls(in, v);
   return IM_OK;
 }

@@ -50,6 +50,9 @@ struct im_validity_input {
   double server_running_first, server_running_last;
   double time_wait_slope;        /* sockets per second; NaN unknown */
   uint64_t connections_opened;
+  /* The run skipped TLS verification (--insecure, manifest.target.transport):
+   * the check tls_verification is a WARN (absent otherwise). */
+  bool tls_insecure;
 };
 
 enum im_check_status { IM_CHECK_PASS, IM_CHECK_WARN, IM_CHECK_FAIL };
@@ -61,7 +64,7 @@ struct im_valid_check {
   char fix[320];                 /* "" when it passes */
 };
 
-#define IM_VALID_MAX_CHECKS 12
+#define IM_VALID_MAX_CHECKS 14
 struct im_validity {
   bool publishable;              /* no FAIL */
   size_t n;

@@ -75,8 +75,7 @@ static void *health_main(void *arg) {
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
   curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(h->interval_ns / 1000000 > 100 ? h->interval_ns / 1000000 : 100));
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-  if (h->insecure)
-    curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
+  im_net_apply(c, h->net, true);
   if (h->api_key && h->api_key[0]) {
     snprintf(auth, sizeof auth, "Authorization: Bearer %.500s", h->api_key);
     hdr = curl_slist_append(NULL, auth);
@@ -119,10 +118,10 @@ static void *health_main(void *arg) {
 }
 
 /* The fields both kinds share, then the thread. 0, or -1 after saying why. */
-static int start(struct im__health *h, int64_t interval_ns, bool insecure, const char *api_key,
+static int start(struct im__health *h, int64_t interval_ns, const struct im_net *net, const char *api_key,
                  int jsonl_fd, uint64_t first_id, const char *what) {
   h->interval_ns = interval_ns;
-  h->insecure = insecure;
+  h->net = net;
   h->api_key = api_key;
   h->jsonl_fd = jsonl_fd;
   h->next_id = first_id;
@@ -139,15 +138,15 @@ static int start(struct im__health *h, int64_t interval_ns, bool insecure, const
 }
 
 int im__health_start(struct im__health *h, const char *base, const char *path,
-                     int64_t interval_ns, bool insecure, const char *api_key, int jsonl_fd) {
+                     int64_t interval_ns, const struct im_net *net, const char *api_key, int jsonl_fd) {
   memset(h, 0, sizeof *h);
   snprintf(h->url, sizeof h->url, "%s%s", base, path ? path : "/health");
   /* Ids below 2^53: exact in JSON readers that use doubles. */
-  return start(h, interval_ns, insecure, api_key, jsonl_fd, UINT64_C(1) << 52, "health poller");
+  return start(h, interval_ns, net, api_key, jsonl_fd, UINT64_C(1) << 52, "health poller");
 }
 
 int im__probe_start(struct im__health *h, const char *base, const char *path, const char *model,
-                    bool chat, double rate, uint64_t seed, bool insecure, const char *api_key,
+                    bool chat, double rate, uint64_t seed, const struct im_net *net, const char *api_key,
                     int jsonl_fd) {
   memset(h, 0, sizeof *h);
   snprintf(h->url, sizeof h->url, "%s%s", base, path);
@@ -169,7 +168,7 @@ int im__probe_start(struct im__health *h, const char *base, const char *path, co
   }
   h->probe = true;
   h->seed = seed ^ UINT64_C(0x70726f6265); /* "probe": apart from the schedule's stream */
-  return start(h, (int64_t)(1e9 / rate), insecure, api_key, jsonl_fd,
+  return start(h, (int64_t)(1e9 / rate), net, api_key, jsonl_fd,
                (UINT64_C(1) << 52) + (UINT64_C(1) << 51), "prober");
 }
 

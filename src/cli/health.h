@@ -31,6 +31,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "net/net.h"
+
 struct im_record;
 
 /* Where each record also goes (--metrics-listen), besides requests.jsonl. */
@@ -42,7 +44,7 @@ struct im__record_hook {
 struct im__health {
   char url[2300];              /* base + path */
   int64_t interval_ns;
-  bool insecure;
+  const struct im_net *net;    /* borrowed: TLS, proxy, unix socket (net/net.h) */
   const char *api_key;         /* borrowed; sent as Bearer, never recorded */
   int jsonl_fd;
   atomic_int_fast64_t t0;      /* the current stage's CLOCK_MONOTONIC start; 0: none yet */
@@ -65,12 +67,12 @@ void im__health_hook(struct im__health *h, const struct im__record_hook *hook);
 /* Starts the poller (base URL, path beginning with '/'). 0, or -1 after
  * saying why. */
 int im__health_start(struct im__health *h, const char *base, const char *path,
-                     int64_t interval_ns, bool insecure, const char *api_key, int jsonl_fd);
+                     int64_t interval_ns, const struct im_net *net, const char *api_key, int jsonl_fd);
 /* Starts the prober: 1-token requests to base + path (the backend's
  * endpoint) for model, at Poisson instants of `rate` per second, gaps drawn
  * from seed. 0, or -1 after saying why. */
 int im__probe_start(struct im__health *h, const char *base, const char *path, const char *model,
-                    bool chat, double rate, uint64_t seed, bool insecure, const char *api_key,
+                    bool chat, double rate, uint64_t seed, const struct im_net *net, const char *api_key,
                     int jsonl_fd);
 /* A stage began at t0_mono: later checks are on its clock. */
 void im__health_stage(struct im__health *h, uint32_t stage, int64_t t0_mono);

@@ -71,7 +71,7 @@ static enum im_err on_sample(void *ud, const struct im_prom_sample *s) {
 
 /* Requests running + waiting on the server's /metrics; -1 when the page or
  * the gauges are missing. */
-static double in_flight_on_server(const char *url, bool insecure) {
+static double in_flight_on_server(const char *url, const struct im_net *net) {
   char page_url[2200];
   snprintf(page_url, sizeof page_url, "%s/metrics", url);
   struct im_buf b;
@@ -84,8 +84,7 @@ static double in_flight_on_server(const char *url, bool insecure) {
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 2000L);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    if (insecure)
-      curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
+    im_net_apply(c, net, true);
     long status = 0;
     if (curl_easy_perform(c) == CURLE_OK &&
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK && status == 200) {
@@ -108,7 +107,7 @@ static double in_flight_on_server(const char *url, bool insecure) {
 static void wait_drained(const struct run_opts *o) {
   int64_t until = im_now_ns() + o->cooldown_ns;
   while (im_now_ns() < until) {
-    double n = in_flight_on_server(o->url, o->insecure);
+    double n = in_flight_on_server(o->url, &o->net);
     if (n == 0)
       return;
     struct timespec ts = {0, DRAIN_POLL_NS};

@@ -22,6 +22,7 @@
 #include "analyze/validity.h"
 #include "record/series.h"
 #include "report/html.h"
+#include "report/targets_json.h"
 #include "report/server_json.h"
 #include "report/analysis_json.h"
 #include "report/audit_json.h"
@@ -283,6 +284,8 @@ static int stage_validity(struct rep *p, const struct im_stage_figures *f,
       .connections_opened = s->connections_opened};
   for (int k = 0; k < IM_VALID_N_SETTINGS; k++)
     vin.declared[k] = declared(m, im_valid_settings[k]) != NULL;
+  vin.tls_insecure = json_is_true(
+      json_object_get(json_object_get(json_object_get(m, "target"), "transport"), "insecure"));
   /* One of --repeat K runs: the configuration ran K times. */
   json_t *of = json_object_get(json_object_get(m, "repeat"), "of");
   vin.repeats = json_is_integer(of) && json_integer_value(of) > 0 ? (uint32_t)json_integer_value(of) : 1;
@@ -431,6 +434,7 @@ static int report_stage(struct rep *p, size_t i, bool single) {
     im_agents_text(t, &f.agents);
     im_cancel_text(t, &f.cancel);
     im_models_text(t, &f.models);
+    im_targets_text(t, &f.targets, json_object_get(json_object_get(p->rd.manifest, "target"), "urls"));
     im_analysis_text(t, &f, &in.cfg);
     im_causes_text(t, &causes);
     im_validity_text(t, &val, false);

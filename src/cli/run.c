@@ -27,6 +27,7 @@
 #include "cli/output.h"
 #include "cli/report.h"
 #include "cli/run_int.h"
+#include "cli/run_urls.h"
 #include "cli/run_live.h"
 #include "cli/sysdesc.h"
 #include "record/rundir.h"
@@ -191,6 +192,7 @@ struct run {
   bool stopped_early;
   double discovery_ms;
   bool curl_inited;
+  struct im__run_urls urls;     /* several --url (cli/run_urls.h) */
 };
 
 /* The scenario file, then the command line over it. -1: go on; else the
@@ -224,7 +226,10 @@ static int parse_args(struct run *r) {
 static int check_opts(const struct run_opts *o, bool rate_given) {
   bool sessions = o->sessions || o->session_rate;
   const char *why = NULL;
-  if (o->concurrency && rate_given)
+  char net_why[512];
+  if (im_net_check(&o->net, net_why, sizeof net_why))
+    why = net_why;
+  else if (o->concurrency && rate_given)
     why = "--rate and --concurrency exclude each other";
   else if (o->sessions && o->session_rate)
     why = "--sessions and --session-rate exclude each other";
@@ -430,12 +435,13 @@ static int start_target(struct run *r) {
     }
     snprintf(r->url, sizeof r->url, "http://127.0.0.1:%d", port);
   } else {
-    snprintf(r->url, sizeof r->url, "%s", r->o.url);
-    size_t n = strlen(r->url);
-    while (n && r->url[n - 1] == '/')
-      r->url[--n] = '\0';
-    if (n > 3 && !strcmp(r->url + n - 3, "/v1"))
-      r->url[n - 3] = '\0';
+    im__run_url_normalize(r->o.url, r->url, sizeof r->url);
+    if (im__run_urls_init(&r->urls, &r->o))
+      return -1;
+    if (r->urls.n > 1) {
+      r->env.urls = (const char *const *)r->urls.url;
+      r->env.n_urls = r->urls.n;
+    }
   }
   r->env.url = r->url;
   return 0;
@@ -445,7 +451,7 @@ static int start_target(struct run *r) {
  * anything at all is sent to it. */
 static int confirm_remote(const struct run *r) {
   const struct run_opts *o = &r->o;
-  if (im__run_is_loopback(r->url))
+  if (im__run_is_loopback(r->url) && im__run_urls_loopback(&r->urls))
     return 0;
   char red[2048];
   im__run_redact_url(r->url, red, sizeof red);
@@ -463,6 +469,10 @@ static int confirm_remote(const struct run *r) {
     fprintf(stderr, "infermeter run: plan for %s: %zu stage(s) of %.0f s, closed loop or "
                     "sessions (no fixed request count)\n", red, r->env.n_stages,
             (double)o->duration_ns / 1e9);
+  for (uint32_t k = 1; k < r->urls.n; k++) { /* several --url: spread over all */
+    im__run_redact_url(r->urls.url[k], red, sizeof red);
+    fprintf(stderr, "infermeter run: and target %u: %s\n", k, red);
+  }
   if (o->max_total_tokens && (!planned || planned_tokens > o->max_total_tokens)) {
     fprintf(stderr, "infermeter run: the plan exceeds --max-total-tokens %" PRIu64
                     "; lower --rate, --duration or --requests\n", o->max_total_tokens);
@@ -485,12 +495,12 @@ static int confirm_remote(const struct run *r) {
  * -1: go on; else the exit status. */
 static int discover(struct run *r) {
   const struct run_opts *o = &r->o;
-  char err[256] = "";
+  char err[1024] = "";
   if (o->ready_timeout_ns > 0 &&
-      im__run_wait_ready(r->url, r->api_key, o->insecure, o->ready_timeout_ns, isatty(STDERR_FILENO)))
+      im__run_wait_ready(r->url, r->api_key, &o->net, o->ready_timeout_ns, isatty(STDERR_FILENO)))
     return im__run_interrupted ? EXIT_INTERRUPTED : EXIT_UNREACHABLE;
   int64_t t0 = im_now_ns();
-  long st = im__run_http_get_json(r->url, "/v1/models", r->api_key, o->insecure, &r->models, err,
+  long st = im__run_http_get_json(r->url, "/v1/models", r->api_key, &o->net, &r->models, err,
                                   sizeof err);
   if (st == 0) {
     char red[2048];
@@ -498,7 +508,20 @@ static int discover(struct run *r) {
     fprintf(stderr, "infermeter run: target %s unreachable: %s\n", red, err);
     return EXIT_UNREACHABLE;
   }
-  im__run_http_get_json(r->url, "/version", r->api_key, o->insecure, &r->version, err, sizeof err);
+  if (st == 401 || st == 403) { /* the key (never printed) is missing or refused */
+    char red[2048];
+    im__run_redact_url(r->url, red, sizeof red);
+    fprintf(stderr, "infermeter run: target %s refused GET /v1/models (HTTP %ld): %s\n", red, st,
+            r->api_key ? "the API key was not accepted; check the key in --api-key-file, "
+                         "$INFERMETER_API_KEY or $OPENAI_API_KEY"
+                       : "it needs an API key; pass --api-key-file FILE or set "
+                         "$INFERMETER_API_KEY or $OPENAI_API_KEY");
+    return EXIT_UNREACHABLE;
+  }
+  int other = im__run_urls_check(&r->urls, r->api_key, &o->net);
+  if (other >= 0)
+    return other;
+  im__run_http_get_json(r->url, "/version", r->api_key, &o->net, &r->version, err, sizeof err);
   r->discovery_ms = (double)(im_now_ns() - t0) / 1e6;
   struct im_sys_flags fl = o->sys;
   fl.kv_bytes_per_token = o->kv_bytes_per_token;
@@ -570,13 +593,15 @@ static void start_observers(struct run *r) {
     } else {
       snprintf(r->scrape_default, sizeof r->scrape_default, "%s/metrics", r->url);
       ocfg.scrape_urls[ocfg.n_scrape++] = r->scrape_default;
+      for (uint32_t k = 1; k < r->urls.n && ocfg.n_scrape < IM_OBS_MAX_SCRAPE; k++)
+        ocfg.scrape_urls[ocfg.n_scrape++] = r->urls.scrape[k]; /* each target's */
     }
   }
   ocfg.dcgm_url = o->dcgm;
   ocfg.interval_ns = o->scrape_interval_ns;
   ocfg.api_key = r->api_key;
-  ocfg.insecure = o->insecure;
-  ocfg.sockstat = !o->no_sockstat && im__run_target_addr(r->url, &ocfg.target, &ocfg.target_len) == 0;
+  ocfg.net = &o->net;
+  ocfg.sockstat = !o->no_sockstat && !o->net.unix_socket && im__run_target_addr(r->url, &ocfg.target, &ocfg.target_len) == 0;
   ocfg.gpu = !o->no_gpu;
   char path[4200];
   snprintf(path, sizeof path, "%s/scrapes.prom", o->out_dir);
@@ -753,6 +778,7 @@ static void run_cleanup(struct run *r) {
   im__run_live_stop(&r->env.live, 0); /* after the pollers: they feed it */
   free(r->res);
   free(r->stages);
+  im__run_urls_free(&r->urls);
   if (r->jsonl_fd >= 0)
     close(r->jsonl_fd);
   if (r->stages_fd >= 0)
@@ -839,8 +865,8 @@ int im_cli_run(int argc, char **argv) {
     goto out;
   }
   if ((o->tokenizer && !strcmp(o->tokenizer, "server") &&
-       im__run_srvtok_start(&r->env, o->insecure)) ||
-      im__run_context_check(&r->env, o, r->stages, r->models, o->insecure))
+       im__run_srvtok_start(&r->env, &o->net)) ||
+      im__run_context_check(&r->env, o, r->stages, r->models, &o->net))
     goto out;
   if (open_outputs(r) || open_run_files(r))
     goto out;
@@ -850,7 +876,7 @@ int im_cli_run(int argc, char **argv) {
   if ((o->metrics_listen || o->pushgateway) && im__run_live_start(&r->env))
     goto out;
   if (o->health_interval_ns) {
-    if (im__health_start(&r->health, r->url, o->health_path, o->health_interval_ns, o->insecure,
+    if (im__health_start(&r->health, r->url, o->health_path, o->health_interval_ns, &o->net,
                          r->api_key, r->jsonl_fd))
       goto out;
     r->env.health = &r->health;
@@ -858,7 +884,7 @@ int im_cli_run(int argc, char **argv) {
   if (o->probe_rate > 0) {
     bool chat = o->backend == IM_BACKEND_CHAT;
     if (im__probe_start(&r->probe, r->url, chat ? "/v1/chat/completions" : "/v1/completions",
-                        r->env.model, chat, o->probe_rate, o->seed, o->insecure, r->api_key,
+                        r->env.model, chat, o->probe_rate, o->seed, &o->net, r->api_key,
                         r->jsonl_fd))
       goto out;
     r->env.probe = &r->probe;
@@ -874,10 +900,10 @@ int im_cli_run(int argc, char **argv) {
   /* A stage that fails keeps what the others measured: the results are
    * written from the directory whatever happened (the failed stage's end
    * line carries its error). */
-  bool profiling = o->profile_server && im__run_profile(r->url, r->api_key, o->insecure, true);
+  bool profiling = o->profile_server && im__run_profile(r->url, r->api_key, &o->net, true);
   bool failed = run_stages(r) != 0;
   if (profiling)
-    (void)im__run_profile(r->url, r->api_key, o->insecure, false);
+    (void)im__run_profile(r->url, r->api_key, &o->net, false);
   im__health_stop(&r->health);
   im__health_stop(&r->probe);
   im__otlp_live_stop(&r->otlp); /* every record is on disk: it sends the last ones */

@@ -21,6 +21,7 @@
 #include "analyze/summary.h"
 #include "cli/sysdesc.h"
 #include "load/loader.h"
+#include "net/net.h"
 #include "cli/run_agents.h"
 
 #define MAX_TAGS 64
@@ -33,7 +34,10 @@ enum { EXIT_OK = 0, EXIT_USAGE = 1, EXIT_UNREACHABLE = 2, EXIT_INVALID = 3,
        EXIT_NOT_PUBLISHABLE = 4, EXIT_ENGINE = 5, EXIT_SLO = 99, EXIT_INTERRUPTED = 130 };
 
 struct run_opts {
-  const char *url;
+  const char *url;               /* the first --url (NULL: the built-in server) */
+  const char *urls[IM_RECORD_MAX_TARGETS]; /* every --url (docs/tls.md) */
+  uint32_t n_urls;
+  bool urls_from_scenario;       /* urls came from --scenario (the command line replaces them) */
   enum im_backend backend;
   const char *model;
   double rate, burstiness, rate_end;
@@ -61,6 +65,7 @@ struct run_opts {
   int64_t retry_backoff_max_ns;
   int64_t t_connect, t_ttft, t_idle, t_total;
   uint64_t max_total_tokens;
+  struct im_net net;            /* --cacert, --cert/--key, --proxy, --unix-socket, --insecure */
   bool yes, insecure, keepalive, http2, cache_salt, shared_cache, quiet, no_progress, publish;
   bool csv, json, verbose; /* --output-format csv, --json, -v (cli/output.h) */
   uint32_t repeat;              /* --repeat K (1: a single run) */
@@ -142,6 +147,8 @@ struct im__run_live;
 struct run_env {
   struct run_opts *o;
   const char *url;
+  const char *const *urls;        /* several --url: every target (normalised), n_urls > 1 */
+  uint32_t n_urls;
   bool builtin;
   const char *model;
   char *api_key;
@@ -191,7 +198,7 @@ extern int im__run_wake_fd;
 /* run_server.c: what the target itself says about token counts. */
 /* --tokenizer server: a client of the target's /tokenize in env->srvtok,
  * checked by one count. 0, or -1 with the reason printed. */
-int im__run_srvtok_start(struct run_env *env, bool insecure);
+int im__run_srvtok_start(struct run_env *env, const struct im_net *net);
 /* Says how many counts the target made (unless --quiet) and frees env->srvtok. */
 void im__run_srvtok_stop(struct run_env *env);
 /* An im_synth_count_fn over env->srvtok (ctx): prompts as the server counts them. */
@@ -206,7 +213,7 @@ uint32_t im__run_srvtok_output(void *ctx, const char *text, size_t len);
  * --no-context-check; -1 with the numbers printed when a stage cannot fit. */
 struct im_stage;
 int im__run_context_check(const struct run_env *env, const struct run_opts *o,
-                          const struct im_stage *stages, json_t *models, bool insecure);
+                          const struct im_stage *stages, json_t *models, const struct im_net *net);
 
 /* run_stage.c */
 /* Runs one stage: its start, t0 and end events go to stages.jsonl, its
@@ -287,8 +294,12 @@ int im__run_scenario_load(struct run_opts *o, const char *path, struct json_t **
 /* run_target.c */
 /* GET base+path: the HTTP status (0 when unreachable, err says why) and the
  * body as JSON in *out (NULL when not JSON). */
-long im__run_http_get_json(const char *base, const char *path, const char *api_key, bool insecure,
+long im__run_http_get_json(const char *base, const char *path, const char *api_key,
+                           const struct im_net *net,
                            struct json_t **out, char *err, size_t err_len);
+/* The same with a method: GET when post is NULL, else POST of that JSON. */
+long im__run_http_json(const char *base, const char *path, const char *post, const char *api_key,
+                       const struct im_net *net, struct json_t **out, char *err, size_t err_len);
 bool im__run_is_loopback(const char *url);
 /* The URL without credentials, for outputs. */
 void im__run_redact_url(const char *url, char *out, size_t cap);
@@ -296,11 +307,11 @@ void im__run_redact_url(const char *url, char *out, size_t cap);
 /* run_ready.c */
 /* --ready-timeout: polls GET url/v1/models once a second until it answers
  * 200 (0) or timeout_ns passed or the run was interrupted (-1, said). */
-int im__run_wait_ready(const char *url, const char *api_key, bool insecure, int64_t timeout_ns,
-                       bool tty);
+int im__run_wait_ready(const char *url, const char *api_key, const struct im_net *net,
+                       int64_t timeout_ns, bool tty);
 /* --profile-server: POST url/start_profile (start) or /stop_profile; false
  * (said, the run goes on) when the server has none or refuses. */
-bool im__run_profile(const char *url, const char *api_key, bool insecure, bool start);
+bool im__run_profile(const char *url, const char *api_key, const struct im_net *net, bool start);
 /* The first line of the file, or NULL after saying why; caller frees. */
 char *im__run_read_key_file(const char *path);
 /* host:port of the URL, resolved once; 0 on success. */

@@ -16,6 +16,7 @@
 #include "cli/metrics_listen.h"
 #include "cli/output.h"
 #include "cli/run_int.h"
+#include "cli/run_net.h"
 #include "im_version.h"
 #include "core/buf.h"
 #include "core/clock.h"
@@ -31,13 +32,16 @@ void im__run_usage(FILE *o) {
 "on a free loopback port and tests that, with --ignore-eos.\n"
 "\n"
 "Target:\n"
-"  --url URL                 base URL of the server, e.g. http://10.0.0.5:8000\n"
+"  --url URL                 base URL of the server, e.g. http://10.0.0.5:8000;\n"
+"                            repeatable: replicas, requests (sessions) round robin\n"
+"                            over them, figures per target (docs/tls.md)\n"
 "  --backend NAME            openai-chat (default) or openai-completions\n"
 "  --model NAME              model to request (default: first id of /v1/models)\n"
 "  --api-key-file FILE       API key (else $INFERMETER_API_KEY, else $OPENAI_API_KEY);\n"
 "                            sent as Bearer, never written anywhere\n"
 "  --header 'K: V'           extra request header (repeatable)\n"
-"  --insecure                do not verify TLS certificates\n"
+"  --insecure                do not verify TLS certificates (recorded in the\n"
+"                            manifest; the audit warns)\n"
 "  --http2                   use HTTP/2 over TLS when the server offers it\n"
 "  --keepalive on|off        reuse connections (default on); off: a new\n"
 "                            connection per request, closed by the client\n"
@@ -107,6 +111,7 @@ void im__run_usage(FILE *o) {
 "                            default every prompt starts with a per-run salt)\n"
 "\n");
   im__run_agent_help(o);
+  im__run_net_help(o);
   fprintf(o,
 "Sessions (multi-turn chat with growing contexts, docs/sessions.md):\n"
 "  --sessions N              N sessions at once, an ended one replaced at once\n"
@@ -440,6 +445,7 @@ const struct option im__run_options[] = {
     {"min-output-len", required_argument, 0, O_MIN_OUT},
     {"max-output-len", required_argument, 0, O_MAX_OUT},
     IM_RUN_AGENT_OPTIONS,
+    IM_RUN_NET_OPTIONS,
     {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0}};
 
@@ -485,7 +491,17 @@ int im__run_apply(struct run_opts *o, int opt, const char *arg, bool *rate_given
   int64_t ns;
   uint64_t u;
   switch (opt) {
-  case O_URL: o->url = arg; return 0;
+  case O_URL: /* repeatable: several targets (docs/tls.md) */
+    if (o->urls_from_scenario && !o->applying_scenario)
+      o->n_urls = 0; /* the command line replaces the scenario's */
+    o->urls_from_scenario = o->applying_scenario;
+    if (o->n_urls == IM_RECORD_MAX_TARGETS) {
+      fprintf(stderr, "infermeter run: --url: at most %d targets\n", IM_RECORD_MAX_TARGETS);
+      return -1;
+    }
+    o->urls[o->n_urls++] = arg;
+    o->url = o->urls[0];
+    return 0;
   case O_BACKEND:
     if (!strcmp(arg, "openai-chat"))
       o->backend = IM_BACKEND_CHAT;
@@ -582,7 +598,7 @@ int im__run_apply(struct run_opts *o, int opt, const char *arg, bool *rate_given
   case O_MAXTOK: return im_arg_u64("--max-total-tokens", arg, &o->max_total_tokens);
   case O_YES: o->yes = true; return 0;
   case O_KEYFILE: o->api_key_file = arg; return 0;
-  case O_INSECURE: o->insecure = true; return 0;
+  case O_INSECURE: o->insecure = o->net.insecure = true; return 0;
   case O_KEEPALIVE:
     if (strcmp(arg, "on") && strcmp(arg, "off")) {
       fprintf(stderr, "infermeter: --keepalive: expected on or off\n");
@@ -765,6 +781,8 @@ int im__run_apply(struct run_opts *o, int opt, const char *arg, bool *rate_given
   default:
     if (opt >= O_AGENT_FIRST && opt < O_AGENT_LAST)
       return im__run_agent_opt(&o->agent, opt, arg);
+    if (opt >= O_NET_FIRST && opt < O_NET_LAST)
+      return im__run_net_opt(&o->net, opt, arg);
     return -1;
   }
   (void)ns;

@@ -6,7 +6,6 @@
  * servers): POST /start_profile and POST /stop_profile, no body needed;
  * vLLM registers them only when VLLM_TORCH_PROFILER_DIR is set (else 404),
  * SGLang always. */
-#include <curl/curl.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -15,53 +14,13 @@
 #include "cli/run_int.h"
 #include "core/clock.h"
 
-static size_t discard(char *p, size_t s, size_t n, void *ud) {
-  (void)p;
-  (void)ud;
-  return s * n;
-}
-
-/* POST base+path with an empty JSON body: the status (0 unreachable). */
-static long post_empty(const char *base, const char *path, const char *api_key, bool insecure,
-                       char *err, size_t err_len) {
-  char url[2048], auth[4200];
-  snprintf(url, sizeof url, "%s%s", base, path);
-  CURL *e = curl_easy_init();
-  if (!e)
-    return 0;
-  struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
-  if (api_key) {
-    snprintf(auth, sizeof auth, "Authorization: Bearer %s", api_key);
-    h = curl_slist_append(h, auth);
-  }
-  curl_easy_setopt(e, CURLOPT_URL, url);
-  curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
-  curl_easy_setopt(e, CURLOPT_POSTFIELDS, "{}");
-  curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, discard);
-  curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 60000L); /* a profiler may flush for a while */
-  curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-  if (insecure) {
-    curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
-    curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
-  }
-  long status = 0;
-  CURLcode rc = curl_easy_perform(e);
-  if (rc == CURLE_OK)
-    curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
-  else
-    snprintf(err, err_len, "%s", curl_easy_strerror(rc));
-  curl_easy_cleanup(e);
-  curl_slist_free_all(h);
-  return status;
-}
-
-int im__run_wait_ready(const char *url, const char *api_key, bool insecure, int64_t timeout_ns,
-                       bool tty) {
+int im__run_wait_ready(const char *url, const char *api_key, const struct im_net *net,
+                       int64_t timeout_ns, bool tty) {
   int64_t deadline = im_now_ns() + timeout_ns;
   for (int tries = 1;; tries++) {
-    char err[256] = "";
+    char err[1024] = "";
     json_t *body = NULL;
-    long st = im__run_http_get_json(url, "/v1/models", api_key, insecure, &body, err, sizeof err);
+    long st = im__run_http_get_json(url, "/v1/models", api_key, net, &body, err, sizeof err);
     json_decref(body);
     if (st == 200) {
       if (tries > 1 && tty)
@@ -90,10 +49,12 @@ int im__run_wait_ready(const char *url, const char *api_key, bool insecure, int6
   }
 }
 
-bool im__run_profile(const char *url, const char *api_key, bool insecure, bool start) {
-  char err[256] = "";
+bool im__run_profile(const char *url, const char *api_key, const struct im_net *net, bool start) {
+  char err[1024] = "";
   const char *path = start ? "/start_profile" : "/stop_profile";
-  long st = post_empty(url, path, api_key, insecure, err, sizeof err);
+  json_t *body = NULL;
+  long st = im__run_http_json(url, path, "{}", api_key, net, &body, err, sizeof err);
+  json_decref(body);
   if (st >= 200 && st < 300)
     return true;
   if (st == 404)

@@ -15,9 +15,9 @@
 #include "workload/stages.h"
 #include "workload/synth.h"
 
-int im__run_srvtok_start(struct run_env *env, bool insecure) {
+int im__run_srvtok_start(struct run_env *env, const struct im_net *net) {
   struct im_srvtok_cfg cfg = {.base_url = env->url, .model = env->model, .api_key = env->api_key,
-                              .insecure = insecure};
+                              .net = net};
   if (im_srvtok_new(&cfg, &env->srvtok) != IM_OK) {
     fprintf(stderr, "infermeter run: --tokenizer server: out of memory\n");
     return -1;
@@ -69,7 +69,7 @@ uint32_t im__run_srvtok_output(void *ctx, const char *text, size_t len) {
 /* ---- the context limit ---------------------------------------------------- */
 
 /* The limit and where it was read; 0 when the target tells none. */
-static uint64_t read_limit(const struct run_env *env, json_t *models, bool insecure,
+static uint64_t read_limit(const struct run_env *env, json_t *models, const struct im_net *net,
                            char *src, size_t src_len) {
   /* vLLM: ModelCard.max_model_len in /v1/models data[]
    * (vllm/entrypoints/openai/protocol.py); infermeter serve the same. */
@@ -89,7 +89,7 @@ static uint64_t read_limit(const struct run_env *env, json_t *models, bool insec
   char err[256];
   json_t *props = NULL;
   uint64_t limit = 0;
-  if (im__run_http_get_json(env->url, "/props", env->api_key, insecure, &props, err, sizeof err) ==
+  if (im__run_http_get_json(env->url, "/props", env->api_key, net, &props, err, sizeof err) ==
       200) {
     json_t *n = json_object_get(json_object_get(props, "default_generation_settings"), "n_ctx");
     if (json_is_integer(n) && json_integer_value(n) > 0) {
@@ -100,7 +100,7 @@ static uint64_t read_limit(const struct run_env *env, json_t *models, bool insec
   json_decref(props);
   json_t *slots = NULL;
   if (!limit &&
-      im__run_http_get_json(env->url, "/slots", env->api_key, insecure, &slots, err, sizeof err) ==
+      im__run_http_get_json(env->url, "/slots", env->api_key, net, &slots, err, sizeof err) ==
           200) {
     json_array_foreach(slots, i, m) {
       json_t *n = json_object_get(m, "n_ctx");
@@ -158,11 +158,11 @@ static void stage_need(const struct run_env *env, const struct run_opts *so, uin
 }
 
 int im__run_context_check(const struct run_env *env, const struct run_opts *o,
-                          const struct im_stage *stages, json_t *models, bool insecure) {
+                          const struct im_stage *stages, json_t *models, const struct im_net *net) {
   if (o->no_context_check)
     return 0;
   char src[128] = "";
-  uint64_t limit = read_limit(env, models, insecure, src, sizeof src);
+  uint64_t limit = read_limit(env, models, net, src, sizeof src);
   if (!limit) {
     if (!o->quiet)
       fprintf(stderr, "infermeter: the target tells no context limit (max_model_len, n_ctx): "

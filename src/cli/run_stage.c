@@ -208,11 +208,14 @@ static int shard_config(struct stage *st, uint32_t k) {
   uint32_t n = o->threads;
   im_load_config_default(c);
   c->base_url = env->url;
+  c->base_urls = env->urls;
+  c->n_urls = env->n_urls;
   c->backend = so->backend;
   c->model = env->model;
   c->api_key = env->api_key;
   c->headers = o->headers;
   c->insecure = o->insecure;
+  c->net = &o->net;
   c->keepalive = o->keepalive;
   c->max_connections = o->max_connections ? (o->max_connections + n - 1) / n : 0;
   c->http2 = o->http2;

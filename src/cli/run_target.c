@@ -15,6 +15,7 @@
 
 #include "cli/args.h"
 #include "cli/run_int.h"
+#include "cli/run_urls.h"
 #include "im_version.h"
 #include "core/buf.h"
 #include "core/clock.h"
@@ -32,8 +33,14 @@ static size_t fetch_write(char *d, size_t s, size_t n, void *ud) {
 
 /* GET base+path; returns the HTTP status (0 when unreachable) and the body
  * parsed as JSON in *out (NULL when not JSON). */
-long im__run_http_get_json(const char *base, const char *path, const char *api_key, bool insecure,
+long im__run_http_get_json(const char *base, const char *path, const char *api_key,
+                           const struct im_net *net,
                           json_t **out, char *err, size_t err_len) {
+  return im__run_http_json(base, path, NULL, api_key, net, out, err, err_len);
+}
+
+long im__run_http_json(const char *base, const char *path, const char *post, const char *api_key,
+                       const struct im_net *net, json_t **out, char *err, size_t err_len) {
   *out = NULL;
   struct fetch f;
   im_buf_init(&f.body, 1u << 20);
@@ -48,16 +55,20 @@ long im__run_http_get_json(const char *base, const char *path, const char *api_k
     snprintf(auth, sizeof auth, "Authorization: Bearer %s", api_key);
     h = curl_slist_append(h, auth);
   }
+  if (post) {
+    h = curl_slist_append(h, "Content-Type: application/json");
+    curl_easy_setopt(e, CURLOPT_POSTFIELDS, post);
+  }
   curl_easy_setopt(e, CURLOPT_URL, url);
   curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
   curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, fetch_write);
   curl_easy_setopt(e, CURLOPT_WRITEDATA, &f);
-  curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 10000L);
+  /* A profiler may take a while to flush its trace on /stop_profile. */
+  curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, post ? 60000L : 10000L);
   curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-  if (insecure) {
-    curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
-    curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
-  }
+  char detail[CURL_ERROR_SIZE] = "";
+  curl_easy_setopt(e, CURLOPT_ERRORBUFFER, detail);
+  im_net_apply(e, net, true);
   long status = 0;
   CURLcode rc = curl_easy_perform(e);
   if (rc == CURLE_OK) {
@@ -65,7 +76,7 @@ long im__run_http_get_json(const char *base, const char *path, const char *api_k
     if (f.body.len)
       *out = json_loadb(f.body.data, f.body.len, 0, NULL);
   } else {
-    snprintf(err, err_len, "%s", curl_easy_strerror(rc));
+    im_net_describe(rc, detail, net, !strncasecmp(base, "https:", 6), err, err_len);
   }
   curl_easy_cleanup(e);
   curl_slist_free_all(h);
@@ -165,8 +176,14 @@ static json_t *command_line_json(int argc, char **argv) {
     } else if (!strncmp(arg, "--header=", 9) && secret_header(arg + 9)) {
       snprintf(buf, sizeof buf, "--header=%.*s: REDACTED", (int)strcspn(arg + 9, ":"), arg + 9);
       arg = buf;
-    } else if (i > 0 && !strcmp(argv[i - 1], "--url")) {
+    } else if (i > 0 && (!strcmp(argv[i - 1], "--url") || !strcmp(argv[i - 1], "--proxy"))) {
       im__run_redact_url(arg, buf, sizeof buf);
+      arg = buf;
+    } else if (!strncmp(arg, "--url=", 6) || !strncmp(arg, "--proxy=", 8)) {
+      size_t k = strcspn(arg, "=") + 1;
+      char red[2000];
+      im__run_redact_url(arg + k, red, sizeof red);
+      snprintf(buf, sizeof buf, "%.*s%s", (int)k, arg, red);
       arg = buf;
     }
     json_array_append_new(a, json_string(arg));
@@ -201,6 +218,26 @@ json_t *im__run_manifest_json(const struct run_opts *o, int argc, char **argv, c
                                              o->backend == IM_BACKEND_CHAT ? "openai-chat"
                                                                            : "openai-completions",
                                              "model", model, "builtin_server", builtin));
+  /* How the target was reached (docs/tls.md): verification off is a caveat
+   * the audit repeats (docs/audit.md, tls_verification). */
+  char proxy[2048] = "";
+  if (o->net.proxy)
+    im__run_redact_url(o->net.proxy, proxy, sizeof proxy);
+  if (o->n_urls > 1) { /* several targets: records' `target` indexes this */
+    json_t *urls = json_array();
+    for (uint32_t i = 0; i < o->n_urls; i++) {
+      char u[2048], r[2048];
+      im__run_url_normalize(o->urls[i], u, sizeof u);
+      im__run_redact_url(u, r, sizeof r);
+      json_array_append_new(urls, json_string(r));
+    }
+    json_object_set_new(json_object_get(m, "target"), "urls", urls);
+  }
+  json_object_set_new(json_object_get(m, "target"), "transport",
+                      json_pack("{s:b, s:b, s:s*, s:b, s:s*, s:s*}", "insecure", o->net.insecure,
+                                "http2", o->http2, "cacert", o->net.cacert, "client_cert",
+                                o->net.cert != NULL, "proxy", o->net.proxy ? proxy : NULL,
+                                "unix_socket", o->net.unix_socket));
   json_object_set_new(m, "server", json_pack("{s:O?, s:O?}", "models", models, "version", version));
   json_t *tags = json_object();
   for (size_t i = 0; i < o->n_tags; i++) {

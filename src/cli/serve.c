@@ -8,6 +8,7 @@
 
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "cli/run_int.h"
 #include "cli/serve_agents.h"
 #include "core/log.h"
 #include "serve/server.h"
@@ -40,6 +41,10 @@ static void usage(FILE *out) {
 "  --keepalive-interval DUR     ': keep-alive' comment to queued streams every DUR of\n"
 "                               wall-clock time, whatever --time-scale (default 2s)\n"
 "  --max-connections N          connections beyond N are closed at once (default 10000)\n"
+"  --unix-socket PATH           listen on this unix socket instead of --host/--port (the\n"
+"                               first line is then 'listening on unix:PATH')\n"
+"  --api-key-file FILE          require 'Authorization: Bearer KEY' (KEY: the file's first\n"
+"                               line) on /v1/ paths, else 401, as vLLM's --api-key\n"
 "\n");
   fprintf(out,
 "Engine (vLLM's names where they exist):\n"
@@ -118,7 +123,7 @@ enum {
   O_HOST = 256, O_PORT, O_PROFILE, O_MODEL, O_SEED, O_SCALE, O_TRUTH, O_FAULT, O_SEQS, O_BATCHED,
   O_BLOCK, O_KVBLOCKS, O_GPUMEM, O_MAXLEN, O_PREFIX, O_NOPREFIX, O_MTP, O_MTPACC, O_NOMOE,
   O_RLOG, O_RDETAIL, O_MOEZIPF, O_MOEHOT, O_MOEDRIFT, O_REASONING, O_DIALECT, O_MAXBODY, O_MAXHDR, O_IDLE, O_KA, O_MAXCONN, O_RATE,
-  O_LIST, O_QUIET, O_LOGLEVEL, O_TOKENIZER
+  O_LIST, O_QUIET, O_LOGLEVEL, O_TOKENIZER, O_APIKEY, O_UNIX
 };
 
 static const struct option options[] = {
@@ -158,6 +163,8 @@ static const struct option options[] = {
     {"quiet", no_argument, 0, O_QUIET},
     {"tokenizer", required_argument, 0, O_TOKENIZER},
     {"log-level", required_argument, 0, O_LOGLEVEL},
+    {"api-key-file", required_argument, 0, O_APIKEY},
+    {"unix-socket", required_argument, 0, O_UNIX},
     IM_SERVE_AGENT_OPTIONS,
     {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0},
@@ -299,6 +306,17 @@ static int apply_option(int opt, const char *arg, struct im_server_config *cfg,
     }
     return 0;
   case O_QUIET: cfg->quiet = true; return 0;
+  case O_UNIX:
+    if (!*arg || strlen(arg) >= 108) { /* sun_path's size on Linux */
+      fprintf(stderr, "infermeter serve: --unix-socket: a path of 1 to 107 bytes\n");
+      return -1;
+    }
+    cfg->unix_socket = arg;
+    return 0;
+  case O_APIKEY: /* the first line of the file; freed by im_cli_serve */
+    free((char *)cfg->api_key);
+    cfg->api_key = im__run_read_key_file(arg);
+    return cfg->api_key ? 0 : -1;
   default:
     if (opt >= O_SERVE_AGENT_FIRST && opt < O_SERVE_AGENT_LAST)
       return im__serve_agent_opt(cfg, opt, (char *)arg); /* an argv string: writable */
@@ -326,8 +344,10 @@ int im_cli_serve(int argc, char **argv) {
       fprintf(stderr, "see: infermeter serve --help\n");
       return 1;
     }
-    if (apply_option(opt, optarg, &cfg, faults, &truth_path, &routing_path, &tok_path))
+    if (apply_option(opt, optarg, &cfg, faults, &truth_path, &routing_path, &tok_path)) {
+      free((char *)cfg.api_key);
       return 1;
+    }
   }
   if (optind < argc) {
     fprintf(stderr, "infermeter serve: unexpected argument '%s' (see --help)\n", argv[optind]);
@@ -375,5 +395,6 @@ int im_cli_serve(int argc, char **argv) {
   if (routing)
     fclose(routing);
   im_tok_free(cfg.tokenizer);
+  free((char *)cfg.api_key);
   return rc;
 }

@@ -298,6 +298,7 @@ static void schedule_retry(struct loader *L, struct attempt *old, int64_t now) {
   r->thinking = o->thinking;
   r->tools = o->tools;
   memcpy(r->model, o->model, sizeof r->model);
+  r->target = o->target;
   /* Exponential backoff with jitter, or the server's Retry-After when it
    * sent one; both capped. */
   int64_t cap = L->cfg->retry_backoff_max_ns;
@@ -387,12 +388,20 @@ static void finish_attempt(struct loader *L, struct attempt *a, CURLcode res) {
       L->res->port_exhausted++;
     r->conn_new = nconn > 0;
     if (port > 0 && port < 65536) {
-      if (r->conn_new || !L->port_conn[port]) {
+      /* A connection's id is given when its first attempt ends. Under HTTP/2
+       * the attempt that opened it (conn_new) may end after streams that
+       * shared it: the top bit says the opener was seen, so only an opener
+       * on a port whose opener was already seen is a new connection. */
+      const uint64_t opener_seen = UINT64_C(1) << 63;
+      uint64_t *pc = &L->port_conn[port];
+      if (!*pc || (r->conn_new && (*pc & opener_seen))) {
         /* Unique across shards, as attempt ids are. */
-        L->port_conn[port] = 1 + L->cfg->shard + (uint64_t)L->cfg->n_shards * L->next_conn++;
+        *pc = 1 + L->cfg->shard + (uint64_t)L->cfg->n_shards * L->next_conn++;
         L->res->connections_opened++;
       }
-      r->conn_id = L->port_conn[port];
+      if (r->conn_new)
+        *pc |= opener_seen;
+      r->conn_id = *pc & ~opener_seen;
     }
   }
   r->t_end = now;
@@ -788,7 +797,8 @@ enum im_err im_load_run(const struct im_load_config *cfg, struct im_load_result 
   enum im_err err = IM_SYS;
   bool arrived = false;
   if (!cfg->workload || (!cfg->times && !cfg->concurrency) || !cfg->n_shards ||
-      cfg->shard >= cfg->n_shards || (cfg->n_shards > 1 && !cfg->start)) {
+      cfg->shard >= cfg->n_shards || (cfg->n_shards > 1 && !cfg->start) ||
+      cfg->n_urls > IM_RECORD_MAX_TARGETS || (cfg->n_urls > 1 && !cfg->base_urls)) {
     err = IM_INVAL;
     goto out;
   }

@@ -45,6 +45,8 @@
 #include "record/record.h"
 #include "workload/spec.h"
 
+struct im_net;
+
 /* One start instant for the shards (threads) of a stage. Each shard
  * prepares its first requests, then waits here; the shard that arrives last
  * reads CLOCK_MONOTONIC once (t0_mono, with the wall clock for labels),
@@ -98,11 +100,19 @@ struct im_load_progress {
 
 struct im_load_config {
   const char *base_url;          /* "http://127.0.0.1:8000" (no trailing slash) */
+  /* Several targets (replicas behind no balancer, docs/tls.md): n_urls > 1
+   * base URLs (at most IM_RECORD_MAX_TARGETS); request (or session) i goes
+   * to base_urls[i % n_urls], with its retries, recorded as its target.
+   * n_urls 0 or 1: base_url only. */
+  const char *const *base_urls;
+  uint32_t n_urls;
   enum im_backend backend;
   const char *model;
   const char *api_key;           /* sent as Bearer; never logged or recorded */
   const char *const *headers;    /* extra "K: V" lines, NULL-terminated */
   bool insecure;                 /* skip TLS verification */
+  const struct im_net *net;      /* TLS trust, client certificate, proxy, unix
+                                    socket (net/net.h; NULL: none) */
   bool keepalive;                /* reuse connections (default true) */
   uint32_t max_connections;      /* 0: unlimited */
   bool http2;

@@ -10,6 +10,7 @@
 
 #include "core/stats.h"
 #include "load/loader_int.h"
+#include "net/net.h"
 #include "proto/oai_logprobs.h"
 #include "proto/retry_after.h"
 
@@ -335,7 +336,8 @@ enum im_err im__load_build_http(struct loader *L, struct attempt *a) {
   const char *path = c->backend == IM_BACKEND_CHAT ? "/v1/chat/completions" : "/v1/completions";
   struct im_buf url;
   im_buf_init(&url, 8192);
-  if (im_buf_printf(&url, "%s%s", c->base_url, path)) {
+  const char *base = c->n_urls > 1 && r->target ? c->base_urls[r->target - 1] : c->base_url;
+  if (im_buf_printf(&url, "%s%s", base, path)) {
     im_buf_cleanup(&url);
     return IM_NOMEM;
   }
@@ -362,10 +364,15 @@ enum im_err im__load_build_http(struct loader *L, struct attempt *a) {
   curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, im__load_cancel_timeout_ms(L, a));
   curl_easy_setopt(e, CURLOPT_HTTP_VERSION,
                    c->http2 ? (long)CURL_HTTP_VERSION_2TLS : (long)CURL_HTTP_VERSION_1_1);
+  /* HTTP/2: a request waits for a connection being set up to say whether it
+   * multiplexes, rather than opening its own (streams share connections). */
+  if (c->http2)
+    curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
   if (c->insecure) {
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
   }
+  im_net_apply(e, c->net, true);
   if (!c->keepalive)
     curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
   return IM_OK;

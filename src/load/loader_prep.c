@@ -107,6 +107,10 @@ void im__load_fill_record(struct attempt *a) {
     const char *name = mc->mix_names[k] ? mc->mix_names[k] : mc->model;
     snprintf(r->model, sizeof r->model, "%s", name ? name : "");
   }
+  /* Several targets: round robin over requests, or over sessions (a
+   * session's turns share one server's prefix cache). */
+  if (mc->n_urls > 1)
+    r->target = (uint16_t)(1 + a->sid % mc->n_urls);
   im__load_cancel_plan(a->L, a);
   const struct im_load_config *c = a->L->cfg;
   snprintf(r->reasoning_effort, sizeof r->reasoning_effort, "%s",

@@ -1,5 +1,6 @@
 /* Token counts from the target's /tokenize (srvtok.h). */
 #include "load/srvtok.h"
+#include "net/net.h"
 
 #include <curl/curl.h>
 #include <jansson.h>
@@ -29,7 +30,7 @@ struct im_srvtok {
   CURL *easy;
   struct curl_slist *hdrs;
   char *base, *model;
-  bool insecure;
+  const struct im_net *net;
   enum shape shape;
   struct slot *cache;
   uint64_t requests, hits;
@@ -46,7 +47,7 @@ enum im_err im_srvtok_new(const struct im_srvtok_cfg *cfg, struct im_srvtok **ou
   t->model = strdup(cfg->model ? cfg->model : "");
   t->cache = calloc(CACHE_SLOTS, sizeof *t->cache);
   t->easy = curl_easy_init();
-  t->insecure = cfg->insecure;
+  t->net = cfg->net;
   t->hdrs = curl_slist_append(NULL, "Content-Type: application/json");
   if (t->hdrs && cfg->api_key) {
     size_t n = strlen(cfg->api_key) + 32;
@@ -129,10 +130,7 @@ static long post(struct im_srvtok *t, const char *path, const char *body, json_t
   curl_easy_setopt(e, CURLOPT_WRITEDATA, &ans);
   curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 60000L);
   curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-  if (t->insecure) {
-    curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
-    curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
-  }
+  im_net_apply(e, t->net, true);
   long status = 0;
   CURLcode rc = curl_easy_perform(e);
   t->requests++;

@@ -36,12 +36,13 @@
 #include "core/err.h"
 
 struct im_srvtok;
+struct im_net;
 
 struct im_srvtok_cfg {
   const char *base_url; /* e.g. http://127.0.0.1:8000 (no trailing slash) */
   const char *model;    /* sent as "model" (vLLM requires it) */
   const char *api_key;  /* NULL: none; sent as a bearer token, never logged */
-  bool insecure;        /* TLS verification off (as --insecure) */
+  const struct im_net *net; /* TLS, proxy, unix socket (borrowed; NULL: none) */
 };
 
 /* A client for cfg (the strings are copied). IM_OK and *out, or IM_NOMEM. */

@@ -19,6 +19,7 @@
 #include "observe/gpu.h"
 #include "observe/namemap.h"
 #include "observe/sockstat.h"
+#include "net/net.h"
 #include "record/series.h"
 
 #define PAGE_MAX ((size_t)32 << 20)
@@ -277,10 +278,7 @@ static enum im_err source_init(struct im_observer *o, struct source *s, const ch
   curl_easy_setopt(s->easy, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
   curl_easy_setopt(s->easy, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(s->easy, CURLOPT_ACCEPT_ENCODING, ""); /* gzip pages */
-  if (o->cfg.insecure) {
-    curl_easy_setopt(s->easy, CURLOPT_SSL_VERIFYPEER, 0L);
-    curl_easy_setopt(s->easy, CURLOPT_SSL_VERIFYHOST, 0L);
-  }
+  im_net_apply(s->easy, o->cfg.net, !dcgm);
   emit(o, im_series_fmt_source(&o->line, s->index, url, dcgm));
   return IM_OK;
 }

@@ -25,6 +25,8 @@
 
 #include "core/err.h"
 
+struct im_net;
+
 #define IM_OBS_MAX_SCRAPE 8
 #define IM_OBS_LATEST_MAX 64
 
@@ -34,7 +36,9 @@ struct im_observer_config {
   const char *dcgm_url;         /* a DCGM exporter's /metrics, or NULL */
   int64_t interval_ns;          /* 1 s by default; at least 100 ms */
   const char *api_key;          /* sent as Bearer to the scrape URLs; never logged */
-  bool insecure;
+  const struct im_net *net;     /* TLS trust, client certificate, proxy, unix socket
+                                   (net/net.h; NULL: none); the unix socket is not
+                                   used for the DCGM exporter */
   bool sockstat;                /* sample TCP states toward `target` */
   struct sockaddr_storage target;
   socklen_t target_len;

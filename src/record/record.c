@@ -346,6 +346,8 @@ static enum im_err write_record(const struct im_record *r, struct im_buf *b) {
     TRY(put_key(b, "model"));
     TRY(put_str(b, r->model, model_len));
   }
+  if (r->target)
+    U64("target", (uint64_t)r->target - 1);
 
   U64("n_chunks", r->n_chunks);
   TRY(put_key(b, "chunks_us"));
@@ -661,6 +663,14 @@ static enum im_err read_fields(struct rd *d, struct im_record *r) {
     TRY(get_u32(d, "tools", &r->tools));
   if (json_object_get(d->obj, "model"))
     TRY(get_str(d, "model", false, r->model, sizeof r->model));
+  if (json_object_get(d->obj, "target")) {
+    uint32_t t = 0;
+    TRY(get_u32(d, "target", &t));
+    if (t >= IM_RECORD_MAX_TARGETS)
+      return fail(d->msg, d->msg_len, "requests.jsonl: field \"target\" must be below %d",
+                  IM_RECORD_MAX_TARGETS);
+    r->target = (uint16_t)(t + 1);
+  }
   TRY(get_chunks(d, r));
   return IM_OK;
 #undef TRY

@@ -71,6 +71,9 @@ enum im_count_source {
 };
 
 
+/* Targets of one run (several --url), at most. */
+#define IM_RECORD_MAX_TARGETS 16
+
 struct im_record {
   uint64_t id;              /* attempt id, unique within the run (from 1) */
   uint64_t logical_id;      /* the user request; = id for a first attempt */
@@ -129,6 +132,8 @@ struct im_record {
   int8_t thinking;           /* 0 not sent, 1 on, -1 off */
   uint32_t tools;            /* tools offered (agent chains, docs/agents.md); 0 none */
   char model[64];            /* --model-mix: the model name sent; "" without a mix */
+  uint16_t target;           /* several --url: 1 + the index of the target it was
+                                sent to (manifest.target.urls); 0: one target */
 };
 
 /* W3C trace context of the attempts (the `traceparent` the load engine

@@ -12,6 +12,7 @@
 #include "report/jsonw.h"
 #include "report/results.h"
 #include "report/summary_json.h"
+#include "report/targets_json.h"
 
 json_t *im_saturation_json(const struct im_stage_figures *f) {
   if (!f->sat_judged)
@@ -79,7 +80,8 @@ enum im_err im_stage_json(const struct im_stage_figures *f, const struct im_stag
       (f->reasoning.n && set(metrics, "reasoning", im_reasoning_json(&f->reasoning, sc))) ||
       (f->agents.turns && set(metrics, "agents", im_agents_json(&f->agents, sc))) ||
       (f->cancel.cancelled && set(metrics, "cancelled", im_cancel_json(&f->cancel, sc))) ||
-      (f->models.n && set(metrics, "by_model", im_models_json(&f->models, sc))))
+      (f->models.n && set(metrics, "by_model", im_models_json(&f->models, sc))) ||
+      (f->targets.n && set(metrics, "by_target", im_targets_json(&f->targets, sc))))
     return IM_NOMEM;
   if (im_analysis_json(f, sc, dst))
     return IM_NOMEM;

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/timerfd.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <uv.h>
 
@@ -442,7 +443,10 @@ static void on_connection(uv_stream_t *ls, int status) {
   if (!c)
     return;
   c->srv = s;
-  uv_tcp_init(&s->loop, &c->tcp);
+  if (s->cfg.unix_socket)
+    uv_pipe_init(&s->loop, &c->pipe, 0);
+  else
+    uv_tcp_init(&s->loop, &c->tcp);
   c->tcp.data = c;
   if (uv_accept(ls, (uv_stream_t *)&c->tcp) < 0) {
     uv_close((uv_handle_t *)&c->tcp, (uv_close_cb)free);
@@ -458,7 +462,8 @@ static void on_connection(uv_stream_t *ls, int status) {
     im__srv_conn_fail(c);
     return;
   }
-  uv_tcp_nodelay(&c->tcp, 1);
+  if (!s->cfg.unix_socket)
+    uv_tcp_nodelay(&c->tcp, 1);
   struct im_http_limits lim;
   im_http_limits_default(&lim);
   lim.max_body = s->cfg.max_body;
@@ -529,7 +534,8 @@ static void close_walk(uv_handle_t *h, void *arg) {
   (void)arg;
   if (uv_is_closing(h))
     return;
-  if (h->type == UV_TCP && h->data && ((struct conn *)h->data)->srv) {
+  if ((h->type == UV_TCP || h->type == UV_NAMED_PIPE) && h->data &&
+      ((struct conn *)h->data)->srv) {
     struct conn *c = h->data;
     if (&c->tcp == (uv_tcp_t *)h) {
       detach_stream(c);
@@ -549,7 +555,28 @@ static void on_stop(uv_async_t *a) {
 
 /* ---- lifecycle ---------------------------------------------------------- */
 
+/* serve --unix-socket: a stale socket file (a previous run's) is replaced;
+ * any other file at the path is an error. */
+static int bind_unix(struct im_server *s) {
+  struct stat st;
+  if (lstat(s->cfg.unix_socket, &st) == 0 && S_ISSOCK(st.st_mode))
+    unlink(s->cfg.unix_socket);
+  uv_pipe_init(&s->loop, &s->listener_pipe, 0);
+  s->listener_pipe.data = s;
+  int r = uv_pipe_bind(&s->listener_pipe, s->cfg.unix_socket);
+  if (!r)
+    r = uv_listen((uv_stream_t *)&s->listener_pipe, 4096, on_connection);
+  if (r < 0) {
+    im_error("cannot listen on unix socket %s: %s", s->cfg.unix_socket, uv_strerror(r));
+    return r;
+  }
+  s->bound_unix = true;
+  return 0;
+}
+
 static int bind_listener(struct im_server *s) {
+  if (s->cfg.unix_socket)
+    return bind_unix(s);
   struct sockaddr_storage addr;
   int r = uv_ip4_addr(s->cfg.host, s->cfg.port, (struct sockaddr_in *)&addr);
   if (r < 0)
@@ -663,7 +690,10 @@ enum im_err im_server_new(struct im_server **out, const struct im_server_config 
       uv_timer_start(&s->shrink_timer, on_shrink, at, 0);
     }
   }
-  if (!cfg->quiet) {
+  if (!cfg->quiet && cfg->unix_socket) {
+    printf("listening on unix:%s\n", cfg->unix_socket);
+    fflush(stdout);
+  } else if (!cfg->quiet) {
     printf("listening on http://%s%s%s:%d\n", strchr(cfg->host, ':') ? "[" : "", cfg->host,
            strchr(cfg->host, ':') ? "]" : "", s->port);
     fflush(stdout);
@@ -695,6 +725,8 @@ void im_server_free(struct im_server *s) {
   }
   if (s->tfd >= 0)
     close(s->tfd);
+  if (s->bound_unix)
+    unlink(s->cfg.unix_socket);
   im_engine_free(s->engine);
   im_lora_free(s->lora);
   im_sim_metrics_cleanup(&s->metrics);

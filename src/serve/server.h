@@ -60,6 +60,12 @@ struct im_server_config {
                                     thread only); NULL: the built-in tokenizer */
   struct im_agent_policy agent;  /* tool calls, structured output (serve/agent.h) */
   struct im_lora_config lora;    /* LoRA adapters (serve/lora.h); n 0: none */
+  const char *unix_socket;       /* listen on this unix socket path instead of
+                                    host:port (a stale socket file is replaced;
+                                    the file is removed at exit); NULL: TCP */
+  const char *api_key;           /* borrowed: requests to /v1/... need the header
+                                    "Authorization: Bearer <api_key>", else 401
+                                    (vLLM's --api-key); NULL: no check */
 };
 
 void im_server_config_default(struct im_server_config *cfg);

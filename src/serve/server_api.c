@@ -4,6 +4,7 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "im_version.h"
 #include "core/clock.h"
@@ -691,10 +692,32 @@ static bool path_is(const struct im_http_request *r, const char *p) {
   return r->path_len == n && memcmp(r->path, p, n) == 0;
 }
 
+/* vLLM's --api-key (vllm/entrypoints/openai/api_server.py, its
+ * authentication middleware): every path under /v1 needs "Authorization:
+ * Bearer <key>", else 401 {"error": "Unauthorized"}; /health, /metrics,
+ * /version and /tokenize stay open. Compared in time independent of where
+ * the first difference is. */
+static bool authorized(const struct im_http_request *r, const char *key) {
+  if (!key || r->path_len < 3 || memcmp(r->path, "/v1", 3) || (r->path_len > 3 && r->path[3] != '/'))
+    return true;
+  const struct im_http_header *h = im_http_find_header(r, "Authorization");
+  size_t kl = strlen(key);
+  if (!h || h->value_len != 7 + kl || strncasecmp(h->value, "Bearer ", 7))
+    return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < kl; i++)
+    diff |= (unsigned char)(h->value[7 + i] ^ key[i]);
+  return diff == 0;
+}
+
 void im__srv_handle_request(struct conn *c) {
   struct im_http_request *r = &c->parser.req;
   bool get = r->method == IM_HTTP_GET || r->method == IM_HTTP_HEAD;
   bool post = r->method == IM_HTTP_POST;
+  if (!authorized(r, c->srv->cfg.api_key)) {
+    im__srv_respond_error(c, 401, "Unauthorized", "WWW-Authenticate: Bearer\r\n");
+    return;
+  }
   static const struct {
     const char *path;
     bool post;

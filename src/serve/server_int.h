@@ -27,7 +27,10 @@
 struct stream;
 
 struct conn {
-  uv_tcp_t tcp;                 /* first member: handle pointers cast back */
+  union {                       /* first member: handle pointers cast back */
+    uv_tcp_t tcp;               /* a stream either way (uv_stream_t casts) */
+    uv_pipe_t pipe;             /* serve --unix-socket */
+  };
   struct im_server *srv;
   struct conn *prev, *next;     /* all connections */
   struct conn *ready_next;      /* pending-input list */
@@ -71,7 +74,10 @@ struct im_server {
   char model[128];
   uv_loop_t loop;
   bool loop_init;
-  uv_tcp_t listener;
+  union {
+    uv_tcp_t listener;
+    uv_pipe_t listener_pipe;    /* serve --unix-socket */
+  };
   uv_async_t stop_async;
   uv_poll_t engine_poll;
   uv_timer_t sweep_timer, hiccup_timer, shrink_timer;
@@ -98,6 +104,7 @@ struct im_server {
   uint64_t profile_starts, profile_stops; /* POST /start_profile, /stop_profile */
   int port;
   bool stopping;
+  bool bound_unix;              /* the unix socket file is ours to remove */
   struct im_buf scratch, frame;
   char readbuf[65536];
 };
