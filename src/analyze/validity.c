@@ -342,9 +342,10 @@ static void check_errors(const struct im_validity_input *in, struct im_validity 
    * since no HTTP status shows it (docs/deepseek.md). */
   if (s->by_error[IM_EC_INSUFFICIENT])
     say(c->evidence, sizeof c->evidence,
-        "; %llu attempts ended with finish_reason insufficient_system_resource (the server "
-        "cut them for lack of capacity)",
-        (unsigned long long)s->by_error[IM_EC_INSUFFICIENT]);
+        "; %llu attempt%s ended with finish_reason insufficient_system_resource (cut by the "
+        "server for lack of capacity)",
+        (unsigned long long)s->by_error[IM_EC_INSUFFICIENT],
+        s->by_error[IM_EC_INSUFFICIENT] == 1 ? "" : "s");
   if (st != IM_CHECK_PASS)
     say(c->fix, sizeof c->fix, "a server that refuses load looks faster: lower the rate until "
                                "failures stay under 1%%, or report the failure share with every "

@@ -278,15 +278,16 @@ enum im_err im_srvtok_count(struct im_srvtok *t, const char *text, size_t len,
   json_t *messages = NULL;
   if (chat) {
     messages = messages_json ? json_loads(messages_json, 0, NULL) : json_array();
-    if (!messages_json) {
+    json_t *content = messages_json ? NULL : json_stringn(text ? text : "", len);
+    if (content) {
       json_t *m = json_object();
       json_object_set_new(m, "role", json_string("user"));
-      json_object_set_new(m, "content", json_stringn(text ? text : "", len));
+      json_object_set_new(m, "content", content);
       json_array_append_new(messages, m);
     }
-    if (!json_is_array(messages)) {
+    if (!json_is_array(messages) || (!messages_json && !content)) {
       json_decref(messages);
-      snprintf(msg, msg_len, "messages to count are not a JSON array");
+      snprintf(msg, msg_len, "the messages to count are not a JSON array of UTF-8 text");
       return IM_INVAL;
     }
   }

@@ -48,10 +48,18 @@ static int64_t next_body(int64_t body, int64_t got, int64_t want, int64_t fixed,
  * counts want (bisection over the cut, whose count grows by about one
  * token per byte or less). Leaves b cut at the closest cut found (under
  * want on a tie) and its count in *got. */
-static enum im_err trim(struct search *q, uint32_t *got) {
-  size_t a = q->head, z = q->b->len; /* count(a) < want (or a is the header), count(z) > want */
+static enum im_err trim(struct search *q, size_t from, uint32_t from_n, uint32_t *got) {
+  /* count(a) < want (a: the header, or `from`, the end of the longest body
+   * known to count from_n < want: the same seed's text one local token
+   * shorter, a prefix of this one), count(z) > want. */
+  bool use_from = from > q->head && from < q->b->len;
+  size_t a = use_from ? from : q->head, z = q->b->len;
   uint32_t best = *got;
   size_t best_at = z;
+  if (use_from && q->want - from_n <= best - q->want) { /* under wins a tie */
+    best = from_n;
+    best_at = from;
+  }
   enum im_err err = IM_OK;
   while (!err && z - a > 1 && q->tries < IM__SYNTH_SERVER_TRIES) {
     size_t mid = a + (z - a) / 2;
@@ -81,6 +89,8 @@ enum im_err im__synth_exact_server(const struct im_synth *s, struct im_buf *b, s
   struct search q = {.s = s, .b = b, .start = start, .head = b->len, .want = want};
   uint64_t seed = im_mix64(s->seed ^ tag ^ 0x5e4eULL);
   int64_t lo = -1, hi = -1, body = (int64_t)want - (int64_t)fixed;
+  size_t lo_end = 0; /* b->len of the try at lo, and its count */
+  uint32_t lo_n = 0;
   int64_t best_body = 0;
   uint32_t best_n = fixed, got = fixed;
   enum im_err err = IM_OK;
@@ -101,10 +111,13 @@ enum im_err im__synth_exact_server(const struct im_synth *s, struct im_buf *b, s
     }
     if (got == want)
       break;
-    if (got < want)
+    if (got < want) {
       lo = body;
-    else
+      lo_end = b->len;
+      lo_n = got;
+    } else {
       hi = body;
+    }
     if (lo >= 0 && hi >= 0 && hi - lo <= 1)
       break;
     body = next_body(body, got, want, fixed, lo, hi);
@@ -114,7 +127,7 @@ enum im_err im__synth_exact_server(const struct im_synth *s, struct im_buf *b, s
     if (body != hi)
       err = try_body(&q, cls, seed, hi, &got);
     if (!err)
-      err = trim(&q, &got);
+      err = trim(&q, hi - lo == 1 ? lo_end : 0, lo_n, &got);
     if (!err) {
       *n_out = got;
       return IM_OK;

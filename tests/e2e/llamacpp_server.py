@@ -12,7 +12,8 @@ and POST /v1/chat/completions streaming chunks whose last one carries
 1 when the same prompt was seen before (its slot cache held the rest), else
 every prompt token. Its tokenizer: one token per byte, plus one (BOS) with
 add_special; its template: "<|user|>" + content + "<|assistant|>" per
-message. Prints "listening on http://127.0.0.1:PORT" (flushed); standard
+message; with a second argument "nousage", no usage and no timings at all.
+Prints "listening on http://127.0.0.1:PORT" (flushed); standard
 library only, loopback only; ends when the test kills it.
 """
 import json
@@ -21,6 +22,9 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 N_CTX = int(sys.argv[1]) if len(sys.argv) > 1 else 4096
+# "nousage": the last chunk has neither usage nor timings (a server, or a
+# proxy, that sends none): the client must count the answer itself.
+NO_USAGE = len(sys.argv) > 2 and sys.argv[2] == "nousage"
 seen = set()
 lock = threading.Lock()
 
@@ -95,11 +99,14 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
         for i in range(max_tokens):
             send(dict(base, choices=[{"index": 0, "delta": {"content": " w%d" % i}, "finish_reason": None}]))
-        send(dict(base, choices=[{"index": 0, "delta": {}, "finish_reason": "length"}],
-                  usage={"completion_tokens": max_tokens, "prompt_tokens": n_prompt,
-                         "total_tokens": n_prompt + max_tokens},
-                  timings={"prompt_n": 1 if hit else n_prompt, "prompt_ms": 1.0,
-                           "predicted_n": max_tokens, "predicted_ms": 1.0}))
+        if NO_USAGE:
+            send(dict(base, choices=[{"index": 0, "delta": {}, "finish_reason": "length"}]))
+        else:
+            send(dict(base, choices=[{"index": 0, "delta": {}, "finish_reason": "length"}],
+                      usage={"completion_tokens": max_tokens, "prompt_tokens": n_prompt,
+                             "total_tokens": n_prompt + max_tokens},
+                      timings={"prompt_n": 1 if hit else n_prompt, "prompt_ms": 1.0,
+                               "predicted_n": max_tokens, "predicted_ms": 1.0}))
         self.wfile.write(b"data: [DONE]\n\n")
         self.wfile.flush()
         self.close_connection = True

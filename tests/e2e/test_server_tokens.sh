@@ -8,6 +8,24 @@
 F=tests/fixtures/tokenizer/tiny_bytelevel.json
 # exit 0, or 3 where a busy machine makes the client's self-check INVALID.
 ran_ok() { [ "$1" -eq 0 ] || [ "$1" -eq 3 ]; }
+# start_stub CMD...: starts a stand-in server whose first stdout line names
+# its port, read through a fifo (no polling); sets STUB_LINE ("" when it did
+# not start within 20 s) and STUB_PID. stop_stub ends it.
+STUB_PID=
+start_stub() {
+  rm -f "$TMP/stub.fifo"
+  mkfifo "$TMP/stub.fifo"
+  "$@" >"$TMP/stub.fifo" 2>"$TMP/stub.err" &
+  STUB_PID=$!
+  exec 4<"$TMP/stub.fifo"
+  STUB_LINE=
+  read -r -t 20 STUB_LINE <&4 || STUB_LINE=
+}
+stop_stub() {
+  kill "$STUB_PID" 2>/dev/null
+  wait "$STUB_PID" 2>/dev/null
+  exec 4<&-
+}
 start_server --tokenizer "$F" --time-scale 50 --max-model-len 2048
 # The server's /tokenize in vLLM's shape (count, max_model_len, tokens).
 body=$(post /tokenize '{"model":"deepseek-v3","prompt":"Hello world"}')
@@ -59,13 +77,8 @@ check "a workload that fits runs: $(tail -2 "$TMP/ctx4.err")" ran_ok $?
 stop_server
 
 # A target without /tokenize: refused before any load, with the reason.
-rm -f "$TMP/hfifo"
-mkfifo "$TMP/hfifo"
-python3 -u -m http.server 0 --bind 127.0.0.1 >"$TMP/hfifo" 2>/dev/null &
-HPID=$!
-exec 4<"$TMP/hfifo"
-hp=
-if read -r -t 20 line <&4; then hp=$(grep -oE 'port [0-9]+' <<<"$line" | cut -d' ' -f2); fi
+start_stub python3 -u -m http.server 0 --bind 127.0.0.1
+hp=$(grep -oE 'port [0-9]+' <<<"$STUB_LINE" | cut -d' ' -f2)
 if [ -n "$hp" ]; then
   "$BIN" run --url "http://127.0.0.1:$hp" --model m --tokenizer server --requests 1 --yes --no-history \
     --out "$TMP/notok" >/dev/null 2>"$TMP/notok.err"
@@ -74,21 +87,14 @@ if [ -n "$hp" ]; then
 else
   echo "python3's http.server did not start: the no-/tokenize case is not checked" >&2
 fi
-kill "$HPID" 2>/dev/null
-wait "$HPID" 2>/dev/null
-exec 4<&-
+stop_stub
 
 # llama.cpp's shapes (tests/e2e/llamacpp_server.py stands in for llama-server):
 # /tokenize {content} found after vLLM's shape got no tokens, chat prompts
 # rendered by /apply-template, the context from /props, and cached tokens
 # derived as prompt_tokens - prompt_n where timings has no cache_n.
-rm -f "$TMP/lfifo"
-mkfifo "$TMP/lfifo"
-python3 -u "$(dirname "$0")/llamacpp_server.py" 4096 >"$TMP/lfifo" 2>"$TMP/llama.err" &
-LPID=$!
-exec 5<"$TMP/lfifo"
-LBASE=
-if read -r -t 20 line <&5; then LBASE=${line#listening on }; fi
+start_stub python3 -u "$(dirname "$0")/llamacpp_server.py" 4096
+LBASE=${STUB_LINE#listening on }
 if [ -n "$LBASE" ]; then
   for k in 1 2; do # the second run repeats the first's prompts (same seed, shared cache)
     "$BIN" run --url "$LBASE" --tokenizer server --input-len 200 --output-len 4 --requests 6 --rate 50 \
@@ -107,9 +113,24 @@ if [ -n "$LBASE" ]; then
   check "the refusal names /props: $(cat "$TMP/llama3.err")" \
     grep -q '4200 tokens, over the server.s context of 4096 tokens (n_ctx of a slot in /props)' "$TMP/llama3.err"
 else
-  fail "the llama.cpp stand-in did not start: $(cat "$TMP/llama.err")"
+  fail "the llama.cpp stand-in did not start: $(cat "$TMP/stub.err")"
 fi
-kill "$LPID" 2>/dev/null
-wait "$LPID" 2>/dev/null
-exec 5<&-
+stop_stub
+
+# No usage in the answers: the output is counted by the server's tokenizer
+# (the stand-in's: one token per byte; its 4 chunks " w0" .. " w3" are 12).
+start_stub python3 -u "$(dirname "$0")/llamacpp_server.py" 4096 nousage
+NBASE=${STUB_LINE#listening on }
+if [ -n "$NBASE" ]; then
+  "$BIN" run --url "$NBASE" --tokenizer server --input-len 100 --output-len 4 --requests 3 --rate 50 \
+    --warmup 0 --yes --no-history --out "$TMP/nousage" >/dev/null 2>"$TMP/nousage-run.err"
+  rc=$?
+  check "no-usage run exits 0 or 3: rc $rc $(tail -2 "$TMP/nousage-run.err")" ran_ok $rc
+  check_eq "outputs (and prompts, 100) counted by the server's tokenizer" \
+    "$(jq -s -c 'map([.output_tokens_source, .output_tokens, .n_chunks, .prompt_tokens]) | unique' "$TMP/nousage/requests.jsonl")" \
+    '[["tokenizer",12,4,100]]'
+else
+  fail "the no-usage stand-in did not start: $(cat "$TMP/stub.err")"
+fi
+stop_stub
 finish

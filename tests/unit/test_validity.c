@@ -2,6 +2,7 @@
  * records, one planted problem at a time, and a clean fixture that passes
  * every check it can. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "analyze/validity.h"
@@ -47,8 +48,10 @@ static const struct im_valid_check *find(const struct im_validity *v, const char
   return NULL;
 }
 
-static enum im_check_status status(struct im_record *r, size_t n, const char *id,
-                                   void (*tweak)(struct im_validity_input *)) {
+/* The status of check `id`, its evidence copied to ev (when not NULL). */
+static enum im_check_status status_ev(struct im_record *r, size_t n, const char *id,
+                                      void (*tweak)(struct im_validity_input *), char *ev,
+                                      size_t ev_len) {
   struct im_stage_input in = {.recs = r, .n_recs = n, .slo_target = 0.99,
                               .counters = {.scheduled = n, .dispatched = n, .cpu_share = 0.1},
                               .threads = 1};
@@ -69,6 +72,8 @@ static enum im_check_status status(struct im_record *r, size_t n, const char *id
   const struct im_valid_check *c = find(&v, id);
   CHECK(c != NULL);
   enum im_check_status st = c ? c->status : IM_CHECK_PASS;
+  if (ev)
+    snprintf(ev, ev_len, "%s", c ? c->evidence : "");
   /* The verdict follows the checks: any FAIL -> not publishable. */
   bool any_fail = false;
   for (size_t i = 0; i < v.n; i++) {
@@ -79,6 +84,11 @@ static enum im_check_status status(struct im_record *r, size_t n, const char *id
   CHECK_EQ(v.publishable, !any_fail);
   im_stage_figures_cleanup(&f);
   return st;
+}
+
+static enum im_check_status status(struct im_record *r, size_t n, const char *id,
+                                   void (*tweak)(struct im_validity_input *)) {
+  return status_ev(r, n, id, tweak, NULL, 0);
 }
 
 static void one_run(struct im_validity_input *v) { v->repeats = 1; }
@@ -132,6 +142,13 @@ static void test_checks(void) {
   CHECK_EQ(status(r, N, "errors", NULL), IM_CHECK_WARN);
   r[2].error = IM_EC_HTTP_5XX;
   CHECK_EQ(status(r, N, "errors", NULL), IM_CHECK_FAIL);
+  /* The DeepSeek API's overload (a 200 stream cut short) is named. */
+  char ev[1024];
+  CHECK(status_ev(r, N, "errors", NULL, ev, sizeof ev) == IM_CHECK_FAIL &&
+        !strstr(ev, "insufficient_system_resource"));
+  r[2].error = IM_EC_INSUFFICIENT;
+  CHECK_EQ(status_ev(r, N, "errors", NULL, ev, sizeof ev), IM_CHECK_FAIL);
+  CHECK(strstr(ev, "; 1 attempt ended with finish_reason insufficient_system_resource") != NULL);
 
   /* TTFT doubles in the second half of the window: no steady state. */
   clean(r);
