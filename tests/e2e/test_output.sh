@@ -146,7 +146,9 @@ check "--output-format xml: names the flag and the choices" \
 check_eq "--json --repeat 3: usage error" "$?" 1
 
 # Errors: "infermeter COMMAND: what: why", getopt's own messages too.
-for c in run serve report audit compare history tokenize analyze-routing; do
+cmds=$("$BIN" --help | awk '/^commands:/ {f = 1; next} f && !NF {exit} f {print $1}')
+check "infermeter --help lists the commands ($(echo $cmds))" test "$(wc -w <<<"$cmds")" -ge 8
+for c in $cmds; do
   "$BIN" $c --no-such-flag >/dev/null 2>"$TMP/err.$c"
   check "$c --no-such-flag: exit 1 or 2 ($?)" test $? -ne 0
   check "$c --no-such-flag: 'infermeter $c: unrecognized option' ($(head -n 1 "$TMP/err.$c"))" \
