@@ -89,7 +89,8 @@ need(json.load(open(json_out)) == summ, "--json: stdout is not results.json's su
 print("\n".join(errors) if errors else "ok %d rows, %d summary columns" % (len(rows), n))
 sys.exit(1 if errors else 0)
 PY
-check "CSV read back with Python's csv module: $(head -n 8 "$TMP/py.out")" test $? -eq 0
+rc=$?
+check "CSV read back with Python's csv module: $(head -n 8 "$TMP/py.out")" test $rc -eq 0
 
 # report DIR --output-format csv writes the same files again.
 cp "$TMP/csv/requests.csv" "$TMP/req.before"
@@ -150,7 +151,8 @@ cmds=$("$BIN" --help | awk '/^commands:/ {f = 1; next} f && !NF {exit} f {print 
 check "infermeter --help lists the commands ($(echo $cmds))" test "$(wc -w <<<"$cmds")" -ge 8
 for c in $cmds; do
   "$BIN" $c --no-such-flag >/dev/null 2>"$TMP/err.$c"
-  check "$c --no-such-flag: exit 1 or 2 ($?)" test $? -ne 0
+  rc=$?
+  check "$c --no-such-flag: exit 1 or 2 ($rc)" test $rc -ne 0
   check "$c --no-such-flag: 'infermeter $c: unrecognized option' ($(head -n 1 "$TMP/err.$c"))" \
     grep -q "^infermeter $c: unrecognized option '--no-such-flag'" "$TMP/err.$c"
 done
