@@ -117,26 +117,8 @@ static void cols_free(struct cols *c) {
   free(c->name);
 }
 
-/* Adds the scalar keys of obj (objects flattened, arrays left out). */
-static enum im_err cols_collect(struct cols *c, const json_t *obj, const char *prefix) {
-  const char *k;
-  json_t *v;
-  json_object_foreach((json_t *)obj, k, v) {
-    char name[512];
-    snprintf(name, sizeof name, "%s%s%s", prefix, prefix[0] ? "." : "", k);
-    enum im_err e = IM_OK;
-    if (json_is_object(v))
-      e = cols_collect(c, v, name);
-    else if (!json_is_array(v))
-      e = cols_add(c, name);
-    if (e)
-      return e;
-  }
-  return IM_OK;
-}
-
 /* flat[name] = each scalar of obj under its flattened name (the names
- * cols_collect gives; keys may hold dots themselves: p99.9_ttft_ms). */
+ * the columns have; keys may hold dots themselves: p99.9_ttft_ms). */
 static enum im_err flatten(const json_t *obj, const char *prefix, json_t *flat) {
   const char *k;
   json_t *v;
@@ -162,6 +144,22 @@ static json_t *flat_row(const json_t *obj) {
     return NULL;
   }
   return flat;
+}
+
+/* Adds the scalar keys of obj (objects flattened, arrays left out) that
+ * are not columns yet. */
+static enum im_err cols_collect(struct cols *c, const json_t *obj) {
+  json_t *flat = flat_row(obj);
+  enum im_err e = flat ? IM_OK : IM_NOMEM;
+  const char *k;
+  json_t *v;
+  if (flat)
+    json_object_foreach(flat, k, v) {
+      if ((e = cols_add(c, k)))
+        break;
+    }
+  json_decref(flat);
+  return e;
 }
 
 static enum im_err put_header(FILE *out, const char *const *first, size_t n_first,
@@ -243,7 +241,7 @@ enum im_err im_csv_requests(const char *jsonl_path, FILE *out, size_t *rows, cha
   enum im_err e;
   /* Pass 1: the columns. */
   while (!(e = next_object(f, &line, &cap, &o)) && o) {
-    e = cols_collect(&c, o, "");
+    e = cols_collect(&c, o);
     json_decref(o);
     if (e)
       break;
@@ -286,7 +284,7 @@ enum im_err im_csv_summary(const json_t *results, FILE *out) {
     const json_t *st = json_is_array(stages) ? json_array_get(stages, i) : results;
     const json_t *sum = json_object_get(st, "summary");
     if (json_is_object(sum))
-      e = cols_collect(&c, sum, "");
+      e = cols_collect(&c, sum);
   }
   if (!e)
     e = put_header(out, first, 2, &c, NULL, 0);
