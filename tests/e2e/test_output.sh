@@ -134,6 +134,13 @@ check "-q run exits 0 or 3 ($rc)" ok_rc $rc
 check_eq "-q: stdout is the verdict line alone" "$(grep -vc '^Verdict: ' "$TMP/q.out")" 0
 check_eq "-q: one verdict line" "$(grep -c '^Verdict: ' "$TMP/q.out")" 1
 check_eq "-q: nothing on stderr" "$(wc -c <"$TMP/q.err")" 0
+RUN --out "$TMP/rq" --repeat 2 --requests 6 -q >"$TMP/rq.out" 2>"$TMP/rq.err"
+rc=$?
+check "--repeat 2 -q exits 0 or 3 ($rc)" ok_rc $rc
+check_eq "--repeat 2 -q: stdout is the set's verdict line alone" \
+  "$(cat "$TMP/rq.out")" "$(grep -E "^Verdict: (PASS|FAIL) \(exit $rc\): .* \(the worst of 2 runs\)$" "$TMP/rq.out")"
+check_eq "--repeat 2 -q: one line" "$(wc -l <"$TMP/rq.out")" 1
+check_eq "--repeat 2 -q: nothing on stderr" "$(head -c 300 "$TMP/rq.err")" ""
 RUN --out "$TMP/v" -v >"$TMP/v.out" 2>"$TMP/v.err"
 check "-v: the settings" grep -q '^infermeter: info: schedule: {"kind":"poisson"' "$TMP/v.err"
 "$BIN" run -q -v >/dev/null 2>"$TMP/qv.err"
