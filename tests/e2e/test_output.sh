@@ -163,6 +163,10 @@ for c in $cmds; do
   check "$c --no-such-flag: 'infermeter $c: unrecognized option' ($(head -n 1 "$TMP/err.$c"))" \
     grep -q "^infermeter $c: unrecognized option '--no-such-flag'" "$TMP/err.$c"
 done
+"$BIN" history --since yesterday --history "$TMP/h.db" >/dev/null 2>"$TMP/err.since"
+check_eq "history --since yesterday: exit 2" "$?" 2
+check "history --since yesterday: says what a date is" \
+  grep -q "^infermeter history: --since: 'yesterday' is not an ISO 8601 date: give YYYY-MM-DD" "$TMP/err.since"
 "$BIN" frobnicate 2>"$TMP/err.cmd"
 check "an unknown command says which are known" grep -q "^infermeter: frobnicate: unknown command: use run, serve" "$TMP/err.cmd"
 
