@@ -2,7 +2,7 @@
 # Error messages of the command line (docs/cli.md, "Errors"): every message
 # src/cli/*.c starts on stderr begins with "infermeter" ("infermeter: what:
 # why" or "infermeter COMMAND: what: why"); the only other stderr lines are
-# continuations of one (a leading space, a closing parenthesis, a newline),
+# continuations of one (a line redrawn with a leading \r counts; a leading space, a closing parenthesis, a newline),
 # the "see: infermeter COMMAND --help" hint and the confirmation prompt
 # (and two outputs that are not errors: the progress line, analyze-routing's
 # summary).
@@ -14,7 +14,7 @@ src=${1:?usage: test_error_format.sh SOURCE_DIR}
 python3 - "$src"/src/cli/*.c <<'PY'
 import re, sys
 call = re.compile(r'fprintf\(\s*stderr\s*,\s*"((?:[^"\\]|\\.)*)"|fputs\(\s*"((?:[^"\\]|\\.)*)"\s*,\s*stderr')
-allowed = re.compile(r'^(infermeter|see: infermeter |start\? \[y/N\] $| |\)|\\n|$)')
+allowed = re.compile(r'^((\\r)?infermeter|see: infermeter |start\? \[y/N\] $| |\)|\\n|$)')
 # Not errors: the progress line, and analyze-routing's summary (on stderr
 # by design: its JSON goes to stdout).
 not_errors = {("progress.c", "%s%s%s %6.1fs"), ("routing.c", "%s: %llu steps")}
