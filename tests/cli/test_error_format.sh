@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Error messages of the command line (docs/cli.md, "Errors"): every message
 # src/cli/*.c starts on stderr begins with "infermeter" ("infermeter: what:
-# why" or "infermeter COMMAND: what: why"); the only other stderr lines are
-# continuations of one (a line redrawn with a leading \r counts; a leading space, a closing parenthesis, a newline),
-# the "see: infermeter COMMAND --help" hint and the confirmation prompt
+# why" or "infermeter COMMAND: what: why"; a status line redrawn with a
+# leading \r too); the only other stderr lines are continuations of one (a
+# leading space, a closing parenthesis, a newline), the "see: infermeter
+# COMMAND --help" hint and the confirmation prompt
 # (and two outputs that are not errors: the progress line, analyze-routing's
 # summary).
 # Static: it reads the format strings of fprintf(stderr, ...) and
