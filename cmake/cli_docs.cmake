@@ -39,3 +39,7 @@ if(IM_CLI_DOCS)
     set_tests_properties(deb PROPERTIES LABELS deb TIMEOUT 300 RUN_SERIAL TRUE SKIP_RETURN_CODE 77)
   endif()
 endif()
+# Every stderr message of src/cli in the form "infermeter[ COMMAND]: ...".
+add_test(NAME cli_error_format COMMAND bash ${CMAKE_SOURCE_DIR}/tests/cli/test_error_format.sh
+         ${CMAKE_SOURCE_DIR})
+set_tests_properties(cli_error_format PROPERTIES LABELS unit TIMEOUT 60)

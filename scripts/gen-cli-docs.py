@@ -290,17 +290,27 @@ FILE_FLAGS = {"--api-key-file", "--dataset-path", "--trace", "--out-file",
 DIR_FLAGS = {"--out", "--dest", "--result-dir"}
 
 
-def value_words(text):
-    """flag -> fixed list of words, read off "--flag a|b|c" in the option
-    lines and "expected a, b or c" style lists are left alone."""
-    words = {}
+def option_info(text):
+    """flag -> (words, takes_arg, desc), read off the option lines: words is
+    the fixed list of values of "--flag a|b|c" (else None), takes_arg whether
+    a value follows the flag in the option part ("--rate R", "--slo
+    ttft=500ms,..."), desc the first line of the description."""
+    info = {}
     for line in text.splitlines():
         m = OPT_LINE_RE.match(line)
         if not m:
             continue
-        for fm in re.finditer(r"(--[a-z0-9-]+)[ =]([a-z0-9-]+(?:\|[a-z0-9-]+)+)\b", m.group(1)):
-            words[fm.group(1)] = fm.group(2).split("|")
-    return words
+        d = DESC_SPLIT_RE.match(m.group(1))
+        tag, desc = (d.group(1), d.group(2)) if d else (m.group(1).strip(), "")
+        tokens = tag.replace(",", " ").split()
+        for i, t in enumerate(tokens):
+            if not FLAG_RE.fullmatch(t) or t in info:
+                continue
+            nxt = tokens[i + 1] if i + 1 < len(tokens) else ""
+            takes = bool(nxt) and not nxt.startswith("-") and nxt != "|"
+            w = re.fullmatch(r"[a-z0-9-]+(?:\|[a-z0-9-]+)+", nxt)
+            info[t] = (nxt.split("|") if w else None, takes, desc)
+    return info
 
 
 def collect(binary):
@@ -308,7 +318,7 @@ def collect(binary):
     data = []
     for name, summary in subs:
         text = run(binary, name, "--help")
-        data.append((name, summary, flags_of(text), value_words(text)))
+        data.append((name, summary, flags_of(text), option_info(text)))
     return data
 
 
@@ -344,9 +354,10 @@ def gen_bash(binary):
          "  esac",
          "  local flags=''",
          "  case $sub in"]
-    for name, _, flags, words in data:
+    for name, _, flags, info in data:
         o.append("    %s)" % name)
         o.append("      flags='%s'" % " ".join(flags))
+        words = {f: i[0] for f, i in info.items() if i[0]}
         if words:
             o.append("      case $prev in")
             for f, w in sorted(words.items()):
@@ -367,8 +378,10 @@ def gen_bash(binary):
 
 
 def zsh_quote(s):
-    return s.replace("\\", "\\\\").replace("'", "'\\''").replace("[", "\\[") \
-        .replace("]", "\\]").replace(":", "\\:")
+    """A description inside a single-quoted _arguments or _describe word:
+    quotes closed and reopened, brackets (which would end the explanation)
+    as parentheses, backslashes doubled."""
+    return s.replace("\\", "\\\\").replace("'", "'\\''").replace("[", "(").replace("]", ")")
 
 
 def gen_zsh(binary):
@@ -400,10 +413,11 @@ def gen_zsh(binary):
           "  local sub=${words[2]}",
           "  shift words; (( CURRENT-- ))",
           "  case $sub in"]
-    for name, _, flags, words in data:
+    for name, _, flags, info in data:
         o.append("    %s)" % name)
         o.append("      _arguments -s \\")
         for f in flags:
+            words, takes, desc = info.get(f, (None, False, ""))
             if f == "--profile":
                 action = ":profile:(%s)" % " ".join(profs)
             elif f == "--scenario":
@@ -412,13 +426,13 @@ def gen_zsh(binary):
                 action = ":file:_files"
             elif f in DIR_FLAGS:
                 action = ":directory:_files -/"
-            elif f in words:
-                action = ":value:(%s)" % " ".join(words[f])
+            elif words:
+                action = ":value:(%s)" % " ".join(words)
+            elif takes:
+                action = ":value: "  # a value follows; nothing to offer
             else:
                 action = ""
-            # Flags taking a value are not known from the text alone in
-            # every case: offer the value action only where one is known.
-            o.append("        '%s[%s]%s' \\" % (f, f.lstrip("-"), action))
+            o.append("        '%s[%s]%s' \\" % (f, zsh_quote(desc or f.lstrip("-")), action))
         o.append("        '*:file:_files'")
         o.append("      ;;")
     o += ["  esac",

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <jansson.h>
 
@@ -32,6 +33,21 @@ static void usage(FILE *f) {
              "  --json           print a JSON array\n"
              "  --history PATH   the database (default $XDG_DATA_HOME/infermeter/history.db,\n"
              "                   else ~/.local/share/infermeter/history.db)\n");
+}
+
+/* YYYY-MM-DD, optionally followed by THH, THH:MM or THH:MM:SS (the
+ * prefixes of started_at that --since compares with). */
+static bool iso_date_ok(const char *s) {
+  static const char *const forms[] = {"%Y-%m-%d", "%Y-%m-%dT%H", "%Y-%m-%dT%H:%M",
+                                      "%Y-%m-%dT%H:%M:%S"};
+  for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+    struct tm tm;
+    memset(&tm, 0, sizeof tm);
+    const char *end = strptime(s, forms[i], &tm);
+    if (end && !*end && strlen(s) >= 10 && s[4] == '-' && s[7] == '-')
+      return true;
+  }
+  return false;
 }
 
 static json_t *row_json(const struct im_history_row *r) {
@@ -136,6 +152,11 @@ int im_cli_history(int argc, char **argv) {
       break;
     }
     case 's':
+      if (!iso_date_ok(optarg)) {
+        fprintf(stderr, "infermeter history: --since: '%s' is not an ISO 8601 date: give "
+                        "YYYY-MM-DD or YYYY-MM-DDTHH:MM[:SS], e.g. 2026-12-01T21:00\n", optarg);
+        return HIST_ERROR;
+      }
       f.since = optarg;
       break;
     case 'j':

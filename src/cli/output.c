@@ -65,6 +65,25 @@ void im__verdict_line(FILE *f, const struct report_outcome *out, int exit_code) 
   fflush(f);
 }
 
+void im__verdict_set_line(FILE *f, int exit_code, size_t runs) {
+  static const struct {
+    int code;
+    const char *what;
+  } meaning[] = {{0, "every run passed"}, {1, "a usage or configuration error"},
+                 {2, "target unreachable"}, {3, "client self-check INVALID"},
+                 {4, "NOT_PUBLISHABLE"}, {5, "the load engine failed"},
+                 {99, "an SLO failed"}, {130, "interrupted"}};
+  const char *what = "see the runs' summaries";
+  for (size_t i = 0; i < sizeof meaning / sizeof meaning[0]; i++)
+    if (meaning[i].code == exit_code)
+      what = meaning[i].what;
+  fputs("Verdict: ", f);
+  part(f, im__color_on(f), exit_code != 0, exit_code == 0 ? "PASS" : "FAIL");
+  fprintf(f, " (exit %d): %s (the worst of %zu run%s)\n", exit_code, what, runs,
+          runs == 1 ? "" : "s");
+  fflush(f);
+}
+
 /* Writes path through path.tmp and a rename. */
 static int write_atomic(const char *path, int (*fill)(FILE *, const void *, char *, size_t),
                         const void *arg) {

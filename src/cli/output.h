@@ -24,6 +24,10 @@ int im__output_format_parse(const char *cmd, const char *arg, bool *csv);
  * PUBLISHABLE, SLOs met"; coloured when im__color_on(f). */
 void im__verdict_line(FILE *f, const struct report_outcome *out, int exit_code);
 
+/* The verdict line of a --repeat set: "Verdict: FAIL (exit 3): client
+ * self-check INVALID (the worst of 3 runs)". */
+void im__verdict_set_line(FILE *f, int exit_code, size_t runs);
+
 /* DIR/requests.csv (from DIR/requests.jsonl) and DIR/summary.csv (from the
  * results document root), each written atomically. 0, or -1 after saying
  * why on stderr. */

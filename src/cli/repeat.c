@@ -21,6 +21,7 @@
 
 #include "analyze/repeat.h"
 #include "cli/cli.h"
+#include "cli/output.h"
 #include "cli/report.h"
 #include "cli/run_int.h"
 #include "core/clock.h"
@@ -366,7 +367,7 @@ out:
 /* Runs one cell: the user's command with the run's own settings. */
 static int run_cell(int argc, char **argv, const struct run_opts *o, struct im_repeat_run *ru,
                     uint32_t k, uint32_t stage) {
-  char extra[13][4200];
+  char extra[14][4200];
   int n = 0;
   snprintf(extra[n++], sizeof extra[0], "--repeat");
   snprintf(extra[n++], sizeof extra[0], "1");
@@ -380,6 +381,8 @@ static int run_cell(int argc, char **argv, const struct run_opts *o, struct im_r
   snprintf(extra[n++], sizeof extra[0], "%" PRIu32, o->repeat);
   /* Each run's summary is in its directory; the set's is printed below. */
   snprintf(extra[n++], sizeof extra[0], "--quiet");
+  if (o->no_progress) /* -q on the set: not on its runs either */
+    snprintf(extra[n++], sizeof extra[0], "--no-progress");
   if (stage) {
     snprintf(extra[n++], sizeof extra[0], "--repeat-stage");
     snprintf(extra[n++], sizeof extra[0], "%" PRIu32, stage);
@@ -538,6 +541,7 @@ int im__run_repeat(int argc, char **argv, const struct run_opts *o) {
     rc = worst(rc, EXIT_USAGE);
   if (o->publish && !all_publishable)
     rc = worst(rc, EXIT_NOT_PUBLISHABLE);
+  im__verdict_set_line(stdout, rc, done);
 out:
   free(labels);
   free(runs);

@@ -461,7 +461,9 @@ static int confirm_remote(const struct run *r) {
                            : (uint64_t)(o->rate * (double)o->duration_ns / 1e9);
   uint64_t planned = per_stage * r->env.n_stages;
   uint64_t planned_tokens = planned * ((uint64_t)o->input_len + o->output_len);
-  if (planned)
+  if (o->quiet && o->yes) /* -q --yes: nothing to confirm, nothing to say */
+    ;
+  else if (planned)
     fprintf(stderr, "infermeter run: plan for %s: %" PRIu64 " requests in %zu stage(s), "
                     "about %" PRIu64 " tokens (%u in + %u out each)\n", red, planned,
             r->env.n_stages, planned_tokens, o->input_len, o->output_len);
@@ -505,7 +507,8 @@ static int discover(struct run *r) {
   if (st == 0) {
     char red[2048];
     im__run_redact_url(r->url, red, sizeof red);
-    fprintf(stderr, "infermeter run: target %s unreachable: %s\n", red, err);
+    fprintf(stderr, "infermeter run: target %s unreachable: %s (GET /v1/models failed: check "
+                    "--url and that the server is up, e.g. curl %s/v1/models)\n", red, err, red);
     return EXIT_UNREACHABLE;
   }
   if (st == 401 || st == 403) { /* the key (never printed) is missing or refused */

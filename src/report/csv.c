@@ -117,8 +117,9 @@ static void cols_free(struct cols *c) {
   free(c->name);
 }
 
-/* Adds the scalar keys of obj (objects flattened, arrays left out). */
-static enum im_err cols_collect(struct cols *c, const json_t *obj, const char *prefix) {
+/* flat[name] = each scalar of obj under its flattened name (the names
+ * the columns have; keys may hold dots themselves: p99.9_ttft_ms). */
+static enum im_err flatten(const json_t *obj, const char *prefix, json_t *flat) {
   const char *k;
   json_t *v;
   json_object_foreach((json_t *)obj, k, v) {
@@ -126,24 +127,39 @@ static enum im_err cols_collect(struct cols *c, const json_t *obj, const char *p
     snprintf(name, sizeof name, "%s%s%s", prefix, prefix[0] ? "." : "", k);
     enum im_err e = IM_OK;
     if (json_is_object(v))
-      e = cols_collect(c, v, name);
-    else if (!json_is_array(v))
-      e = cols_add(c, name);
+      e = flatten(v, name, flat);
+    else if (!json_is_array(v) && json_object_set(flat, name, v))
+      e = IM_NOMEM;
     if (e)
       return e;
   }
   return IM_OK;
 }
 
-/* obj's value at a flattened name (NULL: absent). */
-static const json_t *lookup(const json_t *obj, const char *name) {
-  char buf[512];
-  snprintf(buf, sizeof buf, "%s", name);
-  const json_t *v = obj;
-  for (char *save = NULL, *part = strtok_r(buf, ".", &save); v && part;
-       part = strtok_r(NULL, ".", &save))
-    v = json_is_object(v) ? json_object_get(v, part) : NULL;
-  return v;
+/* The row of obj: its flattened scalars (a new object; NULL: out of memory). */
+static json_t *flat_row(const json_t *obj) {
+  json_t *flat = json_object();
+  if (flat && json_is_object(obj) && flatten(obj, "", flat)) {
+    json_decref(flat);
+    return NULL;
+  }
+  return flat;
+}
+
+/* Adds the scalar keys of obj (objects flattened, arrays left out) that
+ * are not columns yet. */
+static enum im_err cols_collect(struct cols *c, const json_t *obj) {
+  json_t *flat = flat_row(obj);
+  enum im_err e = flat ? IM_OK : IM_NOMEM;
+  const char *k;
+  json_t *v;
+  if (flat)
+    json_object_foreach(flat, k, v) {
+      if ((e = cols_add(c, k)))
+        break;
+    }
+  json_decref(flat);
+  return e;
 }
 
 static enum im_err put_header(FILE *out, const char *const *first, size_t n_first,
@@ -225,7 +241,7 @@ enum im_err im_csv_requests(const char *jsonl_path, FILE *out, size_t *rows, cha
   enum im_err e;
   /* Pass 1: the columns. */
   while (!(e = next_object(f, &line, &cap, &o)) && o) {
-    e = cols_collect(&c, o, "");
+    e = cols_collect(&c, o);
     json_decref(o);
     if (e)
       break;
@@ -236,11 +252,14 @@ enum im_err im_csv_requests(const char *jsonl_path, FILE *out, size_t *rows, cha
   if (!e && fseek(f, 0, SEEK_SET))
     e = IM_IO;
   while (!e && !(e = next_object(f, &line, &cap, &o)) && o) {
+    json_t *flat = flat_row(o);
+    e = flat ? IM_OK : IM_NOMEM;
     for (size_t i = 0; !e && i < c.n; i++)
       if (!(e = sep(out, i)))
-        e = put_value(out, lookup(o, c.name[i]), 0);
+        e = put_value(out, json_object_get(flat, c.name[i]), 0);
     if (!e && !(e = put_latencies(out, o)) && !(e = row_end(out)))
       (*rows)++;
+    json_decref(flat);
     json_decref(o);
   }
   if (e == IM_IO)
@@ -265,25 +284,29 @@ enum im_err im_csv_summary(const json_t *results, FILE *out) {
     const json_t *st = json_is_array(stages) ? json_array_get(stages, i) : results;
     const json_t *sum = json_object_get(st, "summary");
     if (json_is_object(sum))
-      e = cols_collect(&c, sum, "");
+      e = cols_collect(&c, sum);
   }
   if (!e)
     e = put_header(out, first, 2, &c, NULL, 0);
   for (size_t i = 0; !e && i < n; i++) {
     const json_t *st = json_is_array(stages) ? json_array_get(stages, i) : results;
-    const json_t *sum = json_object_get(st, "summary");
+    json_t *sum = flat_row(json_object_get(st, "summary"));
     const json_t *idx = json_object_get(st, "index");
+    if (!sum) {
+      e = IM_NOMEM;
+      break;
+    }
     char num[32];
     snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT,
              json_is_integer(idx) ? json_integer_value(idx) : (json_int_t)i);
-    if ((e = im_csv_field(out, num, strlen(num))) || (e = sep(out, 1)) ||
-        (e = put_value(out, json_object_get(st, "label"), 10)))
-      break;
+    if (!(e = im_csv_field(out, num, strlen(num))) && !(e = sep(out, 1)))
+      e = put_value(out, json_object_get(st, "label"), 10);
     for (size_t k = 0; !e && k < c.n; k++)
       if (!(e = sep(out, 1)))
-        e = put_value(out, json_is_object(sum) ? lookup(sum, c.name[k]) : NULL, 10);
+        e = put_value(out, json_object_get(sum, c.name[k]), 10);
     if (!e)
       e = row_end(out);
+    json_decref(sum);
   }
   cols_free(&c);
   return e;

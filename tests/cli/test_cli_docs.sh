@@ -123,14 +123,16 @@ if command -v zsh >/dev/null; then
   zsh -fc 'words=(infermeter serve --prof); CURRENT=3
            _arguments() { print -l -- "$@" }; _describe() { : }; _files() { : }
            source "$1"' _ "$zshc" >"$tmp/zsh.out" 2>&1
-  grep -qF -- "--profile[profile]:profile:($p1 " "$tmp/zsh.out" ||
+  grep -qE -- "^--profile\[[^]]*\]:profile:\($p1 " "$tmp/zsh.out" ||
     fail "zsh: serve's --profile spec with the profiles: $(head -c 300 "$tmp/zsh.out")"
   grep -qF -- "--max-concurrency[" "$tmp/zsh.out" && fail "zsh: serve offered run's flags"
   zsh -fc 'words=(infermeter run --scen); CURRENT=3
            _arguments() { print -l -- "$@" }; _describe() { : }; _files() { : }
            source "$1"' _ "$zshc" >"$tmp/zsh.run" 2>&1
-  grep -qF -- "--scenario[scenario]:scenario file:_infermeter_scenarios" "$tmp/zsh.run" ||
+  grep -qE -- "^--scenario\[[^]]*\]:scenario file:_infermeter_scenarios$" "$tmp/zsh.run" ||
     fail "zsh: run's --scenario spec"
+  grep -qE -- "^--rate\[open loop[^]]*\]:value: $" "$tmp/zsh.run" || fail "zsh: run's --rate takes a value"
+  grep -qE -- "^--ignore-eos\[[^]]*\]$" "$tmp/zsh.run" || fail "zsh: run's --ignore-eos takes none"
 else
   echo "zsh not installed: the zsh function is checked as text only"
 fi

@@ -89,7 +89,8 @@ need(json.load(open(json_out)) == summ, "--json: stdout is not results.json's su
 print("\n".join(errors) if errors else "ok %d rows, %d summary columns" % (len(rows), n))
 sys.exit(1 if errors else 0)
 PY
-check "CSV read back with Python's csv module: $(head -n 8 "$TMP/py.out")" test $? -eq 0
+rc=$?
+check "CSV read back with Python's csv module: $(head -n 8 "$TMP/py.out")" test $rc -eq 0
 
 # report DIR --output-format csv writes the same files again.
 cp "$TMP/csv/requests.csv" "$TMP/req.before"
@@ -133,6 +134,13 @@ check "-q run exits 0 or 3 ($rc)" ok_rc $rc
 check_eq "-q: stdout is the verdict line alone" "$(grep -vc '^Verdict: ' "$TMP/q.out")" 0
 check_eq "-q: one verdict line" "$(grep -c '^Verdict: ' "$TMP/q.out")" 1
 check_eq "-q: nothing on stderr" "$(wc -c <"$TMP/q.err")" 0
+RUN --out "$TMP/rq" --repeat 2 --requests 6 -q >"$TMP/rq.out" 2>"$TMP/rq.err"
+rc=$?
+check "--repeat 2 -q exits 0 or 3 ($rc)" ok_rc $rc
+check_eq "--repeat 2 -q: stdout is the set's verdict line alone" \
+  "$(cat "$TMP/rq.out")" "$(grep -E "^Verdict: (PASS|FAIL) \(exit $rc\): .* \(the worst of 2 runs\)$" "$TMP/rq.out")"
+check_eq "--repeat 2 -q: one line" "$(wc -l <"$TMP/rq.out")" 1
+check_eq "--repeat 2 -q: nothing on stderr" "$(head -c 300 "$TMP/rq.err")" ""
 RUN --out "$TMP/v" -v >"$TMP/v.out" 2>"$TMP/v.err"
 check "-v: the settings" grep -q '^infermeter: info: schedule: {"kind":"poisson"' "$TMP/v.err"
 "$BIN" run -q -v >/dev/null 2>"$TMP/qv.err"
@@ -146,12 +154,19 @@ check "--output-format xml: names the flag and the choices" \
 check_eq "--json --repeat 3: usage error" "$?" 1
 
 # Errors: "infermeter COMMAND: what: why", getopt's own messages too.
-for c in run serve report audit compare history tokenize analyze-routing; do
+cmds=$("$BIN" --help | awk '/^commands:/ {f = 1; next} f && !NF {exit} f {print $1}')
+check "infermeter --help lists the commands ($(echo $cmds))" test "$(wc -w <<<"$cmds")" -ge 8
+for c in $cmds; do
   "$BIN" $c --no-such-flag >/dev/null 2>"$TMP/err.$c"
-  check "$c --no-such-flag: exit 1 or 2 ($?)" test $? -ne 0
+  rc=$?
+  check "$c --no-such-flag: exit 1 or 2 ($rc)" test $rc -ne 0
   check "$c --no-such-flag: 'infermeter $c: unrecognized option' ($(head -n 1 "$TMP/err.$c"))" \
     grep -q "^infermeter $c: unrecognized option '--no-such-flag'" "$TMP/err.$c"
 done
+"$BIN" history --since yesterday --history "$TMP/h.db" >/dev/null 2>"$TMP/err.since"
+check_eq "history --since yesterday: exit 2" "$?" 2
+check "history --since yesterday: says what a date is" \
+  grep -q "^infermeter history: --since: 'yesterday' is not an ISO 8601 date: give YYYY-MM-DD" "$TMP/err.since"
 "$BIN" frobnicate 2>"$TMP/err.cmd"
 check "an unknown command says which are known" grep -q "^infermeter: frobnicate: unknown command: use run, serve" "$TMP/err.cmd"
 

@@ -112,7 +112,7 @@ check_eq "unique ids" "$(jq -s 'map(.id) | unique | length' "$TMP/t/requests.jso
 check_eq "the union is the schedule of one thread with the same seed" \
   "$(jq -s -c 'map(.t_sched) | sort' "$TMP/t/requests.jsonl")" \
   "$(RUN --url "$BASE" --requests 40 --rate 200 --warmup 0 --grace 5s --input-len 16 --output-len 2 \
-      --seed 5 --out "$TMP/t1" --quiet; jq -s -c 'map(.t_sched) | sort' "$TMP/t1/requests.jsonl")"
+      --seed 5 --out "$TMP/t1" --quiet >/dev/null; jq -s -c 'map(.t_sched) | sort' "$TMP/t1/requests.jsonl")"
 
 # --- entropy injection (docs/metrics.md §6): per-request parameters, in bounds,
 # reproducible from the seed

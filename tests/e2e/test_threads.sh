@@ -31,8 +31,9 @@ RUN --url "$BASE" --sessions 4 --turns 3 --context-growth 256:1k --output-len 8 
   --requests 24 --duration 10s --warmup 0s --grace 5s --seed 5 --threads 2 --tokenizer built-in \
   --out "$TMP/s2"
 # The progress line comes from a thread of the CLI reading the loaders'
-# counters (not from a loop): its last line counts every request.
-"$BIN" run --quiet "${COMMON[@]}" --requests 20 --threads 2 --out "$TMP/p2" 2>"$TMP/p2.err"
+# counters (not from a loop): its last line counts every request. (Not
+# --quiet: that leaves only errors and the verdict line.)
+"$BIN" run "${COMMON[@]}" --requests 20 --threads 2 --out "$TMP/p2" >/dev/null 2>"$TMP/p2.err"
 rc=$?
 check "progress run exits 0 or 3 ($rc)" test $rc -eq 0 -o $rc -eq 3
 check "progress run: no sanitizer report" test -z "$(grep -E 'Sanitizer|runtime error' "$TMP/p2.err")"

@@ -88,14 +88,16 @@ static void test_requests(void) {
 
 static void test_summary(void) {
   /* One stage: the root's summary, results.json's number text. */
-  json_t *one = json_pack("{s:{s:f, s:i, s:n, s:{s:s}}}", "summary", "request_throughput",
+  json_t *one = json_pack("{s:{s:f, s:i, s:n, s:{s:s}, s:f}}", "summary", "request_throughput",
                           17.093730211550056, "completed", 10, "request_goodput",
-                          "null_reasons", "request_goodput", "no SLO given");
+                          "null_reasons", "request_goodput", "no SLO given", "p99.9_ttft_ms",
+                          81.5);
   FILE *f = tmpfile();
   CHECK_OK(im_csv_summary(one, f));
   char *s = slurp(f);
   CHECK_STR(s, "stage,label,request_throughput,completed,request_goodput,"
-               "null_reasons.request_goodput\r\n0,,17.09373021,10,,no SLO given\r\n");
+               "null_reasons.request_goodput,p99.9_ttft_ms\r\n"
+               "0,,17.09373021,10,,no SLO given,81.5\r\n");
   free(s);
   fclose(f);
   json_decref(one);
