@@ -34,6 +34,7 @@
 #include "cli/moe_int.h"
 #include "report/moe_json.h"
 #include "report/mix_json.h"
+#include "report/timeline_json.h"
 #include "workload/stages.h"
 
 
@@ -325,6 +326,18 @@ static int stage_moe(struct rep *p, const struct im_rundir_stage *s,
   return 0;
 }
 
+/* analysis.timeline: the slowest requests (analyze/timeline.h). 0 or -1
+ * when out of memory. */
+static int timeline_json(const struct im_stage_figures *f, const struct im_stage_input *in,
+                         json_t *dst) {
+  struct im_timeline tl;
+  json_t *an = json_object_get(dst, "analysis"), *j = NULL;
+  if (im_timeline_compute(&f->pop, IM_TIMELINE_REQUESTS, in->tokens.stall_k, &tl) != IM_OK ||
+      !an || !(j = im_timeline_json(&tl)))
+    return -1;
+  return json_object_set_new(an, "timeline", j) ? -1 : 0;
+}
+
 /* Figures and JSON of stage i. 0 or -1 (said). */
 static int report_stage(struct rep *p, size_t i, bool single) {
   struct im_rundir_stage *s = &p->rd.st[i];
@@ -371,7 +384,8 @@ static int report_stage(struct rep *p, size_t i, bool single) {
                                .sessions = s->sessions};
   if (im_stage_json(&f, &in, &meta, dst) ||
       json_object_set_new(dst, "interrupted", json_boolean(s->rule.interrupted)) ||
-      json_object_set_new(dst, "error", s->error[0] ? json_string(s->error) : json_null()))
+      json_object_set_new(dst, "error", s->error[0] ? json_string(s->error) : json_null()) ||
+      timeline_json(&f, &in, dst))
     goto oom;
   if (p->series && server_figures(p, s, &f, &in, dst, &sf))
     goto oom;

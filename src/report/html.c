@@ -114,6 +114,7 @@ struct series {
   double *x, *y;
   size_t n;
   bool bars; /* drawn as points joined by steps (CDFs) when false */
+  bool linear; /* joined by straight lines even in a step chart (bucket bounds) */
 };
 
 struct chart {
@@ -127,6 +128,7 @@ struct chart {
   const char *mark_label;
   double shade_lo, shade_hi; /* x outside [lo, hi] shaded: outside the measured window
                                 (no shading unless lo < hi) */
+  const char *note;   /* a line under the legend (e.g. why a series is missing) */
 };
 
 static void series_free(struct chart *c) {
@@ -287,8 +289,13 @@ static void line_chart(struct page *p, struct chart *c) {
     esc(p, c->s[i].name);
     put(p, "</span>");
   }
-  putf(p,
-       "</div><svg viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"", W, H);
+  put(p, "</div>");
+  if (c->note) {
+    put(p, "<div class=\"note\">");
+    esc(p, c->note);
+    put(p, "</div>");
+  }
+  putf(p, "<svg viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"", W, H);
   esc(p, c->title);
   put(p, "\">");
   draw_ticks(p, &ax, true);
@@ -336,7 +343,7 @@ static void line_chart(struct page *p, struct chart *c) {
       if (c->logx && !(s->x[k] > 0))
         continue;
       double x = ax_map(&ax, s->x[k], ML, W - MR), y = ax_map(&ay, s->y[k], H - MB, MT);
-      if (c->step && !first)
+      if (c->step && !s->linear && !first)
         putf(p, "L%.1f %.1f", x, prev_y);
       putf(p, "%s%.1f %.1f", first ? "M" : "L", x, y);
       prev_y = y;
@@ -448,21 +455,21 @@ static const char *const css =
     ".tile{background:var(--card);border-radius:8px;padding:8px 10px}.tile .v{font-size:20px;"
     "font-weight:650}.tile .k{color:var(--mut);font-size:12px}"
     ".charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(420px,1fr));gap:12px}"
-    "figure.chart{margin:0;background:var(--card);border-radius:8px;padding:8px}"
+    "figure.wide{grid-column:1/-1}figure.chart{margin:0;background:var(--card);border-radius:8px;padding:8px}"
     "figcaption{font-weight:600;margin-bottom:2px}svg{width:100%;height:auto}"
     ".legend span{margin-right:12px;font-size:12px;color:var(--mut)}.legend i{display:"
     "inline-block;width:10px;height:10px;margin-right:4px;border-radius:2px}"
     ".grid{stroke:var(--grid);stroke-width:1}.axis{stroke:var(--mut);stroke-width:1}"
     ".mark{stroke:var(--fail);stroke-dasharray:4 3}.shade{fill:var(--mut);opacity:.12}"
     ".tick{fill:var(--mut);font-size:11px}.label{fill:var(--fg);font-size:12px}"
-    ".line{fill:none;stroke-width:1.8}.bar{fill:var(--c0)}"
+    "rect.stall{stroke:var(--card);stroke-width:1}.line{fill:none;stroke-width:1.8}.bar{fill:var(--c0)}"
     ".c0{stroke:var(--c0);fill:var(--c0)}.c1{stroke:var(--c1);fill:var(--c1)}"
     ".c2{stroke:var(--c2);fill:var(--c2)}.c3{stroke:var(--c3);fill:var(--c3)}"
     ".c4{stroke:var(--c4);fill:var(--c4)}.c5{stroke:var(--c5);fill:var(--c5)}"
     "path.line{fill:none}.legend i.c0{background:var(--c0)}.legend i.c1{background:var(--c1)}"
     ".legend i.c2{background:var(--c2)}.legend i.c3{background:var(--c3)}.legend i.c4"
     "{background:var(--c4)}.legend i.c5{background:var(--c5)}"
-    ".empty .why{color:var(--mut);font-style:italic}"
+    ".empty .why,.note{color:var(--mut);font-style:italic}.note{font-size:12px}"
     "table{border-collapse:collapse;font-size:12px}td,th{padding:2px 8px;border-bottom:1px "
     "solid var(--grid);text-align:left}.tw{max-height:240px;overflow:auto}"
     "details summary{cursor:pointer;color:var(--mut);font-size:12px}"
@@ -649,17 +656,46 @@ static void cdf_series(struct chart *c, const char *name, const json_t *hj) {
   im_hist_cleanup(&h);
 }
 
+/* A CDF series of a scraped histogram {"le_ms", "cumulative", "count"}
+ * (metrics.server.server_*_histogram): the share at each bucket bound. */
+static void server_cdf_series(struct chart *c, const char *name, const json_t *h) {
+  const json_t *le = at(h, "le_ms"), *cum = at(h, "cumulative");
+  double total = jnum(at(h, "count"));
+  size_t n = json_array_size(le);
+  if (!(total > 0) || !n || json_array_size(cum) != n)
+    return;
+  /* From the last empty bound to the first full one: the buckets beyond
+   * say nothing and would stretch the axis over decades. */
+  size_t lo = 0, hi = n - 1;
+  for (size_t i = 0; i < n; i++)
+    if (!(jnum(json_array_get(cum, i)) > 0))
+      lo = i;
+  for (size_t i = n; i-- > lo;)
+    if (jnum(json_array_get(cum, i)) >= total)
+      hi = i;
+  struct series *s = add_series(c, name, hi - lo + 1);
+  if (s)
+    s->linear = true;
+  for (size_t i = lo; s && i <= hi; i++)
+    push_pt(s, jnum(json_array_get(le, i)), jnum(json_array_get(cum, i)) / total);
+}
+
 static void latency_section(struct page *p, const json_t *stage) {
-  const json_t *hs = path(stage, "metrics", "histograms");
+  const json_t *hs = path(stage, "metrics", "histograms"), *srv = path(stage, "metrics", "server");
   put(p, "<h2>Latency distributions</h2><div class=\"charts\">");
   static const struct {
-    const char *title, *keys[2], *names[2];
+    const char *title, *keys[2], *names[2], *server;
   } cdfs[] = {
-      {"TTFT (cumulative share)", {"ttft_ns", "ttft_sched_ns"}, {"from send", "from schedule"}},
-      {"TPOT (cumulative share)", {"tpot_ns", NULL}, {"per request", NULL}},
-      {"ITL (cumulative share)", {"itl_ns", "itl_token_ns"}, {"per chunk", "per token"}},
-      {"E2E latency (cumulative share)", {"e2el_ns", "e2el_sched_ns"}, {"from send", "from schedule"}},
+      {"TTFT (cumulative share)", {"ttft_ns", "ttft_sched_ns"}, {"from send", "from schedule"},
+       "server_ttft_histogram"},
+      {"TPOT (cumulative share)", {"tpot_ns", NULL}, {"per request", NULL}, NULL},
+      {"ITL (cumulative share)", {"itl_ns", "itl_token_ns"}, {"per chunk", "per token"},
+       "server_itl_histogram"},
+      {"E2E latency (cumulative share)", {"e2el_ns", "e2el_sched_ns"}, {"from send", "from schedule"},
+       NULL},
   };
+  const char *no_srv = srv ? jstr(at(srv, "not_collected"), NULL) : "no server metrics scraped";
+  char note[256];
   for (size_t i = 0; i < sizeof cdfs / sizeof cdfs[0]; i++) {
     struct chart c = {.title = cdfs[i].title, .xlabel = "latency (ms, log scale)",
                       .ylabel = "share of values ≤ x", .logx = true, .step = true,
@@ -667,6 +703,17 @@ static void latency_section(struct page *p, const json_t *stage) {
     for (int k = 0; k < 2; k++)
       if (cdfs[i].keys[k])
         cdf_series(&c, cdfs[i].names[k], at(hs, cdfs[i].keys[k]));
+    if (cdfs[i].server) {
+      size_t before = c.ns;
+      server_cdf_series(&c, "server (its scraped histogram)",
+                        at(srv, cdfs[i].server));
+      if (c.ns == before) {
+        snprintf(note, sizeof note, "server's histogram: not collected: %s",
+                 no_srv ? no_srv : "the scraped page has no such histogram, or it counted "
+                                   "nothing in the measured window");
+        c.note = note;
+      }
+    }
     line_chart(p, &c);
     series_free(&c);
   }
@@ -786,9 +833,130 @@ static void breakdown_section(struct page *p, const json_t *stage) {
   put(p, "</div>");
 }
 
+/* The slowest requests as a Gantt-like strip (analysis.timeline): one row
+ * per request, every row from its own t_sched, its phases as bars and its
+ * stalls marked over the decode bar. */
+#define TL_ROW 16
+#define TL_W (2 * W) /* drawn across the page: twice a chart's width */
+
+static void tl_bar(struct page *p, const struct axis *ax, double y, double a, double b,
+                   const char *cls, const char *what, const char *hint) {
+  if (!(b > a) || isnan(a))
+    return;
+  double x0 = ax_map(ax, a, ML, TL_W - MR), x1 = ax_map(ax, b, ML, TL_W - MR);
+  putf(p, "<rect class=\"%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\"><title>", cls, x0,
+       y, fmax(x1 - x0, 1.0), TL_ROW - 4);
+  esc(p, what);
+  put(p, ": ");
+  num(p, b - a);
+  put(p, " ms");
+  if (hint)
+    esc(p, hint);
+  put(p, "</title></rect>");
+}
+
+static void timeline_chart(struct page *p, const json_t *tl) {
+  const json_t *rq = at(tl, "requests");
+  size_t n = json_array_size(rq);
+  const char *title = "Slowest requests by E2EL: where their time went";
+  if (!n) {
+    empty_chart(p, title, tl ? "no completed request" : "not collected: no timeline in results.json");
+    return;
+  }
+  struct axis ax = {0, 0, false, false};
+  for (size_t i = 0; i < n; i++)
+    ax.hi = fmax(ax.hi, jnum(at(json_array_get(rq, i), "last_ms")));
+  if (!(ax.hi > 0))
+    ax.hi = 1;
+  ax.hi = ceil(ax.hi / nice_step(ax.hi, 6)) * nice_step(ax.hi, 6);
+  int h = MT + (int)n * TL_ROW + MB;
+  p->charts++;
+  putf(p, "<figure class=\"chart wide\" data-points=\"%zu\"><figcaption>", n);
+  esc(p, title);
+  put(p, "</figcaption><div class=\"legend\"><span><i class=\"c5\"></i>waiting on the client "
+         "(schedule → start)</span><span><i class=\"c4\"></i>connect</span><span><i "
+         "class=\"c0\"></i>to the first token</span><span><i class=\"c2\"></i>decode</span>"
+         "<span><i class=\"c1\"></i>stall (gap above ");
+  num(p, jnum(at(tl, "stall_k")));
+  put(p, " × the request's median)</span></div>");
+  putf(p, "<svg viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"", TL_W, h);
+  esc(p, title);
+  put(p, "\">");
+  /* The x ticks of draw_ticks sit under a chart of height H: draw ours. */
+  double step = nice_step(ax.hi, 6);
+  for (double v = 0; v <= ax.hi + step * 1e-9; v += step) {
+    double q = ax_map(&ax, v, ML, TL_W - MR);
+    char b[32];
+    fmt_tick(b, sizeof b, v);
+    putf(p, "<line class=\"grid\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>"
+            "<text class=\"tick\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>",
+         q, MT, q, h - MB, q, h - MB + 14, b);
+  }
+  for (size_t i = 0; i < n; i++) {
+    const json_t *e = json_array_get(rq, i), *st = at(e, "stalls_listed");
+    double y = MT + (double)i * TL_ROW + 2;
+    double s = jnum(at(e, "start_ms")), c = jnum(at(e, "send_ms")), f = jnum(at(e, "first_ms")),
+           l = jnum(at(e, "last_ms"));
+    putf(p, "<text class=\"tick\" x=\"%d\" y=\"%.1f\" text-anchor=\"end\">#%.0f</text>", ML - 4,
+         y + TL_ROW - 6, jnum(at(e, "id")));
+    tl_bar(p, &ax, y, 0, s, "c5", "waiting on the client", NULL);
+    tl_bar(p, &ax, y, s, c, "c4", "connect", NULL);
+    tl_bar(p, &ax, y, isnan(c) ? s : c, f, "c0", "to the first token", NULL);
+    char hint[96];
+    snprintf(hint, sizeof hint, ", %.0f tokens, %.0f stalls", jnum(at(e, "output_tokens")),
+             jnum(at(e, "stalls")));
+    tl_bar(p, &ax, y, f, l, "c2", "decode", hint);
+    for (size_t k = 0; k < json_array_size(st); k++) {
+      const json_t *g = json_array_get(st, k);
+      snprintf(hint, sizeof hint, " gap after %.0f tokens", jnum(json_array_get(g, 2)));
+      tl_bar(p, &ax, y - 1, jnum(json_array_get(g, 0)), jnum(json_array_get(g, 1)), "c1 stall",
+             "stall", hint);
+    }
+  }
+  putf(p, "<line class=\"axis\" x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\"/>", ML, h - MB, TL_W - MR,
+       h - MB);
+  putf(p, "<line class=\"axis\" x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\"/>", ML, MT, ML, h - MB);
+  putf(p, "<text class=\"label\" x=\"%d\" y=\"%d\" text-anchor=\"middle\">ms since the "
+          "request was scheduled</text>",
+       (ML + TL_W - MR) / 2, h - 8);
+  putf(p, "<text class=\"label\" transform=\"translate(14,%d) rotate(-90)\" "
+          "text-anchor=\"middle\">request (logical id)</text></svg>",
+       (MT + h - MB) / 2);
+  put(p, "<details><summary>table</summary><div class=\"tw\"><table><tr><th>request</th>"
+         "<th>scheduled at (s)</th><th>waiting (ms)</th><th>connect (ms)</th><th>TTFT (ms)</th>"
+         "<th>decode (ms)</th><th>E2EL (ms)</th><th>output tokens</th><th>stalls</th>"
+         "<th>stalls at (ms from schedule)</th></tr>");
+  for (size_t i = 0; i < n; i++) {
+    const json_t *e = json_array_get(rq, i), *st = at(e, "stalls_listed");
+    double s = jnum(at(e, "start_ms")), c = jnum(at(e, "send_ms")), f = jnum(at(e, "first_ms")),
+           l = jnum(at(e, "last_ms"));
+    double cells[] = {jnum(at(e, "scheduled_s")), s, c - s, f - s, l - f,
+                      jnum(at(e, "e2el_ms")), jnum(at(e, "output_tokens")), jnum(at(e, "stalls"))};
+    put(p, "<tr><td>#");
+    num(p, jnum(at(e, "id")));
+    put(p, " ");
+    esc(p, jstr(at(e, "request_id"), ""));
+    for (size_t k = 0; k < sizeof cells / sizeof cells[0]; k++) {
+      put(p, "</td><td>");
+      num(p, cells[k]);
+    }
+    put(p, "</td><td>");
+    for (size_t k = 0; k < json_array_size(st); k++) {
+      if (k)
+        put(p, ", ");
+      num(p, jnum(json_array_get(json_array_get(st, k), 0)));
+      put(p, "–");
+      num(p, jnum(json_array_get(json_array_get(st, k), 1)));
+    }
+    put(p, "</td></tr>");
+  }
+  put(p, "</table></div></details></figure>");
+}
+
 static void tokens_section(struct page *p, const json_t *stage) {
   const json_t *an = at(stage, "analysis"), *st = at(an, "stalls");
   put(p, "<h2>Token latency and stalls</h2><div class=\"charts\">");
+  timeline_chart(p, at(an, "timeline"));
   const json_t *tl = at(an, "token_latency");
   static const char *const q[] = {"p50", "p90", "p95", "p99", "p99.9"};
   double v[3][5];

@@ -11,7 +11,7 @@ RUN() { "$BIN" run --no-progress --quiet --no-gpu "$@"; }
 SHOTS=$(cd "$(dirname "$BIN")" && pwd)/test-artifacts/html
 start_server --time-scale 20
 RUN --url "$BASE" --rate 20 --duration 3s --warmup 0.5s --input-len 64 --output-len 32 \
-  --timeslice 500ms --slo ttft=1ms --out "$TMP/one"
+  --timeslice 500ms --slo ttft=1ms --scrape "$BASE/metrics" --out "$TMP/one"
 H="$TMP/one/report.html"
 check "the run wrote DIR/report.html" test -s "$H"
 check "one page, nothing fetched: no src/href to anything but itself" \
@@ -19,6 +19,12 @@ check "one page, nothing fetched: no src/href to anything but itself" \
 check "no script" bash -c "! grep -qi '<script' '$H'"
 check "the verdict and the root causes are in it" grep -q 'publishable audit' "$H"
 check_ge "charts with data" "$(grep -o 'data-points="[1-9]' "$H" | wc -l)" 10
+check "the slowest requests' timeline is drawn" grep -q 'Slowest requests by E2EL' "$H"
+check "results.json keeps the timeline it is drawn from" \
+  jq -e '.analysis.timeline.requests | length > 0' "$TMP/one/results.json"
+check "the server's TTFT histogram (scraped) is beside the client's" \
+  jq -e '.metrics.server.server_ttft_histogram.count > 0' "$TMP/one/results.json"
+check "and drawn in the TTFT chart" grep -q 'server (its scraped histogram)' "$H"
 RUN --url "$BASE" --sweep rate=10,40 --requests 20 --warmup 0 --input-len 64 --output-len 16 \
   --out "$TMP/sweep"
 check "a sweep's report has the latency-throughput curve" grep -q 'Latency against throughput' \
@@ -33,7 +39,8 @@ check_eq "an unwritable --html path: exit 1" $? 1
 check "and says why" grep -q 'cannot write /nonexistent/dir/r.html' "$TMP/err"
 rm -rf "$SHOTS"
 IM_NPM_CACHE=$(cd "$(dirname "$BIN")" && pwd)/npm-cache \
-  bash "$E2E_DIR/../html/check.sh" "$SHOTS" 8 "$TMP/elsewhere.html" "$TMP/sweep/report.html" \
+  bash "$E2E_DIR/../html/check.sh" "$SHOTS" 8 --need 'Slowest requests' --need 'TTFT (cumulative' \
+  "$TMP/elsewhere.html" "$TMP/sweep/report.html" \
   >"$TMP/browser.out" 2>&1
 rc=$?
 cat "$TMP/browser.out"
