@@ -138,9 +138,14 @@ static int write_results(const char *dir, json_t *root) {
 }
 
 int im__report_html(const char *path, const json_t *root, const char *title) {
+  return im__write_html(path, root, title, im_html_report);
+}
+
+int im__write_html(const char *path, const json_t *root, const char *title,
+                   enum im_err (*render)(const json_t *, const char *, struct im_buf *)) {
   struct im_buf b;
   im_buf_init(&b, (size_t)1 << 30);
-  enum im_err err = im_html_report(root, title, &b);
+  enum im_err err = render(root, title, &b);
   char tmp[4300];
   snprintf(tmp, sizeof tmp, "%s.tmp", path);
   FILE *f = err ? NULL : fopen(tmp, "w");

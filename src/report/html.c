@@ -1076,6 +1076,11 @@ static void deepseek_section(struct page *p, const json_t *stage) {
       l.s[1].y[i] /= 10;
   line_chart(p, &l);
   series_free(&l);
+  if (moe)
+    empty_chart(p, "MoE expert × time heat map",
+                "not collected: a run scrapes per-layer load only; the expert × time map "
+                "needs per-step expert counts, which a routing trace has (serve "
+                "--routing-log FILE, then infermeter analyze-routing FILE --html OUT)");
   put(p, "</div>");
 }
 
@@ -1258,10 +1263,7 @@ static void repeat_section(struct page *p, const json_t *root) {
   put(p, "</div>");
 }
 
-enum im_err im_html_report(const json_t *root, const char *title, struct im_buf *out) {
-  if (!json_is_object(root))
-    return IM_INVAL;
-  struct page pg = {.b = out}, *p = &pg;
+static void page_head(struct page *p, const char *title) {
   put(p, "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
          "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
          "<meta name=\"color-scheme\" content=\"light dark\"><title>infermeter: ");
@@ -1269,6 +1271,193 @@ enum im_err im_html_report(const json_t *root, const char *title, struct im_buf 
   put(p, "</title><style>");
   put(p, css);
   put(p, "</style></head><body>");
+}
+
+/* ---- the routing page (analyze-routing --html) ---------------------------- */
+
+#define HM_ROWS 64  /* expert rows at most (neighbouring ids merged) */
+#define HM_COLS 128 /* time columns at most (neighbouring points merged) */
+
+/* The expert x time heat map of an analyze-routing document: each cell
+ * the load of its experts relative to a uniform spread (share x experts),
+ * coloured on a log scale. */
+static void heat_map(struct page *p, const json_t *doc) {
+  const json_t *ser = at(doc, "series");
+  size_t np = json_array_size(ser), ne = (size_t)jnum(at(doc, "n_experts"));
+  const char *title = "Expert × time heat map (load relative to uniform, all layers)";
+  if (!np || !(ne > 0) || ne > 1u << 20) {
+    empty_chart(p, title, "not collected: no step counts in the trace");
+    return;
+  }
+  size_t rows = ne < HM_ROWS ? ne : HM_ROWS, g = (ne + rows - 1) / rows;
+  rows = (ne + g - 1) / g;
+  size_t cols = np < HM_COLS ? np : HM_COLS, k = (np + cols - 1) / cols;
+  cols = (np + k - 1) / k;
+  double *v = calloc(rows * cols, sizeof *v);
+  if (!v) {
+    p->err = IM_NOMEM;
+    return;
+  }
+  double vmax = 0;
+  for (size_t c = 0; c < cols; c++)
+    for (size_t r = 0; r < rows; r++) {
+      double sum = 0;
+      size_t n = 0;
+      for (size_t i = c * k; i < np && i < (c + 1) * k; i++) {
+        const json_t *sh = at(json_array_get(ser, i), "expert_share");
+        for (size_t e = r * g; e < ne && e < (r + 1) * g; e++, n++)
+          sum += isfinite(jnum(json_array_get(sh, e))) ? jnum(json_array_get(sh, e)) : 0;
+      }
+      v[c * rows + r] = n ? sum / (double)n * (double)ne : 0;
+      vmax = fmax(vmax, v[c * rows + r]);
+    }
+  double s0 = jnum(at(json_array_get(ser, 0), "first_step"));
+  const json_t *last = json_array_get(ser, np - 1);
+  double s1 = jnum(at(last, "first_step")) + jnum(at(last, "steps"));
+  struct axis ax = {s0, s1 > s0 ? s1 : s0 + 1, false, false};
+  /* Diverging around uniform: red above it, blue below, full colour at the
+   * furthest cell's ratio (either way, at least 1.1). */
+  double vmin = vmax;
+  for (size_t i = 0; i < rows * cols; i++)
+    if (v[i] > 0)
+      vmin = fmin(vmin, v[i]);
+  double span = fmax(log(1.1), fmax(log(vmax > 0 ? vmax : 1), -log(vmin > 0 ? vmin : 1)));
+  int cell = 4, h = MT + (int)rows * cell + MB;
+  p->charts++;
+  putf(p, "<figure class=\"chart wide\" data-points=\"%zu\"><figcaption>", rows * cols);
+  esc(p, title);
+  put(p, "</figcaption><div class=\"legend\"><span><i class=\"c1\"></i>more</span><span><i "
+         "class=\"c0\"></i>fewer tokens than a uniform spread would route to the experts of a "
+         "row over a column's steps; full colour at ");
+  num(p, exp(span));
+  put(p, "× or 1/");
+  num(p, exp(span));
+  putf(p, " (log scale; white: uniform) · %zu expert(s) a row, %zu point(s) a column</span>"
+          "</div>", g, k);
+  putf(p, "<svg viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"", TL_W, h);
+  esc(p, title);
+  put(p, "\">");
+  double step = nice_step(ax.hi - ax.lo, 8);
+  for (double t = ceil(ax.lo / step) * step; t <= ax.hi + step * 1e-9; t += step) {
+    char b[32];
+    fmt_tick(b, sizeof b, t);
+    putf(p, "<text class=\"tick\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>",
+         ax_map(&ax, t, ML, TL_W - MR), h - MB + 14, b);
+  }
+  for (size_t r = 0; r < rows; r += rows > 16 ? rows / 8 : 1)
+    putf(p, "<text class=\"tick\" x=\"%d\" y=\"%d\" text-anchor=\"end\">%zu</text>", ML - 4,
+         MT + (int)r * cell + cell + 3, r * g);
+  put(p, "<g shape-rendering=\"crispEdges\">");
+  for (size_t c = 0; c < cols; c++) {
+    const json_t *a = json_array_get(ser, c * k), *b = json_array_get(ser, (c + 1) * k - 1);
+    if (!b)
+      b = last;
+    double x0 = ax_map(&ax, jnum(at(a, "first_step")), ML, TL_W - MR),
+           x1 = ax_map(&ax, jnum(at(b, "first_step")) + jnum(at(b, "steps")), ML, TL_W - MR);
+    for (size_t r = 0; r < rows; r++) {
+      double x = v[c * rows + r], t = x > 0 ? log(x) / span : -1;
+      putf(p, "<rect class=\"%s\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" "
+              "fill-opacity=\"%.2f\" stroke=\"none\"/>",
+           t >= 0 ? "c1" : "c0", x0, MT + (int)r * cell, fmax(x1 - x0, 0.5), cell,
+           fmin(fabs(t), 1));
+    }
+  }
+  put(p, "</g>");
+  putf(p, "<line class=\"axis\" x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\"/>", ML, h - MB, TL_W - MR,
+       h - MB);
+  putf(p, "<text class=\"label\" x=\"%d\" y=\"%d\" text-anchor=\"middle\">engine step</text>"
+          "<text class=\"label\" transform=\"translate(14,%d) rotate(-90)\" "
+          "text-anchor=\"middle\">expert id</text></svg>",
+       (ML + TL_W - MR) / 2, h - 8, (MT + h - MB) / 2);
+  put(p, "<details><summary>table</summary><div class=\"tw\"><table><tr><th>experts</th>"
+         "<th>mean load (× uniform)</th><th>max load over time (× uniform)</th></tr>");
+  for (size_t r = 0; r < rows; r++) {
+    double sum = 0, mx = 0;
+    for (size_t c = 0; c < cols; c++)
+      sum += v[c * rows + r], mx = fmax(mx, v[c * rows + r]);
+    putf(p, "<tr><td>%zu–%zu</td><td>", r * g, (r + 1) * g < ne ? (r + 1) * g - 1 : ne - 1);
+    num(p, sum / (double)cols);
+    put(p, "</td><td>");
+    num(p, mx);
+    put(p, "</td></tr>");
+  }
+  put(p, "</table></div></details></figure>");
+  free(v);
+}
+
+/* A series of key of each element of arr against x_key (NULL: the index). */
+static void obj_series(struct chart *c, const char *name, const json_t *arr, const char *x_key,
+                       const char *key, double scale) {
+  size_t n = json_array_size(arr);
+  struct series *s = n ? add_series(c, name, n) : NULL;
+  for (size_t i = 0; s && i < n; i++) {
+    const json_t *e = json_array_get(arr, i);
+    push_pt(s, x_key ? jnum(at(e, x_key)) : (double)i, jnum(at(e, key)) * scale);
+  }
+}
+
+enum im_err im_html_routing(const json_t *doc, const char *title, struct im_buf *out) {
+  if (!json_is_object(doc))
+    return IM_INVAL;
+  struct page pg = {.b = out}, *p = &pg;
+  page_head(p, title);
+  put(p, "<h1>infermeter routing report: ");
+  esc(p, title);
+  put(p, "</h1><p class=\"meta\">");
+  putf(p, "<b>%.0f</b> engine steps, <b>%.0f</b> tokens of <b>%.0f</b> sequences · <b>%.0f</b> "
+          "MoE layers × <b>%.0f</b> experts, top-<b>%.0f</b><br>jitter of the top-1 expert <b>",
+       jnum(at(doc, "steps")), jnum(at(doc, "tokens")), jnum(at(doc, "sequences")),
+       jnum(at(doc, "n_layers")), jnum(at(doc, "n_experts")), jnum(at(doc, "top_k")));
+  num(p, jnum(at(doc, "jitter")));
+  put(p, "</b> · Jaccard distance of consecutive top-k sets <b>");
+  num(p, jnum(at(doc, "jaccard_distance")));
+  put(p, "</b> · load over the trace: G1 skewness <b>");
+  num(p, jnum(at(doc, "g1_total_mean")));
+  put(p, "</b>, balancedness (mean/max) <b>");
+  num(p, jnum(at(doc, "balancedness_total_mean")));
+  put(p, "</b> (reference ");
+  num(p, jnum(at(doc, "balancedness_ref")));
+  put(p, "; means over layers, docs/deepseek.md)</p><h2>Expert load over time</h2>"
+         "<div class=\"charts\">");
+  heat_map(p, doc);
+  const json_t *ser = at(doc, "series"), *layers = at(doc, "layers");
+  struct chart t = {.title = "Load balance over time", .xlabel = "engine step",
+                    .ylabel = "balancedness (mean/max) · G1 / 10",
+                    .why_empty = "not collected: no step counts in the trace", .mark_x = NAN};
+  obj_series(&t, "balancedness, mean over layers", ser, "first_step", "balancedness_mean", 1);
+  obj_series(&t, "balancedness, worst layer-step", ser, "first_step", "balancedness_min", 1);
+  obj_series(&t, "G1 skewness / 10", ser, "first_step", "g1_mean", 0.1);
+  line_chart(p, &t);
+  series_free(&t);
+  put(p, "</div><h2>Per layer</h2><div class=\"charts\">");
+  struct chart l = {.title = "Load skew per MoE layer (whole trace)", .xlabel = "MoE layer",
+                    .ylabel = "balancedness (mean/max) · G1 / 10",
+                    .why_empty = "not collected: no step counts in the trace", .intx = true,
+                    .mark_x = NAN};
+  obj_series(&l, "balancedness", layers, "layer", "balancedness_total", 1);
+  obj_series(&l, "G1 skewness / 10", layers, "layer", "g1_total", 0.1);
+  line_chart(p, &l);
+  series_free(&l);
+  struct chart j = {.title = "Routing jitter per MoE layer", .xlabel = "MoE layer",
+                    .ylabel = "share of consecutive tokens",
+                    .why_empty = "not collected: no per-token expert ids (serve "
+                                 "--routing-detail N)",
+                    .intx = true, .mark_x = NAN};
+  obj_series(&j, "top-1 expert changed (jitter)", layers, "layer", "jitter", 1);
+  obj_series(&j, "Jaccard distance of top-k sets", layers, "layer", "jaccard_distance", 1);
+  line_chart(p, &j);
+  series_free(&j);
+  putf(p, "</div><p class=\"meta\">%u charts · generated by infermeter analyze-routing; every "
+          "figure is defined in docs/deepseek.md and docs/metrics.md §8</p></body></html>\n",
+       p->charts);
+  return pg.err;
+}
+
+enum im_err im_html_report(const json_t *root, const char *title, struct im_buf *out) {
+  if (!json_is_object(root))
+    return IM_INVAL;
+  struct page pg = {.b = out}, *p = &pg;
+  page_head(p, title);
   const char *schema = jstr(at(root, "schema"), "");
   if (json_is_object(at(root, "manifest")) || !strstr(schema, "repeat")) {
     header(p, root, title);

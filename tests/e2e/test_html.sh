@@ -4,7 +4,10 @@
 # --no-html; self-contained (no script, no URL but its own); and, rendered
 # in headless Chromium (tests/html/check.sh), free of console errors and
 # network requests, every chart with data points or a reason, light and
-# dark. Screenshots of a one-stage run and of a rate sweep are kept in
+# dark; the slowest requests' strip and the server's TTFT histogram beside
+# the client's drawn; analyze-routing --html's page with its expert x time
+# heat map. Screenshots of a one-stage run, a rate sweep and the routing
+# page (and of each chart named with --need) are kept in
 # BUILD/test-artifacts/html/ for a person to look at.
 . "$(dirname "$0")/lib.sh"
 RUN() { "$BIN" run --no-progress --quiet --no-gpu "$@"; }
@@ -29,6 +32,16 @@ RUN --url "$BASE" --sweep rate=10,40 --requests 20 --warmup 0 --input-len 64 --o
   --out "$TMP/sweep"
 check "a sweep's report has the latency-throughput curve" grep -q 'Latency against throughput' \
   "$TMP/sweep/report.html"
+# The routing page: analyze-routing --html on a trace with per-token ids.
+start_server --time-scale 4 --moe-zipf 0.6 --routing-log "$TMP/rl.jsonl" --routing-detail 12
+RUN --url "$BASE" --rate 6 --requests 12 --output-len 32 --no-scrape --no-sockstat --out "$TMP/moe"
+stop_server
+"$BIN" analyze-routing "$TMP/rl.jsonl" --quiet --out "$TMP/ar.json" --html "$TMP/routing.html"
+check_eq "analyze-routing --html: exit 0" $? 0
+check "the routing page has the expert x time heat map" grep -q 'Expert × time heat map' \
+  "$TMP/routing.html"
+check "a run's report says where the heat map comes from" grep -q 'routing-log FILE, then' \
+  "$TMP/moe/report.html"
 "$BIN" report "$TMP/one" --html "$TMP/elsewhere.html" --quiet
 check "report --html FILE writes there" test -s "$TMP/elsewhere.html"
 rm -f "$TMP/one/report.html"
@@ -44,6 +57,13 @@ IM_NPM_CACHE=$(cd "$(dirname "$BIN")" && pwd)/npm-cache \
   >"$TMP/browser.out" 2>&1
 rc=$?
 cat "$TMP/browser.out"
+if [ $rc -ne 77 ]; then
+  IM_NPM_CACHE=$(cd "$(dirname "$BIN")" && pwd)/npm-cache \
+    bash "$E2E_DIR/../html/check.sh" "$SHOTS" 3 --need 'Expert × time' --need 'Load skew per' \
+    --need 'Routing jitter' "$TMP/routing.html" >>"$TMP/browser.out" 2>&1
+  rc=$?
+  tail -n 2 "$TMP/browser.out"
+fi
 if [ $rc -eq 77 ]; then
   echo "browser checks skipped: $(tail -n 1 "$TMP/browser.out")" >&2
 else
