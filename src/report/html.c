@@ -115,6 +115,7 @@ struct series {
   size_t n;
   bool bars; /* drawn as points joined by steps (CDFs) when false */
   bool linear; /* joined by straight lines even in a step chart (bucket bounds) */
+  bool dots;   /* points only, not joined */
 };
 
 struct chart {
@@ -336,6 +337,8 @@ static void line_chart(struct page *p, struct chart *c) {
   }
   for (size_t i = 0; i < c->ns; i++) {
     const struct series *s = &c->s[i];
+    if (s->dots)
+      goto points;
     putf(p, "<path class=\"line c%zu\" d=\"", i % 6);
     double prev_y = NAN;
     bool first = true;
@@ -350,7 +353,8 @@ static void line_chart(struct page *p, struct chart *c) {
       first = false;
     }
     put(p, "\"/>");
-    if (s->n <= 60)
+  points:
+    if (s->n <= 60 || s->dots)
       for (size_t k = 0; k < s->n; k++) {
         if (c->logx && !(s->x[k] > 0))
           continue;
@@ -1167,6 +1171,55 @@ static void stage_sections(struct page *p, const json_t *stage) {
   causes_section(p, stage);
 }
 
+/* Throughput against per-user speed over the stages (the Pareto
+ * trade-off of a deployment): each stage a point, the stages no other
+ * beats on both axes joined as the frontier. */
+static void pareto_chart(struct page *p, const json_t *st) {
+  size_t n = json_array_size(st);
+  bool per_gpu = n > 0;
+  for (size_t i = 0; i < n; i++)
+    per_gpu &= jnum(at(path(json_array_get(st, i), "metrics", "roofline"), "gpus")) > 0;
+  struct chart c = {.title = "Throughput against per-user speed (Pareto)",
+                    .xlabel = "per-user output speed p50 (tok/s, 1 / TPOT)",
+                    .ylabel = per_gpu ? "output tok/s per GPU" : "output tok/s (GPUs not declared)",
+                    .why_empty = "not collected: no stage decoded a request (per-user speed needs "
+                                 "two output tokens)",
+                    .mark_x = NAN};
+  struct series *pts = add_series(&c, "stages", n);
+  if (!pts)
+    return;
+  pts->dots = true;
+  for (size_t i = 0; i < n; i++) {
+    const json_t *e = json_array_get(st, i), *rl = path(e, "metrics", "roofline");
+    push_pt(pts, jnum(path(rl, "per_user_output_tok_per_s", "p50")),
+            per_gpu ? jnum(at(rl, "output_tok_per_s_per_gpu"))
+                    : jnum(path(e, "summary", "output_throughput")));
+  }
+  /* The frontier: by speed descending, each point with more throughput
+   * than every faster one. */
+  size_t m = pts->n, *ord = malloc((m ? m : 1) * sizeof *ord);
+  struct series *fr = ord ? add_series(&c, "Pareto frontier", m) : NULL;
+  if (fr) {
+    for (size_t i = 0; i < m; i++)
+      ord[i] = i;
+    for (size_t i = 1; i < m; i++) /* insertion sort, by x descending */
+      for (size_t j = i; j > 0 && pts->x[ord[j]] > pts->x[ord[j - 1]]; j--) {
+        size_t t = ord[j];
+        ord[j] = ord[j - 1];
+        ord[j - 1] = t;
+      }
+    double best = -INFINITY;
+    for (size_t i = 0; i < m; i++)
+      if (pts->y[ord[i]] > best) {
+        best = pts->y[ord[i]];
+        push_pt(fr, pts->x[ord[i]], best);
+      }
+  }
+  free(ord);
+  line_chart(p, &c);
+  series_free(&c);
+}
+
 /* A run of stages: the throughput-latency curve, then each stage. */
 static void stages_section(struct page *p, const json_t *root) {
   const json_t *st = at(root, "stages");
@@ -1191,6 +1244,7 @@ static void stages_section(struct page *p, const json_t *root) {
   }
   line_chart(p, &c);
   series_free(&c);
+  pareto_chart(p, st);
   const json_t *knee = at(root, "bandwidth_knee");
   if (knee) {
     struct chart k = {.title = "Decode throughput against context (bandwidth knee)",

@@ -32,6 +32,8 @@ RUN --url "$BASE" --sweep rate=10,40 --requests 20 --warmup 0 --input-len 64 --o
   --out "$TMP/sweep"
 check "a sweep's report has the latency-throughput curve" grep -q 'Latency against throughput' \
   "$TMP/sweep/report.html"
+check "and the Pareto chart of throughput against per-user speed" \
+  grep -q 'Throughput against per-user speed (Pareto)</figcaption>' "$TMP/sweep/report.html"
 # The routing page: analyze-routing --html on a trace with per-token ids.
 start_server --time-scale 4 --moe-zipf 0.6 --routing-log "$TMP/rl.jsonl" --routing-detail 12
 RUN --url "$BASE" --rate 6 --requests 12 --output-len 32 --no-scrape --no-sockstat --out "$TMP/moe"
@@ -52,7 +54,8 @@ check_eq "an unwritable --html path: exit 1" $? 1
 check "and says why" grep -q 'cannot write /nonexistent/dir/r.html' "$TMP/err"
 rm -rf "$SHOTS"
 IM_NPM_CACHE=$(cd "$(dirname "$BIN")" && pwd)/npm-cache \
-  bash "$E2E_DIR/../html/check.sh" "$SHOTS" 8 --need 'Slowest requests' --need 'TTFT (cumulative' \
+  bash "$E2E_DIR/../html/check.sh" "$SHOTS" 8 --need '@elsewhere Slowest requests' \
+  --need '@elsewhere TTFT (cumulative' --need '@sweep Throughput against per-user speed' \
   "$TMP/elsewhere.html" "$TMP/sweep/report.html" \
   >"$TMP/browser.out" 2>&1
 rc=$?

@@ -7,6 +7,8 @@
 //   - at least MIN charts drew data (--min N, default 1);
 //   - for each --need TITLE, some chart whose caption holds TITLE drew data
 //     (its picture is kept as STEM-need-K-SCHEME.png beside the page's);
+//     "--need '@STEM TITLE'" asks it of the page STEM only (STEM: the
+//     file's name without .html, or its directory's for report.html);
 // then saves a full-page screenshot next to OUT (--shots DIR).
 //
 //   node check.js --modules DIR --chromium PATH --shots DIR [--min N] [--need TITLE]... FILE.html...
@@ -62,13 +64,16 @@ const { chromium: pw } = require(path.join(modules, 'playwright-core'));
       const stem0 = path.basename(f) === 'report.html' ? path.basename(path.dirname(path.resolve(f)))
                                                         : path.basename(f, '.html');
       for (let k = 0; k < need.length; k++) {
-        const c = charts.find((x) => !x.empty && x.points > 0 && x.marks > 0 && x.title.includes(need[k]));
-        if (!c) { fail(f, `no chart "${need[k]}" with data`); continue; }
+        const m = /^@(\S+) (.*)$/.exec(need[k]);
+        if (m && m[1] !== stem0) continue;
+        const title = m ? m[2] : need[k];
+        const c = charts.find((x) => !x.empty && x.points > 0 && x.marks > 0 && x.title.includes(title));
+        if (!c) { fail(f, `no chart "${title}" with data`); continue; }
         if (shots) {
           const el = await page.$$('figure.chart:not(.empty)');
           for (const e of el) {
             const t = await e.$eval('figcaption', (x) => x.textContent);
-            if (t.includes(need[k]) && await e.isVisible()) { // not in a closed <details>
+            if (t.includes(title) && await e.isVisible()) { // not in a closed <details>
               await e.screenshot({ path: path.join(shots, `${stem0}-need-${k}-${scheme}.png`) });
               break;
             }
