@@ -116,6 +116,7 @@ struct series {
   bool bars; /* drawn as points joined by steps (CDFs) when false */
   bool linear; /* joined by straight lines even in a step chart (bucket bounds) */
   bool dots;   /* points only, not joined */
+  int colour;  /* 1 + the colour's index; 0: by the series' position */
 };
 
 struct chart {
@@ -131,6 +132,10 @@ struct chart {
                                 (no shading unless lo < hi) */
   const char *note;   /* a line under the legend (e.g. why a series is missing) */
 };
+
+static size_t colour_of(const struct chart *c, size_t i) {
+  return c->s[i].colour ? (size_t)(c->s[i].colour - 1) % 6 : i % 6;
+}
 
 static void series_free(struct chart *c) {
   for (size_t i = 0; i < c->ns; i++) {
@@ -286,7 +291,7 @@ static void line_chart(struct page *p, struct chart *c) {
   esc(p, c->title);
   put(p, "</figcaption><div class=\"legend\">");
   for (size_t i = 0; i < c->ns; i++) {
-    putf(p, "<span><i class=\"c%zu\"></i>", i % 6);
+    putf(p, "<span><i class=\"c%zu\"></i>", colour_of(c, i));
     esc(p, c->s[i].name);
     put(p, "</span>");
   }
@@ -339,7 +344,7 @@ static void line_chart(struct page *p, struct chart *c) {
     const struct series *s = &c->s[i];
     if (s->dots)
       goto points;
-    putf(p, "<path class=\"line c%zu\" d=\"", i % 6);
+    putf(p, "<path class=\"line c%zu\" d=\"", colour_of(c, i));
     double prev_y = NAN;
     bool first = true;
     for (size_t k = 0; k < s->n; k++) {
@@ -358,8 +363,9 @@ static void line_chart(struct page *p, struct chart *c) {
       for (size_t k = 0; k < s->n; k++) {
         if (c->logx && !(s->x[k] > 0))
           continue;
-        putf(p, "<circle class=\"pt c%zu\" cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\"><title>", i % 6,
-             ax_map(&ax, s->x[k], ML, W - MR), ax_map(&ay, s->y[k], H - MB, MT));
+        putf(p, "<circle class=\"pt c%zu\" cx=\"%.1f\" cy=\"%.1f\" r=\"%s\"><title>",
+             colour_of(c, i), ax_map(&ax, s->x[k], ML, W - MR),
+             ax_map(&ay, s->y[k], H - MB, MT), s->dots ? "3.5" : "2.5");
         esc(p, s->name);
         put(p, ": ");
         num(p, s->x[k]);
@@ -454,7 +460,7 @@ static const char *const css =
     ".meta{color:var(--mut)}.meta b{color:var(--fg);font-weight:600}"
     ".verdict{display:inline-block;padding:2px 10px;border-radius:12px;font-weight:700;"
     "color:#fff}.PASS,.VALID,.PUBLISHABLE{background:var(--pass)}.WARN{background:var(--warn)}"
-    ".FAIL,.INVALID,.NOT_PUBLISHABLE{background:var(--fail)}"
+    ".FAIL,.INVALID,.NOT_PUBLISHABLE{background:var(--fail)}.NONE{background:var(--mut)}"
     ".tiles{display:grid;grid-template-columns:repeat(auto-fill,minmax(170px,1fr));gap:8px}"
     ".tile{background:var(--card);border-radius:8px;padding:8px 10px}.tile .v{font-size:20px;"
     "font-weight:650}.tile .k{color:var(--mut);font-size:12px}"
@@ -1288,22 +1294,78 @@ static void stages_section(struct page *p, const json_t *root) {
   }
 }
 
-/* A repeat set: each figure's runs as dots with the mean and its CI. */
+/* A tile of a repeated figure: the mean and its 95 % CI. */
+static void ci_tile(struct page *p, const char *label, const json_t *f) {
+  put(p, "<div class=\"tile\"><div class=\"v\">");
+  num(p, jnum(at(f, "mean")));
+  put(p, "</div><div class=\"k\">");
+  esc(p, label);
+  put(p, " (mean of ");
+  num(p, jnum(at(f, "n")));
+  put(p, " runs)<br>95% CI ");
+  double lo = jnum(at(f, "ci95_lo")), hi = jnum(at(f, "ci95_hi"));
+  if (isnan(lo) || isnan(hi)) {
+    put(p, "– (fewer than 2 runs with a value)");
+  } else {
+    num(p, lo);
+    put(p, " – ");
+    num(p, hi);
+  }
+  put(p, "</div></div>");
+}
+
+/* A repeat set: each figure's mean and CI as a tile, then its runs as dots
+ * with the mean and its CI. */
 static void repeat_section(struct page *p, const json_t *root) {
   const json_t *figs = at(root, "figures");
-  put(p, "<h2>Repeated runs</h2><div class=\"charts\">");
   const char *k;
   const json_t *f;
+  put(p, "<h2>Headline (mean over the runs, 95% CI of the mean)</h2><div class=\"tiles\">");
+  json_object_foreach((json_t *)figs, k, f)
+    ci_tile(p, k, f);
+  put(p, "</div>");
+  const json_t *pool = at(root, "pooled_ms");
+  if (pool) {
+    put(p, "<h2>Latency percentiles over every request of every run (95% CI, "
+           "distribution-free)</h2><div class=\"tiles\">");
+    static const char *const m[] = {"ttft", "tpot", "itl", "e2el"}, *const q[] = {"p50", "p99"};
+    for (size_t i = 0; i < 4; i++)
+      for (size_t j = 0; j < 2; j++) {
+        char ci[16], label[32];
+        snprintf(ci, sizeof ci, "%s_ci", q[j]);
+        snprintf(label, sizeof label, "%s %s (ms)", m[i], q[j]);
+        const json_t *d = at(pool, m[i]), *c = at(d, ci);
+        put(p, "<div class=\"tile\"><div class=\"v\">");
+        num(p, jnum(at(d, q[j])));
+        put(p, " <small>ms</small></div><div class=\"k\">");
+        esc(p, label);
+        put(p, "<br>95% CI ");
+        if (isnan(jnum(at(c, "lo"))) || isnan(jnum(at(c, "hi")))) {
+          put(p, "– (too few values)");
+        } else {
+          num(p, jnum(at(c, "lo")));
+          put(p, " – ");
+          num(p, jnum(at(c, "hi")));
+        }
+        put(p, "</div></div>");
+      }
+    put(p, "</div>");
+  }
+  put(p, "<h2>Repeated runs</h2><div class=\"charts\">");
   json_object_foreach((json_t *)figs, k, f) {
     const json_t *vals = at(f, "values");
     size_t n = json_array_size(vals);
     struct chart c = {.title = k, .xlabel = "run", .ylabel = k, .intx = true,
                       .why_empty = "no run gave a value", .mark_x = NAN};
     struct series *s = add_series(&c, "runs", n);
+    if (s)
+      s->dots = true;
     for (size_t i = 0; s && i < n; i++)
       push_pt(s, (double)(i + 1), jnum(json_array_get(vals, i)));
-    struct series *lo = add_series(&c, "95% CI low", 2), *hi = add_series(&c, "95% CI high", 2),
-                  *mean = add_series(&c, "mean", 2);
+    struct series *lo = add_series(&c, "95% CI of the mean, low", 2),
+                  *hi = add_series(&c, "high", 2), *mean = add_series(&c, "mean", 2);
+    if (lo && hi && mean)
+      lo->colour = hi->colour = 2, mean->colour = 4;
     double a = jnum(at(f, "ci95_lo")), b = jnum(at(f, "ci95_hi")), mu = jnum(at(f, "mean"));
     for (int e = 0; e < 2 && lo && hi && mean; e++) {
       double x = e ? (double)n : 1.0;
@@ -1503,6 +1565,261 @@ enum im_err im_html_routing(const json_t *doc, const char *title, struct im_buf 
   series_free(&j);
   putf(p, "</div><p class=\"meta\">%u charts · generated by infermeter analyze-routing; every "
           "figure is defined in docs/deepseek.md and docs/metrics.md §8</p></body></html>\n",
+       p->charts);
+  return pg.err;
+}
+
+/* ---- the compare page (compare --html) ------------------------------------ */
+
+#define FP_ROW 20
+
+/* The ratios B/A of every figure of one stage with their 95 % CIs, the
+ * noise band shaded around 1 (a forest plot). */
+static void ratio_chart(struct page *p, const json_t *figs, double noise) {
+  const char *title = "Ratio B/A per figure, with its 95% CI";
+  size_t n = 0;
+  double lo = 1 - noise, hi = 1 + noise;
+  const char *k;
+  const json_t *f;
+  json_object_foreach((json_t *)figs, k, f) {
+    double r = jnum(at(f, "ratio")), a = jnum(at(f, "ci_lo")), b = jnum(at(f, "ci_hi"));
+    if (!isfinite(r))
+      continue;
+    n++;
+    lo = fmin(lo, fmin(r, isfinite(a) ? a : r));
+    hi = fmax(hi, fmax(r, isfinite(b) ? b : r));
+  }
+  if (!n) {
+    empty_chart(p, title, "no figure has a value on both sides");
+    return;
+  }
+  size_t rows = json_object_size(figs);
+  double pad = (hi - lo) * 0.05;
+  struct axis ax = {lo - pad, hi + pad, false, false};
+  int ml = 150, h = MT + (int)rows * FP_ROW + MB;
+  p->charts++;
+  putf(p, "<figure class=\"chart wide\" data-points=\"%zu\"><figcaption>", n);
+  esc(p, title);
+  put(p, "</figcaption><div class=\"legend\"><span><i class=\"c2\"></i>improved</span><span><i "
+         "class=\"c1\"></i>regressed</span><span><i class=\"c0\"></i>no change called</span>"
+         "<span>shaded: the noise band ±");
+  num(p, noise * 100);
+  put(p, "%; dashed: 1 (no difference)</span></div>");
+  putf(p, "<svg viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"", TL_W, h);
+  esc(p, title);
+  put(p, "\">");
+  double step = nice_step(ax.hi - ax.lo, 10);
+  for (double v = ceil(ax.lo / step) * step; v <= ax.hi + step * 1e-9; v += step) {
+    double q = ax_map(&ax, v, ml, TL_W - MR);
+    char b[32];
+    fmt_tick(b, sizeof b, fabs(v) < step * 1e-9 ? 0 : v);
+    putf(p, "<line class=\"grid\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>"
+            "<text class=\"tick\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>",
+         q, MT, q, h - MB, q, h - MB + 14, b);
+  }
+  double x0 = ax_map(&ax, 1 - noise, ml, TL_W - MR), x1 = ax_map(&ax, 1 + noise, ml, TL_W - MR);
+  putf(p, "<rect class=\"shade\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\"/>", x0, MT,
+       x1 - x0, h - MB - MT);
+  double one = ax_map(&ax, 1, ml, TL_W - MR);
+  putf(p, "<line class=\"mark\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>", one, MT, one,
+       h - MB);
+  size_t i = 0;
+  json_object_foreach((json_t *)figs, k, f) {
+    double y = MT + (double)i++ * FP_ROW + FP_ROW / 2.0;
+    putf(p, "<text class=\"tick\" x=\"%d\" y=\"%.1f\" text-anchor=\"end\">", ml - 6, y + 4);
+    esc(p, k);
+    put(p, "</text>");
+    double r = jnum(at(f, "ratio")), a = jnum(at(f, "ci_lo")), b = jnum(at(f, "ci_hi"));
+    if (!isfinite(r))
+      continue;
+    const char *v = jstr(at(f, "verdict"), "");
+    const char *cls = !strcmp(v, "improved") ? "c2" : !strcmp(v, "regressed") ? "c1" : "c0";
+    if (isfinite(a) && isfinite(b))
+      putf(p, "<line class=\"line %s\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>", cls,
+           ax_map(&ax, a, ml, TL_W - MR), y, ax_map(&ax, b, ml, TL_W - MR), y);
+    putf(p, "<circle class=\"pt %s\" cx=\"%.1f\" cy=\"%.1f\" r=\"4\"><title>", cls,
+         ax_map(&ax, r, ml, TL_W - MR), y);
+    esc(p, k);
+    put(p, ": B/A ");
+    num(p, r);
+    put(p, ", CI ");
+    num(p, a);
+    put(p, " – ");
+    num(p, b);
+    put(p, ", ");
+    esc(p, v);
+    put(p, "</title></circle>");
+  }
+  putf(p, "<line class=\"axis\" x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\"/>", ml, h - MB, TL_W - MR,
+       h - MB);
+  putf(p, "<text class=\"label\" x=\"%d\" y=\"%d\" text-anchor=\"middle\">ratio B/A of the "
+          "geometric means (1: no difference)</text></svg>",
+       (ml + TL_W - MR) / 2, h - 8);
+  put(p, "<details><summary>table</summary><div class=\"tw\"><table><tr><th>figure</th><th>"
+         "B/A</th><th>CI low</th><th>CI high</th></tr>");
+  json_object_foreach((json_t *)figs, k, f) {
+    put(p, "<tr><td>");
+    esc(p, k);
+    put(p, "</td><td>");
+    num(p, jnum(at(f, "ratio")));
+    put(p, "</td><td>");
+    num(p, jnum(at(f, "ci_lo")));
+    put(p, "</td><td>");
+    num(p, jnum(at(f, "ci_hi")));
+    put(p, "</td></tr>");
+  }
+  put(p, "</table></div></details></figure>");
+}
+
+/* The compare table of one stage: what `compare` prints. */
+static void compare_table(struct page *p, const json_t *figs) {
+  put(p, "<div class=\"ct\"><table><tr><th>figure</th><th>unit</th><th>better</th>"
+         "<th>A (mean)</th><th>B (mean)</th><th>B/A</th><th>95% CI</th><th>p</th>"
+         "<th>runs A / B</th><th>verdict</th></tr>");
+  const char *k;
+  const json_t *f;
+  json_object_foreach((json_t *)figs, k, f) {
+    put(p, "<tr><td>");
+    esc(p, k);
+    put(p, "</td><td>");
+    esc(p, jstr(at(f, "unit"), ""));
+    put(p, "</td><td>");
+    esc(p, jstr(at(f, "better"), ""));
+    static const char *const cols[] = {"mean_a", "mean_b", "ratio"};
+    for (size_t c = 0; c < 3; c++) {
+      put(p, "</td><td>");
+      num(p, jnum(at(f, cols[c])));
+    }
+    put(p, "</td><td>");
+    num(p, jnum(at(f, "ci_lo")));
+    put(p, " – ");
+    num(p, jnum(at(f, "ci_hi")));
+    put(p, "</td><td>");
+    num(p, jnum(at(f, "p")));
+    put(p, "</td><td>");
+    num(p, jnum(at(f, "n_a")));
+    put(p, " / ");
+    num(p, jnum(at(f, "n_b")));
+    const char *v = jstr(at(f, "verdict"), "?");
+    put(p, "</td><td><span class=\"verdict ");
+    put(p, !strcmp(v, "improved") ? "PASS" : !strcmp(v, "regressed") ? "FAIL" : "NONE");
+    put(p, "\">");
+    esc(p, v);
+    put(p, "</span>");
+    const char *why = jstr(at(f, "why"), NULL);
+    if (why) {
+      put(p, " <span class=\"fix\">");
+      esc(p, why);
+      put(p, "</span>");
+    }
+    put(p, "</td></tr>");
+  }
+  put(p, "</table></div>");
+}
+
+/* Each figure's runs of A and B as dots, with each side's mean. */
+static void compare_dots(struct page *p, const json_t *figs) {
+  const char *k;
+  const json_t *f;
+  json_object_foreach((json_t *)figs, k, f) {
+    const json_t *va = at(f, "values_a"), *vb = at(f, "values_b");
+    size_t na = json_array_size(va), nb = json_array_size(vb), n = na > nb ? na : nb;
+    char ylabel[96];
+    snprintf(ylabel, sizeof ylabel, "%s%s%s%s", k, *jstr(at(f, "unit"), "") ? " (" : "",
+             jstr(at(f, "unit"), ""), *jstr(at(f, "unit"), "") ? ")" : "");
+    struct chart c = {.title = k, .xlabel = "run", .ylabel = ylabel, .intx = true,
+                      .why_empty = va ? "no run gave a value"
+                                      : "not collected: the comparison has no per-run values",
+                      .mark_x = NAN};
+    const json_t *side[2] = {va, vb};
+    const char *names[2] = {"A runs", "B runs"}, *means[2] = {"A mean", "B mean"},
+               *keys[2] = {"mean_a", "mean_b"};
+    for (int sd = 0; sd < 2; sd++) {
+      size_t m = json_array_size(side[sd]);
+      struct series *s = m ? add_series(&c, names[sd], m) : NULL;
+      if (s)
+        s->dots = true, s->colour = 1 + sd;
+      for (size_t i = 0; s && i < m; i++)
+        push_pt(s, (double)(i + 1), jnum(json_array_get(side[sd], i)));
+    }
+    for (int sd = 0; sd < 2 && n; sd++) {
+      struct series *s = add_series(&c, means[sd], 2);
+      if (s)
+        s->colour = 1 + sd;
+      for (int e = 0; s && e < 2; e++)
+        push_pt(s, e ? (double)n : 1.0, jnum(at(f, keys[sd])));
+    }
+    line_chart(p, &c);
+    series_free(&c);
+  }
+}
+
+static void compare_one(struct page *p, const json_t *cmp) {
+  put(p, "<p class=\"meta\">A (baseline) <b>");
+  esc(p, jstr(path(cmp, "a", "label"), "?"));
+  putf(p, "</b>: %zu run(s) · B <b>", json_array_size(path(cmp, "a", "runs")));
+  esc(p, jstr(path(cmp, "b", "label"), "?"));
+  putf(p, "</b>: %zu run(s) · noise band ±", json_array_size(path(cmp, "b", "runs")));
+  num(p, jnum(at(cmp, "noise")) * 100);
+  put(p, "% · α ");
+  num(p, jnum(at(cmp, "alpha")));
+  put(p, " · a change is called with at least ");
+  num(p, jnum(at(cmp, "min_runs")));
+  put(p, " runs a side, p &lt; α and the whole CI outside the noise band "
+         "(docs/statistics.md)</p>");
+  const char *diff = jstr(at(cmp, "differences"), "");
+  if (*diff) {
+    put(p, "<p><span class=\"verdict WARN\">WARN</span> compared with --force although the "
+           "configurations differ: ");
+    esc(p, diff);
+    put(p, "</p>");
+  }
+  put(p, "<p>");
+  verdict_badge(p, json_is_true(at(cmp, "regressed")) ? "FAIL" : "PASS");
+  put(p, json_is_true(at(cmp, "regressed")) ? " some figure regressed" : " no figure regressed");
+  put(p, json_is_true(at(cmp, "improved")) ? "; some improved</p>" : "; none improved</p>");
+  size_t i;
+  const json_t *st;
+  size_t ns = json_array_size(at(cmp, "stages"));
+  json_array_foreach(at(cmp, "stages"), i, st) {
+    const json_t *figs = at(st, "figures");
+    if (ns > 1) {
+      put(p, "<h3>stage ");
+      esc(p, jstr(at(st, "label"), "?"));
+      put(p, "</h3>");
+    }
+    compare_table(p, figs);
+    put(p, "<div class=\"charts\">");
+    ratio_chart(p, figs, jnum(at(cmp, "noise")));
+    compare_dots(p, figs);
+    put(p, "</div>");
+  }
+}
+
+enum im_err im_html_compare(const json_t *doc, const char *title, struct im_buf *out) {
+  if (!json_is_object(doc) && !json_is_array(doc))
+    return IM_INVAL;
+  struct page pg = {.b = out}, *p = &pg;
+  page_head(p, title);
+  put(p, "<h1>infermeter compare: ");
+  esc(p, title);
+  put(p, "</h1>");
+  if (json_is_object(doc)) {
+    compare_one(p, doc);
+  } else {
+    size_t i;
+    const json_t *c;
+    json_array_foreach(doc, i, c) {
+      put(p, "<h2>");
+      esc(p, jstr(path(c, "b", "label"), "?"));
+      put(p, " against ");
+      esc(p, jstr(path(c, "a", "label"), "?"));
+      put(p, "</h2>");
+      compare_one(p, c);
+    }
+  }
+  putf(p, "<p class=\"meta\">%u charts · generated by infermeter compare; the formulas are in "
+          "docs/statistics.md</p></body></html>\n",
        p->charts);
   return pg.err;
 }
