@@ -665,6 +665,7 @@ static void usage(FILE *f) {
           "  --no-html   no HTML report\n"
           "  --otlp URL  send the run's spans and GenAI metrics to an OTLP/HTTP\n"
           "              collector (docs/otlp.md)\n"
+          "  --otlp-protocol P  http/json (default) or http/protobuf\n"
           "  --publish   NOT_PUBLISHABLE (the validity audit, docs/audit.md) exits 4\n"
           "  -h, --help  this help\n"
           "\n"
@@ -680,11 +681,12 @@ static int report_main(int argc, char **argv, bool audit) {
                                        {"html", required_argument, NULL, 'H'},
                                        {"no-html", no_argument, NULL, 'N'},
                                        {"otlp", required_argument, NULL, 'O'},
+                                       {"otlp-protocol", required_argument, NULL, 'P'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
   void (*help)(FILE *) = audit ? audit_usage : usage;
   const char *name = audit ? "audit" : "report";
-  bool quiet = false, publish = false, no_html = false;
+  bool quiet = false, publish = false, no_html = false, otlp_pb = false;
   const char *html = NULL, *otlp = NULL;
   int c;
   optind = 1;
@@ -699,6 +701,9 @@ static int report_main(int argc, char **argv, bool audit) {
       no_html = true;
     } else if (c == 'O' && !audit) {
       otlp = optarg;
+    } else if (c == 'P' && !audit) {
+      if (im__otlp_protocol("--otlp-protocol", optarg, &otlp_pb))
+        return EXIT_USAGE;
     } else if (c == 'h') {
       help(stdout);
       return EXIT_OK;
@@ -720,7 +725,7 @@ static int report_main(int argc, char **argv, bool audit) {
   if (im__report_dir(dir, &ro, &out))
     return EXIT_USAGE;
   if (otlp) {
-    struct im__otlp_opts oo = {.url = otlp, .sample = 1.0};
+    struct im__otlp_opts oo = {.url = otlp, .sample = 1.0, .protobuf = otlp_pb};
     struct im__otlp_stats os = {0};
     if (im__otlp_export(dir, &oo, false, &os))
       return EXIT_USAGE;
