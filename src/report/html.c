@@ -79,6 +79,13 @@ void num(struct page *p, double v) {
   put(p, b);
 }
 
+void put_figs(struct page *p, const json_t *o, const char *const (*pairs)[2], size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    put(p, pairs[i][0]);
+    num(p, jnum(at(o, pairs[i][1])));
+  }
+}
+
 /* ---- JSON access ---------------------------------------------------------- */
 
 const json_t *at(const json_t *o, const char *key) {

@@ -31,6 +31,7 @@
 #define line_chart im__html_line_chart
 #define verdict_badge im__html_verdict_badge
 #define page_head im__html_page_head
+#define put_figs im__html_put_figs
 
 /* The page being written: the first error sticks, later writes are skipped. */
 struct page {
@@ -83,6 +84,10 @@ void put(struct page *p, const char *s);
 __attribute__((format(printf, 2, 3))) void putf(struct page *p, const char *fmt, ...);
 void esc(struct page *p, const char *s);
 void num(struct page *p, double v);
+
+/* For each of the n pairs {text, key}: the text as is, then o[key] as a
+ * number for people. */
+void put_figs(struct page *p, const json_t *o, const char *const (*pairs)[2], size_t n);
 
 /* JSON access that tolerates absent keys: NULL, NaN, or the default. */
 const json_t *at(const json_t *o, const char *key);

@@ -145,15 +145,13 @@ enum im_err im_html_routing(const json_t *doc, const char *title, struct im_buf 
           "MoE layers × <b>%.0f</b> experts, top-<b>%.0f</b><br>jitter of the top-1 expert <b>",
        jnum(at(doc, "steps")), jnum(at(doc, "tokens")), jnum(at(doc, "sequences")),
        jnum(at(doc, "n_layers")), jnum(at(doc, "n_experts")), jnum(at(doc, "top_k")));
-  num(p, jnum(at(doc, "jitter")));
-  put(p, "</b> · Jaccard distance of consecutive top-k sets <b>");
-  num(p, jnum(at(doc, "jaccard_distance")));
-  put(p, "</b> · load over the trace: G1 skewness <b>");
-  num(p, jnum(at(doc, "g1_total_mean")));
-  put(p, "</b>, balancedness (mean/max) <b>");
-  num(p, jnum(at(doc, "balancedness_total_mean")));
-  put(p, "</b> (reference ");
-  num(p, jnum(at(doc, "balancedness_ref")));
+  static const char *const figs[][2] = {
+      {"", "jitter"},
+      {"</b> · Jaccard distance of consecutive top-k sets <b>", "jaccard_distance"},
+      {"</b> · load over the trace: G1 skewness <b>", "g1_total_mean"},
+      {"</b>, balancedness (mean/max) <b>", "balancedness_total_mean"},
+      {"</b> (reference ", "balancedness_ref"}};
+  put_figs(p, doc, figs, sizeof figs / sizeof figs[0]);
   put(p, "; means over layers, docs/deepseek.md)</p><h2>Expert load over time</h2>"
          "<div class=\"charts\">");
   heat_map(p, doc);
@@ -306,21 +304,11 @@ static void compare_table(struct page *p, const json_t *figs) {
     esc(p, jstr(at(f, "unit"), ""));
     put(p, "</td><td>");
     esc(p, jstr(at(f, "better"), ""));
-    static const char *const cols[] = {"mean_a", "mean_b", "ratio"};
-    for (size_t c = 0; c < 3; c++) {
-      put(p, "</td><td>");
-      num(p, jnum(at(f, cols[c])));
-    }
-    put(p, "</td><td>");
-    num(p, jnum(at(f, "ci_lo")));
-    put(p, " – ");
-    num(p, jnum(at(f, "ci_hi")));
-    put(p, "</td><td>");
-    num(p, jnum(at(f, "p")));
-    put(p, "</td><td>");
-    num(p, jnum(at(f, "n_a")));
-    put(p, " / ");
-    num(p, jnum(at(f, "n_b")));
+    static const char *const cells[][2] = {
+        {"</td><td>", "mean_a"}, {"</td><td>", "mean_b"}, {"</td><td>", "ratio"},
+        {"</td><td>", "ci_lo"},  {" – ", "ci_hi"},        {"</td><td>", "p"},
+        {"</td><td>", "n_a"},    {" / ", "n_b"}};
+    put_figs(p, f, cells, sizeof cells / sizeof cells[0]);
     const char *v = jstr(at(f, "verdict"), "?");
     put(p, "</td><td><span class=\"verdict ");
     put(p, !strcmp(v, "improved") ? "PASS" : !strcmp(v, "regressed") ? "FAIL" : "NONE");
