@@ -115,6 +115,7 @@ void series_free(struct chart *c) {
   for (size_t i = 0; i < c->ns; i++) {
     free(c->s[i].x);
     free(c->s[i].y);
+    free(c->s[i].labels);
   }
   c->ns = 0;
 }
@@ -133,6 +134,9 @@ struct series *add_series(struct chart *c, const char *name, size_t cap) {
   }
   s->name = name;
   s->n = 0;
+  s->labels = NULL;
+  s->dots = s->linear = false;
+  s->colour = 0;
   c->ns++;
   return s;
 }
@@ -214,6 +218,10 @@ static void chart_table(struct page *p, const struct chart *c) {
     for (size_t k = 0; k < c->s[i].n; k++) {
       put(p, "<tr><td>");
       esc(p, c->s[i].name);
+      if (c->s[i].labels) {
+        put(p, " ");
+        esc(p, c->s[i].labels[k]);
+      }
       put(p, "</td><td>");
       num(p, c->s[i].x[k]);
       put(p, "</td><td>");
@@ -337,11 +345,21 @@ void line_chart(struct page *p, struct chart *c) {
              colour_of(c, i), ax_map(&ax, s->x[k], ML, W - MR),
              ax_map(&ay, s->y[k], H - MB, MT), s->dots ? "3.5" : "2.5");
         esc(p, s->name);
+        if (s->labels) {
+          put(p, " ");
+          esc(p, s->labels[k]);
+        }
         put(p, ": ");
         num(p, s->x[k]);
         put(p, ", ");
         num(p, s->y[k]);
         put(p, "</title></circle>");
+        if (s->labels && s->n <= 16) {
+          putf(p, "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\">",
+               ax_map(&ax, s->x[k], ML, W - MR) + 5, ax_map(&ay, s->y[k], H - MB, MT) - 5);
+          esc(p, s->labels[k]);
+          put(p, "</text>");
+        }
       }
   }
   put(p, "</svg>");
@@ -1160,15 +1178,19 @@ static void pareto_chart(struct page *p, const json_t *st) {
                     .why_empty = "not collected: no stage decoded a request (per-user speed needs "
                                  "two output tokens)",
                     .mark_x = NAN};
-  struct series *pts = add_series(&c, "stages", n);
+  struct series *pts = add_series(&c, "stage", n);
   if (!pts)
     return;
   pts->dots = true;
+  pts->labels = malloc((n ? n : 1) * sizeof *pts->labels);
   for (size_t i = 0; i < n; i++) {
     const json_t *e = json_array_get(st, i), *rl = path(e, "metrics", "roofline");
+    size_t before = pts->n;
     push_pt(pts, jnum(path(rl, "per_user_output_tok_per_s", "p50")),
             per_gpu ? jnum(at(rl, "output_tok_per_s_per_gpu"))
                     : jnum(path(e, "summary", "output_throughput")));
+    if (pts->labels && pts->n > before)
+      pts->labels[before] = jstr(at(e, "label"), "?");
   }
   /* The frontier: by speed descending, each point with more throughput
    * than every faster one. */

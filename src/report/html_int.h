@@ -58,6 +58,8 @@ struct series {
   bool linear; /* joined by straight lines even in a step chart (bucket bounds) */
   bool dots;   /* points only, not joined */
   int colour;  /* 1 + the colour's index; 0: by the series' position */
+  const char **labels; /* a name per point, written beside it (NULL: none; the
+                          array is owned, the strings are not) */
 };
 
 struct chart {
