@@ -44,21 +44,34 @@ static double hit_rate(const struct view *w, const struct im_series_server *a,
   return val(w, b, HIT_RATE);
 }
 
-double im_server_hist_quantile(const struct im_series_hist *a, const struct im_series_hist *b,
-                               double q) {
-  if (!b || !b->n)
-    return NAN;
-  struct im_prom_bucket d[IM_SERIES_MAX_BUCKETS];
-  size_t n = b->n < IM_SERIES_MAX_BUCKETS ? b->n : IM_SERIES_MAX_BUCKETS;
-  for (size_t i = 0; i < n; i++) {
+void im_server_hist_delta(const struct im_series_hist *a, const struct im_series_hist *b,
+                          struct im_series_hist *out) {
+  memset(out, 0, sizeof *out);
+  if (!b)
+    return;
+  out->n = b->n < IM_SERIES_MAX_BUCKETS ? b->n : IM_SERIES_MAX_BUCKETS;
+  for (size_t i = 0; i < out->n; i++) {
     double prev = 0;
     for (size_t j = 0; a && j < a->n && j < IM_SERIES_MAX_BUCKETS; j++)
       if (a->b[j].le == b->b[i].le)
         prev = a->b[j].count;
-    d[i] = (struct im_prom_bucket){b->b[i].le, b->b[i].count - prev};
+    out->b[i] = (struct im_series_bucket){b->b[i].le, b->b[i].count - prev};
   }
+  out->sum = b->sum - (a ? a->sum : 0);
+  out->count = b->count - (a ? a->count : 0);
+}
+
+double im_server_hist_quantile(const struct im_series_hist *a, const struct im_series_hist *b,
+                               double q) {
+  if (!b || !b->n)
+    return NAN;
+  struct im_series_hist h;
+  im_server_hist_delta(a, b, &h);
+  struct im_prom_bucket d[IM_SERIES_MAX_BUCKETS];
+  for (size_t i = 0; i < h.n; i++)
+    d[i] = (struct im_prom_bucket){h.b[i].le, h.b[i].count};
   double out = NAN;
-  if (im_prom_histogram_quantile(q, d, n, &out) != IM_OK)
+  if (im_prom_histogram_quantile(q, d, h.n, &out) != IM_OK)
     return NAN;
   return out;
 }
@@ -261,6 +274,8 @@ static enum im_err window_figures(const struct view *w, const struct im_server_c
   f->ttft_gap_p50_ms = ctx->client_ttft_p50_ms - f->server_ttft_p50_ms;
   f->server_itl_p50_ms = im_server_hist_quantile(&pa->itl, &pb->itl, 0.5) * 1e3;
   f->server_itl_p99_ms = im_server_hist_quantile(&pa->itl, &pb->itl, 0.99) * 1e3;
+  im_server_hist_delta(&pa->ttft, &pb->ttft, &f->ttft_window);
+  im_server_hist_delta(&pa->itl, &pb->itl, &f->itl_window);
   enum im_err err = usage_hit_r(w, a, b, &f->kv_usage_hit_rate_r);
   if (err)
     return err;

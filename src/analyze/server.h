@@ -72,6 +72,9 @@ struct im_server_source_figs {
   double server_ttft_p50_ms, server_ttft_p99_ms, client_ttft_p50_ms, client_ttft_p99_ms;
   double ttft_gap_p50_ms, server_itl_p50_ms, server_itl_p99_ms;
   double kv_usage_hit_rate_r;
+  /* The server's TTFT and ITL histograms over the window (bucket deltas
+   * between the window's two samples, seconds; n = 0: not on the page). */
+  struct im_series_hist ttft_window, itl_window;
   double kv_cache_capacity_tokens, kv_residency, kv_residency_max, kv_residency_ref;
   const char *kv_residency_reason; /* static; NULL when computed */
   struct im_server_null nulls[IM_SERVER_MAX_NULLS]; /* the other NaN figures */
@@ -139,6 +142,12 @@ enum im_err im_server_figures_compute(const struct im_series_set *s, const struc
 /* Frees what compute allocated; the struct may be computed into again.
  * NULL ok. */
 void im_server_figures_cleanup(struct im_server_figures *f);
+
+/* The histogram of the observations between two samples (a NULL or empty
+ * `a`: since the server started): b's buckets less a's count of the same
+ * le, and the _sum and _count differences. */
+void im_server_hist_delta(const struct im_series_hist *a, const struct im_series_hist *b,
+                          struct im_series_hist *out);
 
 /* The q-quantile (0..1) of a histogram over the interval between two
  * samples (a NULL or empty `a`: since the server started), from the bucket

@@ -15,7 +15,9 @@
 #include "cli/cli.h"
 #include "record/headline.h"
 #include "record/history.h"
+#include "cli/report.h"
 #include "report/compare_json.h"
+#include "report/html.h"
 
 enum { CMP_OK = 0, CMP_REGRESSED = 1, CMP_ERROR = 2 };
 #define CMP_MAX_SIDES 16
@@ -35,6 +37,8 @@ static void usage(FILE *f) {
              "  --noise PCT            noise band in percent around a ratio of 1 (default 2)\n"
              "  --force                compare although model, schedule, workload or tags differ\n"
              "  --json                 print JSON (one object; an array with more than two sides)\n"
+             "  --html FILE            also write the comparison as a self-contained HTML page\n"
+             "                         (per figure: each run's value, the means and the CI)\n"
              "  --fail-on-regression   exit 1 when any figure regressed\n"
              "  --history PATH         the history database for ids (default\n"
              "                         $XDG_DATA_HOME/infermeter/history.db)\n"
@@ -255,11 +259,12 @@ static void differences(const struct side *a, const struct side *b, char *out, s
 struct cmp_opts {
   double noise_pct;
   bool force;
+  bool table; /* print the terminal table (not under --json) */
 };
 
 /* Compares b with a: checks that they are comparable, computes into *rep,
- * then prints the table, or appends the JSON object to `all` when it is
- * not NULL. Prints the reason and returns -1 on failure. */
+ * then prints the table (o->table), and appends the JSON object to `all`
+ * when it is not NULL. Prints the reason and returns -1 on failure. */
 static int compare_pair(const struct side *a, const struct side *b, const struct cmp_opts *o,
                         struct im_cmp_report *rep, json_t *all) {
   char diff[4096], msg[1024];
@@ -282,11 +287,13 @@ static int compare_pair(const struct side *a, const struct side *b, const struct
                              .dirs_a = a->dirs,
                              .dirs_b = b->dirs,
                              .differences = diff,
-                             .forced = o->force && *diff};
-  if (!all) {
+                             .forced = o->force && *diff,
+                             .runs_a = a->runs,
+                             .runs_b = b->runs};
+  if (o->table)
     im_cmp_print(stdout, rep, &meta);
+  if (!all)
     return 0;
-  }
   json_t *j = im_cmp_to_json(rep, &meta);
   if (!j || json_array_append_new(all, j)) {
     fprintf(stderr, "infermeter compare: out of memory\n");
@@ -300,8 +307,10 @@ int im_cli_compare(int argc, char **argv) {
       {"noise", required_argument, NULL, 'n'},   {"force", no_argument, NULL, 'f'},
       {"json", no_argument, NULL, 'j'},          {"fail-on-regression", no_argument, NULL, 'r'},
       {"history", required_argument, NULL, 'H'}, {"no-history", no_argument, NULL, 'N'},
-      {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
+      {"html", required_argument, NULL, 'W'},    {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
   struct cmp_opts o = {.noise_pct = 2};
+  const char *html = NULL;
   bool json = false, fail_on_reg = false, no_history = false;
   const char *history = NULL;
   int c;
@@ -327,6 +336,9 @@ int im_cli_compare(int argc, char **argv) {
     case 'N':
       no_history = true;
       break;
+    case 'W':
+      html = optarg;
+      break;
     case 'h':
       usage(stdout);
       return CMP_OK;
@@ -343,7 +355,8 @@ int im_cli_compare(int argc, char **argv) {
   }
   struct side *sides = calloc((size_t)nsides, sizeof *sides);
   struct im_cmp_report *rep = malloc(sizeof *rep);
-  json_t *all = json ? json_array() : NULL;
+  json_t *all = json || html ? json_array() : NULL;
+  o.table = !json;
   int rc = CMP_ERROR;
   if (!sides || !rep || (json && !all)) {
     fprintf(stderr, "infermeter compare: out of memory\n");
@@ -356,14 +369,19 @@ int im_cli_compare(int argc, char **argv) {
   }
   bool regressed = false;
   for (int i = 1; i < nsides; i++) {
-    if (i > 1 && !all)
+    if (i > 1 && o.table)
       printf("\n");
     if (compare_pair(&sides[0], &sides[i], &o, rep, all))
       goto out;
     regressed |= rep->any_regressed;
   }
+  json_t *doc = nsides == 2 ? json_array_get(all, 0) : all;
+  char title[512];
+  snprintf(title, sizeof title, "%s vs %s%s", sides[0].arg, sides[1].arg,
+           nsides > 2 ? " and more" : "");
+  if (html && im__write_html(html, doc, title, im_html_compare))
+    goto out;
   if (json) {
-    json_t *doc = nsides == 2 ? json_array_get(all, 0) : all;
     if (json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) || printf("\n") < 0) {
       fprintf(stderr, "infermeter compare: cannot write the JSON\n");
       goto out;

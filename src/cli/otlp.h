@@ -31,12 +31,17 @@ struct im__otlp_opts {
   double sample;           /* head-sampling share of logical requests, (0, 1] */
   const char *provider;    /* gen_ai.provider.name (NULL: from the target) */
   const char *api_key;     /* never sent to the collector */
+  bool protobuf;           /* --otlp-protocol http/protobuf (default http/json) */
 };
 
 struct im__otlp_stats {
   uint64_t spans_sent, spans_dropped, requests, retries;
   uint64_t metric_points;
 };
+
+/* --otlp-protocol P: "http/json" (false) or "http/protobuf" (true) into
+ * *protobuf. 0, or -1 after saying why. */
+int im__otlp_protocol(const char *flag, const char *p, bool *protobuf);
 
 /* Exports dir's spans and metrics (without the attempt spans when
  * attempts_sent: the live exporter sent them). 0, or -1 after saying why

@@ -37,6 +37,7 @@
 #include "cli/moe_int.h"
 #include "report/moe_json.h"
 #include "report/mix_json.h"
+#include "report/timeline_json.h"
 #include "workload/stages.h"
 
 
@@ -140,9 +141,14 @@ static int write_results(const char *dir, json_t *root) {
 }
 
 int im__report_html(const char *path, const json_t *root, const char *title) {
+  return im__write_html(path, root, title, im_html_report);
+}
+
+int im__write_html(const char *path, const json_t *root, const char *title,
+                   enum im_err (*render)(const json_t *, const char *, struct im_buf *)) {
   struct im_buf b;
   im_buf_init(&b, (size_t)1 << 30);
-  enum im_err err = im_html_report(root, title, &b);
+  enum im_err err = render(root, title, &b);
   char tmp[4300];
   snprintf(tmp, sizeof tmp, "%s.tmp", path);
   FILE *f = err ? NULL : fopen(tmp, "w");
@@ -333,6 +339,18 @@ static int stage_moe(struct rep *p, const struct im_rundir_stage *s,
   return 0;
 }
 
+/* analysis.timeline: the slowest requests (analyze/timeline.h). 0 or -1
+ * when out of memory. */
+static int timeline_json(const struct im_stage_figures *f, const struct im_stage_input *in,
+                         json_t *dst) {
+  struct im_timeline tl;
+  json_t *an = json_object_get(dst, "analysis"), *j = NULL;
+  if (im_timeline_compute(&f->pop, IM_TIMELINE_REQUESTS, in->tokens.stall_k, &tl) != IM_OK ||
+      !an || !(j = im_timeline_json(&tl)))
+    return -1;
+  return json_object_set_new(an, "timeline", j) ? -1 : 0;
+}
+
 /* Figures and JSON of stage i. 0 or -1 (said). */
 static int report_stage(struct rep *p, size_t i, bool single) {
   struct im_rundir_stage *s = &p->rd.st[i];
@@ -380,7 +398,8 @@ static int report_stage(struct rep *p, size_t i, bool single) {
                                .sessions = s->sessions};
   if (im_stage_json(&f, &in, &meta, dst) ||
       json_object_set_new(dst, "interrupted", json_boolean(s->rule.interrupted)) ||
-      json_object_set_new(dst, "error", s->error[0] ? json_string(s->error) : json_null()))
+      json_object_set_new(dst, "error", s->error[0] ? json_string(s->error) : json_null()) ||
+      timeline_json(&f, &in, dst))
     goto oom;
   if (p->series && server_figures(p, s, &f, &in, dst, &sf))
     goto oom;
@@ -666,6 +685,7 @@ static void usage(FILE *f) {
           "  --no-html   no HTML report\n"
           "  --otlp URL  send the run's spans and GenAI metrics to an OTLP/HTTP\n"
           "              collector (docs/otlp.md)\n"
+          "  --otlp-protocol P  http/json (default) or http/protobuf\n"
           "  --publish   NOT_PUBLISHABLE (the validity audit, docs/audit.md) exits 4\n"
           "  -h, --help  this help\n"
           "\n"
@@ -683,11 +703,12 @@ static int report_main(int argc, char **argv, bool audit) {
                                        {"otlp", required_argument, NULL, 'O'},
                                        {"output-format", required_argument, NULL, 'F'},
                                        {"json", no_argument, NULL, 'J'},
+                                       {"otlp-protocol", required_argument, NULL, 'P'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
   void (*help)(FILE *) = audit ? audit_usage : usage;
   const char *name = audit ? "audit" : "report";
-  bool quiet = false, publish = false, no_html = false, csv = false, json = false;
+  bool quiet = false, publish = false, no_html = false, csv = false, json = false, otlp_pb = false;
   const char *html = NULL, *otlp = NULL;
   int c;
   optind = 1;
@@ -707,6 +728,9 @@ static int report_main(int argc, char **argv, bool audit) {
         return EXIT_USAGE;
     } else if (c == 'J' && !audit) {
       json = true;
+    } else if (c == 'P' && !audit) {
+      if (im__otlp_protocol("--otlp-protocol", optarg, &otlp_pb))
+        return EXIT_USAGE;
     } else if (c == 'h') {
       help(stdout);
       return EXIT_OK;
@@ -728,7 +752,7 @@ static int report_main(int argc, char **argv, bool audit) {
   if (im__report_dir(dir, &ro, &out))
     return EXIT_USAGE;
   if (otlp) {
-    struct im__otlp_opts oo = {.url = otlp, .sample = 1.0};
+    struct im__otlp_opts oo = {.url = otlp, .sample = 1.0, .protobuf = otlp_pb};
     struct im__otlp_stats os = {0};
     if (im__otlp_export(dir, &oo, false, &os))
       return EXIT_USAGE;

@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "analyze/stage.h"
+#include "core/buf.h"
 
 struct report_opts {
   FILE *text;                 /* the terminal summary (NULL: none) */
@@ -42,6 +43,9 @@ int im__report_dir(const char *dir, const struct report_opts *ro, struct report_
 /* Writes the HTML report of a results document to path (atomically), title
  * naming the run. 0, or -1 after saying why. */
 int im__report_html(const char *path, const json_t *root, const char *title);
+/* The same with another page renderer (report/html.h). */
+int im__write_html(const char *path, const json_t *root, const char *title,
+                   enum im_err (*render)(const json_t *, const char *, struct im_buf *));
 /* The exit status for an outcome (0, 2, 3, 4 under --publish, 99, 130). */
 int im__report_exit_code(const struct report_outcome *out);
 

@@ -17,7 +17,9 @@
 #include "cli/args.h"
 #include "cli/cli.h"
 #include "cli/moe_int.h"
+#include "cli/report.h"
 #include "core/rng.h"
+#include "report/html.h"
 #include "report/moe_json.h"
 
 #define LINE_MAX_BYTES ((size_t)16 << 20)
@@ -159,7 +161,7 @@ static void one_line(struct rstate *st, const char *line) {
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: infermeter analyze-routing FILE [--window N] [--out FILE] [--quiet]\n"
+          "usage: infermeter analyze-routing FILE [--window N] [--out FILE] [--html FILE] [--quiet]\n"
           "\n"
           "MoE routing statistics of a `serve --routing-log FILE` trace (with\n"
           "--routing-detail N for per-token ids), per layer and over time\n"
@@ -172,6 +174,8 @@ static void usage(FILE *f) {
           "  --window N   steps per series point to start with (default 100; doubled\n"
           "               whenever the series is full)\n"
           "  --out FILE   write the JSON there (default: stdout)\n"
+          "  --html FILE  also write a self-contained HTML page: the expert x time heat\n"
+          "               map, load balance over time, skew and jitter per layer\n"
           "  --quiet      no summary on stderr\n"
           "\n"
           "Exit status: 0; 1 when FILE cannot be read or holds no routing line.\n",
@@ -188,7 +192,8 @@ static int write_doc(json_t *doc, const char *out) {
   return rc ? 1 : 0;
 }
 
-static int analyze(FILE *f, const char *name, uint32_t window, const char *out, bool quiet) {
+static int analyze(FILE *f, const char *name, uint32_t window, const char *out,
+                   const char *html, bool quiet) {
   struct lines l = {.f = f, .cap = LINE_MAX_BYTES};
   struct rstate st = {0};
   struct im_moe_result r = {0};
@@ -231,6 +236,8 @@ static int analyze(FILE *f, const char *name, uint32_t window, const char *out, 
     json_object_set_new(doc, "lines_skipped", json_integer((json_int_t)(st.bad + l.too_long)));
   }
   rc = doc ? write_doc(doc, out) : 1;
+  if (rc == 0 && html && im__write_html(html, doc, name, im_html_routing))
+    rc = 1;
   json_decref(doc);
   if (!quiet && rc == 0) {
     fprintf(stderr,
@@ -258,11 +265,12 @@ out:
 int im_cli_analyze_routing(int argc, char **argv) {
   static const struct option opts[] = {{"window", required_argument, NULL, 'w'},
                                        {"out", required_argument, NULL, 'o'},
+                                       {"html", required_argument, NULL, 'H'},
                                        {"quiet", no_argument, NULL, 'q'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
   uint32_t window = 100;
-  const char *out = NULL;
+  const char *out = NULL, *html = NULL;
   bool quiet = false;
   int c;
   optind = 1;
@@ -272,6 +280,8 @@ int im_cli_analyze_routing(int argc, char **argv) {
         return 2;
     } else if (c == 'o') {
       out = optarg;
+    } else if (c == 'H') {
+      html = optarg;
     } else if (c == 'q') {
       quiet = true;
     } else if (c == 'h') {
@@ -293,7 +303,7 @@ int im_cli_analyze_routing(int argc, char **argv) {
     fprintf(stderr, "infermeter analyze-routing: cannot open %s: %s\n", name, strerror(errno));
     return 1;
   }
-  int rc = analyze(f, name, window, out, quiet);
+  int rc = analyze(f, name, window, out, html, quiet);
   if (f != stdin)
     fclose(f);
   return rc;

@@ -892,7 +892,8 @@ int im_cli_run(int argc, char **argv) {
       goto out;
     r->env.probe = &r->probe;
   }
-  struct im__otlp_opts oo = {.url = o->otlp, .sample = o->otlp_sample, .provider = o->provider};
+  struct im__otlp_opts oo = {.url = o->otlp, .sample = o->otlp_sample, .provider = o->provider,
+                             .protobuf = o->otlp_protobuf};
   if (o->otlp && im__otlp_live_start(&r->otlp, o->out_dir, &oo))
     goto out;
   im__run_live_hook(r->env.live, r->env.health, r->env.probe);

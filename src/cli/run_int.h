@@ -88,6 +88,7 @@ struct run_opts {
   int64_t timeslice_ns;         /* --timeslice (0: 10 s) */
   const char *otlp;             /* --otlp URL (NULL: none) */
   double otlp_sample;           /* --otlp-sample */
+  bool otlp_protobuf;           /* --otlp-protocol http/protobuf */
   const char *provider;         /* --provider */
   double probe_rate;            /* --probe-rate, probes per second (0: none) */
   const char *metrics_listen;   /* --metrics-listen [ADDR:]PORT (NULL: none) */

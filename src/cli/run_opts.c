@@ -15,6 +15,7 @@
 #include "cli/args.h"
 #include "cli/metrics_listen.h"
 #include "cli/output.h"
+#include "cli/otlp.h"
 #include "cli/run_int.h"
 #include "cli/run_net.h"
 #include "im_version.h"
@@ -162,6 +163,7 @@ void im__run_usage(FILE *o) {
 "                            and its GenAI client metrics to an OTLP/HTTP collector\n"
 "                            (URL/v1/traces, URL/v1/metrics; docs/otlp.md)\n"
 "  --otlp-sample R           head-sample that share of requests' spans (default 1)\n"
+"  --otlp-protocol P         http/json (default) or http/protobuf\n"
 "  --provider NAME           gen_ai.provider.name (default: deepseek for the built-in\n"
 "                            server and DeepSeek URLs, else openai)\n"
 "  --timeslice DUR           per-slice throughput and latency percentiles in\n"
@@ -352,8 +354,8 @@ enum {
   O_SESSIONS, O_SRATE, O_TURNS, O_GROWTH, O_THINK, O_GRID, O_SWEEP, O_SWEEP_STEPS, O_SWEEP_ALL,
   O_SCENARIO, O_TOKENIZER, O_CHAT_TMPL, O_MIX, O_TRACE, O_MIN_IN, O_MAX_IN, O_MIN_OUT, O_MAX_OUT,
   O_BACKOFF_MAX, O_KEEP_TEXT, O_PROBE_RATE, O_LOGPROBS, O_SEGW, O_SEGS, O_STALLK, O_TIMESLICE,
-  O_OTLP, O_OTLP_SAMPLE, O_PROVIDER, O_MODELCFG, O_HARDWARE, O_GPUS, O_TP, O_DP, O_MFUREF,
-  O_METRICS_LISTEN, O_METRICS_LINGER, O_PUSHGATEWAY, O_NO_CTX_CHECK, O_READY_TIMEOUT,
+  O_OTLP, O_OTLP_SAMPLE, O_OTLP_PROTOCOL, O_PROVIDER, O_MODELCFG, O_HARDWARE, O_GPUS, O_TP, O_DP,
+  O_MFUREF, O_METRICS_LISTEN, O_METRICS_LINGER, O_PUSHGATEWAY, O_NO_CTX_CHECK, O_READY_TIMEOUT,
   O_PROFILE_SERVER
 };
 
@@ -403,6 +405,7 @@ const struct option im__run_options[] = {
     {"timeslice", required_argument, 0, O_TIMESLICE},
     {"otlp", required_argument, 0, O_OTLP},
     {"otlp-sample", required_argument, 0, O_OTLP_SAMPLE},
+    {"otlp-protocol", required_argument, 0, O_OTLP_PROTOCOL},
     {"provider", required_argument, 0, O_PROVIDER},
     {"metrics-listen", required_argument, 0, O_METRICS_LISTEN},
     {"metrics-linger", required_argument, 0, O_METRICS_LINGER},
@@ -681,6 +684,7 @@ int im__run_apply(struct run_opts *o, int opt, const char *arg, bool *rate_given
     o->otlp = arg;
     return 0;
   case O_OTLP_SAMPLE: return im_arg_double("--otlp-sample", arg, 1e-9, 1.0, &o->otlp_sample);
+  case O_OTLP_PROTOCOL: return im__otlp_protocol("--otlp-protocol", arg, &o->otlp_protobuf);
   case O_PROVIDER: o->provider = arg; return 0;
   case O_TIMESLICE:
     if (im_arg_duration("--timeslice", arg, &o->timeslice_ns))

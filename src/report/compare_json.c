@@ -50,6 +50,20 @@ static json_t *figure(const struct im_cmp_result *c, enum im_headline_fig f) {
   return o;
 }
 
+/* o[key] = each run's value of figure f of stage s (null: none). */
+static int run_values(json_t *o, const char *key, const struct im_headline *runs, size_t n,
+                      size_t s, int f) {
+  json_t *a = json_array();
+  if (!a || json_object_set_new(o, key, a))
+    return -1;
+  for (size_t i = 0; i < n; i++) {
+    double v = s < runs[i].n_stages ? runs[i].stage[s].v[f] : NAN;
+    if (json_array_append_new(a, isfinite(v) ? json_real(v) : json_null()))
+      return -1;
+  }
+  return 0;
+}
+
 json_t *im_cmp_to_json(const struct im_cmp_report *r, const struct im_cmp_meta *m) {
   json_t *root = json_object(), *stages = json_array();
   if (!root || !stages)
@@ -72,9 +86,13 @@ json_t *im_cmp_to_json(const struct im_cmp_report *r, const struct im_cmp_meta *
     }
     rc |= im_jw_uint(st, "index", s);
     rc |= json_object_set_new(st, "label", json_string(r->stage[s].label));
-    for (int f = 0; f < IM_FIG_COUNT; f++)
-      rc |= json_object_set_new(figs, im_headline_fig_name((enum im_headline_fig)f),
-                                figure(&r->stage[s].fig[f], (enum im_headline_fig)f));
+    for (int f = 0; f < IM_FIG_COUNT; f++) {
+      json_t *fj = figure(&r->stage[s].fig[f], (enum im_headline_fig)f);
+      if (fj && m->runs_a && m->runs_b)
+        rc |= run_values(fj, "values_a", m->runs_a, r->runs_a, s, f) |
+              run_values(fj, "values_b", m->runs_b, r->runs_b, s, f);
+      rc |= json_object_set_new(figs, im_headline_fig_name((enum im_headline_fig)f), fj);
+    }
     rc |= json_object_set_new(st, "figures", figs);
     rc |= json_array_append_new(stages, st);
   }

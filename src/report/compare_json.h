@@ -17,6 +17,9 @@ struct im_cmp_meta {
   const char *const *dirs_b;
   const char *differences; /* "" when the configurations match */
   bool forced;             /* compared despite differences (--force) */
+  /* The runs compared (report->runs_a / runs_b of each): their values go
+   * into each figure as values_a / values_b; NULL: left out. */
+  const struct im_headline *runs_a, *runs_b;
 };
 
 /* A new object (caller owns: json_decref), NULL when out of memory. */

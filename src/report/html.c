@@ -10,21 +10,16 @@
 
 #include "core/hist.h"
 #include "record/hist_json.h"
+#include "report/html_int.h"
 
 /* ---- output --------------------------------------------------------------- */
 
-struct page {
-  struct im_buf *b;
-  enum im_err err;
-  unsigned charts;
-};
-
-static void put(struct page *p, const char *s) {
+void put(struct page *p, const char *s) {
   if (!p->err)
     p->err = im_buf_puts(p->b, s);
 }
 
-__attribute__((format(printf, 2, 3))) static void putf(struct page *p, const char *fmt, ...) {
+void putf(struct page *p, const char *fmt, ...) {
   if (p->err)
     return;
   char tmp[1024];
@@ -51,7 +46,7 @@ __attribute__((format(printf, 2, 3))) static void putf(struct page *p, const cha
 }
 
 /* Text into HTML (element content and quoted attribute values). */
-static void esc(struct page *p, const char *s) {
+void esc(struct page *p, const char *s) {
   for (; s && *s && !p->err; s++) {
     switch (*s) {
     case '<': put(p, "&lt;"); break;
@@ -78,67 +73,55 @@ static void fmt_num(char *buf, size_t n, double v) {
     snprintf(buf, n, "%.3g", v);
 }
 
-static void num(struct page *p, double v) {
+void num(struct page *p, double v) {
   char b[64];
   fmt_num(b, sizeof b, v);
   put(p, b);
 }
 
+void put_figs(struct page *p, const json_t *o, const char *const (*pairs)[2], size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    put(p, pairs[i][0]);
+    num(p, jnum(at(o, pairs[i][1])));
+  }
+}
+
 /* ---- JSON access ---------------------------------------------------------- */
 
-static const json_t *at(const json_t *o, const char *key) {
+const json_t *at(const json_t *o, const char *key) {
   return json_is_object(o) ? json_object_get(o, key) : NULL;
 }
 
-static const json_t *path(const json_t *o, const char *a, const char *b) {
+const json_t *path(const json_t *o, const char *a, const char *b) {
   return at(at(o, a), b);
 }
 
-static double jnum(const json_t *v) { return json_is_number(v) ? json_number_value(v) : NAN; }
+double jnum(const json_t *v) { return json_is_number(v) ? json_number_value(v) : NAN; }
 
-static const char *jstr(const json_t *v, const char *dflt) {
+const char *jstr(const json_t *v, const char *dflt) {
   return json_is_string(v) ? json_string_value(v) : dflt;
 }
 
 /* ---- charts --------------------------------------------------------------- */
 
-#define W 640
-#define H 280
-#define ML 64
-#define MR 16
-#define MT 16
-#define MB 44
 
-struct series {
-  const char *name;
-  double *x, *y;
-  size_t n;
-  bool bars; /* drawn as points joined by steps (CDFs) when false */
-};
 
-struct chart {
-  const char *title, *xlabel, *ylabel;
-  bool logx, step;
-  struct series s[8];
-  size_t ns;
-  const char *why_empty;
-  bool intx;          /* x takes whole values (run numbers) */
-  double mark_x;      /* a vertical marker (NaN: none) */
-  const char *mark_label;
-  double shade_lo, shade_hi; /* x outside [lo, hi] shaded: outside the measured window
-                                (no shading unless lo < hi) */
-};
 
-static void series_free(struct chart *c) {
+static size_t colour_of(const struct chart *c, size_t i) {
+  return c->s[i].colour ? (size_t)(c->s[i].colour - 1) % 6 : i % 6;
+}
+
+void series_free(struct chart *c) {
   for (size_t i = 0; i < c->ns; i++) {
     free(c->s[i].x);
     free(c->s[i].y);
+    free(c->s[i].labels);
   }
   c->ns = 0;
 }
 
 /* Appends a series of n points (copies of x, y); NaN y are skipped. */
-static struct series *add_series(struct chart *c, const char *name, size_t cap) {
+struct series *add_series(struct chart *c, const char *name, size_t cap) {
   if (c->ns == sizeof c->s / sizeof c->s[0])
     return NULL;
   struct series *s = &c->s[c->ns];
@@ -151,34 +134,33 @@ static struct series *add_series(struct chart *c, const char *name, size_t cap) 
   }
   s->name = name;
   s->n = 0;
+  s->labels = NULL;
+  s->dots = s->linear = false;
+  s->colour = 0;
   c->ns++;
   return s;
 }
 
-static void push_pt(struct series *s, double x, double y) {
+void push_pt(struct series *s, double x, double y) {
   if (isfinite(x) && isfinite(y))
     s->x[s->n] = x, s->y[s->n] = y, s->n++;
 }
 
 /* Round tick steps: 1, 2, 5 x 10^k giving about `want` ticks. */
-static double nice_step(double span, int want) {
+double nice_step(double span, int want) {
   double raw = span / want, mag = pow(10, floor(log10(raw))), f = raw / mag;
   return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * mag;
 }
 
-struct axis {
-  double lo, hi;
-  bool log, integer; /* integer: ticks at whole numbers only */
-};
 
-static double ax_map(const struct axis *a, double v, double from, double to) {
+double ax_map(const struct axis *a, double v, double from, double to) {
   double t = a->log ? (log10(v) - log10(a->lo)) / (log10(a->hi) - log10(a->lo))
                     : (v - a->lo) / (a->hi - a->lo);
   return from + t * (to - from);
 }
 
 /* A tick label: at most 4 significant digits, no trailing zeros. */
-static void fmt_tick(char *buf, size_t n, double v) { snprintf(buf, n, "%.4g", v); }
+void fmt_tick(char *buf, size_t n, double v) { snprintf(buf, n, "%.4g", v); }
 
 static void draw_ticks(struct page *p, const struct axis *a, bool x) {
   double px0 = x ? ML : H - MB, px1 = x ? W - MR : MT;
@@ -236,6 +218,10 @@ static void chart_table(struct page *p, const struct chart *c) {
     for (size_t k = 0; k < c->s[i].n; k++) {
       put(p, "<tr><td>");
       esc(p, c->s[i].name);
+      if (c->s[i].labels) {
+        put(p, " ");
+        esc(p, c->s[i].labels[k]);
+      }
       put(p, "</td><td>");
       num(p, c->s[i].x[k]);
       put(p, "</td><td>");
@@ -245,7 +231,7 @@ static void chart_table(struct page *p, const struct chart *c) {
   put(p, "</table></div></details>");
 }
 
-static void empty_chart(struct page *p, const char *title, const char *why) {
+void empty_chart(struct page *p, const char *title, const char *why) {
   put(p, "<figure class=\"chart empty\"><figcaption>");
   esc(p, title);
   put(p, "</figcaption><p class=\"why\">");
@@ -253,7 +239,7 @@ static void empty_chart(struct page *p, const char *title, const char *why) {
   put(p, "</p></figure>");
 }
 
-static void line_chart(struct page *p, struct chart *c) {
+void line_chart(struct page *p, struct chart *c) {
   size_t pts = 0;
   struct axis ax = {INFINITY, -INFINITY, c->logx, c->intx}, ay = {0, -INFINITY, false, false};
   for (size_t i = 0; i < c->ns; i++)
@@ -283,12 +269,17 @@ static void line_chart(struct page *p, struct chart *c) {
   esc(p, c->title);
   put(p, "</figcaption><div class=\"legend\">");
   for (size_t i = 0; i < c->ns; i++) {
-    putf(p, "<span><i class=\"c%zu\"></i>", i % 6);
+    putf(p, "<span><i class=\"c%zu\"></i>", colour_of(c, i));
     esc(p, c->s[i].name);
     put(p, "</span>");
   }
-  putf(p,
-       "</div><svg viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"", W, H);
+  put(p, "</div>");
+  if (c->note) {
+    put(p, "<div class=\"note\">");
+    esc(p, c->note);
+    put(p, "</div>");
+  }
+  putf(p, "<svg viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"", W, H);
   esc(p, c->title);
   put(p, "\">");
   draw_ticks(p, &ax, true);
@@ -329,32 +320,46 @@ static void line_chart(struct page *p, struct chart *c) {
   }
   for (size_t i = 0; i < c->ns; i++) {
     const struct series *s = &c->s[i];
-    putf(p, "<path class=\"line c%zu\" d=\"", i % 6);
+    if (s->dots)
+      goto points;
+    putf(p, "<path class=\"line c%zu\" d=\"", colour_of(c, i));
     double prev_y = NAN;
     bool first = true;
     for (size_t k = 0; k < s->n; k++) {
       if (c->logx && !(s->x[k] > 0))
         continue;
       double x = ax_map(&ax, s->x[k], ML, W - MR), y = ax_map(&ay, s->y[k], H - MB, MT);
-      if (c->step && !first)
+      if (c->step && !s->linear && !first)
         putf(p, "L%.1f %.1f", x, prev_y);
       putf(p, "%s%.1f %.1f", first ? "M" : "L", x, y);
       prev_y = y;
       first = false;
     }
     put(p, "\"/>");
-    if (s->n <= 60)
+  points:
+    if (s->n <= 60 || s->dots)
       for (size_t k = 0; k < s->n; k++) {
         if (c->logx && !(s->x[k] > 0))
           continue;
-        putf(p, "<circle class=\"pt c%zu\" cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\"><title>", i % 6,
-             ax_map(&ax, s->x[k], ML, W - MR), ax_map(&ay, s->y[k], H - MB, MT));
+        putf(p, "<circle class=\"pt c%zu\" cx=\"%.1f\" cy=\"%.1f\" r=\"%s\"><title>",
+             colour_of(c, i), ax_map(&ax, s->x[k], ML, W - MR),
+             ax_map(&ay, s->y[k], H - MB, MT), s->dots ? "3.5" : "2.5");
         esc(p, s->name);
+        if (s->labels) {
+          put(p, " ");
+          esc(p, s->labels[k]);
+        }
         put(p, ": ");
         num(p, s->x[k]);
         put(p, ", ");
         num(p, s->y[k]);
         put(p, "</title></circle>");
+        if (s->labels && s->n <= 16) {
+          putf(p, "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\">",
+               ax_map(&ax, s->x[k], ML, W - MR) + 5, ax_map(&ay, s->y[k], H - MB, MT) - 5);
+          esc(p, s->labels[k]);
+          put(p, "</text>");
+        }
       }
   }
   put(p, "</svg>");
@@ -443,33 +448,33 @@ static const char *const css =
     ".meta{color:var(--mut)}.meta b{color:var(--fg);font-weight:600}"
     ".verdict{display:inline-block;padding:2px 10px;border-radius:12px;font-weight:700;"
     "color:#fff}.PASS,.VALID,.PUBLISHABLE{background:var(--pass)}.WARN{background:var(--warn)}"
-    ".FAIL,.INVALID,.NOT_PUBLISHABLE{background:var(--fail)}"
+    ".FAIL,.INVALID,.NOT_PUBLISHABLE{background:var(--fail)}.NONE{background:var(--mut)}"
     ".tiles{display:grid;grid-template-columns:repeat(auto-fill,minmax(170px,1fr));gap:8px}"
     ".tile{background:var(--card);border-radius:8px;padding:8px 10px}.tile .v{font-size:20px;"
     "font-weight:650}.tile .k{color:var(--mut);font-size:12px}"
     ".charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(420px,1fr));gap:12px}"
-    "figure.chart{margin:0;background:var(--card);border-radius:8px;padding:8px}"
+    "figure.wide{grid-column:1/-1}figure.chart{margin:0;background:var(--card);border-radius:8px;padding:8px}"
     "figcaption{font-weight:600;margin-bottom:2px}svg{width:100%;height:auto}"
     ".legend span{margin-right:12px;font-size:12px;color:var(--mut)}.legend i{display:"
     "inline-block;width:10px;height:10px;margin-right:4px;border-radius:2px}"
     ".grid{stroke:var(--grid);stroke-width:1}.axis{stroke:var(--mut);stroke-width:1}"
     ".mark{stroke:var(--fail);stroke-dasharray:4 3}.shade{fill:var(--mut);opacity:.12}"
     ".tick{fill:var(--mut);font-size:11px}.label{fill:var(--fg);font-size:12px}"
-    ".line{fill:none;stroke-width:1.8}.bar{fill:var(--c0)}"
+    "rect.stall{stroke:var(--card);stroke-width:1}.line{fill:none;stroke-width:1.8}.bar{fill:var(--c0)}"
     ".c0{stroke:var(--c0);fill:var(--c0)}.c1{stroke:var(--c1);fill:var(--c1)}"
     ".c2{stroke:var(--c2);fill:var(--c2)}.c3{stroke:var(--c3);fill:var(--c3)}"
     ".c4{stroke:var(--c4);fill:var(--c4)}.c5{stroke:var(--c5);fill:var(--c5)}"
     "path.line{fill:none}.legend i.c0{background:var(--c0)}.legend i.c1{background:var(--c1)}"
     ".legend i.c2{background:var(--c2)}.legend i.c3{background:var(--c3)}.legend i.c4"
     "{background:var(--c4)}.legend i.c5{background:var(--c5)}"
-    ".empty .why{color:var(--mut);font-style:italic}"
+    ".empty .why,.note{color:var(--mut);font-style:italic}.note{font-size:12px}"
     "table{border-collapse:collapse;font-size:12px}td,th{padding:2px 8px;border-bottom:1px "
     "solid var(--grid);text-align:left}.tw{max-height:240px;overflow:auto}"
     "details summary{cursor:pointer;color:var(--mut);font-size:12px}"
     "ul.checks{list-style:none;padding:0}ul.checks li{margin:6px 0}.fix{color:var(--mut)}"
     "@media print{.tw{max-height:none}details{display:block}}";
 
-static void verdict_badge(struct page *p, const char *v) {
+void verdict_badge(struct page *p, const char *v) {
   put(p, "<span class=\"verdict ");
   esc(p, v);
   put(p, "\">");
@@ -649,17 +654,46 @@ static void cdf_series(struct chart *c, const char *name, const json_t *hj) {
   im_hist_cleanup(&h);
 }
 
+/* A CDF series of a scraped histogram {"le_ms", "cumulative", "count"}
+ * (metrics.server.server_*_histogram): the share at each bucket bound. */
+static void server_cdf_series(struct chart *c, const char *name, const json_t *h) {
+  const json_t *le = at(h, "le_ms"), *cum = at(h, "cumulative");
+  double total = jnum(at(h, "count"));
+  size_t n = json_array_size(le);
+  if (!(total > 0) || !n || json_array_size(cum) != n)
+    return;
+  /* From the last empty bound to the first full one: the buckets beyond
+   * say nothing and would stretch the axis over decades. */
+  size_t lo = 0, hi = n - 1;
+  for (size_t i = 0; i < n; i++)
+    if (!(jnum(json_array_get(cum, i)) > 0))
+      lo = i;
+  for (size_t i = n; i-- > lo;)
+    if (jnum(json_array_get(cum, i)) >= total)
+      hi = i;
+  struct series *s = add_series(c, name, hi - lo + 1);
+  if (s)
+    s->linear = true;
+  for (size_t i = lo; s && i <= hi; i++)
+    push_pt(s, jnum(json_array_get(le, i)), jnum(json_array_get(cum, i)) / total);
+}
+
 static void latency_section(struct page *p, const json_t *stage) {
-  const json_t *hs = path(stage, "metrics", "histograms");
+  const json_t *hs = path(stage, "metrics", "histograms"), *srv = path(stage, "metrics", "server");
   put(p, "<h2>Latency distributions</h2><div class=\"charts\">");
   static const struct {
-    const char *title, *keys[2], *names[2];
+    const char *title, *keys[2], *names[2], *server;
   } cdfs[] = {
-      {"TTFT (cumulative share)", {"ttft_ns", "ttft_sched_ns"}, {"from send", "from schedule"}},
-      {"TPOT (cumulative share)", {"tpot_ns", NULL}, {"per request", NULL}},
-      {"ITL (cumulative share)", {"itl_ns", "itl_token_ns"}, {"per chunk", "per token"}},
-      {"E2E latency (cumulative share)", {"e2el_ns", "e2el_sched_ns"}, {"from send", "from schedule"}},
+      {"TTFT (cumulative share)", {"ttft_ns", "ttft_sched_ns"}, {"from send", "from schedule"},
+       "server_ttft_histogram"},
+      {"TPOT (cumulative share)", {"tpot_ns", NULL}, {"per request", NULL}, NULL},
+      {"ITL (cumulative share)", {"itl_ns", "itl_token_ns"}, {"per chunk", "per token"},
+       "server_itl_histogram"},
+      {"E2E latency (cumulative share)", {"e2el_ns", "e2el_sched_ns"}, {"from send", "from schedule"},
+       NULL},
   };
+  const char *no_srv = srv ? jstr(at(srv, "not_collected"), NULL) : "no server metrics scraped";
+  char note[256];
   for (size_t i = 0; i < sizeof cdfs / sizeof cdfs[0]; i++) {
     struct chart c = {.title = cdfs[i].title, .xlabel = "latency (ms, log scale)",
                       .ylabel = "share of values ≤ x", .logx = true, .step = true,
@@ -667,6 +701,17 @@ static void latency_section(struct page *p, const json_t *stage) {
     for (int k = 0; k < 2; k++)
       if (cdfs[i].keys[k])
         cdf_series(&c, cdfs[i].names[k], at(hs, cdfs[i].keys[k]));
+    if (cdfs[i].server) {
+      size_t before = c.ns;
+      server_cdf_series(&c, "server (its scraped histogram)",
+                        at(srv, cdfs[i].server));
+      if (c.ns == before) {
+        snprintf(note, sizeof note, "server's histogram: not collected: %s",
+                 no_srv ? no_srv : "the scraped page has no such histogram, or it counted "
+                                   "nothing in the measured window");
+        c.note = note;
+      }
+    }
     line_chart(p, &c);
     series_free(&c);
   }
@@ -786,9 +831,129 @@ static void breakdown_section(struct page *p, const json_t *stage) {
   put(p, "</div>");
 }
 
+/* The slowest requests as a Gantt-like strip (analysis.timeline): one row
+ * per request, every row from its own t_sched, its phases as bars and its
+ * stalls marked over the decode bar. */
+#define TL_ROW 16
+
+static void tl_bar(struct page *p, const struct axis *ax, double y, double a, double b,
+                   const char *cls, const char *what, const char *hint) {
+  if (!(b > a) || isnan(a))
+    return;
+  double x0 = ax_map(ax, a, ML, TL_W - MR), x1 = ax_map(ax, b, ML, TL_W - MR);
+  putf(p, "<rect class=\"%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\"><title>", cls, x0,
+       y, fmax(x1 - x0, 1.0), TL_ROW - 4);
+  esc(p, what);
+  put(p, ": ");
+  num(p, b - a);
+  put(p, " ms");
+  if (hint)
+    esc(p, hint);
+  put(p, "</title></rect>");
+}
+
+static void timeline_chart(struct page *p, const json_t *tl) {
+  const json_t *rq = at(tl, "requests");
+  size_t n = json_array_size(rq);
+  const char *title = "Slowest requests by E2EL: where their time went";
+  if (!n) {
+    empty_chart(p, title, tl ? "no completed request" : "not collected: no timeline in results.json");
+    return;
+  }
+  struct axis ax = {0, 0, false, false};
+  for (size_t i = 0; i < n; i++)
+    ax.hi = fmax(ax.hi, jnum(at(json_array_get(rq, i), "last_ms")));
+  if (!(ax.hi > 0))
+    ax.hi = 1;
+  ax.hi = ceil(ax.hi / nice_step(ax.hi, 6)) * nice_step(ax.hi, 6);
+  int h = MT + (int)n * TL_ROW + MB;
+  p->charts++;
+  putf(p, "<figure class=\"chart wide\" data-points=\"%zu\"><figcaption>", n);
+  esc(p, title);
+  put(p, "</figcaption><div class=\"legend\"><span><i class=\"c5\"></i>waiting on the client "
+         "(schedule → start)</span><span><i class=\"c4\"></i>connect</span><span><i "
+         "class=\"c0\"></i>to the first token</span><span><i class=\"c2\"></i>decode</span>"
+         "<span><i class=\"c1\"></i>stall (gap above ");
+  num(p, jnum(at(tl, "stall_k")));
+  put(p, " × the request's median)</span></div>");
+  putf(p, "<svg viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"", TL_W, h);
+  esc(p, title);
+  put(p, "\">");
+  /* The x ticks of draw_ticks sit under a chart of height H: draw ours. */
+  double step = nice_step(ax.hi, 6);
+  for (double v = 0; v <= ax.hi + step * 1e-9; v += step) {
+    double q = ax_map(&ax, v, ML, TL_W - MR);
+    char b[32];
+    fmt_tick(b, sizeof b, v);
+    putf(p, "<line class=\"grid\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>"
+            "<text class=\"tick\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>",
+         q, MT, q, h - MB, q, h - MB + 14, b);
+  }
+  for (size_t i = 0; i < n; i++) {
+    const json_t *e = json_array_get(rq, i), *st = at(e, "stalls_listed");
+    double y = MT + (double)i * TL_ROW + 2;
+    double s = jnum(at(e, "start_ms")), c = jnum(at(e, "send_ms")), f = jnum(at(e, "first_ms")),
+           l = jnum(at(e, "last_ms"));
+    putf(p, "<text class=\"tick\" x=\"%d\" y=\"%.1f\" text-anchor=\"end\">#%.0f</text>", ML - 4,
+         y + TL_ROW - 6, jnum(at(e, "id")));
+    tl_bar(p, &ax, y, 0, s, "c5", "waiting on the client", NULL);
+    tl_bar(p, &ax, y, s, c, "c4", "connect", NULL);
+    tl_bar(p, &ax, y, isnan(c) ? s : c, f, "c0", "to the first token", NULL);
+    char hint[96];
+    snprintf(hint, sizeof hint, ", %.0f tokens, %.0f stalls", jnum(at(e, "output_tokens")),
+             jnum(at(e, "stalls")));
+    tl_bar(p, &ax, y, f, l, "c2", "decode", hint);
+    for (size_t k = 0; k < json_array_size(st); k++) {
+      const json_t *g = json_array_get(st, k);
+      snprintf(hint, sizeof hint, " gap after %.0f tokens", jnum(json_array_get(g, 2)));
+      tl_bar(p, &ax, y - 1, jnum(json_array_get(g, 0)), jnum(json_array_get(g, 1)), "c1 stall",
+             "stall", hint);
+    }
+  }
+  putf(p, "<line class=\"axis\" x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\"/>", ML, h - MB, TL_W - MR,
+       h - MB);
+  putf(p, "<line class=\"axis\" x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\"/>", ML, MT, ML, h - MB);
+  putf(p, "<text class=\"label\" x=\"%d\" y=\"%d\" text-anchor=\"middle\">ms since the "
+          "request was scheduled</text>",
+       (ML + TL_W - MR) / 2, h - 8);
+  putf(p, "<text class=\"label\" transform=\"translate(14,%d) rotate(-90)\" "
+          "text-anchor=\"middle\">request (logical id)</text></svg>",
+       (MT + h - MB) / 2);
+  put(p, "<details><summary>table</summary><div class=\"tw\"><table><tr><th>request</th>"
+         "<th>scheduled at (s)</th><th>waiting (ms)</th><th>connect (ms)</th><th>TTFT (ms)</th>"
+         "<th>decode (ms)</th><th>E2EL (ms)</th><th>output tokens</th><th>stalls</th>"
+         "<th>stalls at (ms from schedule)</th></tr>");
+  for (size_t i = 0; i < n; i++) {
+    const json_t *e = json_array_get(rq, i), *st = at(e, "stalls_listed");
+    double s = jnum(at(e, "start_ms")), c = jnum(at(e, "send_ms")), f = jnum(at(e, "first_ms")),
+           l = jnum(at(e, "last_ms"));
+    double cells[] = {jnum(at(e, "scheduled_s")), s, c - s, f - s, l - f,
+                      jnum(at(e, "e2el_ms")), jnum(at(e, "output_tokens")), jnum(at(e, "stalls"))};
+    put(p, "<tr><td>#");
+    num(p, jnum(at(e, "id")));
+    put(p, " ");
+    esc(p, jstr(at(e, "request_id"), ""));
+    for (size_t k = 0; k < sizeof cells / sizeof cells[0]; k++) {
+      put(p, "</td><td>");
+      num(p, cells[k]);
+    }
+    put(p, "</td><td>");
+    for (size_t k = 0; k < json_array_size(st); k++) {
+      if (k)
+        put(p, ", ");
+      num(p, jnum(json_array_get(json_array_get(st, k), 0)));
+      put(p, "–");
+      num(p, jnum(json_array_get(json_array_get(st, k), 1)));
+    }
+    put(p, "</td></tr>");
+  }
+  put(p, "</table></div></details></figure>");
+}
+
 static void tokens_section(struct page *p, const json_t *stage) {
   const json_t *an = at(stage, "analysis"), *st = at(an, "stalls");
   put(p, "<h2>Token latency and stalls</h2><div class=\"charts\">");
+  timeline_chart(p, at(an, "timeline"));
   const json_t *tl = at(an, "token_latency");
   static const char *const q[] = {"p50", "p90", "p95", "p99", "p99.9"};
   double v[3][5];
@@ -908,6 +1073,11 @@ static void deepseek_section(struct page *p, const json_t *stage) {
       l.s[1].y[i] /= 10;
   line_chart(p, &l);
   series_free(&l);
+  if (moe)
+    empty_chart(p, "MoE expert × time heat map",
+                "not collected: a run scrapes per-layer load only; the expert × time map "
+                "needs per-step expert counts, which a routing trace has (serve "
+                "--routing-log FILE, then infermeter analyze-routing FILE --html OUT)");
   put(p, "</div>");
 }
 
@@ -994,6 +1164,59 @@ static void stage_sections(struct page *p, const json_t *stage) {
   causes_section(p, stage);
 }
 
+/* Throughput against per-user speed over the stages (the Pareto
+ * trade-off of a deployment): each stage a point, the stages no other
+ * beats on both axes joined as the frontier. */
+static void pareto_chart(struct page *p, const json_t *st) {
+  size_t n = json_array_size(st);
+  bool per_gpu = n > 0;
+  for (size_t i = 0; i < n; i++)
+    per_gpu &= jnum(at(path(json_array_get(st, i), "metrics", "roofline"), "gpus")) > 0;
+  struct chart c = {.title = "Throughput against per-user speed (Pareto)",
+                    .xlabel = "per-user output speed p50 (tok/s, 1 / TPOT)",
+                    .ylabel = per_gpu ? "output tok/s per GPU" : "output tok/s (GPUs not declared)",
+                    .why_empty = "not collected: no stage decoded a request (per-user speed needs "
+                                 "two output tokens)",
+                    .mark_x = NAN};
+  struct series *pts = add_series(&c, "stage", n);
+  if (!pts)
+    return;
+  pts->dots = true;
+  pts->labels = malloc((n ? n : 1) * sizeof *pts->labels);
+  for (size_t i = 0; i < n; i++) {
+    const json_t *e = json_array_get(st, i), *rl = path(e, "metrics", "roofline");
+    size_t before = pts->n;
+    push_pt(pts, jnum(path(rl, "per_user_output_tok_per_s", "p50")),
+            per_gpu ? jnum(at(rl, "output_tok_per_s_per_gpu"))
+                    : jnum(path(e, "summary", "output_throughput")));
+    if (pts->labels && pts->n > before)
+      pts->labels[before] = jstr(at(e, "label"), "?");
+  }
+  /* The frontier: by speed descending, each point with more throughput
+   * than every faster one. */
+  size_t m = pts->n, *ord = malloc((m ? m : 1) * sizeof *ord);
+  struct series *fr = ord ? add_series(&c, "Pareto frontier", m) : NULL;
+  if (fr) {
+    for (size_t i = 0; i < m; i++)
+      ord[i] = i;
+    for (size_t i = 1; i < m; i++) /* insertion sort, by x descending */
+      for (size_t j = i; j > 0 && pts->x[ord[j]] > pts->x[ord[j - 1]]; j--) {
+        size_t t = ord[j];
+        ord[j] = ord[j - 1];
+        ord[j - 1] = t;
+      }
+    double best = -INFINITY;
+    for (size_t i = 0; i < m; i++)
+      if (pts->y[ord[i]] > best) {
+        best = pts->y[ord[i]];
+        push_pt(fr, pts->x[ord[i]], best);
+      }
+  }
+  free(ord);
+  line_chart(p, &c);
+  series_free(&c);
+}
+
 /* A run of stages: the throughput-latency curve, then each stage. */
 static void stages_section(struct page *p, const json_t *root) {
   const json_t *st = at(root, "stages");
@@ -1018,6 +1241,7 @@ static void stages_section(struct page *p, const json_t *root) {
   }
   line_chart(p, &c);
   series_free(&c);
+  pareto_chart(p, st);
   const json_t *knee = at(root, "bandwidth_knee");
   if (knee) {
     struct chart k = {.title = "Decode throughput against context (bandwidth knee)",
@@ -1061,22 +1285,78 @@ static void stages_section(struct page *p, const json_t *root) {
   }
 }
 
-/* A repeat set: each figure's runs as dots with the mean and its CI. */
+/* A tile of a repeated figure: the mean and its 95 % CI. */
+static void ci_tile(struct page *p, const char *label, const json_t *f) {
+  put(p, "<div class=\"tile\"><div class=\"v\">");
+  num(p, jnum(at(f, "mean")));
+  put(p, "</div><div class=\"k\">");
+  esc(p, label);
+  put(p, " (mean of ");
+  num(p, jnum(at(f, "n")));
+  put(p, " runs)<br>95% CI ");
+  double lo = jnum(at(f, "ci95_lo")), hi = jnum(at(f, "ci95_hi"));
+  if (isnan(lo) || isnan(hi)) {
+    put(p, "– (fewer than 2 runs with a value)");
+  } else {
+    num(p, lo);
+    put(p, " – ");
+    num(p, hi);
+  }
+  put(p, "</div></div>");
+}
+
+/* A repeat set: each figure's mean and CI as a tile, then its runs as dots
+ * with the mean and its CI. */
 static void repeat_section(struct page *p, const json_t *root) {
   const json_t *figs = at(root, "figures");
-  put(p, "<h2>Repeated runs</h2><div class=\"charts\">");
   const char *k;
   const json_t *f;
+  put(p, "<h2>Headline (mean over the runs, 95% CI of the mean)</h2><div class=\"tiles\">");
+  json_object_foreach((json_t *)figs, k, f)
+    ci_tile(p, k, f);
+  put(p, "</div>");
+  const json_t *pool = at(root, "pooled_ms");
+  if (pool) {
+    put(p, "<h2>Latency percentiles over every request of every run (95% CI, "
+           "distribution-free)</h2><div class=\"tiles\">");
+    static const char *const m[] = {"ttft", "tpot", "itl", "e2el"}, *const q[] = {"p50", "p99"};
+    for (size_t i = 0; i < 4; i++)
+      for (size_t j = 0; j < 2; j++) {
+        char ci[16], label[32];
+        snprintf(ci, sizeof ci, "%s_ci", q[j]);
+        snprintf(label, sizeof label, "%s %s (ms)", m[i], q[j]);
+        const json_t *d = at(pool, m[i]), *c = at(d, ci);
+        put(p, "<div class=\"tile\"><div class=\"v\">");
+        num(p, jnum(at(d, q[j])));
+        put(p, " <small>ms</small></div><div class=\"k\">");
+        esc(p, label);
+        put(p, "<br>95% CI ");
+        if (isnan(jnum(at(c, "lo"))) || isnan(jnum(at(c, "hi")))) {
+          put(p, "– (too few values)");
+        } else {
+          num(p, jnum(at(c, "lo")));
+          put(p, " – ");
+          num(p, jnum(at(c, "hi")));
+        }
+        put(p, "</div></div>");
+      }
+    put(p, "</div>");
+  }
+  put(p, "<h2>Repeated runs</h2><div class=\"charts\">");
   json_object_foreach((json_t *)figs, k, f) {
     const json_t *vals = at(f, "values");
     size_t n = json_array_size(vals);
     struct chart c = {.title = k, .xlabel = "run", .ylabel = k, .intx = true,
                       .why_empty = "no run gave a value", .mark_x = NAN};
     struct series *s = add_series(&c, "runs", n);
+    if (s)
+      s->dots = true;
     for (size_t i = 0; s && i < n; i++)
       push_pt(s, (double)(i + 1), jnum(json_array_get(vals, i)));
-    struct series *lo = add_series(&c, "95% CI low", 2), *hi = add_series(&c, "95% CI high", 2),
-                  *mean = add_series(&c, "mean", 2);
+    struct series *lo = add_series(&c, "95% CI of the mean, low", 2),
+                  *hi = add_series(&c, "high", 2), *mean = add_series(&c, "mean", 2);
+    if (lo && hi && mean)
+      lo->colour = hi->colour = 2, mean->colour = 4;
     double a = jnum(at(f, "ci95_lo")), b = jnum(at(f, "ci95_hi")), mu = jnum(at(f, "mean"));
     for (int e = 0; e < 2 && lo && hi && mean; e++) {
       double x = e ? (double)n : 1.0;
@@ -1090,10 +1370,7 @@ static void repeat_section(struct page *p, const json_t *root) {
   put(p, "</div>");
 }
 
-enum im_err im_html_report(const json_t *root, const char *title, struct im_buf *out) {
-  if (!json_is_object(root))
-    return IM_INVAL;
-  struct page pg = {.b = out}, *p = &pg;
+void page_head(struct page *p, const char *title) {
   put(p, "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
          "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
          "<meta name=\"color-scheme\" content=\"light dark\"><title>infermeter: ");
@@ -1101,6 +1378,13 @@ enum im_err im_html_report(const json_t *root, const char *title, struct im_buf 
   put(p, "</title><style>");
   put(p, css);
   put(p, "</style></head><body>");
+}
+
+enum im_err im_html_report(const json_t *root, const char *title, struct im_buf *out) {
+  if (!json_is_object(root))
+    return IM_INVAL;
+  struct page pg = {.b = out}, *p = &pg;
+  page_head(p, title);
   const char *schema = jstr(at(root, "schema"), "");
   if (json_is_object(at(root, "manifest")) || !strstr(schema, "repeat")) {
     header(p, root, title);

@@ -22,4 +22,16 @@
  * results is not an object. */
 enum im_err im_html_report(const json_t *results, const char *title, struct im_buf *out) IM_WUR;
 
+/* The page of an `infermeter analyze-routing` document (docs/deepseek.md):
+ * the expert x time heat map, load balance over time, load skew and
+ * routing jitter per layer. IM_NOMEM / IM_LIMIT; IM_INVAL when doc is not
+ * an object. */
+enum im_err im_html_routing(const json_t *doc, const char *title, struct im_buf *out) IM_WUR;
+
+/* The page of `infermeter compare --html` from its JSON (one comparison
+ * object, or an array of them): per stage the compare table, the ratios
+ * B/A with their CIs against the noise band, and each figure's runs of A
+ * and B as dots with their means. IM_INVAL when doc is neither. */
+enum im_err im_html_compare(const json_t *doc, const char *title, struct im_buf *out) IM_WUR;
+
 #endif

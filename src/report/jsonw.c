@@ -34,6 +34,13 @@ json_t *im_jw_child(json_t *obj, const char *key) {
   return o;
 }
 
+json_t *im_jw_array(json_t *obj, const char *key) {
+  json_t *a = json_array();
+  if (!a || json_object_set_new(obj, key, a))
+    return NULL;
+  return a;
+}
+
 /* Python's str of a float is the shortest repr that round-trips; %.*g with
  * the smallest such precision gives the same digits for p in (0, 100]
  * (both switch to an exponent below 1e-4). */

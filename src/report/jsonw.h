@@ -24,6 +24,8 @@ int im_jw_uint(json_t *obj, const char *key, uint64_t v);
 int im_jw_int(json_t *obj, const char *key, int64_t v);
 /* A new empty object set as obj[key]; NULL on failure. */
 json_t *im_jw_child(json_t *obj, const char *key);
+/* A new empty array set as obj[key]; NULL on failure. */
+json_t *im_jw_array(json_t *obj, const char *key);
 /* The percentile word as vLLM's serve.py writes it (str(int(p)) when p is
  * whole, else Python's shortest repr): 99 -> "99", 99.9 -> "99.9". */
 void im_jw_pct_word(double p, char *buf, size_t len);

@@ -26,6 +26,35 @@ static bool put(json_t *o, const char *key, json_t *v) {
   return v && json_object_set_new(o, key, v) == 0;
 }
 
+/* o[key] = the window's histogram {"le_ms", "cumulative", "count"} (the
+ * +Inf bucket as count), when the page had it. */
+static bool window_hist(json_t *o, const char *key, const struct im_series_hist *h) {
+  if (!h->n)
+    return true;
+  json_t *le = json_array(), *cum = json_array();
+  double total = h->count;
+  bool ok = le && cum;
+  for (size_t i = 0; ok && i < h->n; i++) {
+    if (isinf(h->b[i].le)) {
+      total = h->b[i].count;
+      continue;
+    }
+    ok = json_array_append_new(le, json_real(h->b[i].le * 1e3)) == 0 &&
+         json_array_append_new(cum, json_real(h->b[i].count)) == 0;
+  }
+  json_t *v = ok ? json_pack("{s:o, s:o, s:o}", "le_ms", le, "cumulative", cum, "count",
+                             num(total))
+                 : NULL;
+  if (!v) {
+    if (!ok) {
+      json_decref(le);
+      json_decref(cum);
+    }
+    return false;
+  }
+  return put(o, key, v);
+}
+
 static bool source_window(json_t *o, const struct im_server_source_figs *f) {
   const struct {
     const char *key;
@@ -55,6 +84,8 @@ static bool source_window(json_t *o, const struct im_server_source_figs *f) {
   if (ok && f->kv_residency_reason)
     ok = put(o, "kv_residency_reason", json_string(f->kv_residency_reason));
   ok = ok && put(o, "kv_residency_ref", num(f->kv_residency_ref));
+  ok = ok && window_hist(o, "server_ttft_histogram", &f->ttft_window) &&
+       window_hist(o, "server_itl_histogram", &f->itl_window);
   json_t *per = json_array();
   for (size_t i = 0; ok && per && i < f->n_per_series; i++) {
     const struct im_series_labelled *l = &f->per_series[i];

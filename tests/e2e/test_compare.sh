@@ -53,6 +53,23 @@ check_eq "compare A S exits 0 without --fail-on-regression" $? 0
 cat "$TMP/slow.txt"
 "$BIN" compare "$TMP/A" "$TMP/S" --json >"$TMP/slow.json"
 check_eq "lower is better for TPOT" "$(jq -r '.stages[0].figures.tpot_p50_ms.better' "$TMP/slow.json")" lower
+check_eq "each run's value is kept per figure, in the order of the runs" \
+  "$(jq -c '.stages[0].figures.tpot_p50_ms | [(.values_a | length), (.values_b | length)]' "$TMP/slow.json")" "[4,4]"
+# --html: the same comparison as a page (docs/report.md "The compare page"),
+# the table printed as well; rendered in Chromium when it is there.
+"$BIN" compare "$TMP/A" "$TMP/S" --html "$TMP/compare.html" >"$TMP/slow2.txt"
+check_eq "compare --html exits 0" $? 0
+check "and still prints the table" grep -q tpot_p50_ms "$TMP/slow2.txt"
+check "the page has the table and the ratio chart" \
+  bash -c "grep -q 'Ratio B/A per figure' '$TMP/compare.html' && grep -q '<th>95% CI</th>' '$TMP/compare.html'"
+check "no script, nothing fetched" bash -c "! grep -Eqi '<script|(src|href)=\"[^\"#]' '$TMP/compare.html'"
+SHOTS=$(cd "$(dirname "$BIN")" && pwd)/test-artifacts/html
+IM_NPM_CACHE=$(cd "$(dirname "$BIN")" && pwd)/npm-cache \
+  bash "$E2E_DIR/../html/check.sh" "$SHOTS" 10 --need 'Ratio B/A' --need 'tpot_p50_ms' \
+  "$TMP/compare.html" >"$TMP/browser.out" 2>&1
+rc=$?
+cat "$TMP/browser.out"
+[ $rc -eq 77 ] || check_eq "the compare page in Chromium: no error, every chart drawn" $rc 0
 "$BIN" compare "$TMP/A" "$TMP/S" --fail-on-regression >/dev/null
 check_eq "--fail-on-regression exits 1 exactly when something regressed" $? \
   "$(jq 'if .regressed then 1 else 0 end' "$TMP/slow.json")"

@@ -4,14 +4,17 @@
 # --no-html; self-contained (no script, no URL but its own); and, rendered
 # in headless Chromium (tests/html/check.sh), free of console errors and
 # network requests, every chart with data points or a reason, light and
-# dark. Screenshots of a one-stage run and of a rate sweep are kept in
+# dark; the slowest requests' strip and the server's TTFT histogram beside
+# the client's drawn; analyze-routing --html's page with its expert x time
+# heat map. Screenshots of a one-stage run, a rate sweep and the routing
+# page (and of each chart named with --need) are kept in
 # BUILD/test-artifacts/html/ for a person to look at.
 . "$(dirname "$0")/lib.sh"
 RUN() { "$BIN" run --no-progress --quiet --no-gpu "$@"; }
 SHOTS=$(cd "$(dirname "$BIN")" && pwd)/test-artifacts/html
 start_server --time-scale 20
 RUN --url "$BASE" --rate 20 --duration 3s --warmup 0.5s --input-len 64 --output-len 32 \
-  --timeslice 500ms --slo ttft=1ms --out "$TMP/one"
+  --timeslice 500ms --slo ttft=1ms --scrape "$BASE/metrics" --out "$TMP/one"
 H="$TMP/one/report.html"
 check "the run wrote DIR/report.html" test -s "$H"
 check "one page, nothing fetched: no src/href to anything but itself" \
@@ -19,10 +22,28 @@ check "one page, nothing fetched: no src/href to anything but itself" \
 check "no script" bash -c "! grep -qi '<script' '$H'"
 check "the verdict and the root causes are in it" grep -q 'publishable audit' "$H"
 check_ge "charts with data" "$(grep -o 'data-points="[1-9]' "$H" | wc -l)" 10
+check "the slowest requests' timeline is drawn" grep -q 'Slowest requests by E2EL' "$H"
+check "results.json keeps the timeline it is drawn from" \
+  jq -e '.analysis.timeline.requests | length > 0' "$TMP/one/results.json"
+check "the server's TTFT histogram (scraped) is beside the client's" \
+  jq -e '.metrics.server.server_ttft_histogram.count > 0' "$TMP/one/results.json"
+check "and drawn in the TTFT chart" grep -q 'server (its scraped histogram)' "$H"
 RUN --url "$BASE" --sweep rate=10,40 --requests 20 --warmup 0 --input-len 64 --output-len 16 \
   --out "$TMP/sweep"
 check "a sweep's report has the latency-throughput curve" grep -q 'Latency against throughput' \
   "$TMP/sweep/report.html"
+check "and the Pareto chart of throughput against per-user speed" \
+  grep -q 'Throughput against per-user speed (Pareto)</figcaption>' "$TMP/sweep/report.html"
+# The routing page: analyze-routing --html on a trace with per-token ids.
+start_server --time-scale 4 --moe-zipf 0.6 --routing-log "$TMP/rl.jsonl" --routing-detail 12
+RUN --url "$BASE" --rate 6 --requests 12 --output-len 32 --no-scrape --no-sockstat --out "$TMP/moe"
+stop_server
+"$BIN" analyze-routing "$TMP/rl.jsonl" --quiet --out "$TMP/ar.json" --html "$TMP/routing.html"
+check_eq "analyze-routing --html: exit 0" $? 0
+check "the routing page has the expert x time heat map" grep -q 'Expert × time heat map' \
+  "$TMP/routing.html"
+check "a run's report says where the heat map comes from" grep -q 'routing-log FILE, then' \
+  "$TMP/moe/report.html"
 "$BIN" report "$TMP/one" --html "$TMP/elsewhere.html" --quiet
 check "report --html FILE writes there" test -s "$TMP/elsewhere.html"
 rm -f "$TMP/one/report.html"
@@ -33,10 +54,19 @@ check_eq "an unwritable --html path: exit 1" $? 1
 check "and says why" grep -q 'cannot write /nonexistent/dir/r.html' "$TMP/err"
 rm -rf "$SHOTS"
 IM_NPM_CACHE=$(cd "$(dirname "$BIN")" && pwd)/npm-cache \
-  bash "$E2E_DIR/../html/check.sh" "$SHOTS" 8 "$TMP/elsewhere.html" "$TMP/sweep/report.html" \
+  bash "$E2E_DIR/../html/check.sh" "$SHOTS" 8 --need '@elsewhere Slowest requests' \
+  --need '@elsewhere TTFT (cumulative' --need '@sweep Throughput against per-user speed' \
+  "$TMP/elsewhere.html" "$TMP/sweep/report.html" \
   >"$TMP/browser.out" 2>&1
 rc=$?
 cat "$TMP/browser.out"
+if [ $rc -ne 77 ]; then
+  IM_NPM_CACHE=$(cd "$(dirname "$BIN")" && pwd)/npm-cache \
+    bash "$E2E_DIR/../html/check.sh" "$SHOTS" 3 --need 'Expert × time' --need 'Load skew per' \
+    --need 'Routing jitter' "$TMP/routing.html" >>"$TMP/browser.out" 2>&1
+  rc=$?
+  tail -n 2 "$TMP/browser.out"
+fi
 if [ $rc -eq 77 ]; then
   echo "browser checks skipped: $(tail -n 1 "$TMP/browser.out")" >&2
 else

@@ -3,7 +3,8 @@
 # against the official OTLP protobuf definitions (tests/otlp/receiver.js):
 # one span per attempt under one span per logical request, with the GenAI
 # attributes matching requests.jsonl; the four GenAI client metrics; a 429
-# answered by a retry; head sampling keeps whole requests. Skips (77)
+# answered by a retry; head sampling keeps whole requests; the same with
+# --otlp-protocol http/protobuf, decoded by the definitions. Skips (77)
 # without node/npm or the npm registry.
 . "$(dirname "$0")/lib.sh"
 . "$E2E_DIR/../lib/npm.sh"
@@ -80,6 +81,37 @@ total=$(jq -s '[.[] | .logical_id] | unique | length' "$TMP/s/requests.jsonl")
 check "about half the requests kept ($kept of $total)" test "$kept" -gt 0 -a "$kept" -lt "$total"
 check "a kept request keeps all its attempts" jq -e '
   [.spans[] | select(.kind == 1) | .spanId] as $p | all(.spans[] | select(.kind == 3); .parentSpanId as $x | $p | index($x) != null)' "$S"
+
+# --otlp-protocol http/protobuf: the same spans and metrics, binary, decoded
+# by the same definitions (a field they do not know fails the request).
+receiver pb
+RUN --rate 20 --duration 2s --retries 2 --otlp "$OTLP" --otlp-protocol http/protobuf \
+  --out "$TMP/p" >"$TMP/p.out"
+stop_receiver
+S="$TMP/pb.json" J="$TMP/p/requests.jsonl"
+check_eq "protobuf: every request taken by the definitions" "$(jq -c .rejected "$S")" "[]"
+check "protobuf: every request was protobuf" jq -e '.protobuf > 0 and .protobuf == .requests' "$S"
+attempts=$(jq -s '[.[] | select(.kind != "health" and .kind != "probe")] | length' "$J")
+logical=$(jq -s '[.[] | .logical_id] | unique | length' "$J")
+check_eq "protobuf: one CLIENT span per attempt" \
+  "$(jq '[.spans[] | select(.kind == 3)] | length' "$S")" "$attempts"
+check_eq "protobuf: one span per logical request" \
+  "$(jq '[.spans[] | select(.kind == 1)] | length' "$S")" "$logical"
+check "protobuf: ids, parents and GenAI attributes as in JSON" jq -e --slurpfile r "$J" '
+  ([.spans[] | select(.kind == 1) | {key: .spanId, value: .traceId}] | from_entries) as $p
+  | ($r | map({key: .request_id, value: .}) | from_entries) as $by
+  | all(.spans[] | select(.kind == 3); $p[.parentSpanId] == .traceId and (.spanId | test("^[0-9a-f]{16}$"))
+      and .attrs as $a | $by[$a["infermeter.request_id"]] as $q
+      | $q != null and ($a["gen_ai.usage.output_tokens"] | tonumber) == $q.output_tokens
+      and ($a["retry.attempt"] | tonumber) == $q.attempt - 1
+      and $a["gen_ai.request.stream"] == true)' "$S"
+check "protobuf: the four GenAI client metrics, buckets whole" jq -e '.metrics | length == 4 and all(.[]; .buckets)' "$S"
+check_eq "protobuf: operation.duration counts every measured attempt" \
+  "$(jq '.metrics["gen_ai.client.operation.duration"].count' "$S")" \
+  "$(jq -s '[.[] | select(.kind == "measured" or .kind == "retry")] | length' "$J")"
+"$BIN" report "$TMP/p" --quiet --no-html --otlp "$OTLP" --otlp-protocol grpc 2>"$TMP/proto.err"
+check_eq "--otlp-protocol grpc: usage error" $? 1
+check "and says which are known" grep -q "http/json' or 'http/protobuf'" "$TMP/proto.err"
 
 "$BIN" run --otlp localhost:4318 --out "$TMP/bad" 2>/dev/null
 check_eq "--otlp without a scheme: usage error" $? 1

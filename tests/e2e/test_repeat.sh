@@ -31,6 +31,15 @@ check "the pool holds every run's requests" \
 check "pooled percentiles carry their interval" \
   jq -e '.pooled_ms.tpot | .p50_ci.lo <= .p50 and .p50 <= .p50_ci.hi and .p50_ci.coverage >= 0.95' "$A"
 check_eq "the set's repeats check passes" "$(jq -r '.audit.checks[] | select(.id=="repeats") | .status' "$A")" PASS
+check "the set's report.html shows each figure's CI and the pooled percentiles' in its tiles" \
+  bash -c "grep -q 'Headline (mean over the runs, 95% CI of the mean)' '$TMP/rep/report.html' &&
+           grep -q 'ttft p50 (ms)<br>95% CI [0-9]' '$TMP/rep/report.html'"
+IM_NPM_CACHE=$(cd "$(dirname "$BIN")" && pwd)/npm-cache \
+  bash "$E2E_DIR/../html/check.sh" "$(cd "$(dirname "$BIN")" && pwd)/test-artifacts/html" 10 \
+  "$TMP/rep/report.html" >"$TMP/browser.out" 2>&1
+rc=$?
+cat "$TMP/browser.out"
+[ $rc -eq 77 ] || check_eq "the set's report in Chromium: no error, every chart drawn" $rc 0
 # --reference: a one-sample t-test per figure against the value given.
 check_eq "reference source recorded" "$(jq -r .reference_source "$A")" "request_throughput=1000, tpot_p50_ms=0.001"
 check "throughput far below 1000 req/s: significant, ratio < 0.1" \

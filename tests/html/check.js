@@ -5,19 +5,24 @@
 //   - every chart (figure.chart) either draws data points (data-points > 0,
 //     and its SVG holds marks) or is marked empty and says why;
 //   - at least MIN charts drew data (--min N, default 1);
+//   - for each --need TITLE, some chart whose caption holds TITLE drew data
+//     (its picture is kept as STEM-need-K-SCHEME.png beside the page's);
+//     "--need '@STEM TITLE'" asks it of the page STEM only (STEM: the
+//     file's name without .html, or its directory's for report.html);
 // then saves a full-page screenshot next to OUT (--shots DIR).
 //
-//   node check.js --modules DIR --chromium PATH --shots DIR [--min N] FILE.html...
+//   node check.js --modules DIR --chromium PATH --shots DIR [--min N] [--need TITLE]... FILE.html...
 'use strict';
 const path = require('path');
 const args = process.argv.slice(2);
 let modules = null, chromium = null, shots = null, min = 1;
-const files = [];
+const files = [], need = [];
 for (let i = 0; i < args.length; i++) {
   if (args[i] === '--modules') modules = args[++i];
   else if (args[i] === '--chromium') chromium = args[++i];
   else if (args[i] === '--shots') shots = args[++i];
   else if (args[i] === '--min') min = parseInt(args[++i], 10);
+  else if (args[i] === '--need') need.push(args[++i]);
   else files.push(args[i]);
 }
 const { chromium: pw } = require(path.join(modules, 'playwright-core'));
@@ -56,6 +61,25 @@ const { chromium: pw } = require(path.join(modules, 'playwright-core'));
       if (drawn < min) fail(f, `${drawn} charts drew data, expected at least ${min}`);
       const tables = await page.$$eval('figure.chart:not(.empty) details table', (t) => t.length);
       if (tables < drawn) fail(f, `${drawn} charts but ${tables} tables behind them`);
+      const stem0 = path.basename(f) === 'report.html' ? path.basename(path.dirname(path.resolve(f)))
+                                                        : path.basename(f, '.html');
+      for (let k = 0; k < need.length; k++) {
+        const m = /^@(\S+) (.*)$/.exec(need[k]);
+        if (m && m[1] !== stem0) continue;
+        const title = m ? m[2] : need[k];
+        const c = charts.find((x) => !x.empty && x.points > 0 && x.marks > 0 && x.title.includes(title));
+        if (!c) { fail(f, `no chart "${title}" with data`); continue; }
+        if (shots) {
+          const el = await page.$$('figure.chart:not(.empty)');
+          for (const e of el) {
+            const t = await e.$eval('figcaption', (x) => x.textContent);
+            if (t.includes(title) && await e.isVisible()) { // not in a closed <details>
+              await e.screenshot({ path: path.join(shots, `${stem0}-need-${k}-${scheme}.png`) });
+              break;
+            }
+          }
+        }
+      }
       if (shots) {
         const stem = path.basename(f) === 'report.html' ? path.basename(path.dirname(path.resolve(f)))
                                                          : path.basename(f, '.html');

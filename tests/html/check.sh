@@ -3,7 +3,7 @@
 # (tests/html/check.js): no console or page error, nothing fetched from the
 # network, every chart with data points or a reason, screenshots in DIR.
 #
-#   bash tests/html/check.sh SHOTS_DIR MIN_CHARTS FILE.html...
+#   bash tests/html/check.sh SHOTS_DIR MIN_CHARTS [--need TITLE]... FILE.html...
 #
 # playwright-core (the driver only; it downloads no browser) is installed
 # once with npm into $IM_NPM_CACHE/playwright (default build/npm-cache),

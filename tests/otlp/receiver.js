@@ -1,4 +1,5 @@
-// An OTLP/HTTP JSON receiver for the tests: checks every request against
+// An OTLP/HTTP receiver for the tests (JSON, or protobuf when the request
+// says Content-Type: application/x-protobuf): checks every request against
 // the official OTLP protobuf definitions (the protobufjs module generated
 // from them that the npm package @opentelemetry/otlp-transformer@0.52
 // ships), then keeps what it received for the test to compare.
@@ -12,7 +13,11 @@
 // {points, count}}}. A request is rejected (HTTP 400, reason kept) when it
 // is not JSON, when protobufjs cannot take it, or when its round trip
 // through the protobuf message loses or changes a field (an unknown or
-// misspelt key, a wrong type).
+// misspelt key, a wrong type). A protobuf body is decoded by the same
+// definitions and rejected when it does not parse, fails verify, or holds a
+// field they do not know (its re-encoding is shorter than the body); the
+// result then goes through the same checks as a JSON body. FILE also
+// counts `protobuf` requests taken.
 'use strict';
 const http = require('http');
 const fs = require('fs');
@@ -30,7 +35,7 @@ const types = {
   '/v1/traces': P.trace.v1.ExportTraceServiceRequest,
   '/v1/metrics': P.metrics.v1.ExportMetricsServiceRequest,
 };
-const state = { requests: 0, rejected: [], spans: [], metrics: {} };
+const state = { requests: 0, protobuf: 0, rejected: [], spans: [], metrics: {} };
 
 // OTLP/JSON's hex ids -> bytes for protobufjs (whose JSON mapping expects
 // base64); checks their form on the way.
@@ -88,14 +93,30 @@ function attrs(list) {
   }
   return r;
 }
-function take(url, body) {
-  const T = types[url];
-  if (!T) throw new Error(`unknown path ${url}`);
-  const sent = JSON.parse(body);
-  const msg = T.fromObject(ids(sent, url));
+// A protobuf body as the OTLP/JSON object it stands for.
+function decoded(T, url, body) {
+  const msg = T.decode(body);
   const err = T.verify(msg);
   if (err) throw new Error(`${url}: ${err}`);
-  same(sent, back(T, msg), url);
+  const again = T.encode(msg).finish().length;
+  if (again !== body.length)
+    throw new Error(`${url}: ${body.length - again} bytes of fields the definitions do not know`);
+  return back(T, msg);
+}
+function take(url, body, protobuf) {
+  const T = types[url];
+  if (!T) throw new Error(`unknown path ${url}`);
+  let sent;
+  if (protobuf) {
+    sent = decoded(T, url, body);
+    state.protobuf++;
+  } else {
+    sent = JSON.parse(body.toString('utf8'));
+    const msg = T.fromObject(ids(sent, url));
+    const err = T.verify(msg);
+    if (err) throw new Error(`${url}: ${err}`);
+    same(sent, back(T, msg), url);
+  }
   if (url === '/v1/traces') {
     for (const rs of sent.resourceSpans) for (const ss of rs.scopeSpans) for (const s of ss.spans)
       state.spans.push({ name: s.name, kind: s.kind, traceId: s.traceId, spanId: s.spanId,
@@ -110,16 +131,18 @@ function take(url, body) {
   }
 }
 const server = http.createServer((req, res) => {
-  let body = '';
-  req.on('data', (d) => { body += d; });
+  const parts = [];
+  req.on('data', (d) => { parts.push(d); });
   req.on('end', () => {
+    const body = Buffer.concat(parts);
+    const protobuf = (req.headers['content-type'] || '') === 'application/x-protobuf';
     state.requests++;
     if (state.requests <= failFirst) {
       res.writeHead(429, { 'Retry-After': '0' });
       return res.end();
     }
     try {
-      take(req.url, body);
+      take(req.url, body, protobuf);
       res.writeHead(200, { 'Content-Type': 'application/json' });
       res.end('{}');
     } catch (e) {

@@ -128,6 +128,13 @@ static void test_window(void) {
   CHECK_NEAR(a->server_ttft_p50_ms, 150, 1e-9);
   CHECK_NEAR(a->server_ttft_p99_ms, 392, 1e-9);
   CHECK_NEAR(a->ttft_gap_p50_ms, 30, 1e-9);
+  /* The same deltas kept for the report's server CDF; no ITL histogram. */
+  CHECK_EQ(a->ttft_window.n, 4);
+  CHECK_NEAR(a->ttft_window.b[0].count, 10, 0);
+  CHECK_NEAR(a->ttft_window.b[2].count, 40, 0);
+  CHECK_NEAR(a->ttft_window.b[2].le, 0.4, 0);
+  CHECK_NEAR(a->ttft_window.count, 40, 0);
+  CHECK_EQ(a->itl_window.n, 0);
   CHECK(isnan(a->server_itl_p50_ms));
   CHECK(null_why(a, "server_itl_p50_ms") != NULL);
   CHECK(isnan(a->client_ttft_p99_ms));

@@ -1,0 +1,120 @@
+/* Internal to the HTML renderers (report/html.c: the run, stage and repeat
+ * pages and the drawing; report/html_pages.c: the routing and compare
+ * pages): the page being written, the chart model and the drawing helpers
+ * they share. The short names are macros for prefixed symbols, so nothing
+ * outside these files can collide with them. */
+#ifndef IM_REPORT_HTML_INT_H
+#define IM_REPORT_HTML_INT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "core/buf.h"
+#include "core/err.h"
+
+#define put im__html_put
+#define putf im__html_putf
+#define esc im__html_esc
+#define num im__html_num
+#define at im__html_at
+#define path im__html_path
+#define jnum im__html_jnum
+#define jstr im__html_jstr
+#define series_free im__html_series_free
+#define add_series im__html_add_series
+#define push_pt im__html_push_pt
+#define nice_step im__html_nice_step
+#define ax_map im__html_ax_map
+#define fmt_tick im__html_fmt_tick
+#define empty_chart im__html_empty_chart
+#define line_chart im__html_line_chart
+#define verdict_badge im__html_verdict_badge
+#define page_head im__html_page_head
+#define put_figs im__html_put_figs
+
+/* The page being written: the first error sticks, later writes are skipped. */
+struct page {
+  struct im_buf *b;
+  enum im_err err;
+  unsigned charts;
+};
+
+/* Chart geometry (SVG user units): width, height, margins. */
+#define W 640
+#define H 280
+#define ML 64
+#define MR 16
+#define MT 16
+#define MB 44
+
+#define TL_W (2 * W) /* charts drawn across the page: twice a chart's width */
+
+struct series {
+  const char *name;
+  double *x, *y;
+  size_t n;
+  bool bars; /* drawn as points joined by steps (CDFs) when false */
+  bool linear; /* joined by straight lines even in a step chart (bucket bounds) */
+  bool dots;   /* points only, not joined */
+  int colour;  /* 1 + the colour's index; 0: by the series' position */
+  const char **labels; /* a name per point, written beside it (NULL: none; the
+                          array is owned, the strings are not) */
+};
+
+struct chart {
+  const char *title, *xlabel, *ylabel;
+  bool logx, step;
+  struct series s[8];
+  size_t ns;
+  const char *why_empty;
+  bool intx;          /* x takes whole values (run numbers) */
+  double mark_x;      /* a vertical marker (NaN: none) */
+  const char *mark_label;
+  double shade_lo, shade_hi; /* x outside [lo, hi] shaded: outside the measured window
+                                (no shading unless lo < hi) */
+  const char *note;   /* a line under the legend (e.g. why a series is missing) */
+};
+
+struct axis {
+  double lo, hi;
+  bool log, integer; /* integer: ticks at whole numbers only */
+};
+
+/* Output: text as is, printf-style, escaped for HTML, a number for people. */
+void put(struct page *p, const char *s);
+__attribute__((format(printf, 2, 3))) void putf(struct page *p, const char *fmt, ...);
+void esc(struct page *p, const char *s);
+void num(struct page *p, double v);
+
+/* For each of the n pairs {text, key}: the text as is, then o[key] as a
+ * number for people. */
+void put_figs(struct page *p, const json_t *o, const char *const (*pairs)[2], size_t n);
+
+/* JSON access that tolerates absent keys: NULL, NaN, or the default. */
+const json_t *at(const json_t *o, const char *key);
+const json_t *path(const json_t *o, const char *a, const char *b);
+double jnum(const json_t *v);
+const char *jstr(const json_t *v, const char *dflt);
+
+/* Series of a chart: a new one (room for cap points; NULL when full or out
+ * of memory), a point (NaN skipped), and freeing every series. */
+struct series *add_series(struct chart *c, const char *name, size_t cap);
+void push_pt(struct series *s, double x, double y);
+void series_free(struct chart *c);
+
+/* Axes: a round tick step for about `want` ticks, a value to pixels, a
+ * tick label. */
+double nice_step(double span, int want);
+double ax_map(const struct axis *a, double v, double from, double to);
+void fmt_tick(char *buf, size_t n, double v);
+
+/* Charts: one that says why it is empty, and the line/step chart. */
+void empty_chart(struct page *p, const char *title, const char *why);
+void line_chart(struct page *p, struct chart *c);
+
+/* A verdict as a coloured badge; the document's head (styles) and <body>. */
+void verdict_badge(struct page *p, const char *v);
+void page_head(struct page *p, const char *title);
+
+#endif
