@@ -18,6 +18,7 @@ static void usage(FILE *out) {
           "  report     recompute results.json and the summary of a run directory\n"
           "  audit      the validity audit of a run directory: valid? publishable? why?\n"
           "  compare    compare runs or sets of repeated runs: ratios, CIs, verdicts\n"
+          "  merge      merge the run directories of the shards of one plan (MPI, --shard)\n"
           "  history    list the runs recorded in the history database\n"
           "  tokenize   count or encode text with a tokenizer.json\n"
           "  analyze-routing  MoE routing statistics of a serve --routing-log file\n"
@@ -48,6 +49,8 @@ int main(int argc, char **argv) {
     return im_cli_audit(argc - 1, argv + 1);
   if (!strcmp(cmd, "report"))
     return im_cli_report(argc - 1, argv + 1);
+  if (!strcmp(cmd, "merge"))
+    return im_cli_merge(argc - 1, argv + 1);
   if (!strcmp(cmd, "compare"))
     return im_cli_compare(argc - 1, argv + 1);
   if (!strcmp(cmd, "history"))

@@ -1,5 +1,6 @@
 /* `infermeter report DIR` and the end of every run: see cli/report.h. */
 #include "cli/report.h"
+#include "cli/merge.h"
 #include "cli/otlp.h"
 
 #include <errno.h>
@@ -573,6 +574,7 @@ static int report_all(struct rep *p) {
       return -1;
   p->out->stages = n_stages;
   p->out->interrupted |= !p->rd.run_ended || p->rd.run_interrupted;
+  p->out->invalid |= im__merge_shards_invalid(p->rd.manifest, p->ro->text); /* cli/merge.h */
   if (p->rd.an.rate_sweep) {
     bool has_point = false;
     json_t *sw = sweep_json(&p->rd, &p->scfg, p->pts, n_stages, p->ro->text, &has_point);

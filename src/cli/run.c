@@ -684,6 +684,8 @@ static json_t *manifest_json(const struct run *r) {
                                   "think_time_s", (double)o->think_ns / 1e9));
   if (r->scenario)
     json_object_set_new(m, "scenario", json_string(r->scenario));
+  if (o->shard.count)
+    json_object_set_new(m, "shard", im__run_shard_json(o, r->argc, r->argv));
   if (o->repeat_of > 1)
     json_object_set_new(m, "repeat", json_pack("{s:I, s:I}", "index", (json_int_t)o->repeat_index,
                                                "of", (json_int_t)o->repeat_of));
@@ -801,8 +803,9 @@ int im_cli_run(int argc, char **argv) {
   if (rc >= 0)
     goto out;
   rc = EXIT_USAGE;
-  if (check_opts(o, r->rate_given))
+  if (check_opts(o, r->rate_given) || im__run_shard_check(o))
     goto out;
+  im__run_shard_defaults(o);
   if ((o->repeat_stage && im__run_select_stage(o, &r->rate_given)) || im__run_size(o))
     goto out;
   if (o->repeat > 1) { /* K runs, each this command with its own --out and --seed */
@@ -861,6 +864,10 @@ int im_cli_run(int argc, char **argv) {
   /* A stage that fails keeps what the others measured: the results are
    * written from the directory whatever happened (the failed stage's end
    * line carries its error). */
+  if (im__run_shard_wait(o)) { /* interrupted before --start-at */
+    rc = EXIT_INTERRUPTED;
+    goto out;
+  }
   bool failed = run_stages(r) != 0;
   im__health_stop(&r->health);
   im__health_stop(&r->probe);
