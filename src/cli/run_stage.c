@@ -217,7 +217,6 @@ static int shard_config(struct stage *st, uint32_t k) {
   struct shard *s = &st->shards[k];
   struct im_load_config *c = &s->cfg;
   uint32_t n = o->threads;
-  /* Shard i of N: its loaders are i*n .. i*n+n-1 of N*n (unique ids). */
   uint32_t sh_n = o->shard.count ? o->shard.count : 1, sh_i = o->shard.count ? o->shard.index : 0;
   im_load_config_default(c);
   c->base_url = env->url;
@@ -246,8 +245,10 @@ static int shard_config(struct stage *st, uint32_t k) {
   c->n_mix = o->agent.n_mix;
   c->mix_seed = o->seed ^ 0x6d6978ULL;
   c->run_salt = env->salt;
-  c->shard = sh_i * n + k;
-  c->n_shards = sh_n * n;
+  c->shard = k;
+  c->n_shards = n;
+  c->proc_shard = sh_i; /* ids unique over the processes (cli/shard.h) */
+  c->proc_shards = sh_n;
   c->stage = st->index;
   c->start = &st->start;
   if (!st->closed) {

@@ -8,8 +8,9 @@
  *   - closed loop: --concurrency C, --sessions C, --max-concurrency M and a
  *     closed loop's --requests R split C/N per shard, the remainder to the
  *     lowest shards;
- *   - ids: loader thread k of shard i is loader i*T + k of N*T, so request,
- *     attempt and connection ids are unique over all shards.
+ *   - ids: an id v of a process (attempt, connection, a closed loop's
+ *     request index) becomes i + N*v, unique over the shards whatever
+ *     their --threads.
  *
  * Stage 0 starts at one agreed CLOCK_REALTIME instant, converted to each
  * process's CLOCK_MONOTONIC; every later stage starts when the process is

@@ -39,6 +39,7 @@ void im_load_config_default(struct im_load_config *cfg) {
   cfg->jsonl_fd = -1;
   cfg->wake_fd = -1;
   cfg->n_shards = 1;
+  cfg->proc_shards = 1;
 }
 
 
@@ -387,7 +388,8 @@ static void finish_attempt(struct loader *L, struct attempt *a, CURLcode res) {
     if (port > 0 && port < 65536) {
       if (r->conn_new || !L->port_conn[port]) {
         /* Unique across shards, as attempt ids are. */
-        L->port_conn[port] = 1 + L->cfg->shard + (uint64_t)L->cfg->n_shards * L->next_conn++;
+        L->port_conn[port] =
+            1 + im__load_spread(L, L->cfg->shard + (uint64_t)L->cfg->n_shards * L->next_conn++);
         L->res->connections_opened++;
       }
       r->conn_id = L->port_conn[port];
@@ -765,7 +767,8 @@ enum im_err im_load_run(const struct im_load_config *cfg, struct im_load_result 
   enum im_err err = IM_SYS;
   bool arrived = false;
   if (!cfg->workload || (!cfg->times && !cfg->concurrency) || !cfg->n_shards ||
-      cfg->shard >= cfg->n_shards || (cfg->n_shards > 1 && !cfg->start)) {
+      cfg->shard >= cfg->n_shards || (cfg->n_shards > 1 && !cfg->start) || !cfg->proc_shards ||
+      cfg->proc_shard >= cfg->proc_shards) {
     err = IM_INVAL;
     goto out;
   }

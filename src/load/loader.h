@@ -181,6 +181,11 @@ struct im_load_config {
    * `n_shards`; its k-th arrival is global request shard + k * n_shards, and
    * its attempt ids are unique the same way. */
   uint32_t shard, n_shards;
+  /* This process is shard proc_shard of proc_shards of a larger plan
+   * (cli/shard.h; 0 of 1: alone): every id v of the rule above (attempt,
+   * connection, a closed loop's request index) becomes proc_shard +
+   * proc_shards * v, unique over the processes whatever their threads. */
+  uint32_t proc_shard, proc_shards;
   /* Open loop of a process that sends a share of a larger plan (cli/shard.h):
    * the plan's index of each of this loader's arrivals (sorted, n_times of
    * them), used instead of shard + k * n_shards for the workload, the

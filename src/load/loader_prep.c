@@ -35,7 +35,8 @@ struct attempt *im__load_attempt_new(struct loader *L) {
     return NULL;
   a->L = L;
   im_record_reset(&a->rec);
-  a->rec.id = 1 + L->cfg->shard + L->cfg->n_shards * atomic_fetch_add(&L->next_id, 1);
+  a->rec.id = 1 + im__load_spread(L, L->cfg->shard + L->cfg->n_shards *
+                                          atomic_fetch_add(&L->next_id, 1));
   a->rec.attempt = 1;
   a->rec.logical_id = a->rec.id;
   a->rec.stage = L->cfg->stage;
