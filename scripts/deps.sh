@@ -5,7 +5,8 @@
 set -euo pipefail
 what=${1:-test}
 
-build_pkgs=(gcc make cmake pkg-config libuv1-dev libjansson-dev libcurl4-openssl-dev libpcre2-dev libsqlite3-dev)
+build_pkgs=(gcc make cmake pkg-config libuv1-dev libjansson-dev libcurl4-openssl-dev libpcre2-dev libsqlite3-dev
+            libopenmpi-dev openmpi-bin)
 test_pkgs=(clang libclang-rt-dev curl jq iproute2 prometheus prometheus-pushgateway chromium)
 
 pkgs=("${build_pkgs[@]}")

@@ -256,16 +256,27 @@ static json_t *merged_json(const struct sdir *v, size_t n, json_t *missing) {
         json_object_set(o, keys[k], json_object_get(sh, keys[k]));
     json_array_append_new(shards, o);
   }
-  char why[200] = "";
-  size_t nm = json_array_size(missing);
-  for (size_t i = 0; i < nm && strlen(why) < 150; i++)
-    snprintf(why + strlen(why), sizeof why - strlen(why), "%s%" JSON_INTEGER_FORMAT,
-             i ? ", " : "shard ", json_integer_value(json_array_get(missing, i)));
-  if (nm)
-    snprintf(why + strlen(why), sizeof why - strlen(why), " lost");
-  return json_pack("{s:I, s:s, s:o, s:O, s:s?}", "count", (json_int_t)v[0].count, "plan_digest",
-                   v[0].digest, "shards", shards ? shards : json_array(), "missing", missing,
-                   "incomplete", nm ? why : NULL);
+  /* Shards whose run did not end (a rank killed, a job aborted). */
+  json_t *cut = json_array();
+  for (size_t i = 0; cut && i < n; i++)
+    if (!v[i].rd.run_ended)
+      json_array_append_new(cut, json_integer(v[i].index));
+  char why[240] = "";
+  json_t *lists[2] = {missing, cut};
+  const char *says[2] = {" lost", " cut short"};
+  for (size_t l = 0; l < 2; l++) {
+    size_t nl = json_array_size(lists[l]);
+    for (size_t i = 0; i < nl && strlen(why) < 150; i++)
+      snprintf(why + strlen(why), sizeof why - strlen(why), "%s%" JSON_INTEGER_FORMAT,
+               i ? ", " : why[0] ? "; shard " : "shard ",
+               json_integer_value(json_array_get(lists[l], i)));
+    if (nl)
+      snprintf(why + strlen(why), sizeof why - strlen(why), "%s", says[l]);
+  }
+  return json_pack("{s:I, s:s, s:o, s:O, s:o, s:s?}", "count", (json_int_t)v[0].count,
+                   "plan_digest", v[0].digest, "shards", shards ? shards : json_array(), "missing",
+                   missing, "cut_short", cut ? cut : json_array(), "incomplete",
+                   why[0] ? why : NULL);
 }
 
 bool im__merge_shards_invalid(const json_t *manifest, FILE *text) {

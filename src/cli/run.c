@@ -22,6 +22,7 @@
 #include "cli/args.h"
 #include "cli/cli.h"
 #include "cli/health.h"
+#include "cli/mpi.h"
 #include "cli/otlp.h"
 #include "cli/vllm_compat.h"
 #include "cli/report.h"
@@ -779,6 +780,8 @@ static void run_cleanup(struct run *r) {
 }
 
 int im_cli_run(int argc, char **argv) {
+  if (im__mpi_launched()) /* mpirun -np N infermeter run (cli/mpi.h) */
+    return im__mpi_run(argc, argv, im_cli_run);
   struct run *r = calloc(1, sizeof *r);
   if (!r) {
     fprintf(stderr, "infermeter run: out of memory\n");

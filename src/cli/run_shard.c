@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cli/mpi.h"
 #include "cli/run_int.h"
 #include "core/clock.h"
 #include "core/rng.h"
@@ -55,6 +56,10 @@ int im__run_shard_check(const struct run_opts *o) {
   const char *why = NULL;
   if (sh->count && !o->seed_given)
     why = "--shard needs --seed: every shard plans the whole run from the same seed";
+  else if (sh->count > 1 && !o->url)
+    why = "shards must share one server: give --url (the built-in server would be one per shard)";
+  else if (sh->count > 1 && o->sweep && strstr(o->sweep, "auto"))
+    why = "--sweep rate=auto decides its rates in one process: give the rates with --shard";
   else if (sh->count && o->repeat > 1)
     why = "--shard and --repeat exclude each other";
   else if (sh->count && (o->concurrency || o->sessions) &&
@@ -66,6 +71,12 @@ int im__run_shard_check(const struct run_opts *o) {
 }
 
 void im__run_shard_defaults(struct run_opts *o) {
+  if (im__mpi.on) { /* a rank of mpirun (cli/mpi.h) */
+    o->shard.mpi = true;
+    o->shard.clock_offset_ns = im__mpi.offset_ns;
+    o->shard.clock_rtt_ns = im__mpi.rtt_ns;
+    o->shard.clock_correction_ns = im__mpi.correction_ns;
+  }
   /* The observers run on shard 0: one scrape of the server, not N. */
   if (o->shard.count && o->shard.index > 0) {
     o->no_scrape = true;
@@ -77,14 +88,16 @@ void im__run_shard_defaults(struct run_opts *o) {
 int im__run_shard_wait(const struct run_opts *o) {
   if (!o->shard.start_at_given)
     return 0;
-  int64_t left = o->shard.start_at_wall_ns - im_wall_ns();
+  int64_t left = o->shard.start_at_wall_ns + o->shard.clock_correction_ns - im_wall_ns();
   if (left < -100000000)
     fprintf(stderr, "infermeter run: --start-at was %.3f s ago: the early arrivals go late (the "
                     "dispatch lag and the audit show it)\n", (double)-left / 1e9);
   else if (!o->quiet && left > 0)
     fprintf(stderr, "infermeter: waiting %.1f s for --start-at\n", (double)left / 1e9);
   /* Interruptible until a second before; the loaders wait the rest. */
-  while (!im__run_interrupted && (left = o->shard.start_at_wall_ns - im_wall_ns()) > 1000000000) {
+  while (!im__run_interrupted &&
+         (left = o->shard.start_at_wall_ns + o->shard.clock_correction_ns - im_wall_ns()) >
+             1000000000) {
     int64_t step = left - 1000000000 < 100000000 ? left - 1000000000 : 100000000;
     struct timespec ts = {.tv_sec = 0, .tv_nsec = step};
     nanosleep(&ts, NULL);
@@ -108,6 +121,10 @@ json_t *im__run_shard_json(const struct run_opts *o, int argc, char **argv) {
     (void)im__shard_wall_to_mono(sh->start_at_wall_ns, &err);
     json_object_set_new(j, "start_at_unix_ns", json_integer(sh->start_at_wall_ns));
     json_object_set_new(j, "wall_to_monotonic_error_ns", json_integer(err));
+  }
+  if (j && sh->mpi) {
+    json_object_set_new(j, "clock_offset_ns", json_integer(sh->clock_offset_ns));
+    json_object_set_new(j, "clock_rtt_ns", json_integer(sh->clock_rtt_ns));
   }
   return j;
 }

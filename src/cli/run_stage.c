@@ -342,7 +342,8 @@ static int stage_load(struct stage *st, bool last_stage) {
   }
   if (st->index == 0 && st->o->shard.start_at_given) { /* the agreed instant (cli/shard.h) */
     st->start.at_wall = st->o->shard.start_at_wall_ns;
-    st->start.at_mono = im__shard_wall_to_mono(st->start.at_wall, NULL);
+    st->start.at_mono =
+        im__shard_wall_to_mono(st->start.at_wall + st->o->shard.clock_correction_ns, NULL);
   }
   for (uint32_t k = 0; k < n; k++) {
     const struct im_load_config *c = &st->shards[k].cfg;

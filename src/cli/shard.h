@@ -34,6 +34,10 @@ struct run_shard_opts {
   int64_t inject_offset_ns;   /* --clock-offset-inject (tests only): added to
                                  this process's wall clock as MPI measures it */
   bool mpi;                   /* set when launched under mpirun (cli/mpi.h) */
+  int64_t clock_offset_ns;    /* MPI: rank 0's wall clock minus this rank's */
+  int64_t clock_rtt_ns;       /* MPI: the round trip of that measurement */
+  int64_t clock_correction_ns; /* added to start_at_wall_ns for this machine's
+                                  CLOCK_REALTIME of the start (MPI) */
 };
 
 enum {
