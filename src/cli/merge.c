@@ -22,6 +22,7 @@
 #include "cli/cli.h"
 #include "cli/report.h"
 #include "cli/run_int.h"
+#include "analyze/clocksync.h"
 #include "core/buf.h"
 #include "record/reader.h"
 #include "record/rundir.h"
@@ -277,6 +278,30 @@ static json_t *merged_json(const struct sdir *v, size_t n, json_t *missing) {
                    "plan_digest", v[0].digest, "shards", shards ? shards : json_array(), "missing",
                    missing, "cut_short", cut ? cut : json_array(), "incomplete",
                    why[0] ? why : NULL);
+}
+
+bool im__merge_clock_check(const json_t *manifest, double itl_mean_ms, struct im_valid_check *c) {
+  json_t *shards = json_object_get(json_object_get(manifest, "merged"), "shards");
+  size_t n = json_array_size(shards);
+  if (!n)
+    return false;
+  struct im_clock_shard *v = calloc(n, sizeof *v);
+  if (!v)
+    return false;
+  for (size_t i = 0; i < n; i++) {
+    json_t *s = json_array_get(shards, i);
+    json_t *off = json_object_get(s, "clock_offset_ns"), *rtt = json_object_get(s, "clock_rtt_ns");
+    v[i] = (struct im_clock_shard){.index = (uint32_t)json_integer_value(json_object_get(s, "index")),
+                                   .measured = json_is_integer(off) && json_is_integer(rtt),
+                                   .offset_ns = json_integer_value(off),
+                                   .rtt_ns = json_integer_value(rtt)};
+  }
+  /* Rank 0 is the reference: nothing to measure there. */
+  if (v[0].index == 0 && n > 1 && v[1].measured && !v[0].measured)
+    v[0].measured = true;
+  im_clock_check(v, n, itl_mean_ms, c);
+  free(v);
+  return true;
 }
 
 bool im__merge_shards_invalid(const json_t *manifest, FILE *text) {

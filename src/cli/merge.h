@@ -28,4 +28,10 @@ int im__merge_dirs(const struct im__merge_opts *mo);
  * INVALID (each named on text when not NULL). For the report's exit status. */
 bool im__merge_shards_invalid(const json_t *manifest, FILE *text);
 
+struct im_valid_check;
+/* A merged run's clock alignment check (analyze/clocksync.h) from its
+ * manifest's shards, against the mean ITL in ms; false when the manifest is
+ * not a merged run's. */
+bool im__merge_clock_check(const json_t *manifest, double itl_mean_ms, struct im_valid_check *c);
+
 #endif

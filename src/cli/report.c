@@ -290,6 +290,9 @@ static int stage_validity(struct rep *p, const struct im_stage_figures *f,
   /* The MoE load skew (docs/deepseek.md), a WARN at most. */
   if (p->has_moe_check && v->n < IM_VALID_MAX_CHECKS)
     v->checks[v->n++] = p->moe_check;
+  /* A merged run: its shards' clock alignment (cli/merge.h). */
+  if (v->n < IM_VALID_MAX_CHECKS && im__merge_clock_check(m, f->sum.itl.mean, &v->checks[v->n]))
+    v->n++;
   if (im_validity_json(v, json_object_get(dst, "audit")) != IM_OK)
     return -1;
   p->out->not_publishable |= !v->publishable;
