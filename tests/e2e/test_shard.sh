@@ -105,6 +105,12 @@ for bad in "--shard 2/2 --seed 1" "--shard 0/2" "--shard x --seed 1" "--start-at
 done
 "$BIN" merge --out "$TMP/x" >/dev/null 2>&1
 check_eq "merge without directories: exit 1" "$?" 1
+"$BIN" run --shard 0/2 --seed 1 --requests 1 --out "$TMP/bad" >/dev/null 2>"$TMP/bad.err"
+check_eq "--shard without --url (a built-in server per shard): exit 1" "$?" 1
+check "... says why" grep -q "share one server" "$TMP/bad.err"
+"$BIN" run --url "$BASE" --shard 1/2 --seed 1 --concurrency 3 --threads 2 --requests 4 --yes \
+  --out "$TMP/bad" >/dev/null 2>"$TMP/bad.err"
+check_eq "a closed-loop share below --threads: exit 1" "$?" 1
 
 stop_server
 finish
