@@ -20,7 +20,9 @@
 #endif
 
 struct im__mpi_state im__mpi;
+#ifdef IM_HAVE_MPI
 static bool inside;
+#endif
 
 bool im__mpi_launched(void) {
 #ifdef IM_HAVE_MPI
