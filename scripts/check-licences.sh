@@ -58,6 +58,10 @@ reviewed=(
   '^libcom-err2$ ~~ MIT-style (MIT SIPB), e2fsprogs lib/et ~~ Upstream-Name: e2fsprogs'
   # MIT Kerberos: BSD-style licence.
   '^(libgssapi-krb5-2|libkrb5-3|libk5crypto3|libkrb5support0)$ ~~ MIT Kerberos (BSD-style) ~~ by the Massachusetts Institute of Technology\. All rights reserved\. Redistribution and use in source and binary forms'
+  # Open MPI (-DINFERMETER_MPI): its own code BSD-3-clause; bundled pieces
+  # (ptmalloc2, libltdl) LGPL. hwloc, which it links: BSD-3-clause.
+  '^libopenmpi3$ ~~ BSD-3-clause (Open MPI) and LGPL-2.1+ (ptmalloc2, libltdl) ~~ Copyright \(c\) 2010 ARM ltd\. All rights reserved\. License: Redistribution and use in source and binary forms'
+  '^libhwloc15$ ~~ BSD-3-clause ~~ Cisco Systems, Inc\. All rights reserved\. License: Redistribution and use in source and binary forms'
 )
 
 # Verdict for a licence expression: ok, gpl or unknown. "A or B": ok when

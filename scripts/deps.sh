@@ -7,10 +7,11 @@ what=${1:-test}
 
 # python3 generates the man page and the shell completions at build time
 # (scripts/gen-cli-docs.py); man-db, groff-base, dpkg-dev and zsh check
-# them and the Debian package (tests/cli/).
+# them and the Debian package (tests/cli/). Open MPI (tests/e2e/test_mpi.sh):
+# the build links it when found (-DINFERMETER_MPI), so `make test` installs it.
 build_pkgs=(gcc make cmake pkg-config libuv1-dev libjansson-dev libcurl4-openssl-dev libpcre2-dev libsqlite3-dev python3)
 test_pkgs=(clang libclang-rt-dev curl jq iproute2 prometheus prometheus-pushgateway chromium man-db groff-base dpkg-dev zsh
-           nghttp2-proxy openssl tinyproxy)
+           nghttp2-proxy openssl tinyproxy libopenmpi-dev openmpi-bin)
 
 pkgs=("${build_pkgs[@]}")
 [ "$what" = test ] && pkgs+=("${test_pkgs[@]}")

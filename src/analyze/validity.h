@@ -64,7 +64,7 @@ struct im_valid_check {
   char fix[320];                 /* "" when it passes */
 };
 
-#define IM_VALID_MAX_CHECKS 14
+#define IM_VALID_MAX_CHECKS 15
 struct im_validity {
   bool publishable;              /* no FAIL */
   size_t n;

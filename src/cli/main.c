@@ -19,6 +19,7 @@ static void usage(FILE *out) {
           "  audit      the validity audit of a run directory: valid? publishable? why?\n"
           "  compare    compare runs or sets of repeated runs: ratios, CIs, verdicts\n"
           "  import     read vLLM, GuideLLM, AIPerf results or OTLP traces into a run directory\n"
+          "  merge      merge the run directories of the shards of one plan (MPI, --shard)\n"
           "  history    list the runs recorded in the history database\n"
           "  tokenize   count or encode text with a tokenizer.json\n"
           "  analyze-routing  MoE routing statistics of a serve --routing-log file\n"
@@ -59,6 +60,8 @@ int main(int argc, char **argv) {
     return im_cli_audit(argc - 1, sub_argv(argv, name, sizeof name));
   if (!strcmp(cmd, "report"))
     return im_cli_report(argc - 1, sub_argv(argv, name, sizeof name));
+  if (!strcmp(cmd, "merge"))
+    return im_cli_merge(argc - 1, sub_argv(argv, name, sizeof name));
   if (!strcmp(cmd, "compare"))
     return im_cli_compare(argc - 1, sub_argv(argv, name, sizeof name));
   if (!strcmp(cmd, "history"))
@@ -72,6 +75,6 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "serve"))
     return im_cli_serve(argc - 1, sub_argv(argv, name, sizeof name));
   fprintf(stderr, "infermeter: %s: unknown command: use run, serve, report, audit, compare, "
-                  "history, tokenize, analyze-routing or import (infermeter --help)\n", cmd);
+                  "history, tokenize, analyze-routing, import or merge (infermeter --help)\n", cmd);
   return 1;
 }

@@ -1,5 +1,6 @@
 /* `infermeter report DIR` and the end of every run: see cli/report.h. */
 #include "cli/report.h"
+#include "cli/merge.h"
 #include "cli/otlp.h"
 
 #include <errno.h>
@@ -303,6 +304,9 @@ static int stage_validity(struct rep *p, const struct im_stage_figures *f,
   /* A directory of `infermeter import`: what its source did not record. */
   if (im__import_audit(m, v, json_object_get(dst, "audit")))
     return -1;
+  /* A merged run: its shards' clock alignment (cli/merge.h). */
+  if (v->n < IM_VALID_MAX_CHECKS && im__merge_clock_check(m, f->sum.itl.mean, &v->checks[v->n]))
+    v->n++;
   if (im_validity_json(v, json_object_get(dst, "audit")) != IM_OK)
     return -1;
   p->out->not_publishable |= !v->publishable;
@@ -602,6 +606,7 @@ static int report_all(struct rep *p) {
       return -1;
   p->out->stages = n_stages;
   p->out->interrupted |= !p->rd.run_ended || p->rd.run_interrupted;
+  p->out->invalid |= im__merge_shards_invalid(p->rd.manifest, p->ro->text); /* cli/merge.h */
   if (p->rd.an.rate_sweep) {
     bool has_point = false;
     json_t *sw = sweep_json(&p->rd, &p->scfg, p->pts, n_stages, p->ro->text, &has_point);

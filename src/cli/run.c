@@ -22,6 +22,7 @@
 #include "cli/args.h"
 #include "cli/cli.h"
 #include "cli/health.h"
+#include "cli/mpi.h"
 #include "cli/otlp.h"
 #include "cli/vllm_compat.h"
 #include "cli/output.h"
@@ -719,6 +720,8 @@ static json_t *manifest_json(const struct run *r) {
                                   "think_time_s", (double)o->think_ns / 1e9));
   if (r->scenario)
     json_object_set_new(m, "scenario", json_string(r->scenario));
+  if (o->shard.count)
+    json_object_set_new(m, "shard", im__run_shard_json(o, r->argc, r->argv));
   if (o->repeat_of > 1)
     json_object_set_new(m, "repeat", json_pack("{s:I, s:I}", "index", (json_int_t)o->repeat_index,
                                                "of", (json_int_t)o->repeat_of));
@@ -815,6 +818,8 @@ static void run_cleanup(struct run *r) {
 }
 
 int im_cli_run(int argc, char **argv) {
+  if (im__mpi_launched()) /* mpirun -np N infermeter run (cli/mpi.h) */
+    return im__mpi_run(argc, argv, im_cli_run);
   struct run *r = calloc(1, sizeof *r);
   if (!r) {
     fprintf(stderr, "infermeter run: out of memory\n");
@@ -839,8 +844,9 @@ int im_cli_run(int argc, char **argv) {
   if (rc >= 0)
     goto out;
   rc = EXIT_USAGE;
-  if (check_opts(o, r->rate_given))
+  if (check_opts(o, r->rate_given) || im__run_shard_check(o))
     goto out;
+  im__run_shard_defaults(o);
   if ((o->repeat_stage && im__run_select_stage(o, &r->rate_given)) || im__run_size(o))
     goto out;
   if (o->repeat > 1) { /* K runs, each this command with its own --out and --seed */
@@ -904,6 +910,10 @@ int im_cli_run(int argc, char **argv) {
   /* A stage that fails keeps what the others measured: the results are
    * written from the directory whatever happened (the failed stage's end
    * line carries its error). */
+  if (im__run_shard_wait(o)) { /* interrupted before --start-at */
+    rc = EXIT_INTERRUPTED;
+    goto out;
+  }
   bool profiling = o->profile_server && im__run_profile(r->url, r->api_key, &o->net, true);
   bool failed = run_stages(r) != 0;
   if (profiling)

@@ -23,6 +23,7 @@
 #include "load/loader.h"
 #include "net/net.h"
 #include "cli/run_agents.h"
+#include "cli/shard.h"
 
 #define MAX_TAGS 64
 #define MAX_HEADERS 32
@@ -100,6 +101,7 @@ struct run_opts {
   bool no_context_check;        /* --no-context-check */
   const char *api_key_file;
   struct run_agent_opts agent;  /* reasoning, agents (cli/run_agents.h) */
+  struct run_shard_opts shard;  /* --shard, --start-at, MPI rank (cli/shard.h) */
   uint32_t threads;
   const char *scrape[8];
   size_t n_scrape;
@@ -269,6 +271,16 @@ int im__run_reference(const struct run_opts *o, struct im__run_ref *ref);
 /* Adds a run (or a --repeat set) directory to the history; a failure is a
  * warning, never the exit status. */
 void im__run_add_history(const struct run_opts *o, const char *dir);
+
+/* run_shard.c: --shard i/N and --start-at inside a run (cli/shard.h). */
+/* 0, or -1 after saying what does not fit. */
+int im__run_shard_check(const struct run_opts *o);
+/* Shards other than 0 run no observers (one scrape of the server, not N). */
+void im__run_shard_defaults(struct run_opts *o);
+/* Waits (interruptibly) until a second before --start-at; -1 interrupted. */
+int im__run_shard_wait(const struct run_opts *o);
+/* The manifest's "shard" object (NULL when not sharded). */
+struct json_t *im__run_shard_json(const struct run_opts *o, int argc, char **argv);
 
 /* run_opts.c */
 void im__run_usage(FILE *o);

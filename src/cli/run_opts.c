@@ -202,7 +202,9 @@ void im__run_usage(FILE *o) {
 "                            (flags override the descriptions, which override the target)\n"
 "  --mfu-ref F               MFU reference line (0.32)\n"
 "\n");
+  im__shard_usage(o);
   fprintf(o,
+"\n"
 "Output:\n"
 "  --out DIR                 results directory (default results/run-YYYYmmdd-HHMMSS):\n"
 "                            requests.jsonl (one line per attempt, written as each\n"
@@ -449,6 +451,7 @@ const struct option im__run_options[] = {
     {"max-output-len", required_argument, 0, O_MAX_OUT},
     IM_RUN_AGENT_OPTIONS,
     IM_RUN_NET_OPTIONS,
+    IM_RUN_SHARD_OPTIONS,
     {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0}};
 
@@ -787,6 +790,8 @@ int im__run_apply(struct run_opts *o, int opt, const char *arg, bool *rate_given
       return im__run_agent_opt(&o->agent, opt, arg);
     if (opt >= O_NET_FIRST && opt < O_NET_LAST)
       return im__run_net_opt(&o->net, opt, arg);
+    if (opt >= O_SHARD_FIRST && opt < O_SHARD_LAST)
+      return im__shard_opt(&o->shard, opt, arg);
     return -1;
   }
   (void)ns;

@@ -38,6 +38,7 @@ struct shard {
   struct im_load_config cfg;
   struct im_load_result res;
   int64_t *times;
+  uint64_t *index;            /* --shard: the plan's index of each arrival */
   enum im_err err;
   pthread_t thread;
 };
@@ -105,6 +106,9 @@ struct stage {
   uint32_t closed;            /* closed-loop slots or sessions (0: open loop) */
   int64_t *times;             /* open loop: arrivals (of requests or sessions) */
   size_t n_times;
+  int64_t *mine;              /* this process's share of them (cli/shard.h): times */
+  uint64_t *mine_index;       /* ... or its own array with their indices (--shard) */
+  size_t n_mine;
   struct im_sched_spec sched;
   struct workload *wl;        /* one per loader thread */
   struct shard *shards;
@@ -145,6 +149,17 @@ static int stage_schedule(struct stage *st) {
     return -1;
   }
   return 0;
+}
+
+/* --shard i/N (cli/shard.h): this process's arrivals of the whole plan. */
+static int stage_share(struct stage *st) {
+  const struct run_shard_opts *sh = &st->o->shard;
+  st->mine = st->times;
+  st->n_mine = st->n_times;
+  if (!sh->count || !st->times)
+    return 0;
+  return im__shard_thin(st->times, st->n_times, st->o->seed + st->index, sh->index, sh->count,
+                        &st->mine, &st->mine_index, &st->n_mine);
 }
 
 /* The workload of each loader thread: the same prompts, its own tokenizer. */
@@ -206,6 +221,7 @@ static int shard_config(struct stage *st, uint32_t k) {
   struct shard *s = &st->shards[k];
   struct im_load_config *c = &s->cfg;
   uint32_t n = o->threads;
+  uint32_t sh_n = o->shard.count ? o->shard.count : 1, sh_i = o->shard.count ? o->shard.index : 0;
   im_load_config_default(c);
   c->base_url = env->url;
   c->base_urls = env->urls;
@@ -217,7 +233,8 @@ static int shard_config(struct stage *st, uint32_t k) {
   c->insecure = o->insecure;
   c->net = &o->net;
   c->keepalive = o->keepalive;
-  c->max_connections = o->max_connections ? (o->max_connections + n - 1) / n : 0;
+  uint64_t max_conn = im__shard_split(o->max_connections, sh_i, sh_n);
+  c->max_connections = max_conn ? (uint32_t)((max_conn + n - 1) / n) : 0;
   c->http2 = o->http2;
   c->continuous_usage = env->builtin;
   c->cache_salt = o->cache_salt ? env->salt : NULL;
@@ -237,25 +254,34 @@ static int shard_config(struct stage *st, uint32_t k) {
   c->run_salt = env->salt;
   c->shard = k;
   c->n_shards = n;
+  c->proc_shard = sh_i; /* ids unique over the processes (cli/shard.h) */
+  c->proc_shards = sh_n;
   c->stage = st->index;
   c->start = &st->start;
   if (!st->closed) {
-    size_t mine = st->n_times / n + (k < st->n_times % n);
-    if (!(s->times = malloc((mine ? mine : 1) * sizeof *s->times)))
+    size_t mine = st->n_mine / n + (k < st->n_mine % n);
+    if (!(s->times = malloc((mine ? mine : 1) * sizeof *s->times)) ||
+        (st->mine_index && !(s->index = malloc((mine ? mine : 1) * sizeof *s->index))))
       return -1;
-    for (size_t i = k, j = 0; i < st->n_times; i += n)
-      s->times[j++] = st->times[i];
+    for (size_t i = k, j = 0; i < st->n_mine; i += n, j++) {
+      s->times[j] = st->mine[i];
+      if (s->index)
+        s->index[j] = st->mine_index[i];
+    }
     c->times = s->times;
     c->n_times = mine;
+    c->indices = s->index;
     if (st->sessions)
       c->duration_ns = so->duration_ns;
   } else {
-    c->concurrency = st->closed / n + (k < st->closed % n);
+    uint64_t closed = im__shard_split(st->closed, sh_i, sh_n);
+    c->concurrency = (uint32_t)(closed / n + (k < closed % n));
     c->duration_ns = so->duration_ns;
   }
   if (st->closed || st->sessions)
-    c->max_requests = so->requests ? so->requests / n + (k < so->requests % n) : 0;
-  c->max_concurrency = o->max_concurrency ? (o->max_concurrency + n - 1) / n : 0;
+    c->max_requests = im__shard_split(im__shard_split(so->requests, sh_i, sh_n), k, n);
+  uint64_t max_conc = im__shard_split(o->max_concurrency, sh_i, sh_n);
+  c->max_concurrency = max_conc ? (uint32_t)((max_conc + n - 1) / n) : 0;
   c->warmup_ns = so->warmup_ns;
   c->warmup_requests = so->warmup_requests;
   c->grace_ns = o->grace_ns;
@@ -320,6 +346,11 @@ static int stage_load(struct stage *st, bool last_stage) {
     fprintf(stderr, "infermeter run: cannot create the loaders' start barrier\n");
     free(prog);
     return -1;
+  }
+  if (st->index == 0 && st->o->shard.start_at_given) { /* the agreed instant (cli/shard.h) */
+    st->start.at_wall = st->o->shard.start_at_wall_ns;
+    st->start.at_mono =
+        im__shard_wall_to_mono(st->start.at_wall + st->o->shard.clock_correction_ns, NULL);
   }
   for (uint32_t k = 0; k < n; k++) {
     const struct im_load_config *c = &st->shards[k].cfg;
@@ -520,7 +551,7 @@ int im__run_stage(struct run_env *env, const struct run_opts *so, uint32_t index
     fprintf(stderr, "infermeter run: cannot write stages.jsonl: %s\n", strerror(errno));
     return -1;
   }
-  if (stage_schedule(&st) || stage_workloads(&st) ||
+  if (stage_schedule(&st) || stage_share(&st) || stage_workloads(&st) ||
       !(st.shards = calloc(st.o->threads, sizeof *st.shards)))
     goto out;
   for (uint32_t k = 0; k < st.o->threads; k++)
@@ -539,6 +570,7 @@ out:
     for (uint32_t k = 0; k < st.o->threads; k++) {
       im_load_result_cleanup(&st.shards[k].res);
       free(st.shards[k].times);
+      free(st.shards[k].index);
     }
     free(st.shards);
   }
@@ -546,6 +578,9 @@ out:
     if (st.wl[k].synth.tok_mu)
       pthread_mutex_destroy(&st.wl[k].tok_mu);
   free(st.wl);
+  if (st.mine != st.times)
+    free(st.mine);
+  free(st.mine_index);
   free(st.times);
   return rc;
 }

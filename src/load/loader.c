@@ -39,6 +39,7 @@ void im_load_config_default(struct im_load_config *cfg) {
   cfg->jsonl_fd = -1;
   cfg->wake_fd = -1;
   cfg->n_shards = 1;
+  cfg->proc_shards = 1;
 }
 
 
@@ -396,7 +397,7 @@ static void finish_attempt(struct loader *L, struct attempt *a, CURLcode res) {
       uint64_t *pc = &L->port_conn[port];
       if (!*pc || (r->conn_new && (*pc & opener_seen))) {
         /* Unique across shards, as attempt ids are. */
-        *pc = 1 + L->cfg->shard + (uint64_t)L->cfg->n_shards * L->next_conn++;
+        *pc = 1 + im__load_spread(L, L->cfg->shard + (uint64_t)L->cfg->n_shards * L->next_conn++);
         L->res->connections_opened++;
       }
       if (r->conn_new)
@@ -797,8 +798,9 @@ enum im_err im_load_run(const struct im_load_config *cfg, struct im_load_result 
   enum im_err err = IM_SYS;
   bool arrived = false;
   if (!cfg->workload || (!cfg->times && !cfg->concurrency) || !cfg->n_shards ||
-      cfg->shard >= cfg->n_shards || (cfg->n_shards > 1 && !cfg->start) ||
-      cfg->n_urls > IM_RECORD_MAX_TARGETS || (cfg->n_urls > 1 && !cfg->base_urls)) {
+      cfg->shard >= cfg->n_shards || (cfg->n_shards > 1 && !cfg->start) || !cfg->proc_shards ||
+      cfg->proc_shard >= cfg->proc_shards || cfg->n_urls > IM_RECORD_MAX_TARGETS ||
+      (cfg->n_urls > 1 && !cfg->base_urls)) {
     err = IM_INVAL;
     goto out;
   }

@@ -69,6 +69,11 @@ struct im_load_start {
   int64_t t0_mono, wall_ns;
   void (*on_start)(void *ctx, int64_t t0_mono, int64_t wall_ns);
   void *on_start_ctx;
+  /* An agreed start (cli/shard.h), set after init: when at_mono > 0 the
+   * releasing shard sleeps until CLOCK_MONOTONIC at_mono (at once when it
+   * has passed) and t0_mono = at_mono, wall_ns = at_wall exactly, so the
+   * processes of one plan share an origin. */
+  int64_t at_mono, at_wall;
 };
 
 /* IM_OK; IM_INVAL for n_shards 0; IM_SYS when the lock cannot be made. */
@@ -186,6 +191,16 @@ struct im_load_config {
    * `n_shards`; its k-th arrival is global request shard + k * n_shards, and
    * its attempt ids are unique the same way. */
   uint32_t shard, n_shards;
+  /* This process is shard proc_shard of proc_shards of a larger plan
+   * (cli/shard.h; 0 of 1: alone): every id v of the rule above (attempt,
+   * connection, a closed loop's request index) becomes proc_shard +
+   * proc_shards * v, unique over the processes whatever their threads. */
+  uint32_t proc_shard, proc_shards;
+  /* Open loop of a process that sends a share of a larger plan (cli/shard.h):
+   * the plan's index of each of this loader's arrivals (sorted, n_times of
+   * them), used instead of shard + k * n_shards for the workload, the
+   * warm-up count and the session ids. NULL: the rule above. */
+  const uint64_t *indices;
   uint32_t stage;                /* recorded in every attempt */
   /* The stage's start barrier, shared by its n_shards shards (required when
    * n_shards > 1; NULL: this loader takes its own t0 after preparing). */

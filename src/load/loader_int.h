@@ -187,9 +187,32 @@ struct loader {
 
 static inline int64_t rel_now(const struct loader *L) { return im_now_ns() - L->t0; }
 
+/* An id of this process's rule as an id unique over the processes. */
+static inline uint64_t im__load_spread(const struct loader *L, uint64_t v) {
+  return L->cfg->proc_shard + (uint64_t)L->cfg->proc_shards * v;
+}
+
 /* The global request index of this loader's local index. */
 static inline uint64_t im__load_global_index(const struct loader *L, uint64_t local) {
-  return L->cfg->shard + (uint64_t)L->cfg->n_shards * local;
+  if (L->cfg->indices && L->cfg->times)
+    return local < L->cfg->n_times ? L->cfg->indices[local] : UINT64_MAX;
+  return im__load_spread(L, L->cfg->shard + (uint64_t)L->cfg->n_shards * local);
+}
+
+/* Its inverse: the local index of a global one (indices: a binary search). */
+static inline uint64_t im__load_local_index(const struct loader *L, uint64_t index) {
+  if (L->cfg->indices && L->cfg->times) {
+    size_t lo = 0, hi = L->cfg->n_times;
+    while (lo < hi) {
+      size_t mid = lo + (hi - lo) / 2;
+      if (L->cfg->indices[mid] < index)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    return lo;
+  }
+  return ((index - L->cfg->proc_shard) / L->cfg->proc_shards - L->cfg->shard) / L->cfg->n_shards;
 }
 
 /* loader_write.c */

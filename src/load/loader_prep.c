@@ -35,7 +35,8 @@ struct attempt *im__load_attempt_new(struct loader *L) {
     return NULL;
   a->L = L;
   im_record_reset(&a->rec);
-  a->rec.id = 1 + L->cfg->shard + L->cfg->n_shards * atomic_fetch_add(&L->next_id, 1);
+  a->rec.id = 1 + im__load_spread(L, L->cfg->shard + L->cfg->n_shards *
+                                          atomic_fetch_add(&L->next_id, 1));
   a->rec.attempt = 1;
   a->rec.logical_id = a->rec.id;
   a->rec.stage = L->cfg->stage;
@@ -160,7 +161,8 @@ static struct attempt *ring_pop(struct loader *L) {
   L->pre[L->pre_head] = NULL;
   L->pre_head = (L->pre_head + 1) % L->pre_cap;
   L->pre_n--;
-  L->pre_first += L->cfg->n_shards;
+  if (L->pre_n) /* the ring holds consecutive local requests */
+    L->pre_first = L->pre[L->pre_head]->index;
   return a;
 }
 
@@ -191,7 +193,7 @@ struct attempt *im__load_take_request(struct loader *L, uint64_t index) {
   if (L->pre_n && L->pre_first == index)
     return ring_pop(L);
   /* Not prepared in time: the ring restarts after this one. */
-  uint64_t local = (index - L->cfg->shard) / L->cfg->n_shards;
+  uint64_t local = im__load_local_index(L, index);
   if (!L->pre_n && local >= L->pre_local_next)
     L->pre_local_next = local + 1;
   enum im_err err = IM_OK;

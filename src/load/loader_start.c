@@ -2,7 +2,9 @@
  * im_load_start): a barrier after each shard's preparation; the thread
  * that completes it reads the clock once and calls on_start, so every
  * shard's records share one origin. */
+#include <errno.h>
 #include <pthread.h>
+#include <time.h>
 #include <stdbool.h>
 
 #include "core/clock.h"
@@ -39,8 +41,16 @@ bool im__load_start_wait(struct im_load_start *s, bool ok, int64_t *t0, int64_t 
     s->failed = true;
   if (++s->arrived == s->n) {
     /* The last shard ready: the stage starts now, for all. */
-    s->t0_mono = im_now_ns();
-    s->wall_ns = im_wall_ns();
+    if (s->at_mono > 0) {
+      struct timespec ts = {.tv_sec = s->at_mono / 1000000000, .tv_nsec = s->at_mono % 1000000000};
+      while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        ;
+      s->t0_mono = s->at_mono;
+      s->wall_ns = s->at_wall;
+    } else {
+      s->t0_mono = im_now_ns();
+      s->wall_ns = im_wall_ns();
+    }
     if (!s->failed && s->on_start)
       s->on_start(s->on_start_ctx, s->t0_mono, s->wall_ns);
     s->released = true;

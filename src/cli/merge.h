@@ -1,0 +1,37 @@
+/* `infermeter merge DIR... --out DIR`: the run directories of the shards of
+ * one plan (run --shard i/N, or the ranks of an MPI run) as one run
+ * directory, then its results like `report` (docs/distributed.md). */
+#ifndef IM_CLI_MERGE_H
+#define IM_CLI_MERGE_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+/* Options of a merge (for the MPI run's rank 0, which merges its ranks). */
+struct im__merge_opts {
+  const char *const *dirs;
+  size_t n_dirs;
+  const char *out;
+  bool partial;     /* merge what is there when shards are missing */
+  bool quiet;       /* no summary */
+  bool no_html;
+};
+
+/* Merges and reports; the exit status (README "Exit status"): 0, 1 (usage,
+ * different plans, missing shards without --partial), else the report's
+ * (3 when any shard's client self-check was INVALID, 130 incomplete). */
+int im__merge_dirs(const struct im__merge_opts *mo);
+
+/* A merged run's manifest: whether a shard's own client self-check was
+ * INVALID (each named on text when not NULL). For the report's exit status. */
+bool im__merge_shards_invalid(const json_t *manifest, FILE *text);
+
+struct im_valid_check;
+/* A merged run's clock alignment check (analyze/clocksync.h) from its
+ * manifest's shards, against the mean ITL in ms; false when the manifest is
+ * not a merged run's. */
+bool im__merge_clock_check(const json_t *manifest, double itl_mean_ms, struct im_valid_check *c);
+
+#endif

@@ -1,0 +1,38 @@
+/* `mpirun -np N infermeter run ...` (docs/distributed.md): rank i runs the
+ * run as --shard i/N into OUT/rank-i, a complete run directory written as
+ * it goes; MPI carries only the plan's seed and output directory, the
+ * common start instant, the clock offsets to rank 0 and the final exit
+ * statuses; rank 0 then merges the ranks' directories into OUT (cli/merge.h).
+ * A rank that dies aborts the job (OpenMPI); `infermeter merge OUT/rank-*
+ * --out OUT --partial` recovers what the ranks wrote. Without MPI in the
+ * build, or without mpirun, nothing here does anything. */
+#ifndef IM_CLI_MPI_H
+#define IM_CLI_MPI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* This process's place in the MPI job (on: launched by mpirun and inside
+ * the rank's run). Written once by im__mpi_run before the run starts. */
+struct im__mpi_state {
+  bool on;
+  int rank, size;
+  int64_t offset_ns;      /* rank 0's wall clock minus this rank's (the
+                             exchange of least round trip) */
+  int64_t rtt_ns;         /* that exchange's round trip: |error| <= rtt/2 */
+  int64_t correction_ns;  /* added to the agreed start (rank 0's clock) to
+                             get this machine's CLOCK_REALTIME of it */
+};
+extern struct im__mpi_state im__mpi;
+
+/* Whether this process was launched by mpirun/srun (OMPI_COMM_WORLD_SIZE,
+ * PMI_SIZE or PMIX_RANK set), the build has MPI, and no rank's run is in
+ * progress yet. */
+bool im__mpi_launched(void);
+/* The MPI job around `run` (im_cli_run): MPI_Init, the agreements, the
+ * rank's run with its argv rewritten, the gather and rank 0's merge,
+ * MPI_Finalize. The exit status: rank 0's is the merge's (or the worst of
+ * a rank's usage/unreachable/engine failure); the others' their own run's. */
+int im__mpi_run(int argc, char **argv, int (*run)(int, char **));
+
+#endif

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# mpirun -np 2 infermeter run (docs/distributed.md) against one server on
+# loopback: the merged scheduled times equal a one-process run's of the same
+# seed exactly, the counts are equal, --shard 0/2 + --shard 1/2 + merge give
+# the MPI result, an injected clock offset is measured within its stated
+# error (half the round trip) and corrected, and a rank killed mid-run
+# leaves directories that `merge --partial` turns into results marked
+# incomplete. Skipped (77) without mpirun or without MPI in the build. The
+# latency comparison (medians within 20 %) is in timing_mpi.sh.
+. "$(dirname "$0")/lib.sh"
+command -v jq >/dev/null || exit 77
+if ! command -v mpirun >/dev/null; then
+  echo "test_mpi: skipped: no mpirun (Debian: openmpi-bin)" >&2
+  exit 77
+fi
+if ! ldd "$BIN" 2>/dev/null | grep -q libmpi; then
+  echo "test_mpi: skipped: $BIN was built without MPI (-DINFERMETER_MPI=ON)" >&2
+  exit 77
+fi
+# As root OpenMPI wants both; two ranks on two cores need --oversubscribe,
+# and the default binding to one core per rank would squeeze each rank's
+# threads onto one core. OpenMPI's own allocations are not ours to report.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader
+export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
+MPIRUN=(timeout -k 5 120 mpirun --allow-run-as-root --oversubscribe --bind-to none)
+okrc() { [ "$1" -eq 0 ] || [ "$1" -eq 3 ]; }
+
+start_server --time-scale 50
+COMMON=(--url "$BASE" --rate 40 --requests 80 --warmup 0s --grace 5s --input-len 256
+        --output-len 8 --ignore-eos --seed 11 --yes --no-progress --quiet)
+"$BIN" run "${COMMON[@]}" --out "$TMP/one" 2>"$TMP/one.err"
+rc=$?
+check "one process: exit 0 or 3 ($rc): $(head -c 300 "$TMP/one.err")" okrc $rc
+
+"${MPIRUN[@]}" -np 2 "$BIN" run "${COMMON[@]}" --out "$TMP/mpi" --clock-offset-inject 3ms \
+  >"$TMP/mpi.out" 2>&1
+rc=$?
+check "mpirun -np 2: exit 0 or 3 ($rc): $(tail -c 1500 "$TMP/mpi.out")" okrc $rc
+check "each rank wrote its directory" test -s "$TMP/mpi/rank-0/requests.jsonl" -a \
+  -s "$TMP/mpi/rank-1/requests.jsonl"
+sched() { jq -s -c 'map(select(.kind != "retry") | .t_sched) | sort' "$1/requests.jsonl"; }
+check_eq "MPI: the merged schedule is the one-process schedule" "$(sched "$TMP/mpi")" \
+  "$(sched "$TMP/one")"
+check_eq "MPI: completed = one process's" "$(jq .metrics.counts.completed "$TMP/mpi/results.json")" \
+  "$(jq .metrics.counts.completed "$TMP/one/results.json")"
+check_eq "MPI: manifest.merged, clock mpi" \
+  "$(jq -c '[.manifest.merged.count, [.manifest.merged.shards[] | .index, .clock]]' "$TMP/mpi/results.json")" \
+  '[2,[0,"mpi",1,"mpi"]]'
+# The injected +3 ms on rank 1: its offset to rank 0 is -3 ms within rtt/2
+# (+ 50 µs for the reads of the clock).
+off=$(jq .shard.clock_offset_ns "$TMP/mpi/rank-1/manifest.json")
+rtt=$(jq .shard.clock_rtt_ns "$TMP/mpi/rank-1/manifest.json")
+err=$(( off + 3000000 ))
+check "injected offset recovered: offset $off ns, rtt $rtt ns" test "${err#-}" -le $(( rtt / 2 + 50000 ))
+# ... and corrected: both ranks (one machine, one CLOCK_MONOTONIC) started
+# stage 0 within the measurement's error (rtt/2) + 0.5 ms of each other.
+d=$(jq -s '(.[0] - .[1])' <(jq 'select(.event=="t0") | .t0_monotonic_ns' "$TMP/mpi/rank-0/stages.jsonl") \
+  <(jq 'select(.event=="t0") | .t0_monotonic_ns' "$TMP/mpi/rank-1/stages.jsonl"))
+check "the ranks' starts agree on the monotonic clock ($d ns apart, rtt $rtt ns)" \
+  test "${d#-}" -le $(( rtt / 2 + 500000 ))
+
+# --shard 0/2 + --shard 1/2 + merge: the MPI result.
+T=$(( $(date +%s) + 2 ))
+"$BIN" run "${COMMON[@]}" --shard 1/2 --start-at "$T" --out "$TMP/s1" 2>/dev/null &
+P1=$!
+"$BIN" run "${COMMON[@]}" --shard 0/2 --start-at "$T" --out "$TMP/s0" 2>/dev/null
+wait $P1
+"$BIN" merge "$TMP/s0" "$TMP/s1" --out "$TMP/m" --quiet 2>/dev/null
+ids() { jq -s -c 'map(select(.kind != "retry") | [.shard, .id, .t_sched]) | sort' "$1/requests.jsonl"; }
+check_eq "shards + merge = MPI: every (shard, id, scheduled time)" "$(ids "$TMP/m")" "$(ids "$TMP/mpi")"
+check_eq "shards + merge = MPI: plan digest" "$(jq -r .manifest.merged.plan_digest "$TMP/m/results.json")" \
+  "$(jq -r .manifest.merged.plan_digest "$TMP/mpi/results.json")"
+
+# A rank killed mid-run: the job ends (no hang), the directories remain,
+# merge --partial names the rank and exits 130 (incomplete).
+"${MPIRUN[@]}" -np 2 "$BIN" run --url "$BASE" --rate 20 --duration 30s --warmup 0s --seed 5 \
+  --output-len 8 --ignore-eos --yes --no-progress --quiet --out "$TMP/kill" >"$TMP/kill.out" 2>&1 &
+MP=$!
+pid=
+for _ in $(seq 300); do
+  if [ -s "$TMP/kill/rank-1/requests.jsonl" ] && [ -z "$pid" ]; then
+    for p in $(pgrep -f -- "--out $TMP/kill"); do
+      grep -qz '^OMPI_COMM_WORLD_RANK=1$' "/proc/$p/environ" 2>/dev/null && pid=$p
+    done
+  fi
+  [ -n "$pid" ] && break
+  sleep 0.1
+done
+check "found rank 1's process" test -n "$pid"
+[ -n "$pid" ] && kill -KILL "$pid"
+wait $MP
+rc=$?
+check "the job ends with a failure status when a rank dies ($rc)" test $rc -ne 0
+"$BIN" merge "$TMP/kill/rank-0" "$TMP/kill/rank-1" --out "$TMP/kill" --partial --quiet 2>/dev/null
+check_eq "merge of an aborted job: exit 130" "$?" 130
+check "merge of an aborted job: shard 1 named" \
+  jq -e '.manifest.merged.incomplete | test("shard 1")' "$TMP/kill/results.json"
+check "merge of an aborted job: rank 0's records kept" \
+  jq -e '.metrics.counts.scheduled > 0' "$TMP/kill/results.json"
+
+stop_server
+finish
