@@ -108,10 +108,15 @@ static int check_plan(struct sdir *v, size_t n, bool partial, json_t *missing) {
   }
   size_t nm = json_array_size(missing);
   if (nm && !partial) {
-    fprintf(stderr, "infermeter merge: %zu of %" PRIu32 " shards missing:", nm, v[0].count);
-    for (size_t i = 0; i < nm && i < 32; i++)
-      fprintf(stderr, " %" JSON_INTEGER_FORMAT, json_integer_value(json_array_get(missing, i)));
-    fprintf(stderr, "%s (--partial merges the others, marked incomplete)\n", nm > 32 ? " ..." : "");
+    char list[400] = "";
+    size_t at = 0;
+    for (size_t i = 0; i < nm && i < 32 && at < sizeof list; i++)
+      at += (size_t)snprintf(list + at, sizeof list - at, " %" JSON_INTEGER_FORMAT,
+                             json_integer_value(json_array_get(missing, i)));
+    fprintf(stderr,
+            "infermeter merge: %zu of %" PRIu32 " shards missing:%s%s (--partial merges the "
+            "others, marked incomplete)\n",
+            nm, v[0].count, list, nm > 32 ? " ..." : "");
     return -1;
   }
   return 0;
