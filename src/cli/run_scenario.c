@@ -62,12 +62,15 @@ static int apply_value(struct run_opts *o, const char *path, const struct option
   /* A file named in a scenario is relative to the scenario's folder. */
   if (path_setting(op->name) && arg[0] != '/' && strrchr(path, '/')) {
     size_t dir = (size_t)(strrchr(path, '/') - path);
-    if (dir + 1 + strlen(arg) >= sizeof text) {
+    char joined[sizeof text];
+    /* arg may be text itself (a number given as a file name): join apart. */
+    if (dir + 1 + strlen(arg) >= sizeof joined) {
       fprintf(stderr, "infermeter run: %s: \"%s\": path too long\n", path, op->name);
       return -1;
     }
-    memcpy(text, path, dir + 1);
-    memcpy(text + dir + 1, arg, strlen(arg) + 1);
+    memcpy(joined, path, dir + 1);
+    memcpy(joined + dir + 1, arg, strlen(arg) + 1);
+    memcpy(text, joined, dir + 2 + strlen(arg));
     arg = text;
   }
   if (arg == text) { /* options keep the pointer: the text must live on */
