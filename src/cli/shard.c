@@ -68,6 +68,10 @@ static const char *fraction(const char *s, int64_t *ns) {
   return s;
 }
 
+/* The last second whose nanoseconds fit in int64 with room for a fraction
+ * (2255-03-14): later instants are refused, never wrapped. */
+#define IM_SHARD_MAX_UNIX_S INT64_C(9000000000)
+
 static int parse_rfc3339(const char *s, int64_t *wall_ns) {
   long long y, mo, d, h, mi, sec, oh = 0, om = 0;
   int64_t frac;
@@ -93,6 +97,8 @@ static int parse_rfc3339(const char *s, int64_t *wall_ns) {
     return -1;
   int64_t days = im_days_from_civil(y, (int)mo, (int)d);
   int64_t t = ((days * 24 + h) * 60 + mi) * 60 + sec - sign * (oh * 3600 + om * 60);
+  if (t < 0 || t > IM_SHARD_MAX_UNIX_S) /* nanoseconds in int64 end in 2262 */
+    return -1;
   *wall_ns = t * 1000000000 + frac;
   return 0;
 }
@@ -105,7 +111,7 @@ int im__shard_parse_time(const char *arg, int64_t *wall_ns) {
   long long secs;
   int64_t frac;
   const char *s = digits(arg, 1, 12, &secs);
-  if (!s || !(s = fraction(s, &frac)) || *s)
+  if (!s || !(s = fraction(s, &frac)) || *s || secs > IM_SHARD_MAX_UNIX_S)
     return -1;
   *wall_ns = (int64_t)secs * 1000000000 + frac;
   return 0;

@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "cli/run_agents.h"
 #include "cli/run_int.h"
 #include "fuzz.h"
 
@@ -33,6 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   REQUIRE(rc == 0 || rc == -1);
   REQUIRE((rc == 0) == (keep != NULL));
   json_decref(keep);
+  im__run_agent_cleanup(&o.agent); /* what the options own, as run.c frees it */
   close(fd);
   return 0;
 }

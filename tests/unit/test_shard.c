@@ -29,7 +29,9 @@ static void test_parse(void) {
   CHECK_EQ(im__shard_parse_time("2026-12-02T05:00:00.5+01:00", &t), 0);
   CHECK_EQ(t, 1796184000LL * 1000000000 + 500000000);
   const char *bad_t[] = {"2026-12-02T04:00:00", "2026-13-02T04:00:00Z", "yesterday", "12.",
-                         "2026-12-02", "", "1e9"};
+                         "2026-12-02", "", "1e9",
+                         /* beyond int64 nanoseconds: refused, not wrapped */
+                         "355555555554", "9999-12-31T23:59:59Z"};
   for (size_t k = 0; k < sizeof bad_t / sizeof bad_t[0]; k++)
     CHECK_EQ(im__shard_parse_time(bad_t[k], &t), -1);
 }
