@@ -150,3 +150,16 @@ finish() {
   echo "$(basename "$0"): $CHECKS checks, $FAILS failed"
   [ "$FAILS" -eq 0 ]
 }
+
+# run_ok ARGS...: `infermeter run --no-progress --quiet ARGS` as one check:
+# it passes when the run exits 0, or 3 (a busy machine's client self-check),
+# without a sanitizer report; stderr is kept in $TMP/run.err.
+run_ok() {
+  "$BIN" run --no-progress --quiet "$@" 2>"$TMP/run.err"
+  local rc=$?
+  if { [ $rc -ne 0 ] && [ $rc -ne 3 ]; } || grep -qE 'Sanitizer|runtime error' "$TMP/run.err"; then
+    fail "run $* exited $rc: $(head -c 3000 "$TMP/run.err")"
+  else
+    ok
+  fi
+}

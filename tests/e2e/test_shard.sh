@@ -9,15 +9,7 @@
 . "$(dirname "$0")/lib.sh"
 command -v jq >/dev/null || exit 77
 # A run ends 0, or 3 when the machine is too busy for a valid self-check.
-RUN() {
-  "$BIN" run --no-progress --quiet "$@" 2>"$TMP/run.err"
-  local rc=$?
-  if { [ $rc -ne 0 ] && [ $rc -ne 3 ]; } || grep -qE 'Sanitizer|runtime error' "$TMP/run.err"; then
-    fail "run $* exited $rc: $(head -c 3000 "$TMP/run.err")"
-  else
-    ok
-  fi
-}
+RUN() { run_ok "$@"; }
 
 start_server --time-scale 50
 COMMON=(--url "$BASE" --rate 40 --requests 80 --warmup 0s --grace 5s --input-len 256

@@ -7,15 +7,7 @@
 # A run must end 0, or 3 when the self-check finds the machine too busy;
 # a sanitizer (make test-tsan runs this file under ThreadSanitizer) exits
 # otherwise and prints its report.
-RUN() {
-  "$BIN" run --no-progress --quiet "$@" 2>"$TMP/run.err"
-  local rc=$?
-  if { [ $rc -ne 0 ] && [ $rc -ne 3 ]; } || grep -qE 'Sanitizer|runtime error' "$TMP/run.err"; then
-    fail "run $* exited $rc: $(head -c 3000 "$TMP/run.err")"
-  else
-    ok
-  fi
-}
+RUN() { run_ok "$@"; }
 command -v jq >/dev/null || exit 77
 
 start_server --time-scale 50 --truth-log "$TMP/truth.jsonl"

@@ -15,15 +15,7 @@
 . "$(dirname "$0")/tls_lib.sh"
 need_tools nghttpx openssl jq python3
 # A run ends 0, or 3 when the machine was too busy for the self-check.
-RUN() {
-  "$BIN" run --no-progress --quiet "$@" 2>"$TMP/run.err"
-  local rc=$?
-  if { [ $rc -ne 0 ] && [ $rc -ne 3 ]; } || grep -qE 'Sanitizer|runtime error' "$TMP/run.err"; then
-    fail "run $* exited $rc: $(head -c 3000 "$TMP/run.err")"
-  else
-    ok
-  fi
-}
+RUN() { run_ok "$@"; }
 # flush_truth TAG: serve writes its truth log at exit: stops it (the log
 # then holds what it served since it started, kept as truth.TAG.jsonl) and
 # starts it again on the same port with a fresh log (nghttpx reconnects).
