@@ -7,7 +7,7 @@ JOBS       ?= $(shell nproc)
 FUZZ_SECONDS ?= 15
 PREFIX     ?= /usr/local
 
-.PHONY: all deps deps-build build test test-fast test-asan test-tsan run demo bench bench-build clean format \
+.PHONY: all deps deps-build build test test-fast test-asan test-asan-full test-tsan run demo bench bench-build clean format \
         fuzz valgrind soak install uninstall deb
 
 all: build
@@ -34,6 +34,14 @@ test-fast: deps
 	@cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 
 test-asan: deps
+	@CC=clang cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug \
+	  -DIM_SANITIZE=address,undefined -DIM_FUZZ=ON -DIM_FUZZ_SECONDS=$(FUZZ_SECONDS) >/dev/null
+	@cmake --build $(ASAN_BUILD) -j$(JOBS)
+	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j$(JOBS) -LE 'timing|heavy'
+
+# Every end-to-end test under ASan+UBSan, the `heavy` ones included (about
+# 15 more minutes on 2 cores).
+test-asan-full: deps
 	@CC=clang cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug \
 	  -DIM_SANITIZE=address,undefined -DIM_FUZZ=ON -DIM_FUZZ_SECONDS=$(FUZZ_SECONDS) >/dev/null
 	@cmake --build $(ASAN_BUILD) -j$(JOBS)
