@@ -17,6 +17,7 @@
 #include "cli/output.h"
 #include "cli/otlp.h"
 #include "cli/run_int.h"
+#include "cli/run_urls.h"
 #include "cli/run_net.h"
 #include "im_version.h"
 #include "core/buf.h"
@@ -493,6 +494,14 @@ void im__run_opts_default(struct run_opts *o) {
   o->scfg.n_percentiles = 5;
 }
 
+/* Two spellings of one target: equal once normalised (trailing slashes, /v1). */
+static bool same_url(const char *a, const char *b) {
+  char na[2048], nb[2048];
+  im__run_url_normalize(a, na, sizeof na);
+  im__run_url_normalize(b, nb, sizeof nb);
+  return !strcmp(na, nb);
+}
+
 int im__run_apply(struct run_opts *o, int opt, const char *arg, bool *rate_given) {
   int64_t ns;
   uint64_t u;
@@ -501,6 +510,9 @@ int im__run_apply(struct run_opts *o, int opt, const char *arg, bool *rate_given
     if (o->urls_from_scenario && !o->applying_scenario)
       o->n_urls = 0; /* the command line replaces the scenario's */
     o->urls_from_scenario = o->applying_scenario;
+    for (uint32_t i = 0; i < o->n_urls; i++)
+      if (same_url(o->urls[i], arg))
+        return 0; /* one target given twice (e.g. --url and vLLM's --base-url) */
     if (o->n_urls == IM_RECORD_MAX_TARGETS) {
       fprintf(stderr, "infermeter run: --url: at most %d targets\n", IM_RECORD_MAX_TARGETS);
       return -1;

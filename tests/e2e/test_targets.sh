@@ -110,10 +110,15 @@ DEAD=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
 check_eq "a second target that does not answer: exit 2 before the load" "$?" 2
 check "... naming target 1 and its URL" grep -q "target 1 (http://127.0.0.1:$DEAD) unreachable" "$TMP/dead.err"
 check "... before any request" test ! -s "$TMP/dead/requests.jsonl"
-"$BIN" run --no-progress --quiet --url "http://127.0.0.1:$PORT_c" --url "http://127.0.0.1:$PORT_c" \
+"$BIN" run --no-progress --quiet --url "http://127.0.0.1:$PORT_c" --url "http://127.0.0.1:$DEAD" \
   --unix-socket /tmp/x.sock "${W[@]}" --requests 2 --out "$TMP/unix2" 2>"$TMP/unix2.err"
 check_eq "several --url with --unix-socket: refused" "$?" 1
 check "... saying why" grep -q "several --url with --unix-socket" "$TMP/unix2.err"
+# One target spelt twice (--url and vLLM's --base-url with /v1/) is one target.
+run_ok --out "$TMP/twice" --url "http://127.0.0.1:$PORT_c" --base-url "http://127.0.0.1:$PORT_c/v1/" \
+  "${W[@]}" --requests 2
+check "--url and --base-url naming one server: one target, no per-target table" jq -e \
+  '.manifest.target.urls == null and .metrics.by_target == null' "$TMP/twice/results.json"
 # A remote second target needs the confirmation a remote first one needs
 # (no terminal: --yes); nothing is sent to either (the local one is closed).
 "$BIN" run --no-progress --url "http://127.0.0.1:$DEAD" --url "http://user:pw@192.0.2.1:8000" "${W[@]}" \
