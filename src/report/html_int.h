@@ -69,6 +69,7 @@ struct chart {
   size_t ns;
   const char *why_empty;
   bool intx;          /* x takes whole values (run numbers) */
+  bool pad_x;         /* half a unit of room left and right (dots at whole x) */
   double mark_x;      /* a vertical marker (NaN: none) */
   const char *mark_label;
   double shade_lo, shade_hi; /* x outside [lo, hi] shaded: outside the measured window
@@ -116,5 +117,9 @@ void line_chart(struct page *p, struct chart *c);
 /* A verdict as a coloured badge; the document's head (styles) and <body>. */
 void verdict_badge(struct page *p, const char *v);
 void page_head(struct page *p, const char *title);
+
+/* The per-target section (html_targets.c): metrics.by_target of a run with
+ * several --url; urls is manifest.target.urls (labels), NULL if absent. */
+void im__html_targets_section(struct page *p, const json_t *stage, const json_t *urls);
 
 #endif

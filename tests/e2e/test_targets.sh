@@ -70,6 +70,9 @@ check_eq "metrics.by_target: completed per target = the records'" \
   "$(jq -c '[.metrics.by_target[] | [.target, .completed]]' "$R")" \
   "$(jq -s -c '[.[] | select((.kind == "measured" or .kind == "retry") and .error == null)] | group_by(.target) | map([.[0].target, length])' "$J")"
 check "metrics.by_target: TTFT per target" jq -e '[.metrics.by_target[] | .ttft_ms.p50 > 0] | all' "$R"
+check "report.html: a Targets section with both charts" \
+  grep -q 'Requests by target.*Latency by target' "$TMP/rr/report.html"
+check "report.html: the table names target B's URL" grep -q "<td>$B</td>" "$TMP/rr/report.html"
 check_eq "both servers' /metrics were scraped" \
   "$(jq -c '[.metrics.servers[] | .url]' "$R")" "[\"$A/metrics\",\"$B/metrics\"]"
 check "the terminal shows a table by target with both URLs" \
