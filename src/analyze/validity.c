@@ -227,6 +227,16 @@ static void check_samples(const struct im_validity_input *in, struct im_validity
   } else {
     say(ev, sizeof ev, "measured window %.1f s", s->window_s);
   }
+  if (s->completed == 0) {
+    /* Nothing to publish: every request fell in the warm-up, failed or was
+     * cut at the end; a summary of zero requests must not pass. */
+    struct im_valid_check *c = add(v, "samples", IM_CHECK_FAIL);
+    snprintf(c->evidence, sizeof c->evidence,
+             "no measured request completed (measured window %.1f s)", s->window_s);
+    snprintf(c->fix, sizeof c->fix, "make the run longer than its warm-up (--duration, "
+                                    "--requests) or shorten the warm-up (--warmup)");
+    return;
+  }
   struct im_valid_check *c = add(v, "samples", warn ? IM_CHECK_WARN : IM_CHECK_PASS);
   snprintf(c->evidence, sizeof c->evidence, "%s", ev);
   if (warn)

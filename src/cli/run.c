@@ -847,6 +847,7 @@ int im_cli_run(int argc, char **argv) {
   if (check_opts(o, r->rate_given) || im__run_shard_check(o))
     goto out;
   im__run_shard_defaults(o);
+  im__run_default_warmup(o);
   if ((o->repeat_stage && im__run_select_stage(o, &r->rate_given)) || im__run_size(o))
     goto out;
   if (o->repeat > 1) { /* K runs, each this command with its own --out and --seed */

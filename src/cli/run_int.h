@@ -48,6 +48,7 @@ struct run_opts {
   uint64_t requests;
   int64_t warmup_ns;
   uint64_t warmup_requests;
+  bool warmup_given; /* --warmup on the command line or in the scenario */
   int64_t grace_ns;
   uint64_t seed;
   bool seed_given;
@@ -333,5 +334,9 @@ struct json_t *im__run_manifest_json(const struct run_opts *o, int argc, char **
                                      const char *url, bool builtin, const char *model,
                                      struct json_t *models, struct json_t *version,
                                      int64_t wall_start_ns, const char *salt);
+
+/* A run bounded by --requests without --warmup: the first tenth of the
+ * requests are its warm-up (a warm-up by time could take all of them). */
+void im__run_default_warmup(struct run_opts *o);
 
 #endif

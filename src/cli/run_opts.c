@@ -65,7 +65,8 @@ void im__run_usage(FILE *o) {
 "  --requests N              send N requests instead of a duration\n"
 "  --warmup DUR|N            warm-up inside the schedule: requests scheduled in the\n"
 "                            first DUR (default 5s), or the first N, are recorded as\n"
-"                            warmup and excluded from the figures\n"
+"                            warmup and excluded from the figures; with --requests N\n"
+"                            (no sessions) the default is the first N/10 requests\n"
 "  --grace DUR               after the last arrival, wait this long for requests in\n"
 "                            flight (default 10s); then they are recorded aborted\n"
 "  --seed N                  seed of the schedule and the prompts (default: random,\n"
@@ -502,6 +503,13 @@ static bool same_url(const char *a, const char *b) {
   return !strcmp(na, nb);
 }
 
+void im__run_default_warmup(struct run_opts *o) {
+  if (!o->requests || o->warmup_given || o->sessions || o->session_rate)
+    return;
+  o->warmup_ns = 0;
+  o->warmup_requests = o->requests / 10;
+}
+
 int im__run_apply(struct run_opts *o, int opt, const char *arg, bool *rate_given) {
   int64_t ns;
   uint64_t u;
@@ -574,6 +582,7 @@ int im__run_apply(struct run_opts *o, int opt, const char *arg, bool *rate_given
     }
     return 0;
   case O_WARMUP:
+    o->warmup_given = true;
     if (strspn(arg, "0123456789") == strlen(arg) && *arg) {
       o->warmup_ns = 0;
       return im_arg_u64("--warmup", arg, &o->warmup_requests);

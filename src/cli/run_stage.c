@@ -277,9 +277,19 @@ static int shard_config(struct stage *st, uint32_t k) {
     uint64_t closed = im__shard_split(st->closed, sh_i, sh_n);
     c->concurrency = (uint32_t)(closed / n + (k < closed % n));
     c->duration_ns = so->duration_ns;
+    if (!c->concurrency) { /* more threads than slots: this one has no arrivals */
+      static const int64_t no_arrivals[1];
+      c->times = no_arrivals;
+      c->n_times = 0;
+    }
   }
-  if (st->closed || st->sessions)
-    c->max_requests = im__shard_split(im__shard_split(so->requests, sh_i, sh_n), k, n);
+  if (st->closed || st->sessions) {
+    /* A closed loop's requests go to the threads that have slots. */
+    uint64_t slots = st->closed ? im__shard_split(st->closed, sh_i, sh_n) : n;
+    uint32_t active = slots < n ? (uint32_t)slots : n;
+    c->max_requests =
+        k < active ? im__shard_split(im__shard_split(so->requests, sh_i, sh_n), k, active) : 0;
+  }
   uint64_t max_conc = im__shard_split(o->max_concurrency, sh_i, sh_n);
   c->max_concurrency = max_conc ? (uint32_t)((max_conc + n - 1) / n) : 0;
   c->warmup_ns = so->warmup_ns;

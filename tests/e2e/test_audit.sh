@@ -101,6 +101,18 @@ check "probes: recorded as kind probe, 1 token asked" jq -se \
 "$BIN" run --url "$BASE" --probe-rate -1 --out "$TMP/bad" 2>/dev/null
 check_eq "--probe-rate -1: usage error" $? 1
 
+# A run whose warm-up took every request: nothing measured, not publishable.
+RUN --url "$BASE" --concurrency 2 --requests 4 --warmup 60s --input-len 64 --output-len 8 \
+  --out "$TMP/allwarm"
+check_eq "every request in the warm-up: samples FAIL" \
+  "$(jq -r '.audit.publishable.checks[] | select(.id == "samples") | .status' "$TMP/allwarm/results.json")" FAIL
+check_eq "... and NOT_PUBLISHABLE" "$(jq -r .audit.publishable.verdict "$TMP/allwarm/results.json")" NOT_PUBLISHABLE
+# --requests N without --warmup: the first N/10 are the warm-up, the rest measured.
+RUN --url "$BASE" --concurrency 2 --requests 20 --input-len 64 --output-len 8 --out "$TMP/countwarm"
+check_eq "--requests 20, no --warmup: 2 warm-up requests" \
+  "$(jq -c '[.manifest.schedule.warmup_s, .manifest.schedule.warmup_requests]' "$TMP/countwarm/results.json")" "[0,2]"
+check_eq "... 18 measured" "$(jq .summary.completed "$TMP/countwarm/results.json")" 18
+
 "$BIN" audit "$TMP/nonexistent" 2>/dev/null
 check_eq "audit of a missing directory exits 1" $? 1
 

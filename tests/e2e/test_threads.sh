@@ -73,4 +73,14 @@ check "t2k: connections were reused" \
   jq -s -e '([.[] | .conn] | unique | length) < length' "$J"
 check_eq "t2k: each connection id belongs to one thread" \
   "$(jq -s '[group_by(.conn)[] | map((.id - 1) % 2) | unique | length == 1] | all' "$J")" true
+# More threads than closed-loop slots: the spare thread idles, and the
+# requests all go to the threads that have slots.
+start_server --time-scale 50
+RUN --url "$BASE" --concurrency 1 --threads 2 --requests 6 --warmup 0 --output-len 8 --out "$TMP/c1t2"
+check_eq "--concurrency 1 --threads 2 --requests 6: 6 completed" \
+  "$(jq .summary.completed "$TMP/c1t2/results.json")" 6
+RUN --url "$BASE" --concurrency 3 --threads 2 --requests 7 --warmup 0 --output-len 8 --out "$TMP/c3t2"
+check_eq "--concurrency 3 --threads 2 --requests 7: 7 completed" \
+  "$(jq .summary.completed "$TMP/c3t2/results.json")" 7
+stop_server
 finish

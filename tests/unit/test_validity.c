@@ -119,6 +119,13 @@ static void test_checks(void) {
   CHECK_EQ(status(r, N, "client_check", NULL), IM_CHECK_PASS);
   /* 40 requests, 80 s: too few for p99.9 -> samples WARN. */
   CHECK_EQ(status(r, N, "samples", NULL), IM_CHECK_WARN);
+  /* Every request in the warm-up: nothing measured, nothing to publish. */
+  for (int i = 0; i < N; i++)
+    r[i].kind = IM_KIND_WARMUP;
+  char none[512];
+  CHECK_EQ(status_ev(r, N, "samples", NULL, none, sizeof none), IM_CHECK_FAIL);
+  CHECK(strstr(none, "no measured request completed") != NULL);
+  clean(r);
 
   /* One prompt length: the fixed-prompt benchmark. */
   for (int i = 0; i < N; i++)
