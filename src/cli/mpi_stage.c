@@ -356,7 +356,9 @@ int im__mpi_stage_end(const struct run_opts *o, uint32_t stage, bool failed, str
   char *rec = steer ? read_from(o->out_dir, "requests.jsonl", &rec_pos, &rec_n) : NULL;
   struct hdr h = {.kind = K_END, .stage = stage, .failed = failed, .steer = steer};
   struct reply rp;
+  int64_t t = im_now_ns();
   exchange(o, &h, ev, ev_n, rec, rec_n, NULL, &rp);
+  t = im_now_ns() - t;
   free(ev);
   free(rec);
   if (rp.stop) {
@@ -372,9 +374,9 @@ int im__mpi_stage_end(const struct run_opts *o, uint32_t stage, bool failed, str
   res->wall_start_ns = wall;
   if (im__mpi.rank == 0 && im__mpi.verbose)
     fprintf(stderr,
-            "infermeter: MPI: stage %" PRIu32 " merged over %d ranks: %" PRIu64
+            "infermeter: MPI: stage %" PRIu32 " merged over %d ranks in %.0f ms: %" PRIu64
             " records, %.4g requests/s, %s, %s\n",
-            stage, im__mpi.size, rp.records, res->throughput,
+            stage, im__mpi.size, (double)t / 1e6, rp.records, res->throughput,
             res->oversaturated ? "over-saturated" : "not over-saturated",
             res->slo_failed ? "SLOs failed" : "SLOs met");
   return 0;
