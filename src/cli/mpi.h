@@ -1,8 +1,10 @@
 /* `mpirun -np N infermeter run ...` (docs/distributed.md): rank i runs the
  * run as --shard i/N into OUT/rank-i, a complete run directory written as
- * it goes; MPI carries only the plan's seed and output directory, the
- * common start instant, the clock offsets to rank 0 and the final exit
- * statuses; rank 0 then merges the ranks' directories into OUT (cli/merge.h).
+ * it goes; MPI carries the plan's seed and output directory, the common
+ * start instant, the clock offsets to rank 0, each later stage's start
+ * instant and definition, the stage figures a sweep decides on (below) and
+ * the final exit statuses; rank 0 then merges the ranks' directories into
+ * OUT (cli/merge.h).
  * A rank that dies aborts the job (OpenMPI); `infermeter merge OUT/rank-*
  * --out OUT --partial` recovers what the ranks wrote. Without MPI in the
  * build, or without mpirun, nothing here does anything. */

@@ -115,5 +115,19 @@ check "merge of an aborted sweep: stage 0 whole, both ranks' ($both0 scheduled)"
 check "merge of an aborted sweep: stage 0 has both shards' records" jq -e -s \
   'map(select(.stage == 0) | .shard) | unique == [0, 1]' "$TMP/kill/requests.jsonl"
 
+# (e) A rank that cannot run (its directory is taken by a file) leaves at
+# once: rank 0 runs stage 0, hears at its end that rank 1 left, stops there
+# and says why; the job ends by itself with rank 1's status.
+mkdir -p "$TMP/left"
+: >"$TMP/left/rank-1"
+"${MPIRUN[@]}" -np 2 "$BIN" run --url "$BASE" --sweep rate=20,40 --requests 10 --warmup 0s \
+  --output-len 8 --ignore-eos --seed 37 --yes --no-progress --out "$TMP/left" >"$TMP/left.out" 2>&1
+rc=$?
+check "a rank that left: the job ends with exit 1 ($rc): $(tail -c 600 "$TMP/left.out")" test $rc -eq 1
+check "a rank that left: rank 0 says why its sweep stops" \
+  grep -q 'the run stops: rank 1 left the run before stage 0 ended' "$TMP/left.out"
+check "a rank that left: rank 0 ran stage 0 only, and ended" jq -e -s \
+  'map(select(.event == "start")) | length == 1' "$TMP/left/rank-0/stages.jsonl"
+
 stop_server
 finish
