@@ -352,7 +352,7 @@ int im__mpi_stage_end(const struct run_opts *o, uint32_t stage, bool failed, str
    * stages, or a sweep of every rate, only have to end on every rank. */
   bool steer = o->sweep && (strstr(o->sweep, "auto") || o->stop_on_saturation);
   uint64_t ev_n = 0, rec_n = 0;
-  char *ev = read_from(o->out_dir, "stages.jsonl", &ev_pos, &ev_n);
+  char *ev = steer ? read_from(o->out_dir, "stages.jsonl", &ev_pos, &ev_n) : NULL;
   char *rec = steer ? read_from(o->out_dir, "requests.jsonl", &rec_pos, &rec_n) : NULL;
   struct hdr h = {.kind = K_END, .stage = stage, .failed = failed, .steer = steer};
   struct reply rp;
