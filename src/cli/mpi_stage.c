@@ -253,7 +253,8 @@ static int analyse(const struct run_opts *o, uint32_t stage, char **ev, const ui
 }
 
 /* One exchange: every rank's header (and for END its stage's bytes) to
- * rank 0, rank 0's reply to every rank. `decide` runs on rank 0 only. */
+ * rank 0, which decides the reply (stop and why, the merged figures, or
+ * the next stage and its start) and sends it to every rank. */
 static void exchange(const struct run_opts *o, const struct hdr *mine, const char *ev,
                      uint64_t ev_n, const char *rec, uint64_t rec_n, const struct im_stage *st,
                      struct reply *rp) {
