@@ -172,7 +172,9 @@ int im__mpi_run(int argc, char **argv, int (*run)(int, char **)) {
   MPI_Bcast(&start, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
   im__mpi = (struct im__mpi_state){.on = true, .rank = rank, .size = size,
                                    .offset_ns = im__mpi.offset_ns, .rtt_ns = im__mpi.rtt_ns,
-                                   .correction_ns = -im__mpi.offset_ns - inject};
+                                   .correction_ns = -im__mpi.offset_ns - inject,
+                                   .verbose = rank == 0 && !has_flag(argc, argv, "--quiet") &&
+                                              !has_flag(argc, argv, "-q")};
   char bufs[4][4200];
   if (mkdir(out, 0755) && errno != EEXIST)
     fprintf(stderr, "infermeter run: rank %d: cannot create %s: %s\n", rank, out, strerror(errno));
@@ -185,6 +187,7 @@ int im__mpi_run(int argc, char **argv, int (*run)(int, char **)) {
   char **rargv = rank_argv(argc, argv, bufs, &rargc);
   int rc = rargv ? run(rargc, rargv) : EXIT_USAGE;
   free(rargv);
+  im__mpi_stage_drain(); /* the stage exchanges the other ranks are still in */
   /* The final gather: each rank's exit status. */
   size_t ns = size > 0 && size <= 65536 ? (size_t)size : 1;
   int *all = rank == 0 ? calloc(ns, sizeof *all) : NULL;

@@ -667,6 +667,9 @@ static int run_stages(struct run *r) {
     if (r->autosweep && i == 1 && plan_auto_rates(r))
       break;
     struct run_opts so = *o;
+    /* MPI: rank 0's stage, started on every rank at one instant (cli/mpi.h). */
+    if (im__mpi.on && i > 0 && im__mpi_stage_begin((uint32_t)i, &r->stages[i], &so))
+      break;
     im__run_apply_stage(&so, &r->stages[i]);
     json_t *params = NULL;
     if (env->n_stages > 1) {
@@ -677,10 +680,15 @@ static int run_stages(struct run *r) {
     r->started = true;
     int rc = im__run_stage(env, &so, (uint32_t)i, i + 1 == env->n_stages,
                            env->n_stages > 1 ? r->stages[i].label : "", params, &r->res[i]);
+    /* MPI: the ranks' stage merged at rank 0; its figures steer the sweep. */
+    bool peers_stop = im__mpi.on && i + 1 < env->n_stages &&
+                      im__mpi_stage_end(o, (uint32_t)i, rc != 0, &r->res[i]);
     json_decref(params);
     if (rc)
       return -1;
     r->ran = i + 1;
+    if (peers_stop)
+      break;
     if (sweep_stops(r, i)) {
       if (!o->quiet)
         fprintf(stdout, "sweep stops: stage %zu %s\n", i,

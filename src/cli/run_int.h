@@ -226,6 +226,12 @@ int im__run_context_check(const struct run_env *env, const struct run_opts *o,
  * when the stage could not run (the reason said). */
 int im__run_stage(struct run_env *env, const struct run_opts *so, uint32_t stage, bool last_stage,
                   const char *label, struct json_t *params, struct stage_res *out);
+/* The figures that steer a sweep (throughput, SLOs, over-saturation, the
+ * self-check, unreachable) from a stage's figures: the stage's own, or
+ * under MPI the ranks' merged (cli/mpi.h). */
+struct im_stage_figures;
+void im__run_stage_res_set(struct stage_res *out, const struct im_stage_figures *f,
+                           size_t n_records, const char *first_error);
 
 /* run_plan.c: the stages of a run, grid x sweep (grid outer). */
 #define IM__RUN_MAX_STAGES IM_GRID_MAX_STAGES

@@ -58,8 +58,10 @@ int im__run_shard_check(const struct run_opts *o) {
     why = "--shard needs --seed: every shard plans the whole run from the same seed";
   else if (sh->count > 1 && !o->url)
     why = "shards must share one server: give --url (the built-in server would be one per shard)";
-  else if (sh->count > 1 && o->sweep && strstr(o->sweep, "auto"))
-    why = "--sweep rate=auto decides its rates in one process: give the rates with --shard";
+  else if (sh->count > 1 && !im__mpi.on && o->sweep && strstr(o->sweep, "auto"))
+    why = "--sweep rate=auto decides each rate from the merged figures of the stage before, and "
+          "--shard processes do not talk to each other: give the rates explicitly (--sweep "
+          "rate=1,2,4), or run the shards as one MPI job (mpirun -np N infermeter run ...)";
   else if (sh->count && o->repeat > 1)
     why = "--shard and --repeat exclude each other";
   else if (sh->count && (o->concurrency || o->sessions) &&

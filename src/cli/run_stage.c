@@ -325,12 +325,16 @@ static int shard_config(struct stage *st, uint32_t k) {
 struct started {
   int fd;
   uint32_t stage;
+  bool agreed;   /* it started at an agreed instant (its wall clock is that) */
   struct im__health *health, *probe;
 };
 
 static void on_start(void *ctx, int64_t t0_mono, int64_t wall_ns) {
   const struct started *sd = ctx;
-  if (sd->fd >= 0 && im_rundir_append(sd->fd, im_rundir_t0_json(sd->stage, t0_mono, wall_ns)))
+  json_t *t0 = sd->fd >= 0 ? im_rundir_t0_json(sd->stage, t0_mono, wall_ns) : NULL;
+  if (t0 && sd->agreed)
+    json_object_set_new(t0, "agreed_start", json_true());
+  if (sd->fd >= 0 && im_rundir_append(sd->fd, t0))
     im_warn("cannot write the stage's start to stages.jsonl: %s", strerror(errno));
   im__health_stage(sd->health, sd->stage, t0_mono);
   im__health_stage(sd->probe, sd->stage, t0_mono);
@@ -357,10 +361,13 @@ static int stage_load(struct stage *st, bool last_stage) {
     free(prog);
     return -1;
   }
-  if (st->index == 0 && st->o->shard.start_at_given) { /* the agreed instant (cli/shard.h) */
-    st->start.at_wall = st->o->shard.start_at_wall_ns;
-    st->start.at_mono =
-        im__shard_wall_to_mono(st->start.at_wall + st->o->shard.clock_correction_ns, NULL);
+  /* The agreed instant (cli/shard.h): stage 0's, and under MPI every
+   * stage's (cli/mpi.h: im__mpi_stage_begin). */
+  const struct run_shard_opts *sh = &st->so->shard;
+  if ((st->index == 0 || sh->mpi) && sh->start_at_given) {
+    st->start.at_wall = sh->start_at_wall_ns;
+    st->start.at_mono = im__shard_wall_to_mono(st->start.at_wall + sh->clock_correction_ns, NULL);
+    sd.agreed = true;
   }
   for (uint32_t k = 0; k < n; k++) {
     const struct im_load_config *c = &st->shards[k].cfg;
@@ -470,6 +477,18 @@ static struct im_client_sample *client_samples(const struct stage *st, size_t *n
   return v;
 }
 
+/* See run_int.h. */
+void im__run_stage_res_set(struct stage_res *out, const struct im_stage_figures *f,
+                           size_t n_records, const char *first_error) {
+  out->throughput = f->sum.request_throughput;
+  out->slo_all_attain = f->sum.slo_all_attain;
+  out->slo_failed = f->slo_failed;
+  out->oversaturated = f->sat_judged && f->sat.growing;
+  out->valid = f->check.valid;
+  out->unreachable = f->sum.completed == 0 && n_records && first_error[0] &&
+                     !strncmp(first_error, "connect", 7);
+}
+
 /* What the stage did, on disk (stages.jsonl: its end), then its
  * figures in memory for the sweep and the stage line (the same functions
  * `report` runs on the records read back). */
@@ -521,13 +540,7 @@ static int stage_finish(struct stage *st) {
   }
   out->elapsed_ns = all->elapsed_ns;
   out->connections_opened = opened;
-  out->throughput = f.sum.request_throughput;
-  out->slo_all_attain = f.sum.slo_all_attain;
-  out->slo_failed = f.slo_failed;
-  out->oversaturated = f.sat_judged && f.sat.growing;
-  out->valid = f.check.valid;
-  out->unreachable = f.sum.completed == 0 && all->n_records && all->first_error[0] &&
-                     !strncmp(all->first_error, "connect", 7);
+  im__run_stage_res_set(out, &f, all->n_records, all->first_error);
   if (!o->quiet && env->n_stages > 1)
     im_report_stage_line(stdout, st->index, st->label, &f, &in.cfg);
   im_stage_figures_cleanup(&f);

@@ -23,8 +23,10 @@ void im__shard_usage(FILE *f) {
 "  --start-at TIME           start stage 0 at this wall-clock instant (RFC 3339,\n"
 "                            e.g. 2026-12-02T04:00:00Z, or unix seconds), agreed by\n"
 "                            all shards; converted to this machine's monotonic clock\n"
-"  Under mpirun (built with MPI) the rank and size give the shard and rank 0\n"
-"  picks the start instant; see docs/distributed.md.\n");
+"  Under mpirun (built with MPI) the rank and size give the shard, rank 0 picks\n"
+"  the start instant of every stage and decides a sweep's next stage (rate=auto\n"
+"  included, refused with --shard) from the ranks' merged figures; see\n"
+"  docs/distributed.md.\n");
 }
 
 int im__shard_parse(const char *arg, uint32_t *index, uint32_t *count) {

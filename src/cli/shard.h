@@ -13,8 +13,9 @@
  *     their --threads.
  *
  * Stage 0 starts at one agreed CLOCK_REALTIME instant, converted to each
- * process's CLOCK_MONOTONIC; every later stage starts when the process is
- * ready (its t0 line says when). Kept apart from run_opts.c like
+ * process's CLOCK_MONOTONIC; with --shard every later stage starts when the
+ * process is ready (its t0 line says when), under MPI at an instant rank 0
+ * broadcasts (cli/mpi.h). Kept apart from run_opts.c like
  * run_agents.h: run_opts.c splices the options in. */
 #ifndef IM_CLI_SHARD_H
 #define IM_CLI_SHARD_H

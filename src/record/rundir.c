@@ -224,7 +224,7 @@ static int read_samples(struct im_rundir_stage *s, const json_t *arr) {
 }
 
 /* One stages.jsonl event; -1 only when out of memory. */
-static int apply_event(struct im_rundir *rd, const json_t *ev) {
+int im_rundir_apply_event(struct im_rundir *rd, const json_t *ev) {
   const char *kind = json_string_value(json_object_get(ev, "event"));
   if (!kind)
     return 1;
@@ -316,7 +316,7 @@ static int read_stages(struct im_rundir *rd, const char *dir, char *err, size_t 
       goto out;
     }
     json_t *ev = e == IM_OK ? json_loadb(line, len, 0, NULL) : NULL;
-    int a = ev ? apply_event(rd, ev) : 1;
+    int a = ev ? im_rundir_apply_event(rd, ev) : 1;
     json_decref(ev);
     if (a < 0) {
       snprintf(err, errlen, "out of memory");

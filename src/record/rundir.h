@@ -109,6 +109,10 @@ struct im_rundir {
  * err (no manifest: not a run directory, or a file that does not parse). */
 int im_rundir_read(const char *dir, struct im_rundir *rd, char *err, size_t errlen);
 void im_rundir_free(struct im_rundir *rd);
+/* Applies one stages.jsonl event to rd, as im_rundir_read does line by
+ * line (rd zero-filled at first): 0, 1 when it is not an event (ignored),
+ * -1 out of memory. */
+int im_rundir_apply_event(struct im_rundir *rd, const json_t *ev);
 
 /* Writers, for `run`. Each returns 0, or -1 with errno set. */
 /* manifest.json (atomically), with analysis = the analysis configuration. */

@@ -8,22 +8,8 @@
 # incomplete. Skipped (77) without mpirun or without MPI in the build. The
 # latency comparison (medians within 20 %) is in timing_mpi.sh.
 . "$(dirname "$0")/lib.sh"
-command -v jq >/dev/null || exit 77
-if ! command -v mpirun >/dev/null; then
-  echo "test_mpi: skipped: no mpirun (Debian: openmpi-bin)" >&2
-  exit 77
-fi
-if ! ldd "$BIN" 2>/dev/null | grep -q libmpi; then
-  echo "test_mpi: skipped: $BIN was built without MPI (-DINFERMETER_MPI=ON)" >&2
-  exit 77
-fi
-# As root OpenMPI wants both; two ranks on two cores need --oversubscribe,
-# and the default binding to one core per rank would squeeze each rank's
-# threads onto one core. OpenMPI's own allocations are not ours to report.
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader
-export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
-MPIRUN=(timeout -k 5 120 mpirun --allow-run-as-root --oversubscribe --bind-to none)
-okrc() { [ "$1" -eq 0 ] || [ "$1" -eq 3 ]; }
+MPI_TEST=test_mpi
+. "$(dirname "$0")/mpi_lib.sh"
 
 start_server --time-scale 50
 COMMON=(--url "$BASE" --rate 40 --requests 80 --warmup 0s --grace 5s --input-len 256
@@ -76,18 +62,8 @@ check_eq "shards + merge = MPI: plan digest" "$(jq -r .manifest.merged.plan_dige
 "${MPIRUN[@]}" -np 2 "$BIN" run --url "$BASE" --rate 20 --duration 30s --warmup 0s --seed 5 \
   --output-len 8 --ignore-eos --yes --no-progress --quiet --out "$TMP/kill" >"$TMP/kill.out" 2>&1 &
 MP=$!
-pid=
-for _ in $(seq 300); do
-  if [ -s "$TMP/kill/rank-1/requests.jsonl" ] && [ -z "$pid" ]; then
-    for p in $(pgrep -f -- "--out $TMP/kill"); do
-      grep -qz '^OMPI_COMM_WORLD_RANK=1$' "/proc/$p/environ" 2>/dev/null && pid=$p
-    done
-  fi
-  [ -n "$pid" ] && break
-  sleep 0.1
-done
+pid=$(mpi_kill_when "$TMP/kill" 1 test -s "$TMP/kill/rank-1/requests.jsonl")
 check "found rank 1's process" test -n "$pid"
-[ -n "$pid" ] && kill -KILL "$pid"
 wait $MP
 rc=$?
 check "the job ends with a failure status when a rank dies ($rc)" test $rc -ne 0
