@@ -177,6 +177,11 @@ for c in $configs; do
   c5000_s1024) run_config "$c" 5000 1024 yes ;;
   c1000_s256_nomoe) run_config "$c" 1000 256 yes --no-moe-routing ;;
   c1000_s256_notruth) run_config "$c" 1000 256 no ;;
+  # serve --io (docs/serve.md "Output"): the default is io_uring where the
+  # kernel allows it; these force one or the other.
+  c1000_s256_write) run_config "$c" 1000 256 yes --io write ;;
+  c1000_s256_uring) run_config "$c" 1000 256 yes --io uring ;;
+  c1000_s256_x10_write) SC=10 run_config "$c" 1000 256 yes --io write ;;
   # Queued streams get ': keep-alive' every 2 s of simulated time, i.e. every
   # 2/SCALE s of wall time; this one shows what that costs at 5,000 streams.
   c5000_s256_ka) run_config "$c" 5000 256 yes --keepalive-interval 3600s ;;
