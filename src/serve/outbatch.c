@@ -1,6 +1,8 @@
 /* A step's output, gathered per connection (serve/outbatch.h). */
 #include "serve/outbatch.h"
 
+#include "core/grow.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,14 +34,8 @@ enum im_err im_outbatch_add(struct im_outbatch *b, void *owner, struct im_outref
                             const void *data, size_t len) {
   struct im_outslot *s = im_outbatch_slot_of(b, ref);
   bool extend = s && ref->slot == b->n - 1;
-  if (!extend && b->n == b->cap) {
-    uint32_t cap = b->cap ? b->cap * 2 : 256;
-    struct im_outslot *p = realloc(b->slot, cap * sizeof *p);
-    if (!p)
-      return IM_NOMEM;
-    b->slot = p;
-    b->cap = cap;
-  }
+  if (!extend && im_grow((void **)&b->slot, &b->cap, b->n, sizeof *b->slot, 256))
+    return IM_NOMEM;
   size_t off = b->arena.len;
   enum im_err err = im_buf_append(&b->arena, data, len);
   if (err)

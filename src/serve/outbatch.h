@@ -40,7 +40,8 @@ struct im_outref {
 struct im_outbatch {
   struct im_buf arena;
   struct im_outslot *slot;
-  uint32_t n, cap;
+  uint32_t n;
+  size_t cap;
   uint64_t gen;     /* bumped by each reset; 0 is never a live generation */
 };
 

@@ -8,6 +8,7 @@
 
 #include "im_version.h"
 #include "core/clock.h"
+#include "core/grow.h"
 #include "core/log.h"
 #include "serve/rope.h"
 #include "serve/server_int.h"
@@ -209,14 +210,8 @@ static void on_tokens(struct im_seq *seq, const char *text, size_t len, uint32_t
 /* Keeps a chunk gathered in this step for im__srv_chunks_sent. */
 static bool record_chunk(struct im_server *s, const struct stream *st, uint32_t index, uint32_t n,
                          int64_t deadline) {
-  if (s->n_chunks == s->chunks_cap) {
-    size_t cap = s->chunks_cap ? s->chunks_cap * 2 : 256;
-    struct sent_chunk *p = realloc(s->chunks, cap * sizeof *p);
-    if (!p)
-      return false;
-    s->chunks = p;
-    s->chunks_cap = cap;
-  }
+  if (im_grow((void **)&s->chunks, &s->chunks_cap, s->n_chunks, sizeof *s->chunks, 256))
+    return false;
   struct sent_chunk *k = &s->chunks[s->n_chunks++];
   *k = (struct sent_chunk){.slot = st->c->oref.slot, .index = index, .n = n, .deadline = deadline};
   if (s->cfg.truth_log)
