@@ -42,7 +42,7 @@ void im__srv_stream_send(struct stream *st, const char *data, size_t len) {
   }
   struct im_buf *f = &s->frame;
   im_buf_reset(f);
-  if (im_buf_printf(f, "%zx\r\n", len) || im_buf_append(f, data, len) ||
+  if (im_buf_put_hex(f, len) || im_buf_append(f, "\r\n", 2) || im_buf_append(f, data, len) ||
       im_buf_append(f, "\r\n", 2)) {
     im__srv_conn_fail(st->c);
     return;
