@@ -397,16 +397,27 @@ int im_cli_serve(int argc, char **argv) {
   im_raise_fd_limit();
 
   struct im_server *srv = NULL;
+  /* The 'listening on' line is printed inside im_server_new, and a script
+   * may stop the server as soon as it reads it: SIGINT and SIGTERM wait
+   * (blocked) until the handler can reach the server. */
+  sigset_t stop_sigs, old_mask;
+  sigemptyset(&stop_sigs);
+  sigaddset(&stop_sigs, SIGINT);
+  sigaddset(&stop_sigs, SIGTERM);
+  sigprocmask(SIG_BLOCK, &stop_sigs, &old_mask);
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
   if (im_server_new(&srv, &cfg) == IM_OK) {
     running_server = srv;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    sigprocmask(SIG_SETMASK, &old_mask, NULL);
     rc = im_server_run(srv) == IM_OK ? 0 : 1;
     running_server = NULL;
     im_server_free(srv);
+  } else {
+    sigprocmask(SIG_SETMASK, &old_mask, NULL);
   }
   if (truth)
     fclose(truth);
