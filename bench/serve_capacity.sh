@@ -7,7 +7,10 @@
 #   bench/serve_capacity.sh BUILD_DIR/infermeter [SECONDS]
 # Environment: SCALE (--time-scale, default 50), MAX_TOKENS (default 256),
 #   WARMUP (seconds after the ramp, default 2), CONFIGS (space-separated
-#   names from the list below, default all).
+#   names from the list below, default all), PRIO (a command prefix for the
+#   server and the client, e.g. "chrt -f 10" as root: real-time priority so
+#   that a shared machine's other work, in other cgroups, does not preempt
+#   them mid-step; default none).
 #
 # The server runs on CPU 0 (taskset -c 0), the load client (bench/sse_load.c,
 # built here) on CPU 1. Each configuration: start the server on port 0 and
@@ -28,6 +31,8 @@ secs=${2:-15}
 scale=${SCALE:-50}
 max_tokens=${MAX_TOKENS:-256}
 warmup=${WARMUP:-2}
+prio=()
+[ -n "${PRIO:-}" ] && read -r -a prio <<<"$PRIO"
 configs=${CONFIGS:-"c1000_s256 c5000_s256 c1000_s1024 c5000_s1024 c1000_s256_nomoe c1000_s256_notruth c5000_s256_ka c1000_s256_x10"}
 export LC_ALL=C
 
@@ -71,17 +76,22 @@ step_p50() {
       prev_le = le[i]; prev = d[i] } }'
 }
 
-# Lateness p50/p99/max (ms) of the chunks written in [t0, t1], and the p50 of
-# the engine's step period (distinct deadlines), from the truth log.
+# Lateness p50/p99/max (ms) of the chunks written in [t0, t1], the p50 of
+# the engine's step period (distinct deadlines), and the p99 of
+# write_done_ns - deadline_ns (when the syscall that carried the chunk had
+# returned: under --io uring the end of the step's whole submission), from
+# the truth log.
 truth_stats() {
   awk -F'[:,]' -v t0="$2" -v t1="$3" '
     /"type":"chunk"/ {
       # By key, not position: the record grows fields (write_done_ns).
       match($0, /"ns":[0-9]+/); ns = substr($0, RSTART + 5, RLENGTH - 5) + 0
       match($0, /"deadline_ns":[0-9]+/); dl = substr($0, RSTART + 14, RLENGTH - 14) + 0
+      match($0, /"write_done_ns":[0-9]+/); wd = substr($0, RSTART + 16, RLENGTH - 16) + 0
       if (ns < t0 || ns > t1) next
       lat = ns - dl; n++; if (lat > max) max = lat
       us = int(lat / 1000); if (lat < 0) us = -1; h[us]++
+      du = int((wd - dl) / 1000); if (wd < dl) du = -1; hd[du]++
       if (dl != pdl) { if (pdl) { sp = int((dl - pdl) / 1000); s[sp]++; ns_steps++ }; pdl = dl }
     }
     # Keys are whole microseconds: walk them in order from the smallest.
@@ -90,19 +100,19 @@ truth_stats() {
       acc = 0; for (k = lo; k <= hi; k++) if (k in arr) { acc += arr[k]; if (acc >= q * cnt) return k / 1000 }
       return hi / 1000 }
     END {
-      if (!n) { print "- - - -"; exit }
-      printf "%.3f %.3f %.3f %.3f\n", pct(h, n, 0.5), pct(h, n, 0.99), max / 1e6, ns_steps ? pct(s, ns_steps, 0.5) : -1 }' "$1"
+      if (!n) { print "- - - - -"; exit }
+      printf "%.3f %.3f %.3f %.3f %.3f\n", pct(h, n, 0.5), pct(h, n, 0.99), max / 1e6, ns_steps ? pct(s, ns_steps, 0.5) : -1, pct(hd, n, 0.99) }' "$1"
 }
 
 printf '# infermeter serve capacity: %s, time scale %s, max_tokens %s, %s s window after %s s warm-up\n' \
   "$("$bin" --version 2>/dev/null | head -1 || echo infermeter)" "$scale" "$max_tokens" "$secs" "$warmup"
 printf '# machine: %s CPUs, %s; server on CPU 0, client on CPU 1\n' "$(nproc)" \
   "$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)"
-printf '%-20s %6s %5s %5s %9s %9s %6s %9s %8s %8s %8s %8s %8s %8s %6s %5s\n' \
+printf '%-20s %6s %5s %5s %9s %9s %6s %9s %8s %8s %8s %8s %8s %8s %6s %5s %8s\n' \
   config streams seqs scale tok/s metr_tok/s srvcpu tok/cpu-s late_p50 late_p99 late_max \
-  step_p50 period50 ka/s errors clcpu
-printf '%-20s %6s %5s %5s %9s %9s %6s %9s %8s %8s %8s %8s %8s %8s %6s %5s\n' \
-  "" "" "" "" "(client)" "(/metrics)" "cpu/s" "" ms ms ms "ms(hist)" "ms(log)" "" "" "cpu/s"
+  step_p50 period50 ka/s errors clcpu done_p99
+printf '%-20s %6s %5s %5s %9s %9s %6s %9s %8s %8s %8s %8s %8s %8s %6s %5s %8s\n' \
+  "" "" "" "" "(client)" "(/metrics)" "cpu/s" "" ms ms ms "ms(hist)" "ms(log)" "" "" "cpu/s" ms
 
 run_config() {
   local name=$1 streams=$2 seqs=$3 truth=$4 scale=${SC:-$scale}
@@ -113,7 +123,7 @@ run_config() {
   rm -f "$tmp/srv.fifo" "$tmp/cli.fifo" "$tmp/truth.jsonl"
   mkfifo "$tmp/srv.fifo" "$tmp/cli.fifo"
 
-  taskset -c 0 "$bin" serve --port 0 --time-scale "$scale" --max-num-seqs "$seqs" \
+  "${prio[@]}" taskset -c 0 "$bin" serve --port 0 --time-scale "$scale" --max-num-seqs "$seqs" \
     "${truth_args[@]}" "${extra[@]}" >"$tmp/srv.fifo" 2>"$tmp/srv.err" &
   spid=$!
   exec 3<"$tmp/srv.fifo"
@@ -124,7 +134,7 @@ run_config() {
   fi
   port=${BASH_REMATCH[1]}
 
-  taskset -c 1 "$tmp/sse_load" -p "$port" -c "$streams" -d "$secs" -w "$warmup" -t "$max_tokens" \
+  "${prio[@]}" taskset -c 1 "$tmp/sse_load" -p "$port" -c "$streams" -d "$secs" -w "$warmup" -t "$max_tokens" \
     -T 1 >"$tmp/cli.json" 2>"$tmp/cli.fifo" &
   cpid=$!
   exec 4<"$tmp/cli.fifo"
@@ -157,16 +167,16 @@ run_config() {
   metr_tps=$(awk -v a="${m0%% *}" -v b="${m1%% *}" -v w="$wall_s" 'BEGIN {printf "%.0f", (b - a) / w}')
   tpc=$(awk -v t="$metr_tps" -v c="$srv_cpu" 'BEGIN {printf "%.0f", (c > 0 ? t / c : 0)}')
   step=$(step_p50 "$m0" "$m1")
-  if [ "$truth" = yes ]; then late=$(truth_stats "$tmp/truth.jsonl" "$ws" "$we"); else late="- - - -"; fi
-  read -r lp50 lp99 lmax period <<<"$late"
+  if [ "$truth" = yes ]; then late=$(truth_stats "$tmp/truth.jsonl" "$ws" "$we"); else late="- - - - -"; fi
+  read -r lp50 lp99 lmax period ldone <<<"$late"
   if [ "$rc" -ne 0 ] && [ "$rc" -ne 143 ]; then
     echo "$name: SERVER CRASHED (exit status $rc) $when; the window's figures are" \
       "complete; server stderr: $(tail -3 "$tmp/srv.err")" >&2
     name="$name!CRASH"
   fi
-  printf '%-20s %6s %5s %5s %9.0f %9s %6s %9s %8s %8s %8s %8s %8s %8.0f %6s %5s\n' \
+  printf '%-20s %6s %5s %5s %9.0f %9s %6s %9s %8s %8s %8s %8s %8s %8.0f %6s %5s %8s\n' \
     "$name" "$streams" "$seqs" "$scale" "$tps" "$metr_tps" "$srv_cpu" "$tpc" "$lp50" "$lp99" "$lmax" \
-    "$step" "$period" "$(awk -v k="$ka" -v s="$secs" 'BEGIN {print k / s}')" "$errs" "$clcpu"
+    "$step" "$period" "$(awk -v k="$ka" -v s="$secs" 'BEGIN {print k / s}')" "$errs" "$clcpu" "$ldone"
 }
 
 for c in $configs; do
@@ -177,6 +187,14 @@ for c in $configs; do
   c5000_s1024) run_config "$c" 5000 1024 yes ;;
   c1000_s256_nomoe) run_config "$c" 1000 256 yes --no-moe-routing ;;
   c1000_s256_notruth) run_config "$c" 1000 256 no ;;
+  # serve --io (docs/serve.md "Output"): the default is io_uring where the
+  # kernel allows it; these force one or the other.
+  c1000_s256_write) run_config "$c" 1000 256 yes --io write ;;
+  c1000_s256_uring) run_config "$c" 1000 256 yes --io uring ;;
+  c1000_s256_x10_write) SC=10 run_config "$c" 1000 256 yes --io write ;;
+  # At time scale 4 the server's core is about 45 % busy.
+  c1000_s256_x4) SC=4 run_config "$c" 1000 256 yes ;;
+  c1000_s256_x4_write) SC=4 run_config "$c" 1000 256 yes --io write ;;
   # Queued streams get ': keep-alive' every 2 s of simulated time, i.e. every
   # 2/SCALE s of wall time; this one shows what that costs at 5,000 streams.
   c5000_s256_ka) run_config "$c" 5000 256 yes --keepalive-interval 3600s ;;

@@ -56,6 +56,9 @@ reviewed=(
   # GPL-2" without a stanza for lib/et (upstream e2fsprogs states lib/et
   # and lib/ss are MIT-style).
   '^libcom-err2$ ~~ MIT-style (MIT SIPB), e2fsprogs lib/et ~~ Upstream-Name: e2fsprogs'
+  # liburing (serve --io uring): MIT; the file is DEP-5 but puts the Files
+  # value on a continuation line, which the stanza reader does not follow.
+  '^liburing2$ ~~ MIT ~~ Files: \* Copyright: Copyright .{1,3} 2019-2022 Jens Axboe <axboe@kernel\.dk> License: MIT'
   # MIT Kerberos: BSD-style licence.
   '^(libgssapi-krb5-2|libkrb5-3|libk5crypto3|libkrb5support0)$ ~~ MIT Kerberos (BSD-style) ~~ by the Massachusetts Institute of Technology\. All rights reserved\. Redistribution and use in source and binary forms'
   # Open MPI (-DINFERMETER_MPI): its own code BSD-3-clause; bundled pieces

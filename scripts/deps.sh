@@ -9,7 +9,7 @@ what=${1:-test}
 # (scripts/gen-cli-docs.py); man-db, groff-base, dpkg-dev and zsh check
 # them and the Debian package (tests/cli/). Open MPI (tests/e2e/test_mpi.sh):
 # the build links it when found (-DINFERMETER_MPI), so `make test` installs it.
-build_pkgs=(gcc make cmake pkg-config libuv1-dev libjansson-dev libcurl4-openssl-dev libpcre2-dev libsqlite3-dev python3)
+build_pkgs=(gcc make cmake pkg-config libuv1-dev liburing-dev libjansson-dev libcurl4-openssl-dev libpcre2-dev libsqlite3-dev python3)
 test_pkgs=(clang libclang-rt-dev curl jq iproute2 prometheus prometheus-pushgateway chromium man-db groff-base dpkg-dev zsh
            nghttp2-proxy openssl tinyproxy libopenmpi-dev openmpi-bin)
 

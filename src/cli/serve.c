@@ -45,6 +45,11 @@ static void usage(FILE *out) {
 "                               first line is then 'listening on unix:PATH')\n"
 "  --api-key-file FILE          require 'Authorization: Bearer KEY' (KEY: the file's first\n"
 "                               line) on /v1/ paths, else 401, as vLLM's --api-key\n"
+"  --io MODE                    how each engine step's output is sent: uring (one\n"
+"                               io_uring submission per step), write (one write() per\n"
+"                               connection per step) or auto (default: uring when the\n"
+"                               kernel allows it, else write); the second stdout line\n"
+"                               says which\n"
 "\n");
   fprintf(out,
 "Engine (vLLM's names where they exist):\n"
@@ -123,7 +128,7 @@ enum {
   O_HOST = 256, O_PORT, O_PROFILE, O_MODEL, O_SEED, O_SCALE, O_TRUTH, O_FAULT, O_SEQS, O_BATCHED,
   O_BLOCK, O_KVBLOCKS, O_GPUMEM, O_MAXLEN, O_PREFIX, O_NOPREFIX, O_MTP, O_MTPACC, O_NOMOE,
   O_RLOG, O_RDETAIL, O_MOEZIPF, O_MOEHOT, O_MOEDRIFT, O_REASONING, O_DIALECT, O_MAXBODY, O_MAXHDR, O_IDLE, O_KA, O_MAXCONN, O_RATE,
-  O_LIST, O_QUIET, O_LOGLEVEL, O_TOKENIZER, O_APIKEY, O_UNIX
+  O_LIST, O_QUIET, O_LOGLEVEL, O_TOKENIZER, O_APIKEY, O_UNIX, O_IO
 };
 
 static const struct option options[] = {
@@ -165,6 +170,7 @@ static const struct option options[] = {
     {"log-level", required_argument, 0, O_LOGLEVEL},
     {"api-key-file", required_argument, 0, O_APIKEY},
     {"unix-socket", required_argument, 0, O_UNIX},
+    {"io", required_argument, 0, O_IO},
     IM_SERVE_AGENT_OPTIONS,
     {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0},
@@ -306,6 +312,18 @@ static int apply_option(int opt, const char *arg, struct im_server_config *cfg,
     }
     return 0;
   case O_QUIET: cfg->quiet = true; return 0;
+  case O_IO:
+    if (!strcmp(arg, "auto"))
+      cfg->io = IM_SERVE_IO_AUTO;
+    else if (!strcmp(arg, "uring"))
+      cfg->io = IM_SERVE_IO_URING;
+    else if (!strcmp(arg, "write"))
+      cfg->io = IM_SERVE_IO_WRITE;
+    else {
+      fprintf(stderr, "infermeter serve: --io: expected auto, uring or write, not '%s'\n", arg);
+      return -1;
+    }
+    return 0;
   case O_UNIX:
     if (!*arg || strlen(arg) >= 108) { /* sun_path's size on Linux */
       fprintf(stderr, "infermeter serve: --unix-socket: a path of 1 to 107 bytes\n");
@@ -379,16 +397,27 @@ int im_cli_serve(int argc, char **argv) {
   im_raise_fd_limit();
 
   struct im_server *srv = NULL;
+  /* The 'listening on' line is printed inside im_server_new, and a script
+   * may stop the server as soon as it reads it: SIGINT and SIGTERM wait
+   * (blocked) until the handler can reach the server. */
+  sigset_t stop_sigs, old_mask;
+  sigemptyset(&stop_sigs);
+  sigaddset(&stop_sigs, SIGINT);
+  sigaddset(&stop_sigs, SIGTERM);
+  sigprocmask(SIG_BLOCK, &stop_sigs, &old_mask);
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
   if (im_server_new(&srv, &cfg) == IM_OK) {
     running_server = srv;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    sigprocmask(SIG_SETMASK, &old_mask, NULL);
     rc = im_server_run(srv) == IM_OK ? 0 : 1;
     running_server = NULL;
     im_server_free(srv);
+  } else {
+    sigprocmask(SIG_SETMASK, &old_mask, NULL);
   }
   if (truth)
     fclose(truth);

@@ -69,6 +69,31 @@ enum im_err im_buf_vprintf(struct im_buf *b, const char *fmt, va_list ap) {
   return IM_OK;
 }
 
+/* Digits of u in base 10 or 16, most significant first, into the end of
+ * tmp[24]; returns the first. */
+static char *digits(char *end, uint64_t u, unsigned base) {
+  char *p = end;
+  do {
+    *--p = "0123456789abcdef"[u % base];
+    u /= base;
+  } while (u);
+  return p;
+}
+
+enum im_err im_buf_put_i64(struct im_buf *b, int64_t v) {
+  char tmp[24];
+  char *p = digits(tmp + sizeof tmp, v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v, 10);
+  if (v < 0)
+    *--p = '-';
+  return im_buf_append(b, p, (size_t)(tmp + sizeof tmp - p));
+}
+
+enum im_err im_buf_put_hex(struct im_buf *b, uint64_t v) {
+  char tmp[24];
+  char *p = digits(tmp + sizeof tmp, v, 16);
+  return im_buf_append(b, p, (size_t)(tmp + sizeof tmp - p));
+}
+
 enum im_err im_buf_printf(struct im_buf *b, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);

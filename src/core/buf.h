@@ -10,6 +10,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/err.h"
 
@@ -32,6 +33,10 @@ enum im_err im_buf_puts(struct im_buf *b, const char *s) IM_WUR;
 enum im_err im_buf_printf(struct im_buf *b, const char *fmt, ...) IM_WUR
     __attribute__((format(printf, 2, 3)));
 enum im_err im_buf_vprintf(struct im_buf *b, const char *fmt, va_list ap) IM_WUR;
+/* Appends v in decimal / in lowercase hexadecimal without a prefix (what
+ * "%" PRId64 and "%" PRIx64 print, without printf's cost on hot paths). */
+enum im_err im_buf_put_i64(struct im_buf *b, int64_t v) IM_WUR;
+enum im_err im_buf_put_hex(struct im_buf *b, uint64_t v) IM_WUR;
 /* Appends s as the inside of a JSON string (no quotes), escaping as RFC 8259
  * requires; invalid UTF-8 bytes become U+FFFD. */
 enum im_err im_buf_json_escape(struct im_buf *b, const char *s, size_t len) IM_WUR;

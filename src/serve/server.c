@@ -80,7 +80,10 @@ static void on_engine_timer(uv_poll_t *h, int status, int events) {
   if (read(s->tfd, &expirations, sizeof expirations) < 0 && errno != EAGAIN)
     im_warn("timerfd read: %s", strerror(errno));
   s->armed_at = -2;
+  s->batching = true;
   im_engine_tick(s->engine, im_now_ns());
+  s->batching = false;
+  im__srv_flush(s); /* what start_step wrote (im__srv_on_step sent the rest) */
   run_ready(s);
   im__srv_arm_engine(s);
 }
@@ -118,10 +121,22 @@ static void start_write(struct conn *c) {
   c->writing = true;
 }
 
-/* Queues bytes for the client: written at once when the socket takes them,
- * else kept (up to max_output_backlog; a client that reads slower than the
- * engine writes is dropped, as vLLM's server would eventually time out). */
-void im__srv_conn_write(struct conn *c, const char *data, size_t len) {
+/* Keeps bytes the socket did not take (up to max_output_backlog; a client
+ * that reads slower than the engine writes is dropped, as vLLM's server
+ * would eventually time out) and has libuv write them when it can. */
+static void conn_queue(struct conn *c, const char *data, size_t len) {
+  if (c->pending.len + len > c->srv->cfg.max_output_backlog ||
+      im_buf_append(&c->pending, data, len)) {
+    c->srv->metrics.truncated_backlog++;
+    im__srv_conn_fail(c);
+    return;
+  }
+  if (!c->writing)
+    start_write(c);
+}
+
+/* Writes at once when the socket takes the bytes, else queues them. */
+static void conn_write_now(struct conn *c, const char *data, size_t len) {
   if (c->closing || c->failing || !len)
     return;
   if (!c->writing && !c->pending.len) {
@@ -138,14 +153,116 @@ void im__srv_conn_write(struct conn *c, const char *data, size_t len) {
     data += r;
     len -= (size_t)r;
   }
-  if (c->pending.len + len > c->srv->cfg.max_output_backlog ||
-      im_buf_append(&c->pending, data, len)) {
-    c->srv->metrics.truncated_backlog++;
-    im__srv_conn_fail(c);
+  conn_queue(c, data, len);
+}
+
+/* Sends the connection's bytes gathered in this engine step now (before a
+ * close, or when its bytes would otherwise be out of order). */
+void im__srv_conn_flush(struct conn *c) {
+  struct im_server *s = c->srv;
+  struct im_outslot *sl = im_outbatch_slot_of(&s->ob, &c->oref);
+  if (!sl)
     return;
+  sl->flushed = true;
+  sl->ns = im_now_ns();
+  conn_write_now(c, im_outbatch_data(&s->ob, sl), sl->len);
+  sl->done_ns = im_now_ns();
+}
+
+/* Queues bytes for the client. Inside an engine step they are gathered per
+ * connection and sent when the step's callbacks are done (im__srv_flush);
+ * otherwise written at once when the socket takes them. */
+void im__srv_conn_write(struct conn *c, const char *data, size_t len) {
+  if (c->closing || c->failing || !len)
+    return;
+  struct im_server *s = c->srv;
+  if (s->batching) {
+    /* One unsent slot per connection: a partial send of an earlier one
+     * must not let a later one overtake it. */
+    struct im_outslot *sl = im_outbatch_slot_of(&s->ob, &c->oref);
+    if (sl && c->oref.slot != s->ob.n - 1)
+      im__srv_conn_flush(c);
+    if (c->closing || c->failing)
+      return;
+    if (!c->writing && !c->pending.len) {
+      if (im_outbatch_add(&s->ob, c, &c->oref, data, len) == IM_OK)
+        return;
+      im__srv_conn_flush(c);
+    }
   }
-  if (!c->writing)
-    start_write(c);
+  conn_write_now(c, data, len);
+}
+
+/* serve --io uring: every gathered slot in one submission (or as few as the
+ * ring allows). Slots it could not submit are left to im__srv_flush. */
+static void send_uring(struct im_server *s) {
+  struct im_outbatch *b = &s->ob;
+  if (s->sends_cap < b->n) {
+    struct im_uring_send *p = realloc(s->sends, b->n * sizeof *p);
+    uint32_t *q = realloc(s->send_slot, b->n * sizeof *q);
+    if (p)
+      s->sends = p;
+    if (q)
+      s->send_slot = q;
+    if (!p || !q)
+      return; /* im__srv_flush writes them */
+    s->sends_cap = b->n;
+  }
+  size_t n = 0;
+  for (uint32_t i = 0; i < b->n; i++) {
+    struct im_outslot *sl = &b->slot[i];
+    struct conn *c = sl->owner;
+    int fd;
+    if (sl->flushed || c->closing || c->failing ||
+        uv_fileno((uv_handle_t *)&c->tcp, &fd) < 0)
+      continue;
+    s->sends[n] = (struct im_uring_send){.fd = fd, .data = im_outbatch_data(b, sl), .len = sl->len};
+    s->send_slot[n++] = i;
+  }
+  if (!n)
+    return;
+  enum im_err err = im_uring_send_all(s->uring, s->sends, n);
+  for (size_t j = 0; j < n; j++) {
+    struct im_uring_send *v = &s->sends[j];
+    if (!v->ns)
+      continue; /* not submitted */
+    struct im_outslot *sl = &b->slot[s->send_slot[j]];
+    struct conn *c = sl->owner;
+    sl->flushed = true;
+    sl->ns = v->ns;
+    sl->done_ns = v->done_ns;
+    int res = v->res == -EAGAIN ? 0 : v->res;
+    if (res < 0)
+      im__srv_conn_fail(c);
+    else if ((size_t)res < sl->len)
+      conn_queue(c, (const char *)v->data + res, sl->len - (size_t)res);
+  }
+  if (err) {
+    im_warn("serve: io_uring submission failed; writing with write() from now on");
+    im_uring_close(s->uring);
+    s->uring = NULL;
+  }
+}
+
+/* Sends what the engine step gathered (from im__srv_on_step, at the end of
+ * the step's callbacks, before the next step's scheduling and MoE routing
+ * run; and after im_engine_tick for anything written since), then records its chunks (truth log,
+ * lateness histogram) with the instants of the sends that carried them. */
+void im__srv_flush(struct im_server *s) {
+  struct im_outbatch *b = &s->ob;
+  if (s->uring && b->n)
+    send_uring(s);
+  for (uint32_t i = 0; i < b->n; i++) {
+    struct im_outslot *sl = &b->slot[i];
+    if (sl->flushed)
+      continue;
+    sl->flushed = true;
+    sl->ns = im_now_ns();
+    conn_write_now(sl->owner, im_outbatch_data(b, sl), sl->len);
+    sl->done_ns = im_now_ns();
+  }
+  im__srv_chunks_sent(s);
+  im_outbatch_reset(b);
 }
 
 /* Called after the last byte of a response is queued. */
@@ -420,6 +537,7 @@ static void on_shutdown(uv_shutdown_t *req, int status) {
 void im__srv_conn_close(struct conn *c) {
   if (c->closing || c->failing)
     return;
+  im__srv_conn_flush(c); /* this step's bytes first (uv_shutdown waits for writes) */
   detach_stream(c);
   if (c->draining)
     return;
@@ -632,6 +750,19 @@ enum im_err im_server_new(struct im_server **out, const struct im_server_config 
   im_rng_seed(&s->rng, im_mix64(cfg->engine.seed ^ 0x5e12e7ULL));
   im_buf_init(&s->scratch, IM_SERVE_OUT_MAX);
   im_buf_init(&s->frame, IM_SERVE_OUT_MAX);
+  im_outbatch_init(&s->ob, IM_SERVE_OUT_MAX);
+  if (cfg->io != IM_SERVE_IO_WRITE) {
+    char why[160];
+    err = im_uring_open(&s->uring, 1024, why, sizeof why);
+    if (err == IM_NOMEM)
+      goto fail;
+    if (err && cfg->io == IM_SERVE_IO_URING) {
+      im_error("--io uring: io_uring is not available (%s); use --io write or auto", why);
+      goto fail;
+    }
+    if (err)
+      im_info("serve: io_uring not available (%s): writing with write()", why);
+  }
   if ((err = im_sim_metrics_init(&s->metrics)))
     goto fail;
   if (s->cfg.lora.n && (err = im_lora_new(&s->lora, &s->cfg.lora)))
@@ -698,6 +829,12 @@ enum im_err im_server_new(struct im_server **out, const struct im_server_config 
            strchr(cfg->host, ':') ? "]" : "", s->port);
     fflush(stdout);
   }
+  if (!cfg->quiet) {
+    /* The second line: how output is sent (serve --io). */
+    printf("output: %s\n", s->uring ? "io_uring, one submission per engine step"
+                                    : "write(), one per connection per engine step");
+    fflush(stdout);
+  }
   *out = s;
   return IM_OK;
 fail:
@@ -706,6 +843,8 @@ fail:
 }
 
 int im_server_port(const struct im_server *s) { return s->port; }
+
+const char *im_server_io(const struct im_server *s) { return s->uring ? "uring" : "write"; }
 
 enum im_err im_server_run(struct im_server *s) {
   uv_run(&s->loop, UV_RUN_DEFAULT);
@@ -732,6 +871,11 @@ void im_server_free(struct im_server *s) {
   im_sim_metrics_cleanup(&s->metrics);
   im_buf_cleanup(&s->scratch);
   im_buf_cleanup(&s->frame);
+  im_outbatch_cleanup(&s->ob);
+  im_uring_close(s->uring);
+  free(s->sends);
+  free(s->send_slot);
+  free(s->chunks);
   free(s->faults);
   free(s);
 }

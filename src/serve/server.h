@@ -33,6 +33,12 @@
 #include "serve/engine.h"
 #include "serve/fault.h"
 
+/* How an engine step's output reaches the sockets (serve --io; docs/serve.md
+ * "Output"): gathered per connection during the step, then sent by one
+ * io_uring submission (URING), or one write() per connection (WRITE). AUTO
+ * takes io_uring when the build and the kernel allow it, else write(). */
+enum im_serve_io { IM_SERVE_IO_AUTO, IM_SERVE_IO_URING, IM_SERVE_IO_WRITE };
+
 struct im_server_config {
   const char *host;              /* "127.0.0.1" */
   int port;                      /* 8000; 0 = any free port */
@@ -63,6 +69,7 @@ struct im_server_config {
   const char *unix_socket;       /* listen on this unix socket path instead of
                                     host:port (a stale socket file is replaced;
                                     the file is removed at exit); NULL: TCP */
+  enum im_serve_io io;           /* AUTO */
   const char *api_key;           /* borrowed: requests to /v1/... need the header
                                     "Authorization: Bearer <api_key>", else 401
                                     (vLLM's --api-key); NULL: no check */
@@ -75,6 +82,8 @@ struct im_server;
 /* Creates the server and its engine, binds and listens. Errors are logged
  * with their reason (address in use, bad host...). */
 enum im_err im_server_new(struct im_server **out, const struct im_server_config *cfg) IM_WUR;
+/* "uring" or "write": how output is sent now (see enum im_serve_io). */
+const char *im_server_io(const struct im_server *s);
 /* The bound port (useful with port 0). */
 int im_server_port(const struct im_server *s);
 /* Runs the loop until stopped. Returns IM_OK after a stop. */

@@ -8,6 +8,7 @@
 
 #include "im_version.h"
 #include "core/clock.h"
+#include "core/grow.h"
 #include "core/log.h"
 #include "serve/rope.h"
 #include "serve/server_int.h"
@@ -41,7 +42,7 @@ void im__srv_stream_send(struct stream *st, const char *data, size_t len) {
   }
   struct im_buf *f = &s->frame;
   im_buf_reset(f);
-  if (im_buf_printf(f, "%zx\r\n", len) || im_buf_append(f, data, len) ||
+  if (im_buf_put_hex(f, len) || im_buf_append(f, "\r\n", 2) || im_buf_append(f, data, len) ||
       im_buf_append(f, "\r\n", 2)) {
     im__srv_conn_fail(st->c);
     return;
@@ -63,6 +64,7 @@ static bool stream_faults(struct stream *st) {
   struct conn *c = st->c;
   if (st->plan.reset_after >= 0 && n >= st->plan.reset_after) {
     s->metrics.faults[IM_FAULT_RESET]++;
+    im__srv_conn_flush(c); /* what this step wrote goes before the reset */
     im_engine_abort(s->engine, st->seq);
     im__srv_stream_free(st);
     if (!c->closing && !c->failing) {
@@ -124,11 +126,14 @@ static char *put_lit(char *p, const char *s, size_t n) {
 
 #define PUT_LIT(p, s) put_lit((p), (s), sizeof(s) - 1)
 
-static void truth_chunk(struct im_server *s, const struct stream *st, uint32_t index, uint32_t n,
+static bool record_chunk(struct im_server *s, const struct stream *st, uint32_t index, uint32_t n,
+                         int64_t deadline);
+
+static void truth_chunk(struct im_server *s, const char *id, uint32_t index, uint32_t n,
                         int64_t t_write, int64_t t_done, int64_t deadline) {
   char line[256];
   char *p = PUT_LIT(line, "{\"type\":\"chunk\",\"id\":\"");
-  p = put_lit(p, st->req_id, strlen(st->req_id)); /* <= 95 bytes, JSON-safe (copy_request_id) */
+  p = put_lit(p, id, strlen(id)); /* <= 95 bytes, JSON-safe (copy_request_id) */
   p = PUT_LIT(p, "\",\"index\":");
   p = put_i64(p, index);
   p = PUT_LIT(p, ",\"tokens\":");
@@ -181,15 +186,52 @@ static void on_tokens(struct im_seq *seq, const char *text, size_t len, uint32_t
     im__srv_conn_fail(st->c);
     return;
   }
-  /* The write's start is when the bytes reach the kernel (on loopback the
-   * peer may read them before write() returns); its end bounds it. */
-  int64_t t_write = im_now_ns();
+  /* Inside an engine step the bytes are gathered and sent at its end: the
+   * chunk is recorded then, with the instants of the send that carried it
+   * (im__srv_chunks_sent). Otherwise (a connection with a backlog, or outside
+   * a step) the write's start is when the bytes reach the kernel (on
+   * loopback the peer may read them before write() returns); its end
+   * bounds it. */
+  int64_t t_write = s->batching ? 0 : im_now_ns();
   im__srv_stream_send(st, b->data, b->len);
+  if (s->batching && im_outbatch_slot_of(&s->ob, &st->c->oref) && record_chunk(s, st, index, n, deadline)) {
+    stream_faults(st);
+    return;
+  }
+  if (!t_write)
+    t_write = im_now_ns();
   int64_t t_done = im_now_ns();
   im_prom_hist_observe(&s->metrics.hist[IM_H_LATENESS], (double)(t_write - deadline) * 1e-9);
   if (s->cfg.truth_log)
-    truth_chunk(s, st, index, n, t_write, t_done, deadline);
+    truth_chunk(s, st->req_id, index, n, t_write, t_done, deadline);
   stream_faults(st);
+}
+
+/* Keeps a chunk gathered in this step for im__srv_chunks_sent. */
+static bool record_chunk(struct im_server *s, const struct stream *st, uint32_t index, uint32_t n,
+                         int64_t deadline) {
+  if (im_grow((void **)&s->chunks, &s->chunks_cap, s->n_chunks, sizeof *s->chunks, 256))
+    return false;
+  struct sent_chunk *k = &s->chunks[s->n_chunks++];
+  *k = (struct sent_chunk){.slot = st->c->oref.slot, .index = index, .n = n, .deadline = deadline};
+  if (s->cfg.truth_log)
+    memcpy(k->id, st->req_id, sizeof k->id); /* both 96 bytes, NUL-terminated */
+  return true;
+}
+
+/* The step's output is sent: each chunk's lateness and truth record, with
+ * ns = just before the syscall that carried its bytes (the io_uring_enter of
+ * the whole step under --io uring, the connection's write() otherwise) and
+ * write_done_ns = when that syscall returned. */
+void im__srv_chunks_sent(struct im_server *s) {
+  for (size_t i = 0; i < s->n_chunks; i++) {
+    const struct sent_chunk *k = &s->chunks[i];
+    const struct im_outslot *sl = &s->ob.slot[k->slot];
+    im_prom_hist_observe(&s->metrics.hist[IM_H_LATENESS], (double)(sl->ns - k->deadline) * 1e-9);
+    if (s->cfg.truth_log)
+      truth_chunk(s, k->id, k->index, k->n, sl->ns, sl->done_ns, k->deadline);
+  }
+  s->n_chunks = 0;
 }
 
 static void on_finish(struct im_seq *seq, enum im_finish why) {
@@ -524,6 +566,8 @@ void im__srv_on_step(void *ctx, const struct im_step_cost *cost, double wall_s,
   (void)n_tokens;
   struct im_server *s = ctx;
   im_prom_hist_observe(&s->metrics.hist[IM_H_STEP], wall_s);
+  if (s->batching)
+    im__srv_flush(s); /* the step's tokens leave before the next step is planned */
 }
 
 /* Answers 200 with the JSON in b (500 when building it failed); frees b. */
@@ -596,6 +640,16 @@ static enum im_err profile_metrics(const struct im_server *s, struct im_buf *b) 
   return im_buf_append(b, t, (size_t)n);
 }
 
+/* serve --io: how the engine steps' output is sent now. */
+static enum im_err output_metrics(const struct im_server *s, struct im_buf *b) {
+  return im_buf_printf(b,
+                       "# HELP infermeter_sim_output_io_info How each engine step's output is sent "
+                       "(serve --io): one io_uring submission, or write() per connection.\n"
+                       "# TYPE infermeter_sim_output_io_info gauge\n"
+                       "infermeter_sim_output_io_info{io=\"%s\"} 1\n",
+                       im_server_io(s));
+}
+
 static void handle_profile(struct conn *c, bool start) {
   struct im_server *s = c->srv;
   if (start)
@@ -648,7 +702,7 @@ static void handle_metrics(struct conn *c) {
   im_buf_init(&b, 4u << 20);
   if (im_sim_metrics_write(&b, &s->metrics, s->engine, s->model, s->cfg.engine.time_scale,
                            s->cfg.engine.prefix_caching) ||
-      lora_metrics(s, &b) || profile_metrics(s, &b)) {
+      lora_metrics(s, &b) || profile_metrics(s, &b) || output_metrics(s, &b)) {
     im_buf_cleanup(&b);
     im__srv_respond_error(c, 500, "metrics page too large", NULL);
     return;

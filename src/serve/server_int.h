@@ -15,9 +15,11 @@
 #include "serve/engine.h"
 #include "serve/fault.h"
 #include "serve/http.h"
+#include "serve/outbatch.h"
 #include "proto/oai_encode.h"
 #include "serve/server.h"
 #include "serve/sim_metrics.h"
+#include "serve/uring.h"
 
 /* Bytes one connection may have waiting to be written (a client that does
  * not read is cut off there), and the cap of the server's scratch buffers:
@@ -48,6 +50,16 @@ struct conn {
   bool writing, closing, draining, close_after_write, shut;
   int64_t last_activity, drain_since;
   uint32_t n_requests;          /* requests begun on this connection */
+  struct im_outref oref;        /* its bytes gathered in this engine step */
+};
+
+/* A chunk written during an engine step, recorded (truth log, lateness
+ * histogram) once the step's output is sent (im__srv_chunks_sent). */
+struct sent_chunk {
+  uint32_t slot;                /* in the server's outbatch */
+  uint32_t index, n;
+  int64_t deadline;
+  char id[96];                  /* the request's id (truth log only) */
 };
 
 struct stream {
@@ -106,6 +118,16 @@ struct im_server {
   bool stopping;
   bool bound_unix;              /* the unix socket file is ours to remove */
   struct im_buf scratch, frame;
+  /* Output (serve --io): an engine step's writes, gathered and sent at its
+   * end, by io_uring when uring is not NULL, else write() per connection. */
+  struct im_outbatch ob;
+  bool batching;                /* inside im_engine_tick */
+  struct im_uring *uring;
+  struct im_uring_send *sends;
+  uint32_t *send_slot;
+  size_t sends_cap;
+  struct sent_chunk *chunks;    /* this step's, until sent */
+  size_t n_chunks, chunks_cap;
   char readbuf[65536];
 };
 
@@ -113,6 +135,8 @@ struct im_server {
 int64_t im__srv_sim_now(const struct im_server *s, int64_t now);
 void im__srv_arm_engine(struct im_server *s);
 void im__srv_conn_write(struct conn *c, const char *data, size_t len);
+void im__srv_conn_flush(struct conn *c);
+void im__srv_flush(struct im_server *s);
 void im__srv_response_done(struct conn *c);
 bool im__srv_decide_keep_alive(struct conn *c);
 void im__srv_respond(struct conn *c, int status, const char *ctype, const char *body, size_t len,
@@ -127,6 +151,7 @@ void im__srv_on_conn_closed(uv_handle_t *h); /* frees the connection */
 void im__srv_handle_request(struct conn *c);
 void im__srv_stream_free(struct stream *st);
 void im__srv_stream_send(struct stream *st, const char *data, size_t len);
+void im__srv_chunks_sent(struct im_server *s);
 void im__srv_on_request_end(void *ctx, const struct im_seq *seq, enum im_finish why);
 void im__srv_on_step(void *ctx, const struct im_step_cost *cost, double wall_s,
                      const struct im_moe_step_stats *moe, uint32_t n_seqs, uint32_t n_tokens);

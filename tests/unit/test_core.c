@@ -1,4 +1,7 @@
+#include <inttypes.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "check.h"
 #include "core/buf.h"
@@ -102,9 +105,30 @@ static void test_err(void) {
   CHECK_STR(im_strerror((enum im_err)999), "unknown error");
 }
 
+/* im_buf_put_i64 / im_buf_put_hex print what printf does. */
+static void test_buf_put_int(void) {
+  static const int64_t v[] = {0, 1, 9, 10, 255, 4096, -1, -10, 1796193630, INT64_MAX, INT64_MIN};
+  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+    struct im_buf b;
+    char want[64];
+    im_buf_init(&b, 64);
+    CHECK_OK(im_buf_put_i64(&b, v[i]));
+    CHECK_OK(im_buf_puts(&b, "|"));
+    CHECK_OK(im_buf_put_hex(&b, (uint64_t)v[i]));
+    snprintf(want, sizeof want, "%" PRId64 "|%" PRIx64, v[i], (uint64_t)v[i]);
+    CHECK(!strcmp(b.data, want));
+    im_buf_cleanup(&b);
+  }
+  struct im_buf b;
+  im_buf_init(&b, 3);
+  CHECK(im_buf_put_i64(&b, 1234) != IM_OK); /* past max: an error */
+  im_buf_cleanup(&b);
+}
+
 int main(void) {
   test_duration();
   test_buf();
+  test_buf_put_int();
   test_rng();
   test_err();
   return CHECK_DONE();
