@@ -540,7 +540,7 @@ static void send_request(struct loader *L, struct h1_conn *cn) {
     if (w < 0 && errno == EINTR)
       continue;
     if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      set_events(L, cn, EPOLLIN | EPOLLOUT);
+      set_events(L, cn, EPOLLIN | EPOLLRDHUP | EPOLLOUT);
       return;
     }
     a->os_errno = w < 0 ? errno : EPIPE;
@@ -555,7 +555,8 @@ static void send_request(struct loader *L, struct h1_conn *cn) {
     end(L, a, CURLE_SEND_ERROR, false);
     return;
   }
-  set_events(L, cn, EPOLLIN);
+  /* The mask of an idle connection too: a reused one costs no epoll_ctl. */
+  set_events(L, cn, EPOLLIN | EPOLLRDHUP);
 }
 
 /* Serves the --max-connections queue after a seat freed (a closed
