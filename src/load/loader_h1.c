@@ -514,6 +514,7 @@ static void on_connected(struct loader *L, struct h1_conn *cn) {
   if (getsockname(cn->fd, (struct sockaddr *)&ss, &sl) == 0)
     cn->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
                                               : ((struct sockaddr_in *)&ss)->sin_port);
+  cn->a->local_port = cn->port; /* the record's connection, even if no answer comes */
   /* t_send: the request is about to be written (libcurl's PRETRANSFER). */
   cn->a->rec.t_send = rel_now(L);
   send_request(L, cn);
@@ -586,6 +587,7 @@ static void serve_waiters(struct loader *L) {
       idle_unlink(cn);
       cn->a = a;
       a->conn = cn;
+      a->local_port = cn->port;
       a->rec.t_send = rel_now(L);
       cn->sent = 0;
       im_h1_reset(&cn->p);
@@ -654,6 +656,7 @@ void im__load_h1_start(struct loader *L, struct attempt *a) {
     idle_unlink(cn);
     cn->a = a;
     a->conn = cn;
+    a->local_port = cn->port;
     a->rec.t_send = a->rec.t_start;
     cn->sent = 0;
     im_h1_reset(&cn->p);
