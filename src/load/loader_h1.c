@@ -422,6 +422,7 @@ static bool grow_fd(struct im__load_h1 *h, int fd) {
 
 static void send_request(struct loader *L, struct h1_conn *cn);
 static void on_connected(struct loader *L, struct h1_conn *cn);
+static bool resend(struct loader *L, struct h1_conn *cn);
 
 /* A connection that never got a socket (or lost it while connecting):
  * freed, its attempt returned. */
@@ -545,15 +546,8 @@ static void send_request(struct loader *L, struct h1_conn *cn) {
       return;
     }
     a->os_errno = w < 0 ? errno : EPIPE;
-    if (!a->h1_opened && !a->h1_resent && !cn->p.any) {
-      /* A kept connection the server had closed: once more on a new one. */
-      struct h1_target *t = cn->t;
-      a->h1_resent = true;
-      conn_close(L, cn);
-      open_conn(L, a, t);
-      return;
-    }
-    end(L, a, CURLE_SEND_ERROR, false);
+    if (!resend(L, cn))
+      end(L, a, CURLE_SEND_ERROR, false);
     return;
   }
   /* The mask of an idle connection too: a reused one costs no epoll_ctl. */
@@ -730,6 +724,7 @@ static bool resend(struct loader *L, struct h1_conn *cn) {
     return false;
   struct h1_target *t = cn->t;
   a->h1_resent = true;
+  a->os_errno = 0;
   conn_close(L, cn);
   open_conn(L, a, t);
   return true;

@@ -150,6 +150,13 @@ def serve(conn):
         if line.startswith(b"GET"):
             conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
                          b"Connection: close\r\n\r\n" % len(MODEL) + MODEL)
+        elif MODE == "stale":
+            # Keep-alive, then the next request on the connection is closed
+            # unanswered (a server's idle timeout racing the client's reuse).
+            body = GOOD + DONE
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                         b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            read_request(conn)
         else:
             post(conn)
     except OSError:

@@ -87,6 +87,9 @@ for m in chunked:none interim:none http10:none badchunk:reset shortchunk:truncat
   check_eq "$mode: curl's class" "$(chaos_classes "$mode" curl)" "$want"
   check_eq "$mode: h1's class" "$(chaos_classes "$mode" h1)" "$want"
 done
+# A kept connection closed unanswered: the request goes again on a new one.
+check_eq "stale: curl's class" "$(chaos_classes stale curl)" none
+check_eq "stale: h1's class" "$(chaos_classes stale h1)" none
 for mode in obsfold clconflict headonly; do
   check_eq "$mode: h1 refuses the head" "$(chaos_classes "$mode" h1)" truncated
 done
