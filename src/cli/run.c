@@ -228,7 +228,8 @@ static int check_opts(const struct run_opts *o, bool rate_given) {
   bool sessions = o->sessions || o->session_rate;
   const char *why = NULL;
   char net_why[512];
-  if (im_net_check(&o->net, net_why, sizeof net_why))
+  if (im_net_check(&o->net, net_why, sizeof net_why) ||
+      im__run_transport(o, o->url, net_why, sizeof net_why) < 0)
     why = net_why;
   else if (o->concurrency && rate_given)
     why = "--rate and --concurrency exclude each other";

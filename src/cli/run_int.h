@@ -69,6 +69,7 @@ struct run_opts {
   uint64_t max_total_tokens;
   struct im_net net;            /* --cacert, --cert/--key, --proxy, --unix-socket, --insecure */
   bool yes, insecure, keepalive, http2, cache_salt, shared_cache, quiet, no_progress, publish;
+  int transport;                /* --transport: enum im_load_transport (load/loader.h) */
   bool csv, json, verbose; /* --output-format csv, --json, -v (cli/output.h) */
   uint32_t repeat;              /* --repeat K (1: a single run) */
   int64_t cooldown_ns;          /* --cooldown */
@@ -336,6 +337,10 @@ bool im__run_profile(const char *url, const char *api_key, const struct im_net *
 char *im__run_read_key_file(const char *path);
 /* host:port of the URL, resolved once; 0 on success. */
 int im__run_target_addr(const char *url, struct sockaddr_storage *out, socklen_t *len);
+/* run_transport.c: the client transport a run with o uses against url (the
+ * first target; NULL: the built-in server): im_load_transport_pick's
+ * answer (-1 with why when --transport h1 cannot serve it). */
+int im__run_transport(const struct run_opts *o, const char *url, char *why, size_t cap);
 struct json_t *im__run_manifest_json(const struct run_opts *o, int argc, char **argv,
                                      const char *url, bool builtin, const char *model,
                                      struct json_t *models, struct json_t *version,

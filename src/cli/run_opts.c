@@ -48,6 +48,11 @@ void im__run_usage(FILE *o) {
 "  --keepalive on|off        reuse connections (default on); off: a new\n"
 "                            connection per request, closed by the client\n"
 "  --max-connections N       cap on open connections (default: no cap)\n"
+"  --transport auto|curl|h1  HTTP client: h1, the built-in HTTP/1.1 client (plain\n"
+"                            http:// targets; fewer instructions per token), or\n"
+"                            libcurl; auto (default) takes h1 unless TLS, --http2,\n"
+"                            --proxy, --unix-socket or a special --header needs\n"
+"                            libcurl (docs/architecture.md, Transports)\n"
 "\n"
 "Schedule:\n"
 "  --rate R                  open loop, R requests/s (default 2)\n"
@@ -360,7 +365,7 @@ enum {
   O_BACKOFF_MAX, O_KEEP_TEXT, O_PROBE_RATE, O_LOGPROBS, O_SEGW, O_SEGS, O_STALLK, O_TIMESLICE,
   O_OTLP, O_OTLP_SAMPLE, O_OTLP_PROTOCOL, O_PROVIDER, O_MODELCFG, O_HARDWARE, O_GPUS, O_TP, O_DP,
   O_MFUREF, O_METRICS_LISTEN, O_METRICS_LINGER, O_PUSHGATEWAY, O_NO_CTX_CHECK, O_READY_TIMEOUT,
-  O_PROFILE_SERVER
+  O_PROFILE_SERVER, O_TRANSPORT
 };
 
 const struct option im__run_options[] = {
@@ -399,6 +404,7 @@ const struct option im__run_options[] = {
     {"health-interval", required_argument, 0, O_HEALTH_INTERVAL},
     {"ready-timeout", required_argument, 0, O_READY_TIMEOUT},
     {"profile-server", no_argument, 0, O_PROFILE_SERVER},
+    {"transport", required_argument, 0, O_TRANSPORT},
     {"health-path", required_argument, 0, O_HEALTH_PATH},
     {"keep-text", required_argument, 0, O_KEEP_TEXT},
     {"probe-rate", required_argument, 0, O_PROBE_RATE},
@@ -669,6 +675,14 @@ int im__run_apply(struct run_opts *o, int opt, const char *arg, bool *rate_given
   case O_HEALTH_INTERVAL: return im_arg_duration("--health-interval", arg, &o->health_interval_ns);
   case O_READY_TIMEOUT: return im_arg_duration("--ready-timeout", arg, &o->ready_timeout_ns);
   case O_PROFILE_SERVER: o->profile_server = true; return 0;
+  case O_TRANSPORT:
+    for (int t = IM_TRANSPORT_AUTO; t <= IM_TRANSPORT_H1; t++)
+      if (!strcmp(arg, im_load_transport_name(t))) {
+        o->transport = t;
+        return 0;
+      }
+    fprintf(stderr, "infermeter run: --transport: expected auto, curl or h1\n");
+    return -1;
   case O_HEALTH_PATH:
     if (arg[0] != '/' || strlen(arg) > 200) {
       fprintf(stderr, "infermeter run: --health-path: a path starting with '/' (at most 200 "

@@ -236,6 +236,7 @@ static int shard_config(struct stage *st, uint32_t k) {
   uint64_t max_conn = im__shard_split(o->max_connections, sh_i, sh_n);
   c->max_connections = max_conn ? (uint32_t)((max_conn + n - 1) / n) : 0;
   c->http2 = o->http2;
+  c->transport = (enum im_load_transport)o->transport;
   c->continuous_usage = env->builtin;
   c->cache_salt = o->cache_salt ? env->salt : NULL;
   c->reasoning_effort = o->agent.reasoning_effort;

@@ -238,6 +238,11 @@ json_t *im__run_manifest_json(const struct run_opts *o, int argc, char **argv, c
                                 "http2", o->http2, "cacert", o->net.cacert, "client_cert",
                                 o->net.cert != NULL, "proxy", o->net.proxy ? proxy : NULL,
                                 "unix_socket", o->net.unix_socket));
+  /* The HTTP client the load engine uses (--transport). */
+  char twhy[320];
+  int tr = im__run_transport(o, url, twhy, sizeof twhy);
+  json_object_set_new(json_object_get(json_object_get(m, "target"), "transport"), "client",
+                      json_string(im_load_transport_name(tr < 0 ? IM_TRANSPORT_CURL : tr)));
   json_object_set_new(m, "server", json_pack("{s:O?, s:O?}", "models", models, "version", version));
   json_t *tags = json_object();
   for (size_t i = 0; i < o->n_tags; i++) {

@@ -188,10 +188,18 @@ static struct attempt *queue_pop(struct attempt **h, struct attempt **t) {
 
 static enum im_err start_http(struct loader *L, struct attempt *a) {
   struct im_record *r = &a->rec;
-  enum im_err err = a->easy ? IM_OK : im__load_build_http(L, a);
+  bool built = L->h1 ? a->h1_head.len > 0 : a->easy != NULL;
+  enum im_err err = built ? IM_OK : im__load_build_http(L, a);
   if (err)
     return err;
   r->t_start = rel_now(L);
+  if (L->h1) { /* written in this loop turn when a connection is open */
+    a->last_chunk = r->t_start;
+    list_push(&L->active, a);
+    L->inflight++;
+    im__load_h1_start(L, a);
+    return IM_OK;
+  }
   if (curl_multi_add_handle(L->multi, a->easy) != CURLM_OK)
     return IM_IO;
   a->in_multi = true;
@@ -369,18 +377,25 @@ static void finish_attempt(struct loader *L, struct attempt *a, CURLcode res) {
     a->in_multi = false;
     list_unlink(&L->active, a);
     L->inflight--;
+  } else if (a->in_h1) {
+    im__load_h1_release(L, a);
+    list_unlink(&L->active, a);
+    L->inflight--;
   }
-  if (a->easy && r->t_start >= 0) {
-    /* t_send: libcurl's clock starts when the handle is added (our t_start)
-     * and PRETRANSFER is when the request is about to be written, after
-     * connect and TLS. */
-    curl_off_t pre_us = 0;
-    if (curl_easy_getinfo(a->easy, CURLINFO_PRETRANSFER_TIME_T, &pre_us) == CURLE_OK && pre_us > 0)
-      r->t_send = r->t_start + (int64_t)pre_us * 1000;
-    long nconn = 0, port = 0, os_errno = 0;
-    curl_easy_getinfo(a->easy, CURLINFO_NUM_CONNECTS, &nconn);
-    curl_easy_getinfo(a->easy, CURLINFO_LOCAL_PORT, &port);
-    curl_easy_getinfo(a->easy, CURLINFO_OS_ERRNO, &os_errno);
+  if ((a->easy || L->h1) && r->t_start >= 0) {
+    long nconn = a->h1_opened, port = 0, os_errno = a->os_errno; /* h1: its own (t_send too) */
+    if (a->easy) {
+      /* t_send: libcurl's clock starts when the handle is added (our
+       * t_start) and PRETRANSFER is when the request is about to be
+       * written, after connect and TLS. */
+      curl_off_t pre_us = 0;
+      if (curl_easy_getinfo(a->easy, CURLINFO_PRETRANSFER_TIME_T, &pre_us) == CURLE_OK &&
+          pre_us > 0)
+        r->t_send = r->t_start + (int64_t)pre_us * 1000;
+      curl_easy_getinfo(a->easy, CURLINFO_NUM_CONNECTS, &nconn);
+      curl_easy_getinfo(a->easy, CURLINFO_LOCAL_PORT, &port);
+      curl_easy_getinfo(a->easy, CURLINFO_OS_ERRNO, &os_errno);
+    }
     if (port <= 0)
       port = a->local_port;
     if (os_errno == EMFILE || os_errno == ENFILE)
@@ -461,6 +476,10 @@ static void finish_attempt(struct loader *L, struct attempt *a, CURLcode res) {
   start_queued(L);
   if (closed && !retry && !L->aborting && (!L->cfg->session || session_over))
     closed_loop_next(L, slot, now);
+}
+
+void im__load_finish(struct loader *L, struct attempt *a, CURLcode res) {
+  finish_attempt(L, a, res);
 }
 
 /* ---- schedule ----------------------------------------------------------- */
@@ -545,6 +564,8 @@ static void dispatch_due(struct loader *L) {
 static void process_done(struct loader *L) {
   CURLMsg *m;
   int left;
+  if (L->h1)
+    im__load_h1_collect(L);
   while ((m = curl_multi_info_read(L->multi, &left))) {
     if (m->msg != CURLMSG_DONE)
       continue;
@@ -560,6 +581,8 @@ static void process_done(struct loader *L) {
  * after whatever added handles or handled events, outside curl callbacks. */
 static void kick_curl(struct loader *L) {
   int running;
+  if (L->h1) /* the h1 transport's attempts that ended while starting */
+    im__load_h1_collect(L);
   for (int i = 0; L->curl_now && i < 64; i++) {
     L->curl_now = false;
     curl_multi_socket_action(L->multi, CURL_SOCKET_TIMEOUT, 0, &running);
@@ -759,7 +782,7 @@ static enum im_err loop(struct loader *L) {
         drain_fd(fd);
       } else if (L->builder.on && fd == L->builder.fd) {
         im__load_builder_collect(L);
-      } else {
+      } else if (!L->h1 || !im__load_h1_event(L, fd, evs[i].events)) {
         int mask = ((evs[i].events & EPOLLIN) ? CURL_CSELECT_IN : 0) |
                    ((evs[i].events & EPOLLOUT) ? CURL_CSELECT_OUT : 0) |
                    ((evs[i].events & (EPOLLERR | EPOLLHUP)) ? CURL_CSELECT_ERR : 0);
@@ -837,6 +860,23 @@ enum im_err im_load_run(const struct im_load_config *cfg, struct im_load_result 
   if (cfg->max_connections) {
     curl_multi_setopt(L.multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)cfg->max_connections);
     curl_multi_setopt(L.multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)cfg->max_connections);
+  }
+  /* The client transport: the engine's own HTTP/1.1 client when nothing
+   * needs libcurl (--transport). */
+  char why[320];
+  struct im_load_transport_in ti = {.mode = cfg->transport, .url = cfg->base_url,
+                                    .urls = cfg->n_urls > 1 ? cfg->base_urls : NULL,
+                                    .n_urls = cfg->n_urls > 1 ? cfg->n_urls : 0,
+                                    .http2 = cfg->http2, .net = cfg->net, .headers = cfg->headers};
+  int tr = im_load_transport_pick(&ti, why, sizeof why);
+  if (tr < 0) {
+    im_error("load engine: %s", why);
+    err = IM_INVAL;
+    goto out;
+  }
+  if (tr == IM_TRANSPORT_H1 && (err = im__load_h1_setup(&L)) != IM_OK) {
+    im_error("load engine: cannot set up the h1 transport: %s", im_strerror(err));
+    goto out;
   }
   im_rng_seed(&L.rng, im_mix64((uint64_t)im_now_ns() ^ cfg->shard));
   /* W3C trace ids: one 64-bit half per run (the salt), the other per
@@ -919,6 +959,7 @@ out:
     err = IM_NOMEM;
   if (!err && out->record_write_failures)
     err = IM_IO;
+  im__load_h1_teardown(&L);
   if (L.multi)
     curl_multi_cleanup(L.multi);
   if (L.ep >= 0)

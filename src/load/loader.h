@@ -46,6 +46,8 @@
 #include "workload/spec.h"
 
 struct im_net;
+/* The client transport (im_load_transport_pick below). */
+enum im_load_transport { IM_TRANSPORT_AUTO, IM_TRANSPORT_CURL, IM_TRANSPORT_H1 };
 
 /* One start instant for the shards (threads) of a stage. Each shard
  * prepares its first requests, then waits here; the shard that arrives last
@@ -119,6 +121,7 @@ struct im_load_config {
   const struct im_net *net;      /* TLS trust, client certificate, proxy, unix
                                     socket (net/net.h; NULL: none) */
   bool keepalive;                /* reuse connections (default true) */
+  enum im_load_transport transport; /* --transport (default auto) */
   uint32_t max_connections;      /* 0: unlimited */
   bool http2;
   bool continuous_usage;         /* ask for stream_options.continuous_usage_stats */
@@ -224,6 +227,25 @@ struct im_load_config {
 };
 
 void im_load_config_default(struct im_load_config *cfg);
+
+/* The client transport (--transport, docs/architecture.md "Transports"):
+ * libcurl, or the engine's own HTTP/1.1 client (h1) for plain http://
+ * targets; auto picks h1 whenever nothing needs libcurl. */
+struct im_load_transport_in {
+  enum im_load_transport mode;
+  const char *url;               /* when n_urls is 0 */
+  const char *const *urls;
+  uint32_t n_urls;
+  bool http2;
+  const struct im_net *net;
+  const char *const *headers;    /* NULL-terminated, or NULL */
+};
+/* The transport a run uses: IM_TRANSPORT_CURL or IM_TRANSPORT_H1; -1 when
+ * h1 was asked for and cannot serve the target (why: a sentence). Pure but
+ * for reading the proxy environment variables. */
+int im_load_transport_pick(const struct im_load_transport_in *in, char *why, size_t cap);
+/* "curl", "h1" or "auto". */
+const char *im_load_transport_name(int t);
 
 /* The wait before retry number `attempt` (the attempt that failed, from 1):
  * 0.25 s x 2^(attempt-1) x (0.5 + u), u uniform in [0, 1), never above

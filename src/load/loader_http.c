@@ -216,12 +216,7 @@ enum im_err im__load_on_sse_event(void *ud, const struct im_sse_event *ev) {
   return err;
 }
 
-static size_t on_write(char *data, size_t size, size_t n, void *ud) {
-  struct attempt *a = ud;
-  size_t len = size * n;
-  /* One clock read per received buffer: every event in it arrived then. */
-  struct loader *L = a->L;
-  int64_t now = rel_now(L);
+void im__load_recv_lag(struct loader *L, int64_t now) {
   if (L->t_wake >= 0) {
     /* receive_lag: how long the readable socket waited for the loop to read
      * it after epoll_wait returned (docs/metrics.md §10). */
@@ -230,22 +225,50 @@ static size_t on_write(char *data, size_t size, size_t n, void *ud) {
       L->recv_lag_max_ns = lag;
     (void)im_hist_record(&L->res->receive_lag, lag);
   }
+}
+
+bool im__load_body(struct attempt *a, const char *data, size_t len, int64_t now) {
   if (a->rec.http_status != 200) {
     size_t room = ERRBODY_MAX - a->errbody.len;
-    if (room && im_buf_append(&a->errbody, data, len < room ? len : room))
-      return 0;
-    return len;
+    return !(room && im_buf_append(&a->errbody, data, len < room ? len : room));
   }
   a->last_chunk = now;
   enum im_err err = im_sse_feed(&a->sse, data, len);
   if (a->cancelled)
-    return 0; /* the user leaves: the transfer ends, its connection closes */
+    return false; /* the user leaves: the transfer ends, its connection closes */
   if (err != IM_OK) {
     set_malformed(a, err == IM_LIMIT ? "an SSE line or event above the size limit"
                                      : "the SSE stream could not be read");
-    return 0; /* aborts the transfer: CURLE_WRITE_ERROR */
+    return false; /* aborts the transfer: CURLE_WRITE_ERROR */
   }
-  return len;
+  return true;
+}
+
+static size_t on_write(char *data, size_t size, size_t n, void *ud) {
+  struct attempt *a = ud;
+  size_t len = size * n;
+  /* One clock read per received buffer: every event in it arrived then. */
+  int64_t now = rel_now(a->L);
+  im__load_recv_lag(a->L, now);
+  return im__load_body(a, data, len, now) ? len : 0;
+}
+
+void im__load_on_status(struct attempt *a, int code, int64_t now, long port) {
+  if (code >= 200 || a->rec.t_hdr < 0) {
+    a->rec.http_status = code;
+    if (a->rec.t_hdr < 0) {
+      a->rec.t_hdr = now;
+      a->local_port = port;
+    }
+  }
+}
+
+void im__load_on_retry_after(struct attempt *a, const char *v, size_t n) {
+  /* Strict (RFC 9110 §10.2.3): an unreadable value is ignored, and
+   * the backoff applies. */
+  int64_t d;
+  if (im_retry_after_parse(v, n, im_wall_ns() / 1000000000, &d) == IM_OK)
+    a->retry_after_s = d;
 }
 
 static size_t on_header(char *data, size_t size, size_t n, void *ud) {
@@ -255,24 +278,15 @@ static size_t on_header(char *data, size_t size, size_t n, void *ud) {
     const char *sp = memchr(data, ' ', len);
     if (sp && sp + 4 <= data + len) {
       int code = (sp[1] - '0') * 100 + (sp[2] - '0') * 10 + (sp[3] - '0');
-      if (code >= 200 || a->rec.t_hdr < 0) {
-        a->rec.http_status = code;
-        if (a->rec.t_hdr < 0) {
-          a->rec.t_hdr = rel_now(a->L);
-          /* The local port while the connection is surely open (without
-           * keep-alive it is closed, and the port gone, at the end). */
-          long port = 0;
-          if (curl_easy_getinfo(a->easy, CURLINFO_LOCAL_PORT, &port) == CURLE_OK)
-            a->local_port = port;
-        }
-      }
+      /* The local port while the connection is surely open (without
+       * keep-alive it is closed, and the port gone, at the end). */
+      long port = 0;
+      if (a->rec.t_hdr < 0 && curl_easy_getinfo(a->easy, CURLINFO_LOCAL_PORT, &port) != CURLE_OK)
+        port = 0;
+      im__load_on_status(a, code, rel_now(a->L), port);
     }
   } else if (len > 12 && strncasecmp(data, "retry-after:", 12) == 0) {
-    /* Strict (RFC 9110 §10.2.3): an unreadable value is ignored, and
-     * the backoff applies. */
-    int64_t d;
-    if (im_retry_after_parse(data + 12, len - 12, im_wall_ns() / 1000000000, &d) == IM_OK)
-      a->retry_after_s = d;
+    im__load_on_retry_after(a, data + 12, len - 12);
   }
   return len;
 }
@@ -291,7 +305,6 @@ static struct curl_slist *add_header(struct curl_slist *l, const char *h, bool *
 enum im_err im__load_build_http(struct loader *L, struct attempt *a) {
   const struct im_load_config *c = L->cfg;
   struct im_record *r = &a->rec;
-  char line[256];
   bool ok = true;
   curl_slist_free_all(a->hdrs); /* a build that failed half-way may be retried */
   a->hdrs = NULL;
@@ -304,22 +317,26 @@ enum im_err im__load_build_http(struct loader *L, struct attempt *a) {
     im_req_spec_cleanup(&a->spec);
   }
   r->content_hash = im_fnv1a64(a->body.data, a->body.len);
+  snprintf(r->request_id, sizeof r->request_id, "im-%s-%" PRIu64, c->run_salt ? c->run_salt : "0",
+           r->id);
+  const char *path = c->backend == IM_BACKEND_CHAT ? "/v1/chat/completions" : "/v1/completions";
+  /* The headers every request carries. W3C trace context: version 00, a
+   * trace id per logical request, a span id per attempt, sampled. */
+  char rid[sizeof r->request_id + 16], tp[128];
+  snprintf(rid, sizeof rid, "X-Request-Id: %s", r->request_id);
+  snprintf(tp, sizeof tp, "traceparent: 00-%016" PRIx64 "%016" PRIx64 "-%016" PRIx64 "-01",
+           L->trace_run, im_trace_request(r->logical_id), im_trace_span(L->trace_run, r->id));
+  const char *const lines[] = {"Content-Type: application/json", "Accept: text/event-stream",
+                               rid, tp, NULL};
+  if (L->h1) /* the h1 transport adds Host, Authorization, --header, Content-Length */
+    return im__load_h1_build(L, a, path, lines);
   a->easy = curl_easy_init();
   if (!a->easy)
     return IM_NOMEM;
-  snprintf(r->request_id, sizeof r->request_id, "im-%s-%" PRIu64, c->run_salt ? c->run_salt : "0",
-           r->id);
-  a->hdrs = add_header(NULL, "Content-Type: application/json", &ok);
-  a->hdrs = add_header(a->hdrs, "Accept: text/event-stream", &ok);
+  for (const char *const *l = lines; *l; l++)
+    a->hdrs = add_header(a->hdrs, *l, &ok);
   /* No Expect: 100-continue round trip on large prompts. */
   a->hdrs = add_header(a->hdrs, "Expect:", &ok);
-  snprintf(line, sizeof line, "X-Request-Id: %s", r->request_id);
-  a->hdrs = add_header(a->hdrs, line, &ok);
-  /* W3C trace context: version 00, a trace id per logical request, a span
-   * id per attempt, sampled. */
-  snprintf(line, sizeof line, "traceparent: 00-%016" PRIx64 "%016" PRIx64 "-%016" PRIx64 "-01",
-           L->trace_run, im_trace_request(r->logical_id), im_trace_span(L->trace_run, r->id));
-  a->hdrs = add_header(a->hdrs, line, &ok);
   if (c->api_key) {
     struct im_buf auth;
     im_buf_init(&auth, 8192);
@@ -333,7 +350,6 @@ enum im_err im__load_build_http(struct loader *L, struct attempt *a) {
     a->hdrs = add_header(a->hdrs, *h, &ok);
   if (!ok)
     return IM_NOMEM;
-  const char *path = c->backend == IM_BACKEND_CHAT ? "/v1/chat/completions" : "/v1/completions";
   struct im_buf url;
   im_buf_init(&url, 8192);
   const char *base = c->n_urls > 1 && r->target ? c->base_urls[r->target - 1] : c->base_url;

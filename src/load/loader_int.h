@@ -105,10 +105,21 @@ struct attempt {
   /* --logprobs: the entropy of the tokens with alternatives, summed. */
   double entropy_sum;
   uint32_t entropy_tokens;
+  /* The h1 transport (loader_h1.c): the request head, the connection, the
+   * deadline list it is on (dl_*), the --max-connections queue (wnext),
+   * and what ended it. */
+  struct im_buf h1_head;
+  struct h1_conn *conn;
+  struct attempt *dl_prev, *dl_next, *wnext;
+  uint8_t dl_list;
+  bool in_h1, h1_opened, h1_resent, h1_waiting;
+  CURLcode h1_res;
+  int os_errno;                  /* the socket error that failed it; 0 none */
 };
 
 struct loader {
   const struct im_load_config *cfg;
+  struct im__load_h1 *h1;        /* the h1 transport (loader_h1.c); NULL: libcurl */
   int ep, tfd_sched, tfd_curl;
   /* libcurl asked for an action now (timeout 0, e.g. a handle was just
    * added): done by kick_curl in the same loop turn, not after an
@@ -288,6 +299,25 @@ void im__load_count_output(struct loader *L, struct attempt *a);
  * (the loop's thread). */
 void im__load_store_record(struct loader *L, struct im_record *r);
 
+/* Ends an attempt: its record, a retry or the next request (loader.c). */
+void im__load_finish(struct loader *L, struct attempt *a, CURLcode res);
+
+/* loader_h1.c: the h1 transport (see there). setup: L->h1 for the
+ * config's targets (IM_INVAL: a URL it cannot reach). build: the request
+ * head of an attempt whose body is built (lines: the headers every request
+ * carries, NULL-terminated). start: the attempt goes out (t_start set). event: an fd of the
+ * loop is the transport's (handled) or not (false). collect: ends the
+ * attempts that failed or finished, and re-arms the timer. release: from
+ * im__load_finish, the attempt leaves its connection. */
+enum im_err im__load_h1_setup(struct loader *L);
+void im__load_h1_teardown(struct loader *L);
+enum im_err im__load_h1_build(struct loader *L, struct attempt *a, const char *path,
+                              const char *const *lines);
+void im__load_h1_start(struct loader *L, struct attempt *a);
+bool im__load_h1_event(struct loader *L, int fd, uint32_t events);
+void im__load_h1_collect(struct loader *L);
+void im__load_h1_release(struct loader *L, struct attempt *a);
+
 /* loader_cancel.c (--cancel-after) */
 /* Decides whether the request is to be cancelled (at preparation). */
 void im__load_cancel_plan(const struct loader *L, struct attempt *a);
@@ -303,6 +333,14 @@ bool im__load_cancel_finish(const struct loader *L, struct attempt *a, CURLcode 
 /* loader_http.c */
 /* Builds an attempt's request (body, headers, easy handle) without sending. */
 enum im_err im__load_build_http(struct loader *L, struct attempt *a);
+/* What both transports feed (loader_http.c): a received buffer's receive
+ * lag (once per buffer, at its clock read now); a piece of the body
+ * (false: stop the transfer); a status line (its arrival now, the local
+ * port); a Retry-After value. */
+void im__load_recv_lag(struct loader *L, int64_t now);
+bool im__load_body(struct attempt *a, const char *data, size_t len, int64_t now);
+void im__load_on_status(struct attempt *a, int code, int64_t now, long port);
+void im__load_on_retry_after(struct attempt *a, const char *v, size_t n);
 /* The error class of an ended attempt (IM_EC_NONE: success). */
 enum im_errclass im__load_classify(struct attempt *a, CURLcode res);
 /* The SSE parser's callback: one event of an attempt's stream (ud). */

@@ -24,6 +24,7 @@ void im__load_attempt_free(struct attempt *a) {
   im_sse_cleanup(&a->sse);
   im_buf_cleanup(&a->body);
   im_buf_cleanup(&a->errbody);
+  im_buf_cleanup(&a->h1_head);
   im_req_spec_cleanup(&a->spec);
   im_record_cleanup(&a->rec);
   free(a);
@@ -44,6 +45,7 @@ struct attempt *im__load_attempt_new(struct loader *L) {
   a->retry_after_s = -1;
   im_buf_init(&a->body, IM_LOAD_BODY_MAX);
   im_buf_init(&a->errbody, ERRBODY_MAX);
+  im_buf_init(&a->h1_head, IM_LOAD_BODY_MAX);
   im_sse_init(&a->sse, NULL, im__load_on_sse_event, a);
   im_sse_report_fields(&a->sse, 1); /* llama.cpp's "error:" lines */
   im_buf_init(&a->answer, IM_LOAD_ANSWER_MAX);

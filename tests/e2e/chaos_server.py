@@ -78,6 +78,26 @@ CANNED = {
             b"Connection: close\r\n\r\n<html><body><h1>Welcome to nginx!</h1></body></html>\n",
     "ratelimit": b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 0\r\nContent-Length: 0\r\n"
                  b"Connection: close\r\n\r\n",
+    # HTTP framing (tests/e2e/test_transport.sh: both client transports).
+    "chunked": b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n"
+               b"Connection: close\r\n\r\n" + b"".join(
+                   b"%x;ext=1\r\n%s\r\n" % (len(p), p) for p in (GOOD[:7], GOOD[7:], DONE)) +
+               b"0\r\nX-Trailer: t\r\n\r\n",
+    "interim": b"HTTP/1.1 100 Continue\r\n\r\n" + SSE_HEAD + GOOD + DONE,
+    "http10": b"HTTP/1.0 200 OK\r\nContent-Type: text/event-stream\r\n\r\n" + GOOD + DONE,
+    "badchunk": b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n"
+                b"Connection: close\r\n\r\nzz\r\n" + GOOD,
+    "shortchunk": b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n"
+                  b"Connection: close\r\n\r\n%x\r\n" % (len(GOOD) + 100) + GOOD,
+    "shortlength": b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: 9999\r\n"
+                   b"Connection: close\r\n\r\n" + GOOD,
+    "nothttp": b"SSH-2.0-OpenSSH_9.0\r\n",
+    "headonly": b"HTTP/1.1 200 OK\r\nContent-Type: text/ev",
+    "hugehead": b"HTTP/1.1 200 OK\r\n" + b"X-Big: " + b"a" * (300 << 10) + b"\r\n\r\n" + GOOD + DONE,
+    "clconflict": b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: 5\r\n"
+                  b"Content-Length: 6\r\nConnection: close\r\n\r\n" + GOOD + DONE,
+    "obsfold": b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nX-A: 1\r\n folded\r\n"
+               b"Connection: close\r\n\r\n" + GOOD + DONE,
 }
 
 
@@ -97,6 +117,13 @@ def post(conn):
             return
         conn.sendall(SSE_HEAD + chunk("partial"))
         os._exit(0)
+    if MODE == "resetmid":
+        # A stream reset half-way (RST, not FIN: SO_LINGER 0).
+        conn.sendall(SSE_HEAD + chunk("partial"))
+        time.sleep(0.2)
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+        conn.close()
+        return
     if MODE == "slowloris":
         for b in b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n":
             conn.sendall(bytes([b]))
@@ -123,6 +150,13 @@ def serve(conn):
         if line.startswith(b"GET"):
             conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
                          b"Connection: close\r\n\r\n" % len(MODEL) + MODEL)
+        elif MODE == "stale":
+            # Keep-alive, then the next request on the connection is closed
+            # unanswered (a server's idle timeout racing the client's reuse).
+            body = GOOD + DONE
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                         b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            read_request(conn)
         else:
             post(conn)
     except OSError:

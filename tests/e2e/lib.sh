@@ -14,6 +14,7 @@ PORT=
 
 cleanup() {
   stop_server
+  stop_chaos
   exec 3<&- 2>/dev/null
   rm -rf "$TMP"
 }
@@ -49,6 +50,30 @@ stop_server() {
       fail "server exited with status $rc: $(head -c 3000 "$TMP/server.err")"
     fi
     return $rc
+  fi
+}
+
+# start_chaos MODE: tests/e2e/chaos_server.py in MODE (loopback, a port from
+# the OS); sets CBASE. The port is read from the server's first line.
+CHAOS_PID=
+start_chaos() {
+  stop_chaos
+  rm -f "$TMP/cfifo"
+  mkfifo "$TMP/cfifo"
+  python3 "$(dirname "${BASH_SOURCE[0]}")/chaos_server.py" "$1" >"$TMP/cfifo" 2>"$TMP/chaos.err" &
+  CHAOS_PID=$!
+  exec 4<"$TMP/cfifo"
+  local line=
+  read -r -t 20 line <&4 || { echo "FAIL: chaos server did not start: $(cat "$TMP/chaos.err")" >&2; exit 1; }
+  CBASE="http://127.0.0.1:${line##*:}"
+}
+
+stop_chaos() {
+  if [ -n "$CHAOS_PID" ]; then
+    kill "$CHAOS_PID" 2>/dev/null
+    wait "$CHAOS_PID" 2>/dev/null
+    CHAOS_PID=
+    exec 4<&-
   fi
 }
 

@@ -6,29 +6,6 @@
 # 139, no sanitizer report) and every finished record kept.
 . "$(dirname "$0")/lib.sh"
 command -v jq >/dev/null && command -v python3 >/dev/null || exit 77
-CHAOS="$(dirname "$0")/chaos_server.py"
-CHAOS_PID=
-stop_chaos() {
-  if [ -n "$CHAOS_PID" ]; then
-    kill "$CHAOS_PID" 2>/dev/null
-    wait "$CHAOS_PID" 2>/dev/null
-    CHAOS_PID=
-    exec 4<&-
-  fi
-}
-trap 'stop_chaos; cleanup' EXIT
-# start_chaos MODE: sets CBASE. The port is read from the server's first line.
-start_chaos() {
-  stop_chaos
-  rm -f "$TMP/cfifo"
-  mkfifo "$TMP/cfifo"
-  python3 "$CHAOS" "$1" >"$TMP/cfifo" 2>"$TMP/chaos.err" &
-  CHAOS_PID=$!
-  exec 4<"$TMP/cfifo"
-  local line=
-  read -r -t 20 line <&4 || { echo "FAIL: chaos server did not start: $(cat "$TMP/chaos.err")" >&2; exit 1; }
-  CBASE="http://127.0.0.1:${line##*:}"
-}
 # run_case NAME URL ARGS...: runs a short load; RC holds the exit status and
 # J the records.
 run_case() {
