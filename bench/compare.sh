@@ -23,7 +23,8 @@
 # CPU per token and ITL p99 <= 1.5x at 1,000 streams. Report figures only:
 # nothing here fails on a target. Needs a quiet machine with 2+ CPUs.
 # Environment: DUR (window seconds, default 10), RAMP (default 3), STREAMS,
-# GAP_MS (default 10), OUTLEN (default 100).
+# GAP_MS (default 10), OUTLEN (default 100), IM_ARGS (more `infermeter run`
+# options, e.g. IM_ARGS="--transport curl" to measure the libcurl path).
 set -euo pipefail
 IM=$(readlink -f "${1:?usage: bench/compare.sh BUILD/infermeter [OUTDIR]}")
 OUT=${2:-$(mktemp -d /tmp/im-compare.XXXXXX)}
@@ -86,7 +87,7 @@ for C in $STREAMS; do
   total=$((RAMP + DUR + 2))
   # infermeter
   stub_start im$C --gap-ms "$GAP_MS"
-  measure im$C "$IM" run --url "http://127.0.0.1:$PORT" --backend openai-completions --model stub \
+  measure im$C "$IM" run ${IM_ARGS:-} --url "http://127.0.0.1:$PORT" --backend openai-completions --model stub \
     --concurrency "$C" --output-len "$OUTLEN" --input-len 16 --dataset synthetic \
     --duration "${total}s" --warmup 0 --grace 5s --no-history --out "$OUT/im$C.run"
   stub_stop
@@ -108,7 +109,7 @@ done
 
 # gap 0: raw capacity, tokens per client CPU-second
 stub_start imcap --gap-ms 0 --per-write 16
-measure imcap "$IM" run --url "http://127.0.0.1:$PORT" --backend openai-completions --model stub \
+measure imcap "$IM" run ${IM_ARGS:-} --url "http://127.0.0.1:$PORT" --backend openai-completions --model stub \
   --concurrency 100 --output-len 2000 --input-len 16 --dataset synthetic \
   --duration "$((RAMP + DUR + 2))s" --warmup 0 --grace 5s --no-history --out "$OUT/imcap.run"
 stub_stop
