@@ -20,9 +20,15 @@ STREAMS=${3:-10000}
 SCALE=${SCALE:-1}
 OUTLEN=${OUTLEN:-256}
 WARMUP=${WARMUP:-60}
+# The limit is per process: the client and the server each hold one socket
+# per stream. Root (or CAP_SYS_RESOURCE) may raise the hard limit.
+want=$((STREAMS + 1000))
+if [ "$(ulimit -Hn)" -lt "$want" ]; then
+  ulimit -Hn "$want" 2>/dev/null || true
+fi
 ulimit -n "$(ulimit -Hn)"
-if [ "$(ulimit -n)" -lt $((STREAMS * 2 + 1000)) ]; then
-  echo "soak: the fd limit $(ulimit -n) is below 2 x $STREAMS streams; raise the hard limit" >&2
+if [ "$(ulimit -n)" -lt "$want" ]; then
+  echo "soak: the fd limit $(ulimit -n) is below $STREAMS streams + 1000; raise the hard limit" >&2
   exit 2
 fi
 T=$(mktemp -d /tmp/im-soak.XXXXXX)
