@@ -62,7 +62,7 @@ wait $CPID
 rc=$?
 set -e
 echo "run exit $rc (3 = client self-check INVALID; the figures are still recorded)"
-python3 - "$T" "$WARMUP" <<'PY'
+python3 - "$T" "$WARMUP" "$SECS" <<'PY'
 import json, sys
 d = sys.argv[1]
 rows = [l.split() for l in open(d + '/samples.txt').read().splitlines()[1:]]
@@ -73,7 +73,9 @@ def slope(xs, ys):
     mx, my = sum(xs) / n, sum(ys) / n
     sxx = sum((x - mx) ** 2 for x in xs)
     return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx if sxx else float('nan')
-late = [r for r in rows if r[0] >= int(sys.argv[2])]
+# after the warm-up and before the end of the schedule (the grace period
+# that follows closes the streams: fds and RSS fall)
+late = [r for r in rows if int(sys.argv[2]) <= r[0] < int(sys.argv[3])]
 print('samples (every 10 s): t_s client_rss_kib client_fds server_rss_kib server_fds')
 for r in rows: print('  %5d %10d %7d %10d %7d' % tuple(r))
 names = ['client RSS KiB', 'client fds', 'server RSS KiB', 'server fds']
