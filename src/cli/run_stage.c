@@ -424,7 +424,8 @@ static int stage_merge(struct stage *st) {
     return -1;
   for (uint32_t k = 0; k < st->o->threads; k++) {
     struct im_load_result *r = &st->shards[k].res;
-    memcpy(all->records + all->n_records, r->records, r->n_records * sizeof *r->records);
+    if (r->n_records) /* a thread without slots recorded nothing (records NULL) */
+      memcpy(all->records + all->n_records, r->records, r->n_records * sizeof *r->records);
     all->n_records += r->n_records;
     free(r->records);
     r->records = NULL;
