@@ -38,3 +38,17 @@ mpi_kill_when() {
   [ -n "$pid" ] && kill -KILL "$pid"
   echo "$pid"
 }
+
+# mpi_check_aborted MPIRUN_PID NOUN: after a rank was killed, the job ends
+# with a failure status and `merge --partial` of $TMP/kill exits 130 and
+# names shard 1 (NOUN: "job" or "sweep", in the check messages).
+mpi_check_aborted() {
+  local rc
+  wait "$1"
+  rc=$?
+  check "the job ends with a failure status when a rank dies${2:+ in a $2} ($rc)" test $rc -ne 0
+  "$BIN" merge "$TMP/kill/rank-0" "$TMP/kill/rank-1" --out "$TMP/kill" --partial --quiet 2>/dev/null
+  check_eq "merge of an aborted $2: exit 130" "$?" 130
+  check "merge of an aborted $2: shard 1 named" \
+    jq -e '.manifest.merged.incomplete | test("shard 1")' "$TMP/kill/results.json"
+}

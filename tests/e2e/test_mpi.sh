@@ -64,13 +64,7 @@ check_eq "shards + merge = MPI: plan digest" "$(jq -r .manifest.merged.plan_dige
 MP=$!
 pid=$(mpi_kill_when "$TMP/kill" 1 test -s "$TMP/kill/rank-1/requests.jsonl")
 check "found rank 1's process" test -n "$pid"
-wait $MP
-rc=$?
-check "the job ends with a failure status when a rank dies ($rc)" test $rc -ne 0
-"$BIN" merge "$TMP/kill/rank-0" "$TMP/kill/rank-1" --out "$TMP/kill" --partial --quiet 2>/dev/null
-check_eq "merge of an aborted job: exit 130" "$?" 130
-check "merge of an aborted job: shard 1 named" \
-  jq -e '.manifest.merged.incomplete | test("shard 1")' "$TMP/kill/results.json"
+mpi_check_aborted $MP job
 check "merge of an aborted job: rank 0's records kept" \
   jq -e '.metrics.counts.scheduled > 0' "$TMP/kill/results.json"
 

@@ -100,13 +100,7 @@ MP=$!
 in_stage_1() { jq -e -s 'any(.event == "t0" and .stage == 1)' "$TMP/kill/rank-1/stages.jsonl"; }
 pid=$(mpi_kill_when "$TMP/kill" 1 in_stage_1)
 check "found rank 1's process in stage 1" test -n "$pid"
-wait $MP
-rc=$?
-check "the job ends with a failure status when a rank dies in a sweep ($rc)" test $rc -ne 0
-"$BIN" merge "$TMP/kill/rank-0" "$TMP/kill/rank-1" --out "$TMP/kill" --partial --quiet 2>/dev/null
-check_eq "merge of an aborted sweep: exit 130" "$?" 130
-check "merge of an aborted sweep: shard 1 named" \
-  jq -e '.manifest.merged.incomplete | test("shard 1")' "$TMP/kill/results.json"
+mpi_check_aborted $MP sweep
 both0=$(jq -s 'map(select(.event == "end" and .stage == 0) | .scheduled) | add' \
   "$TMP/kill/rank-0/stages.jsonl" "$TMP/kill/rank-1/stages.jsonl")
 check "merge of an aborted sweep: stage 0 whole, both ranks' ($both0 scheduled)" \
