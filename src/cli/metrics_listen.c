@@ -207,7 +207,7 @@ enum im_err im__metrics_listen_start(struct im__metrics_listen *m, const char *s
   snprintf(m->host, sizeof m->host, "%s", host);
   m->page = page;
   m->ctx = ctx;
-  int e = im_thread_start(&m->thread, listen_main, m);
+  int e = im_thread_start_background(&m->thread, listen_main, m);
   if (e) {
     snprintf(msg, msgcap, "--metrics-listen: cannot start its thread: %s", strerror(e));
     goto fail;

@@ -616,7 +616,7 @@ int im__otlp_live_start(struct im__otlp_live *l, const char *dir, const struct i
   snprintf(l->dir, sizeof l->dir, "%s", dir);
   l->o = *o;
   atomic_init(&l->stop, false);
-  int e = im_thread_start(&l->thread, live_main, l);
+  int e = im_thread_start_background(&l->thread, live_main, l);
   if (e) {
     fprintf(stderr, "infermeter run: cannot start the OTLP exporter: %s\n", strerror(e));
     return -1;

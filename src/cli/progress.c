@@ -91,7 +91,7 @@ void im__progress_start(struct im__progress *pr, const struct im_load_progress *
   pthread_condattr_destroy(&ca);
   if (!ok)
     return;
-  int e = im_thread_start(&pr->thread, progress_main, pr);
+  int e = im_thread_start_background(&pr->thread, progress_main, pr);
   if (e) {
     im_warn("no progress line: cannot start its thread: %s", strerror(e));
     pthread_cond_destroy(&pr->cv);

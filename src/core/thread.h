@@ -11,4 +11,13 @@
  * pthread_create's error number (then no thread exists). Thread-safe. */
 int im_thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
 
+/* As im_thread_start, for a thread whose timing does not matter (the
+ * record writer, observers, progress, exporters): it runs under Linux's
+ * SCHED_IDLE policy, so a measuring loop that wakes up on the same core
+ * preempts it at once instead of waiting out its time slice. Where the
+ * policy cannot be set, or the environment variable
+ * INFERMETER_AUX_THREADS=normal asks for it (to measure the difference),
+ * the thread keeps the normal policy. Thread-safe. */
+int im_thread_start_background(pthread_t *t, void *(*fn)(void *), void *arg);
+
 #endif

@@ -124,7 +124,7 @@ enum im_err im__load_writer_start(struct im__load_writer *w, int fd, struct im_l
     goto fail_mu;
   if (pthread_cond_init(&w->not_full, NULL))
     goto fail_ne;
-  int e = im_thread_start(&w->thread, writer_main, w);
+  int e = im_thread_start_background(&w->thread, writer_main, w);
   if (e) {
     im_error("load engine: cannot start the record writer thread: %s", strerror(e));
     pthread_cond_destroy(&w->not_full);

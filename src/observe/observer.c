@@ -327,7 +327,7 @@ enum im_err im_observer_start(struct im_observer **out, const struct im_observer
     sample_all(o);
   /* Every signal blocked in the observer's thread: the run's main thread
    * handles them. */
-  if (!err && im_thread_start(&o->thread, observer_main, o) != 0)
+  if (!err && im_thread_start_background(&o->thread, observer_main, o) != 0)
     err = IM_SYS;
   if (err) {
     im_observer_free(o);

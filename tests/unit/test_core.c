@@ -1,4 +1,8 @@
 #include <inttypes.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -8,6 +12,7 @@
 #include "core/clock.h"
 #include "core/err.h"
 #include "core/rng.h"
+#include "core/thread.h"
 
 static void test_duration(void) {
   int64_t ns = 0;
@@ -125,11 +130,57 @@ static void test_buf_put_int(void) {
   im_buf_cleanup(&b);
 }
 
+/* A background thread reads its policy after the starter has returned
+ * (it waits for a byte on a pipe first): SCHED_IDLE, or the normal policy
+ * when INFERMETER_AUX_THREADS=normal. Signals stay blocked in both. */
+struct policy_probe {
+  int fd;
+  int policy;
+  int sigint_blocked;
+};
+
+static void *read_policy(void *arg) {
+  struct policy_probe *p = arg;
+  char c;
+  if (read(p->fd, &c, 1) != 1)
+    return NULL;
+  struct sched_param sp;
+  if (pthread_getschedparam(pthread_self(), &p->policy, &sp) != 0)
+    p->policy = -1;
+  sigset_t now;
+  pthread_sigmask(SIG_SETMASK, NULL, &now);
+  p->sigint_blocked = sigismember(&now, SIGINT);
+  return NULL;
+}
+
+static int background_policy(void) {
+  int fds[2];
+  CHECK(pipe(fds) == 0);
+  struct policy_probe p = {fds[0], -2, 0};
+  pthread_t t;
+  CHECK_EQ(im_thread_start_background(&t, read_policy, &p), 0);
+  CHECK(write(fds[1], "x", 1) == 1);
+  pthread_join(t, NULL);
+  close(fds[0]);
+  close(fds[1]);
+  CHECK_EQ(p.sigint_blocked, 1);
+  return p.policy;
+}
+
+static void test_thread_background(void) {
+  unsetenv("INFERMETER_AUX_THREADS");
+  CHECK_EQ(background_policy(), SCHED_IDLE);
+  setenv("INFERMETER_AUX_THREADS", "normal", 1);
+  CHECK_EQ(background_policy(), SCHED_OTHER);
+  unsetenv("INFERMETER_AUX_THREADS");
+}
+
 int main(void) {
   test_duration();
   test_buf();
   test_buf_put_int();
   test_rng();
   test_err();
+  test_thread_background();
   return CHECK_DONE();
 }
