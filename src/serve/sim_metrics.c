@@ -207,7 +207,7 @@ enum im_err im_sim_metrics_write(struct im_buf *b, const struct im_sim_metrics *
       {IM_H_STEP, "infermeter_sim_step_duration_seconds",
        "Wall time of simulated engine steps (after --time-scale)."},
       {IM_H_LATENESS, "infermeter_sim_emission_lateness_seconds",
-       "Time from a step's deadline to the write of its chunk to the socket."},
+       "Time from a step's deadline to the hand-over of its chunk to the kernel (io_uring submission or write call)."},
   };
   for (size_t i = 0; i < N(hists) && !err; i++)
     err = hist(b, hists[i].name, hists[i].help, L, &m->hist[hists[i].h]);
