@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/output.h"
 #include "cli/report.h"
 #include "cli/run_int.h"
 #include "analyze/clocksync.h"
@@ -274,7 +275,7 @@ static json_t *merged_json(const struct sdir *v, size_t n, json_t *missing) {
     size_t nl = json_array_size(lists[l]);
     for (size_t i = 0; i < nl && strlen(why) < 150; i++)
       snprintf(why + strlen(why), sizeof why - strlen(why), "%s%" JSON_INTEGER_FORMAT,
-               i ? ", " : why[0] ? "; shard " : "shard ",
+               i ? ", " : why[0] ? (nl > 1 ? "; shards " : "; shard ") : (nl > 1 ? "shards " : "shard "),
                json_integer_value(json_array_get(lists[l], i)));
     if (nl)
       snprintf(why + strlen(why), sizeof why - strlen(why), "%s", says[l]);
@@ -393,7 +394,13 @@ static int merge_into(struct sdir *v, size_t n, const struct im__merge_opts *mo)
   if (!mo->quiet)
     fprintf(stdout, "Merged %zu of %" PRIu32 " shards (plan %s) into %s\n", n, v[0].count,
             v[0].digest, mo->out);
-  rc = im__report_dir(mo->out, &ro, &outcome) ? EXIT_USAGE : im__report_exit_code(&outcome);
+  if (im__report_dir(mo->out, &ro, &outcome)) {
+    rc = EXIT_USAGE;
+    goto out;
+  }
+  rc = im__report_exit_code(&outcome);
+  if (!mo->quiet || mo->verdict)
+    im__verdict_line(stdout, &outcome, rc);
 out:
   if (req)
     fclose(req);

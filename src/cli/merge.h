@@ -16,6 +16,7 @@ struct im__merge_opts {
   const char *out;
   bool partial;     /* merge what is there when shards are missing */
   bool quiet;       /* no summary */
+  bool verdict;     /* the verdict line even when quiet (an MPI run's) */
   bool no_html;
 };
 

@@ -204,7 +204,8 @@ int im__mpi_run(int argc, char **argv, int (*run)(int, char **)) {
       snprintf(dirs[r], 4200, "%s/rank-%zu", out, r);
     }
     struct im__merge_opts mo = {.dirs = (const char *const *)dirs, .n_dirs = ns,
-                                .out = out, .quiet = has_flag(argc, argv, "--quiet")};
+                                .out = out, .quiet = has_flag(argc, argv, "--quiet"),
+                                .verdict = true};
     int mrc = dirs && names ? im__merge_dirs(&mo) : EXIT_USAGE;
     rc = worst ? worst : mrc;
     free(dirs);

@@ -965,7 +965,9 @@ int im_cli_run(int argc, char **argv) {
     rc = r->env.engine_failed ? EXIT_ENGINE : EXIT_USAGE;
   else if (!reported)
     rc = im__report_exit_code(&outcome);
-  if (!reported && o->repeat_of <= 1)
+  /* Under MPI a rank's verdict is its shard's: rank 0's merge prints the
+   * run's (cli/mpi.c). */
+  if (!reported && o->repeat_of <= 1 && !im__mpi.on)
     im__verdict_line(o->json ? stderr : stdout, &outcome, rc);
 out:
   run_cleanup(r);

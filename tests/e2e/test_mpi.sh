@@ -22,6 +22,9 @@ check "one process: exit 0 or 3 ($rc): $(head -c 300 "$TMP/one.err")" okrc $rc
   >"$TMP/mpi.out" 2>&1
 rc=$?
 check "mpirun -np 2: exit 0 or 3 ($rc): $(tail -c 1500 "$TMP/mpi.out")" okrc $rc
+check_eq "--quiet under MPI: one Verdict line (the merged run's), with its exit status" \
+  "$(sed 's/\x1b\[[0-9;]*m//g' "$TMP/mpi.out" | grep '^Verdict: ' | sed 's/(exit \([0-9]*\)).*/\1/')" \
+  "$( [ $rc -eq 0 ] && echo "Verdict: PASS $rc" || echo "Verdict: FAIL $rc")"
 check "each rank wrote its directory" test -s "$TMP/mpi/rank-0/requests.jsonl" -a \
   -s "$TMP/mpi/rank-1/requests.jsonl"
 sched() { jq -s -c 'map(select(.kind != "retry") | .t_sched) | sort' "$1/requests.jsonl"; }
