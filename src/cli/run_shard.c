@@ -62,6 +62,11 @@ int im__run_shard_check(const struct run_opts *o) {
     why = "--sweep rate=auto decides each rate from the merged figures of the stage before, and "
           "--shard processes do not talk to each other: give the rates explicitly (--sweep "
           "rate=1,2,4), or run the shards as one MPI job (mpirun -np N infermeter run ...)";
+  else if (sh->count > 1 && !im__mpi.on && o->sweep && o->stop_on_saturation)
+    why = "--sweep stops at over-saturation or a failed SLO, and each --shard process would judge "
+          "that from its own share, stopping at a different stage than the others: give "
+          "--sweep-all so that every shard runs every stage, or run the shards as one MPI job "
+          "(mpirun -np N infermeter run ...)";
   else if (sh->count && o->repeat > 1)
     why = "--shard and --repeat exclude each other";
   else if (sh->count && (o->concurrency || o->sessions) &&

@@ -103,6 +103,11 @@ check "... says why" grep -q "share one server" "$TMP/bad.err"
 "$BIN" run --url "$BASE" --shard 1/2 --seed 1 --concurrency 3 --threads 2 --requests 4 --yes \
   --out "$TMP/bad" >/dev/null 2>"$TMP/bad.err"
 check_eq "a closed-loop share below --threads: exit 1" "$?" 1
+"$BIN" run --url "$BASE" --shard 0/2 --seed 1 --sweep rate=1,2 --duration 1s --yes \
+  --out "$TMP/bad" >/dev/null 2>"$TMP/bad.err"
+check_eq "--shard with a sweep that may stop early (no --sweep-all): exit 1" "$?" 1
+check "... says why and the way out" grep -q "give --sweep-all so that every shard runs every stage" \
+  "$TMP/bad.err"
 
 stop_server
 finish
