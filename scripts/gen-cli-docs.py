@@ -64,6 +64,13 @@ ENVIRONMENT = [
     ("XDG_DATA_HOME", "the history database is "
      "$XDG_DATA_HOME/infermeter/history.db (else "
      "~/.local/share/infermeter/history.db)"),
+    ("INFERMETER_NVML_PATH", "the NVIDIA management library to load for GPU "
+     "counters"),
+    ("INFERMETER_AUX_THREADS", "normal: the record writer, observer, progress "
+     "and exporter threads of run keep the normal scheduling policy instead "
+     "of SCHED_IDLE (for a machine whose every core other processes keep busy)"),
+    ("INFERMETER_SERVE_NO_URING", "1: serve writes with writev instead of "
+     "io_uring"),
 ]
 
 
