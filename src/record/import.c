@@ -159,6 +159,11 @@ double im__json_num(const json_t *v, double dflt) {
   return json_is_number(v) ? json_number_value(v) : dflt;
 }
 
+uint32_t im__json_count(const json_t *v) {
+  double d = im__json_num(v, -1);
+  return d >= 0 && d <= 4294967295.0 ? (uint32_t)d : 0;
+}
+
 enum im_err im__import_lines(const char *data, size_t len, const char *what, im__import_line_fn fn,
                              void *ctx, char *err, size_t errlen) {
   size_t line = 0;
@@ -226,7 +231,7 @@ static enum im_err vllm_request(struct im_import *im, size_t i, const json_t *in
                    "itls a list of seconds",
                    i);
   r->t_start = r->t_send = r->t_dispatch = llround(start * 1e9);
-  r->prompt_tokens = r->context_tokens = (uint32_t)im__json_num(json_array_get(in, i), 0);
+  r->prompt_tokens = r->context_tokens = im__json_count(json_array_get(in, i));
   bool ok = !etext || !etext[0];
   if (!ok) {
     r->error = im__import_errclass(etext, 0);
@@ -235,7 +240,7 @@ static enum im_err vllm_request(struct im_import *im, size_t i, const json_t *in
   if (!(ttft >= 0 && ttft < 1e6))
     return im_errf(err, errlen, IM_PARSE, "vLLM result: request %zu: ttft must be seconds >= 0", i);
   r->http_status = 200;
-  r->output_tokens = (uint32_t)im__json_num(json_array_get(ol, i), 0);
+  r->output_tokens = im__json_count(json_array_get(ol, i));
   r->output_source = IM_COUNT_USAGE;
   int64_t t = r->t_start + llround(ttft * 1e9);
   if ((e = im__import_chunk(r, t, 1)))

@@ -104,6 +104,9 @@ enum im_err im__import_chunk(struct im_record *r, int64_t t, uint32_t tokens);
 /* An error class for an error text / HTTP status of another tool. */
 enum im_errclass im__import_errclass(const char *text, int status);
 double im__json_num(const json_t *v, double dflt);
+/* A token count: a number in [0, 2^32 - 1] (truncated), else 0 (absent, negative,
+ * too large or not a number). */
+uint32_t im__json_count(const json_t *v);
 /* JSON lines: fn for each non-blank line's document (borrowed), stopping at
  * the first error; "WHAT: line N: " and fn's reason (or the JSON error) in
  * err. */

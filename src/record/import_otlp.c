@@ -159,7 +159,8 @@ static enum im_err add_span(struct otlp *o, const json_t *sp) {
   long long att = attr_int(at, "retry.attempt", 0),
             resend = attr_int(at, "http.request.resend_count", 0);
   s->retry = att > 0 || resend > 0;
-  r->attempt = (uint32_t)(1 + (att > 0 ? att : resend > 0 ? resend : 0));
+  long long again = att > 0 ? att : resend > 0 ? resend : 0; /* attempts before this one */
+  r->attempt = again < (long long)UINT32_MAX ? (uint32_t)again + 1 : UINT32_MAX;
   if (health_path(path))
     r->kind = IM_KIND_HEALTH;
   else if (s->retry)

@@ -27,11 +27,6 @@ static const json_t *path2(const json_t *o, const char *a, const char *b) {
   return json_object_get(json_object_get(o, a), b);
 }
 
-static uint32_t count_of(const json_t *v) {
-  double d = im__json_num(v, -1);
-  return d >= 0 && d <= 4294967295.0 ? (uint32_t)d : 0;
-}
-
 /* One request of a benchmark: outcome 0 successful, 1 errored, 2 incomplete. */
 static enum im_err guidellm_request(struct im_import *im, uint32_t stage, const json_t *q,
                                     int outcome, bool *has_sched) {
@@ -78,13 +73,13 @@ static enum im_err guidellm_request(struct im_import *im, uint32_t stage, const 
   const char *id = json_string_value(json_object_get(q, "request_id"));
   if (id)
     snprintf(r->request_id, sizeof r->request_id, "%s", id);
-  r->prompt_tokens = count_of(json_object_get(q, "prompt_tokens"));
+  r->prompt_tokens = im__json_count(json_object_get(q, "prompt_tokens"));
   if (!r->prompt_tokens)
-    r->prompt_tokens = count_of(path2(q, "input_metrics", "total_tokens"));
+    r->prompt_tokens = im__json_count(path2(q, "input_metrics", "total_tokens"));
   r->context_tokens = r->prompt_tokens;
-  r->output_tokens = count_of(json_object_get(q, "output_tokens"));
+  r->output_tokens = im__json_count(json_object_get(q, "output_tokens"));
   if (!r->output_tokens)
-    r->output_tokens = count_of(path2(q, "output_metrics", "total_tokens"));
+    r->output_tokens = im__json_count(path2(q, "output_metrics", "total_tokens"));
   r->output_source = r->output_tokens ? IM_COUNT_USAGE : IM_COUNT_NONE;
   if (outcome == 1) {
     const char *msg = json_string_value(json_object_get(info, "error"));
@@ -206,7 +201,7 @@ static double metric_ns(const json_t *metrics, const char *key, size_t index) {
 }
 
 static uint32_t metric_count(const json_t *metrics, const char *key) {
-  return count_of(path2(metrics, key, "value"));
+  return im__json_count(path2(metrics, key, "value"));
 }
 
 static int64_t ns_of(const json_t *v) {

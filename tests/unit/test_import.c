@@ -59,6 +59,21 @@ static void test_vllm(void) {
            IM_PARSE);
   CHECK(strstr(err, "input_lens") != NULL);
   im_import_free(&im);
+  /* Counts that are not token counts (negative, beyond 32 bits, not
+   * numbers) read as absent, 0 (the fuzzer's find: a negative count cast
+   * to unsigned). */
+  CHECK_OK(parse("{\"ttfts\": [0.1, 0.2, 0.3], \"input_lens\": [-20, 1e12, \"7\"],"
+                 " \"output_lens\": [-1, 5e9, 4.7], \"itls\": [[], [], []]}",
+                 IM_IMPORT_VLLM, &im, err, sizeof err));
+  CHECK_EQ(im.n, 3);
+  for (size_t i = 0; i < 3 && im.n == 3; i++)
+    CHECK_EQ(im.recs[i].prompt_tokens, 0);
+  if (im.n == 3) {
+    CHECK_EQ(im.recs[0].output_tokens, 0);
+    CHECK_EQ(im.recs[1].output_tokens, 0);
+    CHECK_EQ(im.recs[2].output_tokens, 4);
+  }
+  im_import_free(&im);
 }
 
 static void test_guidellm(void) {
