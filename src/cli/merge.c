@@ -273,9 +273,10 @@ static json_t *merged_json(const struct sdir *v, size_t n, json_t *missing) {
   const char *says[2] = {" lost", " cut short"};
   for (size_t l = 0; l < 2; l++) {
     size_t nl = json_array_size(lists[l]);
+    const char *head = nl > 1 ? "shards " : "shard ";
     for (size_t i = 0; i < nl && strlen(why) < 150; i++)
-      snprintf(why + strlen(why), sizeof why - strlen(why), "%s%" JSON_INTEGER_FORMAT,
-               i ? ", " : why[0] ? (nl > 1 ? "; shards " : "; shard ") : (nl > 1 ? "shards " : "shard "),
+      snprintf(why + strlen(why), sizeof why - strlen(why), "%s%s%" JSON_INTEGER_FORMAT,
+               i ? "" : why[0] ? "; " : "", i ? ", " : head,
                json_integer_value(json_array_get(lists[l], i)));
     if (nl)
       snprintf(why + strlen(why), sizeof why - strlen(why), "%s", says[l]);
@@ -399,7 +400,7 @@ static int merge_into(struct sdir *v, size_t n, const struct im__merge_opts *mo)
     goto out;
   }
   rc = im__report_exit_code(&outcome);
-  if (!mo->quiet || mo->verdict)
+  if (mo->verdict)
     im__verdict_line(stdout, &outcome, rc);
 out:
   if (req)
@@ -482,5 +483,6 @@ int im_cli_merge(int argc, char **argv) {
   }
   mo.dirs = (const char *const *)argv + optind;
   mo.n_dirs = (size_t)(argc - optind);
+  mo.verdict = !mo.quiet;
   return im__merge_dirs(&mo);
 }

@@ -16,7 +16,8 @@ struct im__merge_opts {
   const char *out;
   bool partial;     /* merge what is there when shards are missing */
   bool quiet;       /* no summary */
-  bool verdict;     /* the verdict line even when quiet (an MPI run's) */
+  bool verdict;     /* print the verdict line after the summary (`merge`
+                       without --quiet; an MPI run unless a rank failed) */
   bool no_html;
 };
 

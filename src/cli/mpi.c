@@ -205,7 +205,7 @@ int im__mpi_run(int argc, char **argv, int (*run)(int, char **)) {
     }
     struct im__merge_opts mo = {.dirs = (const char *const *)dirs, .n_dirs = ns,
                                 .out = out, .quiet = has_flag(argc, argv, "--quiet"),
-                                .verdict = true};
+                                .verdict = worst == 0};
     int mrc = dirs && names ? im__merge_dirs(&mo) : EXIT_USAGE;
     rc = worst ? worst : mrc;
     free(dirs);
