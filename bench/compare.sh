@@ -109,21 +109,21 @@ done
 
 # gap 0: raw capacity, tokens per client CPU-second (CAP=0 leaves it out)
 if [ "${CAP:-1}" != 0 ]; then
-stub_start imcap --gap-ms 0 --per-write 16
-measure imcap "$IM" run ${IM_ARGS:-} --url "http://127.0.0.1:$PORT" --backend openai-completions --model stub \
-  --concurrency 100 --output-len 2000 --input-len 16 --dataset synthetic \
-  --duration "$((RAMP + DUR + 2))s" --warmup 0 --grace 5s --no-history --out "$OUT/imcap.run"
-stub_stop
-read -r c1 c2 t1 t2 <"$OUT/imcap.window"
-R[im.cap]=$(awk -v a="$c1" -v b="$c2" -v n="$(tokens_in "$OUT/imcap.truth.jsonl" "$t1" "$t2")" \
-  'BEGIN { printf "%.0f", (b > a ? n / (b - a) : 0) }')
-stub_start mrcap --gap-ms 0 --per-write 16
-measure mrcap "$OUT/min_reader" --port "$PORT" --concurrency 100 --duration "$((RAMP + DUR + 2))" \
-  --output-len 2000 --input-len 16 --out "$OUT/mrcap.chunks"
-stub_stop
-read -r c1 c2 t1 t2 <"$OUT/mrcap.window"
-R[mr.cap]=$(awk -v a="$c1" -v b="$c2" -v n="$(tokens_in "$OUT/mrcap.truth.jsonl" "$t1" "$t2")" \
-  'BEGIN { printf "%.0f", (b > a ? n / (b - a) : 0) }')
+  stub_start imcap --gap-ms 0 --per-write 16
+  measure imcap "$IM" run ${IM_ARGS:-} --url "http://127.0.0.1:$PORT" --backend openai-completions --model stub \
+    --concurrency 100 --output-len 2000 --input-len 16 --dataset synthetic \
+    --duration "$((RAMP + DUR + 2))s" --warmup 0 --grace 5s --no-history --out "$OUT/imcap.run"
+  stub_stop
+  read -r c1 c2 t1 t2 <"$OUT/imcap.window"
+  R[im.cap]=$(awk -v a="$c1" -v b="$c2" -v n="$(tokens_in "$OUT/imcap.truth.jsonl" "$t1" "$t2")" \
+    'BEGIN { printf "%.0f", (b > a ? n / (b - a) : 0) }')
+  stub_start mrcap --gap-ms 0 --per-write 16
+  measure mrcap "$OUT/min_reader" --port "$PORT" --concurrency 100 --duration "$((RAMP + DUR + 2))" \
+    --output-len 2000 --input-len 16 --out "$OUT/mrcap.chunks"
+  stub_stop
+  read -r c1 c2 t1 t2 <"$OUT/mrcap.window"
+  R[mr.cap]=$(awk -v a="$c1" -v b="$c2" -v n="$(tokens_in "$OUT/mrcap.truth.jsonl" "$t1" "$t2")" \
+    'BEGIN { printf "%.0f", (b > a ? n / (b - a) : 0) }')
 fi
 
 field() { echo "$1" | tr ' ' '\n' | awk -v k="$2" 'p { print; exit } $0 == k { p = 1 }'; }
