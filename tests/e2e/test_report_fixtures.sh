@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Run directories written by an earlier infermeter (tests/fixtures/rundirs:
+# a single run, a sweep, a --repeat set, a sessions run, an import, each
+# written at /tmp/infermeter-fixtures/NAME before src/cli was split into
+# run/, results/ and export/) keep their meaning: `infermeter report DIR`
+# on a copy reproduces results.json and report.html byte for byte, but for
+# the generation time and the directory's own path.
+. "$(dirname "$0")/lib.sh"
+FIX=tests/fixtures/rundirs
+ORIG=/tmp/infermeter-fixtures
+
+# normalize FILE DIR: the copy's path back to the original one, and the
+# generation time (results.json's generated_at, the report's footer) dropped.
+normalize() {
+  sed -e "s#$2#$ORIG/$(basename "$2")#g" \
+      -e 's#"generated_at": "[^"]*"#"generated_at": ""#' \
+      -e 's#from results.json ([0-9T:Z-]*)#from results.json ()#' "$1"
+}
+
+# repeat joins once `report` reads a --repeat set (the set's results.json
+# was written by run alone before).
+for name in single sweep sessions import; do
+  d="$TMP/$name"
+  cp -r "$FIX/$name" "$d"
+  # The outputs go; only what the run wrote as it ran stays.
+  find "$d" \( -name results.json -o -name report.html \) -delete
+  "$BIN" report --quiet "$d" >"$TMP/$name.out" 2>&1
+  rc=$?
+  check "report $name exits as the run did, not 1 ($rc): $(head -c 300 "$TMP/$name.out")" \
+    test $rc -ne 1
+  for f in $(cd "$FIX/$name" && find . \( -name results.json -o -name report.html \) | sort); do
+    if [ ! -f "$d/$f" ]; then
+      fail "report $name wrote no $f"
+      continue
+    fi
+    normalize "$FIX/$name/$f" "$d" >"$TMP/want"
+    normalize "$d/$f" "$d" >"$TMP/got"
+    if cmp -s "$TMP/want" "$TMP/got"; then
+      ok; : "report $name reproduces $f"
+    else
+      fail "report $name: $f differs: $(diff "$TMP/want" "$TMP/got" | head -c 600)"
+    fi
+  done
+done
+finish
