@@ -4,7 +4,7 @@
  * For each SLO whose attainment fell below the stage's target, every rule
  * below is checked against the stage's completed requests (the final
  * attempts, analyze/population.h) and, where a rule needs it, the server's
- * time series (analyze/server.h). A request violates the SLO when its value
+ * time series (analyze/scraped.h). A request violates the SLO when its value
  * (TTFT, TPOT or E2E latency, as summary.c's SLO check computes it) is
  * above the limit L. Every rule compares groups of requests with each other
  * relative to L, never a number of seconds, so a server that is uniformly
@@ -57,7 +57,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "analyze/server.h"
+#include "analyze/scraped.h"
 #include "analyze/slo.h"
 #include "analyze/stage.h"
 

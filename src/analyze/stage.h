@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "analyze/audit.h"
+#include "analyze/selfcheck.h"
 #include "analyze/batch.h"
 #include "analyze/breakdown.h"
 #include "analyze/population.h"

@@ -13,7 +13,7 @@
 
 /* Whether manifest is that of a run imported from a file without a
  * schedule (imported_from.not_collected names "schedule"): its client
- * self-check is NOT_JUDGED (analyze/audit.h not_judged). */
+ * self-check is NOT_JUDGED (analyze/selfcheck.h not_judged). */
 bool im__import_unscheduled(const json_t *manifest);
 
 /* For a run directory written by `infermeter import` (manifest.json has

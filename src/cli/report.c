@@ -19,19 +19,19 @@
 #include "core/clock.h"
 #include "record/reader.h"
 #include "analyze/causes.h"
-#include "analyze/server.h"
+#include "analyze/scraped.h"
 #include "analyze/validity.h"
 #include "record/series.h"
 #include "report/html.h"
 #include "report/targets_json.h"
-#include "report/server_json.h"
+#include "report/scraped_json.h"
 #include "report/analysis_json.h"
 #include "report/audit_json.h"
 #include "report/breakdown_json.h"
 #include "report/agents_json.h"
 #include "report/reasoning_json.h"
 #include "report/causes_json.h"
-#include "report/results.h"
+#include "report/summary_text.h"
 #include "report/stage_json.h"
 #include "report/roofline_json.h"
 #include "cli/sysdesc.h"
@@ -205,7 +205,7 @@ static const char *str_at(const json_t *root, const char *a, const char *b, cons
 }
 
 /* The server's, TCP and GPU figures of a stage from series.jsonl
- * (analyze/server.h), into metrics and series. 0, or -1 when out of memory. */
+ * (analyze/scraped.h), into metrics and series. 0, or -1 when out of memory. */
 static int server_figures(struct rep *p, const struct im_rundir_stage *s,
                           const struct im_stage_figures *f, const struct im_stage_input *in,
                           json_t *dst, struct im_server_figures *figs) {

@@ -1,5 +1,5 @@
 /* `infermeter report DIR`: results.json and the terminal summary of a run
- * directory, recomputed from what is on disk (cli/rundir.h). `run` writes
+ * directory, recomputed from what is on disk (record/rundir.h). `run` writes
  * its own results through the same function at the end of every run, so a
  * directory always reproduces its results.json (apart from generated_at). */
 #ifndef IM_CLI_REPORT_H

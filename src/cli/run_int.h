@@ -162,7 +162,7 @@ struct run_env {
   bool use_ds, replay;
   char salt[40];
   int jsonl_fd;
-  int stages_fd;                  /* stages.jsonl (cli/rundir.h) */
+  int stages_fd;                  /* stages.jsonl (record/rundir.h) */
   struct im__health *health;      /* the health poller, or NULL */
   struct im__health *probe;       /* the prober (--probe-rate), or NULL */
   int series_fd;                  /* DIR/series.jsonl (O_APPEND), -1: not written */

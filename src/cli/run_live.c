@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "analyze/audit.h"
+#include "analyze/selfcheck.h"
 #include "cli/health.h"
 #include "cli/metrics_listen.h"
 #include "cli/run_live.h"
@@ -80,7 +80,7 @@ static void refresh(struct im__run_live *l, struct im_live *live) {
   }
   pthread_mutex_unlock(&l->mu);
   observed(l, &g);
-  /* The self-check's dispatch rule so far (analyze/audit.h): fail when the
+  /* The self-check's dispatch rule so far (analyze/selfcheck.h): fail when the
    * share of first attempts later than L is significantly above 1 %. */
   uint64_t total, late = im_live_late(live, &total);
   double p = im_stats_binom_sf((int64_t)late, (int64_t)total, IM_CHECK_LATE_SHARE);
@@ -111,7 +111,7 @@ int im__run_live_start(struct run_env *env) {
   pthread_mutex_init(&l->mu, NULL);
   pthread_mutex_init(&l->page_mu, NULL);
   l->obs = env->obs;
-  /* L as the audit sets it (analyze/audit.c). */
+  /* L as the audit sets it (analyze/selfcheck.c). */
   double lim_ms = IM_CHECK_LAG_FLOOR_MS;
   if (o->scfg.has_slo_ttft && o->scfg.slo_ttft_ms * IM_CHECK_LAG_SLO_SHARE > lim_ms)
     lim_ms = o->scfg.slo_ttft_ms * IM_CHECK_LAG_SLO_SHARE;

@@ -29,7 +29,7 @@
 #include "workload/session.h"
 #include "workload/synth.h"
 #include "observe/observer.h"
-#include "report/results.h"
+#include "report/summary_text.h"
 #include "text/simpletok.h"
 
 /* ---- loader threads ------------------------------------------------------ */

@@ -1,5 +1,5 @@
 /* Options of `infermeter serve` for agents (docs/agents.md): the tool-call
- * policy and structured output's planted faults (serve/agent.h). Kept
+ * policy and structured output's planted faults (serve/toolcalls.h). Kept
  * apart from serve.c's table; serve.c splices the entries in. */
 #ifndef IM_CLI_SERVE_AGENTS_H
 #define IM_CLI_SERVE_AGENTS_H

@@ -4,7 +4,7 @@
  * NVML is present. Each sample becomes one line of series.jsonl
  * (record/series.h), written by the observer thread as soon as it is taken
  * (never by a load thread), and is kept in memory as the same line read
- * back. The observer computes no figure: src/analyze/server.c does, from
+ * back. The observer computes no figure: src/analyze/scraped.c does, from
  * the lines.
  *
  * Lifecycle: im_observer_start() writes the sources' lines and the reasons

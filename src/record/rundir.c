@@ -1,4 +1,4 @@
-/* The run directory's manifest and stage events: see cli/rundir.h. */
+/* The run directory's manifest and stage events: see record/rundir.h. */
 #include "record/rundir.h"
 
 #include <errno.h>

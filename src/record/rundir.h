@@ -66,7 +66,7 @@ struct im_rundir_analysis {
   double slo_target;
   size_t stages_planned;
   bool rate_sweep, autosweep;     /* a rate sweep (without a grid); rate=auto */
-  /* The observers' figures (analyze/server.h): reference lines and what
+  /* The observers' figures (analyze/scraped.h): reference lines and what
    * the user declared. */
   double kv_residency_ref, bw_util_ref, kv_bytes_per_token, gpu_memory_bytes;
   int64_t scrape_interval_ns;

@@ -2,7 +2,7 @@
  * during a run, one JSON object per line, appended as each sample is taken
  * (a run killed with SIGKILL keeps every line written before). The figures
  * of metrics.server, metrics.tcp, metrics.gpu and the series of
- * results.json are computed from it (src/analyze/server.c), so a results
+ * results.json are computed from it (src/analyze/scraped.c), so a results
  * directory can be re-analysed without the run.
  *
  * Line kinds, told apart by "src" (docs/server-metrics.md, "series.jsonl"):

@@ -13,7 +13,7 @@ struct json_t;
 
 /* Sets metrics["roofline"] (replacing it): {"not_collected": reason} or
  * the figures, with the GPUs' measured DRAM bandwidth utilisation beside
- * the prediction (analyze/server.h's NVML/DCGM mean; NaN with dram_why
+ * the prediction (analyze/scraped.h's NVML/DCGM mean; NaN with dram_why
  * when not sampled). IM_INVAL for NULL arguments, IM_NOMEM. */
 enum im_err im_roofline_json(const struct im_roofline *rl, double dram_util,
                              const char *dram_why, struct json_t *metrics) IM_WUR;

@@ -10,7 +10,7 @@
 #include "report/batch_json.h"
 #include "report/breakdown_json.h"
 #include "report/jsonw.h"
-#include "report/results.h"
+#include "report/summary_text.h"
 #include "report/summary_json.h"
 #include "report/targets_json.h"
 

@@ -29,7 +29,7 @@
 
 #include "core/err.h"
 #include "text/tokenizer.h"
-#include "serve/agent.h"
+#include "serve/toolcalls.h"
 #include "serve/engine.h"
 #include "serve/fault.h"
 
@@ -64,7 +64,7 @@ struct im_server_config {
   bool quiet;                    /* no "listening on" line */
   struct im_tok *tokenizer;      /* counts prompts (borrowed, used on the loop
                                     thread only); NULL: the built-in tokenizer */
-  struct im_agent_policy agent;  /* tool calls, structured output (serve/agent.h) */
+  struct im_agent_policy agent;  /* tool calls, structured output (serve/toolcalls.h) */
   struct im_lora_config lora;    /* LoRA adapters (serve/lora.h); n 0: none */
   const char *unix_socket;       /* listen on this unix socket path instead of
                                     host:port (a stale socket file is replaced;

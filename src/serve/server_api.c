@@ -301,7 +301,7 @@ static void copy_request_id(struct conn *c, char *out, size_t cap) {
 }
 
 /* Renders the prompt text the model sees: DeepSeek-V3's chat format for
- * messages (workload/chattmpl.h, the template clients count with too). */
+ * messages (text/chattmpl.h, the template clients count with too). */
 static enum im_err prompt_text(const struct im_api_req *r, struct im_buf *out) {
   if (r->kind == IM_API_COMPLETIONS)
     return im_buf_puts(out, r->prompt ? r->prompt : "");

@@ -78,7 +78,7 @@ struct stream {
   bool logprobs;                /* the request asked for logprobs */
   uint32_t lp_n;                /* alternatives per token (0..20) */
   double lp_alt[20];            /* their logprobs under the sequence's sampling law */
-  struct im_agent_answer agent; /* tool call / JSON answer (serve/agent.h) */
+  struct im_agent_answer agent; /* tool call / JSON answer (serve/toolcalls.h) */
 };
 
 struct im_server {

@@ -43,7 +43,7 @@
 #define IM_PROMPT_TEXT_MAX ((size_t)64 << 20)
 
 /* Appends to out text that, encoded alone by tok (or by the built-in
- * tokenizer, workload/simpletok.h, when tok is NULL), has exactly n tokens.
+ * tokenizer, text/simpletok.h, when tok is NULL), has exactly n tokens.
  * The text comes from im_content_gen seeded with seed (the same arguments
  * and tokenizer give the same text) and starts with an ASCII letter, except
  * in the last-resort cases where it is all filler taken from the tokenizer's

@@ -47,7 +47,7 @@ struct im_synth {
   size_t n_times;
   const struct im_sched_spec *sched;
   /* Exact lengths (--dataset random, --tokenizer, --mix, --chat-template):
-   * prompts cut to the token (workload/promptgen.h) and counted as the
+   * prompts cut to the token (text/promptgen.h) and counted as the
    * server will see them: with tok (NULL: the built-in tokenizer the
    * built-in server counts with) and, on the chat backend, the chat
    * template tmpl rendered around the messages. */

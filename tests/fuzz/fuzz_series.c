@@ -1,6 +1,6 @@
 /* Fuzz target for the series.jsonl reader (src/record/series_read.c) and
- * everything downstream of it: the server figures (src/analyze/server.c)
- * and their JSON (src/report/server_json.c).
+ * everything downstream of it: the server figures (src/analyze/scraped.c)
+ * and their JSON (src/report/scraped_json.c).
  *
  * Input: a series.jsonl file. Checks:
  *   - reading never fails but for memory, and the counts are consistent:
@@ -14,10 +14,10 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "analyze/server.h"
+#include "analyze/scraped.h"
 #include "fuzz.h"
 #include "record/series.h"
-#include "report/server_json.h"
+#include "report/scraped_json.h"
 
 static void check_counts(const struct im_series_set *s) {
   size_t pts = s->n_tcp + s->n_gpu + s->n_client;

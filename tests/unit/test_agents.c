@@ -18,7 +18,7 @@
 #include "proto/oai_chunk.h"
 #include "proto/oai_request.h"
 #include "proto/sse.h"
-#include "serve/agent.h"
+#include "serve/toolcalls.h"
 #include "serve/lora.h"
 #include "serve/reasoning.h"
 #include "workload/agent.h"

@@ -4,7 +4,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "analyze/audit.h"
+#include "analyze/selfcheck.h"
 #include "analyze/population.h"
 #include "analyze/stage.h"
 #include "analyze/summary.h"

@@ -1,4 +1,4 @@
-/* Server and machine figures from series lines (src/analyze/server.c),
+/* Server and machine figures from series lines (src/analyze/scraped.c),
  * against a fixture whose figures are computed by hand below: window hit
  * rate, KV usage mean and max, queue maxima, counter deltas, Pearson r of
  * KV usage and the interval hit rate, TTFT quantiles from bucket deltas,
@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "analyze/server.h"
+#include "analyze/scraped.h"
 #include "check.h"
 #include "record/series.h"
 

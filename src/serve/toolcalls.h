@@ -20,8 +20,8 @@
  * (finish_reason length) is not closed either, as a real server's is not.
  *
  * Not thread-safe; the server's loop thread only. */
-#ifndef IM_SERVE_AGENT_H
-#define IM_SERVE_AGENT_H
+#ifndef IM_SERVE_TOOLCALLS_H
+#define IM_SERVE_TOOLCALLS_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -1,6 +1,6 @@
 /* Server and machine figures from series.jsonl samples (contract in
  * server.h; definitions in docs/metrics.md §5 and docs/server-metrics.md). */
-#include "analyze/server.h"
+#include "analyze/scraped.h"
 
 #include <math.h>
 #include <stdio.h>

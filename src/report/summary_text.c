@@ -1,5 +1,5 @@
 /* The client self-check's JSON and the terminal summary. */
-#include "report/results.h"
+#include "report/summary_text.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -28,7 +28,7 @@ enum im_err im_client_check_json(const struct im_client_check *c, json_t *audit)
     return IM_NOMEM;
   }
   /* Dispatch lag: the share of dispatches later than L, judged by a
-   * one-sided binomial test (analyze/audit.h); the p99 and the test's
+   * one-sided binomial test (analyze/selfcheck.h); the p99 and the test's
    * p-value are its evidence. */
   json_t *lag = check("dispatch_lag_late_share",
                       c->lag_n ? (double)c->lag_late / (double)c->lag_n : NAN,

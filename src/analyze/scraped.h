@@ -10,9 +10,9 @@
  * Pure: no I/O, no JSON; the same set and context give the same figures.
  * A figure that cannot be had is NaN, with its reason (not_collected,
  * not_available, kv_residency_reason, or an entry of nulls[]).
- * src/report/server_json.c renders them into results.json. */
-#ifndef IM_ANALYZE_SERVER_H
-#define IM_ANALYZE_SERVER_H
+ * src/report/scraped_json.c renders them into results.json. */
+#ifndef IM_ANALYZE_SCRAPED_H
+#define IM_ANALYZE_SCRAPED_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,7 +1,7 @@
 /* results.json pieces of the server and machine figures (contract in
  * server_json.h). Key names and order are those results.json has always
  * had (docs/results-schema.md); scripts read them. */
-#include "report/server_json.h"
+#include "report/scraped_json.h"
 
 #include <jansson.h>
 #include <math.h>

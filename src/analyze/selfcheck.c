@@ -1,5 +1,5 @@
-/* The client self-check: see analyze/audit.h. */
-#include "analyze/audit.h"
+/* The client self-check: see analyze/selfcheck.h. */
+#include "analyze/selfcheck.h"
 
 #include <math.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /* Tool calls and structured output of the simulated server: see
- * serve/agent.h. */
-#include "serve/agent.h"
+ * serve/toolcalls.h. */
+#include "serve/toolcalls.h"
 
 #include <inttypes.h>
 #include <jansson.h>

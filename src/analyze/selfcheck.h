@@ -15,8 +15,8 @@
  * thread, no file-descriptor or ephemeral-port exhaustion.
  *
  * Pure: no I/O, no global state. */
-#ifndef IM_ANALYZE_AUDIT_H
-#define IM_ANALYZE_AUDIT_H
+#ifndef IM_ANALYZE_SELFCHECK_H
+#define IM_ANALYZE_SELFCHECK_H
 
 #include <stdbool.h>
 #include <stdint.h>

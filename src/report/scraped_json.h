@@ -2,15 +2,15 @@
  * metrics.servers, metrics.tcp, metrics.gpu, and the series series.server,
  * series.tcp, series.gpu and series.client (docs/results-schema.md,
  * docs/server-metrics.md). Renders only: every number comes from
- * analyze/server.h or, for series.client, from series.jsonl as read.
+ * analyze/scraped.h or, for series.client, from series.jsonl as read.
  * NaN is rendered as null; a null figure has its reason next to it
  * (not_collected, not_available, kv_residency_reason, null_reasons). */
-#ifndef IM_REPORT_SERVER_JSON_H
-#define IM_REPORT_SERVER_JSON_H
+#ifndef IM_REPORT_SCRAPED_JSON_H
+#define IM_REPORT_SCRAPED_JSON_H
 
 #include <stdint.h>
 
-#include "analyze/server.h"
+#include "analyze/scraped.h"
 #include "core/err.h"
 #include "record/series.h"
 

@@ -1,18 +1,18 @@
 /* results.json and the terminal summary of a run (docs/results-schema.md). */
-#ifndef IM_REPORT_RESULTS_H
-#define IM_REPORT_RESULTS_H
+#ifndef IM_REPORT_SUMMARY_TEXT_H
+#define IM_REPORT_SUMMARY_TEXT_H
 
 #include <stdbool.h>
 #include <stdio.h>
 
 #include "core/err.h"
-#include "analyze/audit.h"
+#include "analyze/selfcheck.h"
 #include "analyze/stage.h"
 #include "analyze/summary.h"
 
 struct json_t;
 
-/* The client self-check (analyze/audit.h) under audit.client_check. */
+/* The client self-check (analyze/selfcheck.h) under audit.client_check. */
 enum im_err im_client_check_json(const struct im_client_check *c, struct json_t *audit) IM_WUR;
 
 /* Prints the summary table (vLLM's layout first, then ours). */
