@@ -21,8 +21,10 @@
 
 #include "analyze/repeat.h"
 #include "cli/cli.h"
-#include "cli/output.h"
+#include "report/verdict.h"
+#include "cli/args.h"
 #include "cli/report.h"
+#include "report/html.h"
 #include "cli/run_int.h"
 #include "core/clock.h"
 #include "core/log.h"
@@ -273,7 +275,7 @@ static int aggregate(const char *dir, struct im_repeat_run *runs, size_t n, size
   }
   char html[4300];
   snprintf(html, sizeof html, "%.4200s/report.html", dir);
-  (void)im__report_html(html, root, dir); /* said on failure; the figures are written */
+  (void)im__write_html(html, root, dir, im_html_report); /* said on failure; the figures are written */
   json_decref(root);
   if (text) {
     im_repeat_text(text, set);
@@ -541,7 +543,7 @@ int im__run_repeat(int argc, char **argv, const struct run_opts *o) {
     rc = worst(rc, EXIT_USAGE);
   if (o->publish && !all_publishable)
     rc = worst(rc, EXIT_NOT_PUBLISHABLE);
-  im__verdict_set_line(stdout, rc, done);
+  im_verdict_set_line(stdout, rc, done);
 out:
   free(labels);
   free(runs);

@@ -25,12 +25,13 @@
 #include "cli/mpi.h"
 #include "cli/otlp.h"
 #include "cli/vllm_compat.h"
-#include "cli/output.h"
+#include "report/verdict.h"
+#include "cli/args.h"
 #include "cli/report.h"
 #include "cli/run_int.h"
 #include "cli/run_urls.h"
 #include "cli/run_live.h"
-#include "cli/sysdesc.h"
+#include "record/sysdesc.h"
 #include "record/rundir.h"
 #include "core/clock.h"
 #include "core/log.h"
@@ -176,7 +177,7 @@ struct run {
   struct builtin srv;
   char url[2048], out_dir[4096], model[512], scrape_default[2100];
   json_t *models, *version;
-  struct im_sysdesc sys;  /* model, GPU, parallelism (cli/sysdesc.h) */
+  struct im_sysdesc sys;  /* model, GPU, parallelism (record/sysdesc.h) */
   int jsonl_fd, raw_fd, stages_fd, series_fd;
   char series_path[4200];
   char *api_key;
@@ -531,7 +532,7 @@ static int discover(struct run *r) {
   struct im_sys_flags fl = o->sys;
   fl.kv_bytes_per_token = o->kv_bytes_per_token;
   fl.gpu_memory = o->gpu_memory;
-  if (im__sys_resolve(&fl, r->version, &r->sys, err, sizeof err)) {
+  if (im_sysdesc_resolve(&fl, r->version, &r->sys, err, sizeof err)) {
     fprintf(stderr, "infermeter run: %s\n", err);
     return EXIT_USAGE;
   }
@@ -712,7 +713,7 @@ static json_t *manifest_json(const struct run *r) {
   json_t *m = im__run_manifest_json(o, r->argc, r->argv, env->url, env->builtin, env->model,
                                     r->models, r->version, im_wall_ns(), env->salt);
   json_object_set_new(m, "discovery_ms", json_real(r->discovery_ms));
-  json_object_set_new(m, "system", im__sys_json(&r->sys));
+  json_object_set_new(m, "system", im_sysdesc_json(&r->sys));
   json_t *wl = json_object_get(m, "workload");
   json_object_set_new(wl, "exact_lengths", json_boolean(env->exact));
   json_object_set_new(wl, "tokenizer", json_string(o->tokenizer ? o->tokenizer : "built-in"));
@@ -940,7 +941,7 @@ int im_cli_run(int argc, char **argv) {
     im_warn("cannot write stages.jsonl: %s", strerror(errno));
   struct report_opts ro = {.text = o->quiet ? NULL : stdout, .stage_lines = false,
                            .publish = o->publish, .csv = o->csv, .json = o->json};
-  struct report_outcome outcome;
+  struct im_verdict outcome;
   int reported = im__report_dir(o->out_dir, &ro, &outcome);
   /* One row per run (a --repeat set is added once, as a set, by repeat.c). */
   if (!reported && !o->no_history && o->repeat_of <= 1)
@@ -964,11 +965,11 @@ int im_cli_run(int argc, char **argv) {
   if (failed)
     rc = r->env.engine_failed ? EXIT_ENGINE : EXIT_USAGE;
   else if (!reported)
-    rc = im__report_exit_code(&outcome);
+    rc = im_verdict_exit(&outcome);
   /* Under MPI a rank's verdict is its shard's: rank 0's merge prints the
    * run's (cli/mpi.c). */
   if (!reported && o->repeat_of <= 1 && !im__mpi.on)
-    im__verdict_line(o->json ? stderr : stdout, &outcome, rc);
+    im_verdict_line(o->json ? stderr : stdout, &outcome, rc);
 out:
   run_cleanup(r);
   free(r->vllm_argv);

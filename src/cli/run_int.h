@@ -19,7 +19,7 @@
 #include "workload/stages.h"
 #include "analyze/repeat.h"
 #include "analyze/summary.h"
-#include "cli/sysdesc.h"
+#include "record/sysdesc.h"
 #include "load/loader.h"
 #include "net/net.h"
 #include "cli/run_agents.h"
