@@ -9,6 +9,7 @@
 #include "cli/cli.h"
 #include "cli/otlp.h"
 #include "cli/run_int.h"
+#include "results/set.h"
 
 static void print_note(void *data, const char *line) {
   (void)data;
@@ -85,6 +86,22 @@ static void usage(FILE *f) {
           "1 when DIR cannot be read.\n");
 }
 
+/* A --repeat set (results/set.h): each run reported again, then the set. */
+static int report_set(const char *dir, const struct report_opts *o, bool quiet) {
+  struct im_results_opts ro = {.text = o->text, .audit_only = o->audit_only,
+                               .publish = o->publish, .no_html = o->no_html, .note = print_note};
+  char err[1024];
+  int rc = EXIT_OK;
+  size_t runs = 0;
+  if (im_results_set_dir(dir, &ro, &rc, &runs, err, sizeof err)) {
+    fprintf(stderr, "infermeter report: %s\n", err);
+    return EXIT_USAGE;
+  }
+  if (!quiet)
+    im_verdict_set_line(stdout, rc, runs);
+  return rc;
+}
+
 /* report and audit: the same options, the same path. */
 static int report_main(int argc, char **argv, bool audit) {
   static const struct option opts[] = {{"quiet", no_argument, NULL, 'q'},
@@ -139,6 +156,8 @@ static int report_main(int argc, char **argv, bool audit) {
   struct report_opts ro = {.text = quiet || json ? NULL : stdout, .stage_lines = true,
                            .audit_only = audit, .publish = publish, .html = html,
                            .no_html = no_html, .csv = csv, .json = json && !quiet};
+  if (im_results_is_set(dir))
+    return report_set(dir, &ro, quiet);
   struct im_verdict out;
   if (im__report_dir(dir, &ro, &out))
     return EXIT_USAGE;

@@ -262,9 +262,6 @@ int im__run_size(struct run_opts *o);
  * run with stage i's settings (rate_given when it sets the rate). 0 or -1
  * (said). */
 int im__run_select_stage(struct run_opts *o, bool *rate_given);
-/* The headline figures of a one-stage results.json, as a repeat set reads
- * each run's (NaN where absent). */
-void im__run_repeat_values(const json_t *res, double v[IM_RF_COUNT_]);
 /* reference.c: the --reference values per figure (NaN: none), n of them,
  * and where they came from. */
 struct im__run_ref {
