@@ -21,7 +21,7 @@
 
 #include "cli/args.h"
 #include "cli/cli.h"
-#include "cli/health.h"
+#include "observe/health.h"
 #include "cli/mpi.h"
 #include "cli/otlp.h"
 #include "cli/vllm_compat.h"
@@ -186,7 +186,7 @@ struct run {
   struct im_stage *stages;
   struct stage_res *res;
   size_t ran;
-  struct im__health health, probe;
+  struct im_health health, probe;
   struct im__otlp_live otlp;
   struct im__vllm vllm;         /* vLLM's flags, translated (cli/vllm_compat.h) */
   char **vllm_argv;             /* the translated command line (owned) */
@@ -788,8 +788,8 @@ static int open_run_files(struct run *r) {
 
 static void run_cleanup(struct run *r) {
   im__run_srvtok_stop(&r->env);
-  im__health_stop(&r->health);
-  im__health_stop(&r->probe);
+  im_health_stop(&r->health);
+  im_health_stop(&r->probe);
   im__otlp_live_stop(&r->otlp);
   im__run_live_stop(&r->env.live, 0); /* after the pollers: they feed it */
   free(r->res);
@@ -896,17 +896,23 @@ int im_cli_run(int argc, char **argv) {
   if ((o->metrics_listen || o->pushgateway) && im__run_live_start(&r->env))
     goto out;
   if (o->health_interval_ns) {
-    if (im__health_start(&r->health, r->url, o->health_path, o->health_interval_ns, &o->net,
-                         r->api_key, r->jsonl_fd))
+    char err[512];
+    if (im_health_start(&r->health, r->url, o->health_path, o->health_interval_ns, &o->net,
+                        r->api_key, r->jsonl_fd, err, sizeof err)) {
+      fprintf(stderr, "infermeter run: %s\n", err);
       goto out;
+    }
     r->env.health = &r->health;
   }
   if (o->probe_rate > 0) {
     bool chat = o->backend == IM_BACKEND_CHAT;
-    if (im__probe_start(&r->probe, r->url, chat ? "/v1/chat/completions" : "/v1/completions",
-                        r->env.model, chat, o->probe_rate, o->seed, &o->net, r->api_key,
-                        r->jsonl_fd))
+    char err[512];
+    if (im_probe_start(&r->probe, r->url, chat ? "/v1/chat/completions" : "/v1/completions",
+                       r->env.model, chat, o->probe_rate, o->seed, &o->net, r->api_key,
+                       r->jsonl_fd, err, sizeof err)) {
+      fprintf(stderr, "infermeter run: %s\n", err);
       goto out;
+    }
     r->env.probe = &r->probe;
   }
   struct im__otlp_opts oo = {.url = o->otlp, .sample = o->otlp_sample, .provider = o->provider,
@@ -929,8 +935,8 @@ int im_cli_run(int argc, char **argv) {
   bool failed = run_stages(r) != 0;
   if (profiling)
     (void)im__run_profile(r->url, r->api_key, &o->net, false);
-  im__health_stop(&r->health);
-  im__health_stop(&r->probe);
+  im_health_stop(&r->health);
+  im_health_stop(&r->probe);
   im__otlp_live_stop(&r->otlp); /* every record is on disk: it sends the last ones */
   if (!r->started) /* not one stage began: nothing to report */
     goto out;

@@ -145,7 +145,7 @@ struct im_dataset;
 struct im_observer;
 struct im_tok;
 struct im_srvtok;
-struct im__health;
+struct im_health;
 struct im__run_live;
 
 /* What every stage of a run shares. */
@@ -163,8 +163,8 @@ struct run_env {
   char salt[40];
   int jsonl_fd;
   int stages_fd;                  /* stages.jsonl (record/rundir.h) */
-  struct im__health *health;      /* the health poller, or NULL */
-  struct im__health *probe;       /* the prober (--probe-rate), or NULL */
+  struct im_health *health;      /* the health poller, or NULL */
+  struct im_health *probe;       /* the prober (--probe-rate), or NULL */
   int series_fd;                  /* DIR/series.jsonl (O_APPEND), -1: not written */
   const char *series_path;        /* its path, or NULL */
   struct im_observer *obs;
