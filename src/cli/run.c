@@ -438,7 +438,7 @@ static int start_target(struct run *r) {
     }
     snprintf(r->url, sizeof r->url, "http://127.0.0.1:%d", port);
   } else {
-    im__run_url_normalize(r->o.url, r->url, sizeof r->url);
+    im_url_normalize(r->o.url, r->url, sizeof r->url);
     if (im__run_urls_init(&r->urls, &r->o))
       return -1;
     if (r->urls.n > 1) {
@@ -454,10 +454,10 @@ static int start_target(struct run *r) {
  * anything at all is sent to it. */
 static int confirm_remote(const struct run *r) {
   const struct run_opts *o = &r->o;
-  if (im__run_is_loopback(r->url) && im__run_urls_loopback(&r->urls))
+  if (im_url_is_loopback(r->url) && im__run_urls_loopback(&r->urls))
     return 0;
   char red[2048];
-  im__run_redact_url(r->url, red, sizeof red);
+  im_url_redact(r->url, red, sizeof red);
   uint64_t per_stage = o->requests ? o->requests
                        : (o->concurrency || o->sessions || o->session_rate)
                            ? 0
@@ -475,7 +475,7 @@ static int confirm_remote(const struct run *r) {
                     "sessions (no fixed request count)\n", red, r->env.n_stages,
             (double)o->duration_ns / 1e9);
   for (uint32_t k = 1; k < r->urls.n; k++) { /* several --url: spread over all */
-    im__run_redact_url(r->urls.url[k], red, sizeof red);
+    im_url_redact(r->urls.url[k], red, sizeof red);
     fprintf(stderr, "infermeter run: and target %u: %s\n", k, red);
   }
   if (o->max_total_tokens && (!planned || planned_tokens > o->max_total_tokens)) {
@@ -505,18 +505,18 @@ static int discover(struct run *r) {
       im__run_wait_ready(r->url, r->api_key, &o->net, o->ready_timeout_ns, isatty(STDERR_FILENO)))
     return im__run_interrupted ? EXIT_INTERRUPTED : EXIT_UNREACHABLE;
   int64_t t0 = im_now_ns();
-  long st = im__run_http_get_json(r->url, "/v1/models", r->api_key, &o->net, &r->models, err,
+  long st = im_http_get_json(r->url, "/v1/models", r->api_key, &o->net, &r->models, err,
                                   sizeof err);
   if (st == 0) {
     char red[2048];
-    im__run_redact_url(r->url, red, sizeof red);
+    im_url_redact(r->url, red, sizeof red);
     fprintf(stderr, "infermeter run: target %s unreachable: %s (GET /v1/models failed: check "
                     "--url and that the server is up, e.g. curl %s/v1/models)\n", red, err, red);
     return EXIT_UNREACHABLE;
   }
   if (st == 401 || st == 403) { /* the key (never printed) is missing or refused */
     char red[2048];
-    im__run_redact_url(r->url, red, sizeof red);
+    im_url_redact(r->url, red, sizeof red);
     fprintf(stderr, "infermeter run: target %s refused GET /v1/models (HTTP %ld): %s\n", red, st,
             r->api_key ? "the API key was not accepted; check the key in --api-key-file, "
                          "$INFERMETER_API_KEY or $OPENAI_API_KEY"
@@ -527,7 +527,7 @@ static int discover(struct run *r) {
   int other = im__run_urls_check(&r->urls, r->api_key, &o->net);
   if (other >= 0)
     return other;
-  im__run_http_get_json(r->url, "/version", r->api_key, &o->net, &r->version, err, sizeof err);
+  im_http_get_json(r->url, "/version", r->api_key, &o->net, &r->version, err, sizeof err);
   r->discovery_ms = (double)(im_now_ns() - t0) / 1e6;
   struct im_sys_flags fl = o->sys;
   fl.kv_bytes_per_token = o->kv_bytes_per_token;
@@ -607,7 +607,7 @@ static void start_observers(struct run *r) {
   ocfg.interval_ns = o->scrape_interval_ns;
   ocfg.api_key = r->api_key;
   ocfg.net = &o->net;
-  ocfg.sockstat = !o->no_sockstat && !o->net.unix_socket && im__run_target_addr(r->url, &ocfg.target, &ocfg.target_len) == 0;
+  ocfg.sockstat = !o->no_sockstat && !o->net.unix_socket && im_url_resolve(r->url, &ocfg.target, &ocfg.target_len) == 0;
   ocfg.gpu = !o->no_gpu;
   char path[4200];
   snprintf(path, sizeof path, "%s/scrapes.prom", o->out_dir);

@@ -21,6 +21,7 @@
 #include "analyze/summary.h"
 #include "record/sysdesc.h"
 #include "load/loader.h"
+#include "net/http_json.h"
 #include "net/net.h"
 #include "cli/run_agents.h"
 #include "cli/shard.h"
@@ -310,18 +311,6 @@ int im__run_scenario_load(struct run_opts *o, const char *path, struct json_t **
                           bool *rate_given);
 
 /* run_target.c */
-/* GET base+path: the HTTP status (0 when unreachable, err says why) and the
- * body as JSON in *out (NULL when not JSON). */
-long im__run_http_get_json(const char *base, const char *path, const char *api_key,
-                           const struct im_net *net,
-                           struct json_t **out, char *err, size_t err_len);
-/* The same with a method: GET when post is NULL, else POST of that JSON. */
-long im__run_http_json(const char *base, const char *path, const char *post, const char *api_key,
-                       const struct im_net *net, struct json_t **out, char *err, size_t err_len);
-bool im__run_is_loopback(const char *url);
-/* The URL without credentials, for outputs. */
-void im__run_redact_url(const char *url, char *out, size_t cap);
-
 /* run_ready.c */
 /* --ready-timeout: polls GET url/v1/models once a second until it answers
  * 200 (0) or timeout_ns passed or the run was interrupted (-1, said). */
@@ -332,8 +321,6 @@ int im__run_wait_ready(const char *url, const char *api_key, const struct im_net
 bool im__run_profile(const char *url, const char *api_key, const struct im_net *net, bool start);
 /* The first line of the file, or NULL after saying why; caller frees. */
 char *im__run_read_key_file(const char *path);
-/* host:port of the URL, resolved once; 0 on success. */
-int im__run_target_addr(const char *url, struct sockaddr_storage *out, socklen_t *len);
 /* run_transport.c: the client transport a run with o uses against url (the
  * first target; NULL: the built-in server): im_load_transport_pick's
  * answer (-1 with why when --transport h1 cannot serve it). */

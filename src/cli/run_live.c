@@ -218,7 +218,7 @@ int im__run_live_push(struct im__run_live *l, const char *url, const char *run_i
   long status = 0;
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
   char shown[2400];
-  im__run_redact_url(target, shown, sizeof shown);
+  im_url_redact(target, shown, sizeof shown);
   if (cr != CURLE_OK)
     fprintf(stderr, "infermeter run: --pushgateway %s: %s\n", shown,
             errbuf[0] ? errbuf : curl_easy_strerror(cr));

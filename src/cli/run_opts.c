@@ -505,8 +505,8 @@ void im__run_opts_default(struct run_opts *o) {
 /* Two spellings of one target: equal once normalised (trailing slashes, /v1). */
 static bool same_url(const char *a, const char *b) {
   char na[2048], nb[2048];
-  im__run_url_normalize(a, na, sizeof na);
-  im__run_url_normalize(b, nb, sizeof nb);
+  im_url_normalize(a, na, sizeof na);
+  im_url_normalize(b, nb, sizeof nb);
   return !strcmp(na, nb);
 }
 

@@ -20,7 +20,7 @@ int im__run_wait_ready(const char *url, const char *api_key, const struct im_net
   for (int tries = 1;; tries++) {
     char err[1024] = "";
     json_t *body = NULL;
-    long st = im__run_http_get_json(url, "/v1/models", api_key, net, &body, err, sizeof err);
+    long st = im_http_get_json(url, "/v1/models", api_key, net, &body, err, sizeof err);
     json_decref(body);
     if (st == 200) {
       if (tries > 1 && tty)
@@ -30,7 +30,7 @@ int im__run_wait_ready(const char *url, const char *api_key, const struct im_net
     int64_t now = im_now_ns();
     if (now >= deadline) {
       char red[2048];
-      im__run_redact_url(url, red, sizeof red);
+      im_url_redact(url, red, sizeof red);
       fprintf(stderr, "infermeter run: %s not ready after --ready-timeout %.0f s: %s\n", red,
               (double)timeout_ns / 1e9,
               st ? "GET /v1/models did not answer 200" : err);
@@ -53,7 +53,7 @@ bool im__run_profile(const char *url, const char *api_key, const struct im_net *
   char err[1024] = "";
   const char *path = start ? "/start_profile" : "/stop_profile";
   json_t *body = NULL;
-  long st = im__run_http_json(url, path, "{}", api_key, net, &body, err, sizeof err);
+  long st = im_http_json(url, path, "{}", api_key, net, &body, err, sizeof err);
   json_decref(body);
   if (st >= 200 && st < 300)
     return true;

@@ -89,7 +89,7 @@ static uint64_t read_limit(const struct run_env *env, json_t *models, const stru
   char err[256];
   json_t *props = NULL;
   uint64_t limit = 0;
-  if (im__run_http_get_json(env->url, "/props", env->api_key, net, &props, err, sizeof err) ==
+  if (im_http_get_json(env->url, "/props", env->api_key, net, &props, err, sizeof err) ==
       200) {
     json_t *n = json_object_get(json_object_get(props, "default_generation_settings"), "n_ctx");
     if (json_is_integer(n) && json_integer_value(n) > 0) {
@@ -100,7 +100,7 @@ static uint64_t read_limit(const struct run_env *env, json_t *models, const stru
   json_decref(props);
   json_t *slots = NULL;
   if (!limit &&
-      im__run_http_get_json(env->url, "/slots", env->api_key, net, &slots, err, sizeof err) ==
+      im_http_get_json(env->url, "/slots", env->api_key, net, &slots, err, sizeof err) ==
           200) {
     json_array_foreach(slots, i, m) {
       json_t *n = json_object_get(m, "n_ctx");

@@ -20,92 +20,6 @@
 #include "core/buf.h"
 #include "core/clock.h"
 
-/* ---- target discovery ---------------------------------------------------- */
-
-struct fetch {
-  struct im_buf body;
-};
-
-static size_t fetch_write(char *d, size_t s, size_t n, void *ud) {
-  struct fetch *f = ud;
-  return im_buf_append(&f->body, d, s * n) == IM_OK ? s * n : 0;
-}
-
-/* GET base+path; returns the HTTP status (0 when unreachable) and the body
- * parsed as JSON in *out (NULL when not JSON). */
-long im__run_http_get_json(const char *base, const char *path, const char *api_key,
-                           const struct im_net *net,
-                          json_t **out, char *err, size_t err_len) {
-  return im__run_http_json(base, path, NULL, api_key, net, out, err, err_len);
-}
-
-long im__run_http_json(const char *base, const char *path, const char *post, const char *api_key,
-                       const struct im_net *net, json_t **out, char *err, size_t err_len) {
-  *out = NULL;
-  struct fetch f;
-  im_buf_init(&f.body, 1u << 20);
-  char url[2048];
-  snprintf(url, sizeof url, "%s%s", base, path);
-  CURL *e = curl_easy_init();
-  if (!e)
-    return 0;
-  struct curl_slist *h = NULL;
-  char auth[4200];
-  if (api_key) {
-    snprintf(auth, sizeof auth, "Authorization: Bearer %s", api_key);
-    h = curl_slist_append(h, auth);
-  }
-  if (post) {
-    h = curl_slist_append(h, "Content-Type: application/json");
-    curl_easy_setopt(e, CURLOPT_POSTFIELDS, post);
-  }
-  curl_easy_setopt(e, CURLOPT_URL, url);
-  curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
-  curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, fetch_write);
-  curl_easy_setopt(e, CURLOPT_WRITEDATA, &f);
-  /* A profiler may take a while to flush its trace on /stop_profile. */
-  curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, post ? 60000L : 10000L);
-  curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-  char detail[CURL_ERROR_SIZE] = "";
-  curl_easy_setopt(e, CURLOPT_ERRORBUFFER, detail);
-  im_net_apply(e, net, true);
-  long status = 0;
-  CURLcode rc = curl_easy_perform(e);
-  if (rc == CURLE_OK) {
-    curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
-    if (f.body.len)
-      *out = json_loadb(f.body.data, f.body.len, 0, NULL);
-  } else {
-    im_net_describe(rc, detail, net, !strncasecmp(base, "https:", 6), err, err_len);
-  }
-  curl_easy_cleanup(e);
-  curl_slist_free_all(h);
-  im_buf_cleanup(&f.body);
-  return status;
-}
-
-bool im__run_is_loopback(const char *url) {
-  const char *p = strstr(url, "://");
-  p = p ? p + 3 : url;
-  const char *end = p + strcspn(p, "/?#");
-  const char *at = memchr(p, '@', (size_t)(end - p));
-  if (at)
-    p = at + 1;
-  return !strncmp(p, "127.", 4) || !strncmp(p, "localhost", 9) || !strncmp(p, "[::1]", 5);
-}
-
-/* The URL without credentials, for outputs. */
-void im__run_redact_url(const char *url, char *out, size_t cap) {
-  const char *scheme = strstr(url, "://");
-  const char *host = scheme ? scheme + 3 : url;
-  const char *end = host + strcspn(host, "/?#");
-  const char *at = memchr(host, '@', (size_t)(end - host));
-  if (at)
-    snprintf(out, cap, "%.*sREDACTED@%s", (int)(host - url), url, at + 1);
-  else
-    snprintf(out, cap, "%s", url);
-}
-
 static bool secret_header(const char *h) {
   static const char *const words[] = {"auth", "key", "token", "secret", "cookie", "password"};
   size_t n = strcspn(h, ":");
@@ -177,12 +91,12 @@ static json_t *command_line_json(int argc, char **argv) {
       snprintf(buf, sizeof buf, "--header=%.*s: REDACTED", (int)strcspn(arg + 9, ":"), arg + 9);
       arg = buf;
     } else if (i > 0 && (!strcmp(argv[i - 1], "--url") || !strcmp(argv[i - 1], "--proxy"))) {
-      im__run_redact_url(arg, buf, sizeof buf);
+      im_url_redact(arg, buf, sizeof buf);
       arg = buf;
     } else if (!strncmp(arg, "--url=", 6) || !strncmp(arg, "--proxy=", 8)) {
       size_t k = strcspn(arg, "=") + 1;
       char red[2000];
-      im__run_redact_url(arg + k, red, sizeof red);
+      im_url_redact(arg + k, red, sizeof red);
       snprintf(buf, sizeof buf, "%.*s%s", (int)k, arg, red);
       arg = buf;
     }
@@ -205,7 +119,7 @@ json_t *im__run_manifest_json(const struct run_opts *o, int argc, char **argv, c
   struct tm tm;
   gmtime_r(&secs, &tm);
   strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  im__run_redact_url(url, red, sizeof red);
+  im_url_redact(url, red, sizeof red);
   json_t *m = json_object();
   json_object_set_new(m, "tool", json_string("infermeter"));
   json_object_set_new(m, "version", json_string(IM_VERSION));
@@ -222,13 +136,13 @@ json_t *im__run_manifest_json(const struct run_opts *o, int argc, char **argv, c
    * the audit repeats (docs/audit.md, tls_verification). */
   char proxy[2048] = "";
   if (o->net.proxy)
-    im__run_redact_url(o->net.proxy, proxy, sizeof proxy);
+    im_url_redact(o->net.proxy, proxy, sizeof proxy);
   if (o->n_urls > 1) { /* several targets: records' `target` indexes this */
     json_t *urls = json_array();
     for (uint32_t i = 0; i < o->n_urls; i++) {
       char u[2048], r[2048];
-      im__run_url_normalize(o->urls[i], u, sizeof u);
-      im__run_redact_url(u, r, sizeof r);
+      im_url_normalize(o->urls[i], u, sizeof u);
+      im_url_redact(u, r, sizeof r);
       json_array_append_new(urls, json_string(r));
     }
     json_object_set_new(json_object_get(m, "target"), "urls", urls);
@@ -303,42 +217,5 @@ json_t *im__run_manifest_json(const struct run_opts *o, int argc, char **argv, c
   json_object_set_new(m, "client", json_pack("{s:s, s:i}", "libcurl", curl_version_info(CURLVERSION_NOW)->version,
                                              "threads", (json_int_t)o->threads));
   return m;
-}
-
-/* The target's address, for the TCP-state sampler: host and port of the URL,
- * resolved once. Returns 0 on success. */
-int im__run_target_addr(const char *url, struct sockaddr_storage *out, socklen_t *len) {
-  const char *p = strstr(url, "://");
-  bool tls = !strncmp(url, "https", 5);
-  p = p ? p + 3 : url;
-  const char *end = p + strcspn(p, "/?#");
-  const char *at = memchr(p, '@', (size_t)(end - p));
-  if (at)
-    p = at + 1;
-  char host[256], port[16];
-  const char *colon;
-  if (*p == '[') {
-    const char *rb = memchr(p, ']', (size_t)(end - p));
-    if (!rb)
-      return -1;
-    snprintf(host, sizeof host, "%.*s", (int)(rb - p - 1), p + 1);
-    colon = rb + 1 < end && rb[1] == ':' ? rb + 1 : NULL;
-  } else {
-    colon = memchr(p, ':', (size_t)(end - p));
-    snprintf(host, sizeof host, "%.*s", (int)((colon ? colon : end) - p), p);
-  }
-  if (colon)
-    snprintf(port, sizeof port, "%.*s", (int)(end - colon - 1), colon + 1);
-  else
-    snprintf(port, sizeof port, "%s", tls ? "443" : "80");
-  struct addrinfo hints, *ai = NULL;
-  memset(&hints, 0, sizeof hints);
-  hints.ai_socktype = SOCK_STREAM;
-  if (getaddrinfo(host, port, &hints, &ai) != 0 || !ai)
-    return -1;
-  memcpy(out, ai->ai_addr, ai->ai_addrlen);
-  *len = ai->ai_addrlen;
-  freeaddrinfo(ai);
-  return 0;
 }
 

@@ -7,15 +7,6 @@
 
 #include "cli/run_int.h"
 
-void im__run_url_normalize(const char *in, char *out, size_t cap) {
-  snprintf(out, cap, "%s", in);
-  size_t n = strlen(out);
-  while (n && out[n - 1] == '/')
-    out[--n] = '\0';
-  if (n > 3 && !strcmp(out + n - 3, "/v1"))
-    out[n - 3] = '\0';
-}
-
 int im__run_urls_init(struct im__run_urls *u, const struct run_opts *o) {
   memset(u, 0, sizeof *u);
   if (o->n_urls > 1 && o->net.unix_socket) {
@@ -33,7 +24,7 @@ int im__run_urls_init(struct im__run_urls *u, const struct run_opts *o) {
       fprintf(stderr, "infermeter run: out of memory\n");
       return -1;
     }
-    im__run_url_normalize(o->urls[i], u->url[i], cap);
+    im_url_normalize(o->urls[i], u->url[i], cap);
     snprintf(u->scrape[i], cap + 8, "%s/metrics", u->url[i]);
   }
   u->n = o->n_urls;
@@ -44,11 +35,11 @@ int im__run_urls_check(const struct im__run_urls *u, const char *api_key, const 
   for (uint32_t i = 1; i < u->n; i++) {
     char err[1024] = "", red[2048];
     json_t *models = NULL;
-    long st = im__run_http_get_json(u->url[i], "/v1/models", api_key, net, &models, err, sizeof err);
+    long st = im_http_get_json(u->url[i], "/v1/models", api_key, net, &models, err, sizeof err);
     json_decref(models);
     if (st == 200)
       continue;
-    im__run_redact_url(u->url[i], red, sizeof red);
+    im_url_redact(u->url[i], red, sizeof red);
     if (st == 0)
       fprintf(stderr, "infermeter run: target %u (%s) unreachable: %s\n", i, red, err);
     else
@@ -61,7 +52,7 @@ int im__run_urls_check(const struct im__run_urls *u, const char *api_key, const 
 
 bool im__run_urls_loopback(const struct im__run_urls *u) {
   for (uint32_t i = 1; i < u->n; i++)
-    if (!im__run_is_loopback(u->url[i]))
+    if (!im_url_is_loopback(u->url[i]))
       return false;
   return true;
 }

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "net/http_json.h"
 #include "net/net.h"
 #include "record/record.h"
 
@@ -20,9 +21,6 @@ struct im__run_urls {
   uint32_t n;                           /* 0 or 1: one target */
 };
 
-/* The base URL as the engine uses it: in without trailing slashes and
- * without a final /v1, into out. */
-void im__run_url_normalize(const char *in, char *out, size_t cap);
 /* From o's --url list; 0, or -1 after saying why (out of memory, several
  * --url with --unix-socket). */
 int im__run_urls_init(struct im__run_urls *u, const struct run_opts *o);
