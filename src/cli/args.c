@@ -106,3 +106,18 @@ int im__output_format_parse(const char *cmd, const char *arg, bool *csv) {
           cmd, arg);
   return -1;
 }
+
+int im__otlp_protocol(const char *flag, const char *p, bool *protobuf) {
+  if (strcmp(p, "http/json") && strcmp(p, "http/protobuf")) {
+    fprintf(stderr, "infermeter: %s: 'http/json' or 'http/protobuf' (OTLP/HTTP), got '%s'\n",
+            flag, p);
+    return -1;
+  }
+  *protobuf = !strcmp(p, "http/protobuf");
+  return 0;
+}
+
+void im__print_note(void *data, const char *line) {
+  (void)data;
+  fprintf(stderr, "infermeter: %s\n", line);
+}

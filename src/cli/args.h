@@ -15,6 +15,12 @@ int im_arg_size(const char *flag, const char *text, uint64_t *out);
 /* "--output-format json|csv" of command cmd: *csv = arg is csv. 0, or -1
  * after saying what is accepted. */
 int im__output_format_parse(const char *cmd, const char *arg, bool *csv);
+/* --otlp-protocol P: "http/json" (false) or "http/protobuf" (true) into
+ * *protobuf. 0, or -1 after saying why. */
+int im__otlp_protocol(const char *flag, const char *p, bool *protobuf);
+/* A library's note callback (results/, export/): "infermeter: LINE" on
+ * stderr. */
+void im__print_note(void *data, const char *line);
 /* Raises the soft RLIMIT_NOFILE to the hard limit; returns the new soft limit. */
 uint64_t im_raise_fd_limit(void);
 

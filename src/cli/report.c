@@ -7,7 +7,7 @@
 
 #include "cli/args.h"
 #include "cli/cli.h"
-#include "cli/otlp.h"
+#include "export/otlp.h"
 #include "cli/run_int.h"
 #include "results/set.h"
 
@@ -162,10 +162,14 @@ static int report_main(int argc, char **argv, bool audit) {
   if (im__report_dir(dir, &ro, &out))
     return EXIT_USAGE;
   if (otlp) {
-    struct im__otlp_opts oo = {.url = otlp, .sample = 1.0, .protobuf = otlp_pb};
-    struct im__otlp_stats os = {0};
-    if (im__otlp_export(dir, &oo, false, &os))
+    struct im_otlp_opts oo = {.url = otlp, .sample = 1.0, .protobuf = otlp_pb,
+                              .note = im__print_note};
+    struct im_otlp_stats os = {0};
+    char err[512];
+    if (im_otlp_export(dir, &oo, false, &os, err, sizeof err)) {
+      fprintf(stderr, "infermeter: %s\n", err);
       return EXIT_USAGE;
+    }
   }
   if (!quiet && !audit && !json)
     fprintf(stdout, "Results: %s/results.json%s\nReport:  %s%s\n", dir,

@@ -23,14 +23,14 @@
 #include "cli/cli.h"
 #include "observe/health.h"
 #include "cli/mpi.h"
-#include "cli/otlp.h"
+#include "export/otlp.h"
 #include "cli/vllm_compat.h"
 #include "report/verdict.h"
 #include "cli/args.h"
 #include "cli/report.h"
 #include "cli/run_int.h"
 #include "cli/run_urls.h"
-#include "cli/run_live.h"
+#include "export/live.h"
 #include "record/sysdesc.h"
 #include "record/rundir.h"
 #include "core/clock.h"
@@ -187,7 +187,7 @@ struct run {
   struct stage_res *res;
   size_t ran;
   struct im_health health, probe;
-  struct im__otlp_live otlp;
+  struct im_otlp_live otlp;
   struct im__vllm vllm;         /* vLLM's flags, translated (cli/vllm_compat.h) */
   char **vllm_argv;             /* the translated command line (owned) */
   bool started;     /* a stage began (its start line is in stages.jsonl) */
@@ -577,6 +577,25 @@ static int open_outputs(struct run *r) {
 /* Signals: stop dispatching on the first, abort in-flight on the second;
  * installed whatever the inherited disposition (a background job starts
  * with SIGINT ignored). */
+/* --metrics-listen and/or --pushgateway: the live page (export/live.h). */
+static int start_live(struct run *r) {
+  const struct run_opts *o = r->env.o;
+  struct im_live_export_opts lo = {.listen = o->metrics_listen, .obs = r->env.obs,
+                                   .slo_ttft_ms = o->scfg.has_slo_ttft ? o->scfg.slo_ttft_ms : 0};
+  char err[512];
+  if (im_live_export_start(&lo, &r->env.live, err, sizeof err)) {
+    fprintf(stderr, "infermeter run: %s\n", err);
+    return -1;
+  }
+  const char *host;
+  uint16_t port;
+  /* Even under --quiet: with port 0 it is the only way to know the port. */
+  if (im_live_export_address(r->env.live, &host, &port))
+    fprintf(stderr, "infermeter: live metrics at http://%s%s%s:%u/metrics\n",
+            strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "", (unsigned)port);
+  return 0;
+}
+
 static void install_signals(void) {
   im__run_wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   struct sigaction sa;
@@ -790,8 +809,8 @@ static void run_cleanup(struct run *r) {
   im__run_srvtok_stop(&r->env);
   im_health_stop(&r->health);
   im_health_stop(&r->probe);
-  im__otlp_live_stop(&r->otlp);
-  im__run_live_stop(&r->env.live, 0); /* after the pollers: they feed it */
+  im_otlp_live_stop(&r->otlp);
+  im_live_export_stop(&r->env.live, 0); /* after the pollers: they feed it */
   free(r->res);
   free(r->stages);
   im__run_urls_free(&r->urls);
@@ -893,7 +912,7 @@ int im_cli_run(int argc, char **argv) {
   install_signals();
   r->env.tty = isatty(STDERR_FILENO);
   start_observers(r);
-  if ((o->metrics_listen || o->pushgateway) && im__run_live_start(&r->env))
+  if ((o->metrics_listen || o->pushgateway) && start_live(r))
     goto out;
   if (o->health_interval_ns) {
     char err[512];
@@ -915,11 +934,14 @@ int im_cli_run(int argc, char **argv) {
     }
     r->env.probe = &r->probe;
   }
-  struct im__otlp_opts oo = {.url = o->otlp, .sample = o->otlp_sample, .provider = o->provider,
-                             .protobuf = o->otlp_protobuf};
-  if (o->otlp && im__otlp_live_start(&r->otlp, o->out_dir, &oo))
+  struct im_otlp_opts oo = {.url = o->otlp, .sample = o->otlp_sample, .provider = o->provider,
+                            .protobuf = o->otlp_protobuf, .note = im__print_note};
+  char oerr[512];
+  if (o->otlp && im_otlp_live_start(&r->otlp, o->out_dir, &oo, oerr, sizeof oerr)) {
+    fprintf(stderr, "infermeter run: %s\n", oerr);
     goto out;
-  im__run_live_hook(r->env.live, r->env.health, r->env.probe);
+  }
+  im_live_export_hook(r->env.live, r->env.health, r->env.probe);
   if (!o->quiet)
     fprintf(stderr, "infermeter: %s %s, model %s, %zu stage(s), results in %s\n",
             r->env.builtin ? "built-in server at" : "target", r->url, r->env.model, r->env.n_stages,
@@ -937,7 +959,7 @@ int im_cli_run(int argc, char **argv) {
     (void)im__run_profile(r->url, r->api_key, &o->net, false);
   im_health_stop(&r->health);
   im_health_stop(&r->probe);
-  im__otlp_live_stop(&r->otlp); /* every record is on disk: it sends the last ones */
+  im_otlp_live_stop(&r->otlp); /* every record is on disk: it sends the last ones */
   if (!r->started) /* not one stage began: nothing to report */
     goto out;
   /* The results: read back from the directory, by the same path as
@@ -958,13 +980,17 @@ int im_cli_run(int argc, char **argv) {
   if (!reported && !o->quiet && o->csv)
     fprintf(stdout, "CSV:     %s/requests.csv, %s/summary.csv\n", o->out_dir, o->out_dir);
   if (o->pushgateway)
-    (void)im__run_live_push(r->env.live, o->pushgateway, r->env.salt, o->insecure);
-  im__run_live_stop(&r->env.live, o->metrics_linger_ns);
+    if (im_live_export_push(r->env.live, o->pushgateway, r->env.salt, o->insecure, oerr,
+                            sizeof oerr))
+      fprintf(stderr, "infermeter run: %s\n", oerr);
+  im_live_export_stop(&r->env.live, o->metrics_linger_ns);
   if (!reported && r->vllm.save_result)
     (void)im__vllm_save(o->out_dir, &r->vllm);
   if (o->otlp) {
-    struct im__otlp_stats os = r->otlp.st; /* the attempts the live exporter sent */
-    if (!im__otlp_export(o->out_dir, &oo, true, &os) && !o->quiet)
+    struct im_otlp_stats os = r->otlp.st; /* the attempts the live exporter sent */
+    if (im_otlp_export(o->out_dir, &oo, true, &os, oerr, sizeof oerr))
+      fprintf(stderr, "infermeter: %s\n", oerr);
+    else if (!o->quiet)
       fprintf(stdout, "OTLP:    %" PRIu64 " spans and %" PRIu64 " metric points sent to %s\n",
               os.spans_sent, os.metric_points, o->otlp);
   }

@@ -147,7 +147,7 @@ struct im_observer;
 struct im_tok;
 struct im_srvtok;
 struct im_health;
-struct im__run_live;
+struct im_live_export;
 
 /* What every stage of a run shares. */
 struct run_env {
@@ -180,7 +180,7 @@ struct run_env {
   bool has_mix;
   struct im_mix mix;
   bool engine_failed;             /* a loader failed (its reason printed): EXIT_ENGINE */
-  struct im__run_live *live;      /* --metrics-listen (cli/run_live.h), or NULL */
+  struct im_live_export *live;      /* --metrics-listen (cli/run_live.h), or NULL */
 };
 
 

@@ -13,10 +13,9 @@
 #include <unistd.h>
 
 #include "cli/args.h"
-#include "cli/metrics_listen.h"
+#include "export/metrics_listen.h"
 #include "report/verdict.h"
 #include "cli/args.h"
-#include "cli/otlp.h"
 #include "cli/run_int.h"
 #include "cli/run_urls.h"
 #include "cli/run_net.h"
@@ -701,7 +700,7 @@ int im__run_apply(struct run_opts *o, int opt, const char *arg, bool *rate_given
   case O_METRICS_LISTEN: {
     char host[64], msg[256];
     uint16_t port;
-    if (im__metrics_listen_parse(arg, host, sizeof host, &port, msg, sizeof msg) != IM_OK) {
+    if (im_metrics_listen_parse(arg, host, sizeof host, &port, msg, sizeof msg) != IM_OK) {
       fprintf(stderr, "infermeter run: %s\n", msg);
       return -1;
     }

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "cli/progress.h"
-#include "cli/run_live.h"
+#include "export/live.h"
 #include "observe/health.h"
 #include "cli/run_int.h"
 #include "analyze/stage.h"
@@ -374,14 +374,14 @@ static int stage_load(struct stage *st, bool last_stage) {
     const struct im_load_config *c = &st->shards[k].cfg;
     st->shards[k].cfg.progress = &prog[k];
     if (st->env->live) {
-      st->shards[k].cfg.on_record = im__run_live_on_record;
+      st->shards[k].cfg.on_record = im_live_export_on_record;
       st->shards[k].cfg.on_record_ctx = st->env->live;
     }
     total += c->session ? c->max_requests : c->times ? c->n_times : c->max_requests;
   }
   if (!st->o->no_progress)
     im__progress_start(&pr, prog, n, total, st->env->tty);
-  im__run_live_attach(st->env->live, prog, n);
+  im_live_export_attach(st->env->live, prog, n);
   for (; made < n; made++) {
     int e = im_thread_start(&st->shards[made].thread, shard_main, &st->shards[made]);
     if (e) {
@@ -396,7 +396,7 @@ static int stage_load(struct stage *st, bool last_stage) {
   for (uint32_t k = 1; k < made; k++)
     pthread_join(st->shards[k].thread, NULL);
   im__progress_stop(&pr);
-  im__run_live_attach(st->env->live, NULL, 0);
+  im_live_export_attach(st->env->live, NULL, 0);
   free(prog);
   im_load_start_cleanup(&st->start);
   if (last_stage)

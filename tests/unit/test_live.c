@@ -3,7 +3,7 @@
 #include <pthread.h>
 
 #include "check.h"
-#include "cli/metrics_listen.h"
+#include "export/metrics_listen.h"
 #include "report/live.h"
 
 static void test_bounds(void) {
@@ -186,19 +186,19 @@ static void test_threads(void) {
 static void test_parse(void) {
   char host[64], msg[256];
   uint16_t port = 0;
-  CHECK_OK(im__metrics_listen_parse("9464", host, sizeof host, &port, msg, sizeof msg));
+  CHECK_OK(im_metrics_listen_parse("9464", host, sizeof host, &port, msg, sizeof msg));
   CHECK_STR(host, "127.0.0.1");
   CHECK_EQ(port, 9464);
-  CHECK_OK(im__metrics_listen_parse("0.0.0.0:80", host, sizeof host, &port, msg, sizeof msg));
+  CHECK_OK(im_metrics_listen_parse("0.0.0.0:80", host, sizeof host, &port, msg, sizeof msg));
   CHECK_STR(host, "0.0.0.0");
   CHECK_EQ(port, 80);
-  CHECK_OK(im__metrics_listen_parse("[::1]:9", host, sizeof host, &port, msg, sizeof msg));
+  CHECK_OK(im_metrics_listen_parse("[::1]:9", host, sizeof host, &port, msg, sizeof msg));
   CHECK_STR(host, "::1");
   CHECK_EQ(port, 9);
   const char *bad[] = {"",         "x",   "70000",   "-1",      "localhost:80",
                        "1.2.3.4:", ":80", "[::1]80", "[::1:80", "1.2.3.4:80x"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-    CHECK_EQ(im__metrics_listen_parse(bad[i], host, sizeof host, &port, msg, sizeof msg), IM_INVAL);
+    CHECK_EQ(im_metrics_listen_parse(bad[i], host, sizeof host, &port, msg, sizeof msg), IM_INVAL);
     CHECK(strstr(msg, "--metrics-listen") != NULL);
   }
 }

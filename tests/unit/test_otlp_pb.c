@@ -1,18 +1,18 @@
-/* The OTLP protobuf encoder (cli/otlp_pb.h) on small documents whose bytes
+/* The OTLP protobuf encoder (export/otlp_pb.h) on small documents whose bytes
  * are worked out by hand from the wire format: tag = field << 3 | wire
  * type; varints 7 bits at a time, low first; fixed64 and double 8 bytes
  * little-endian; messages and packed fields length-delimited. */
 #include <string.h>
 
 #include "check.h"
-#include "cli/otlp_pb.h"
+#include "export/otlp_pb.h"
 
 static size_t enc(const char *text, unsigned char *out, size_t cap, int *rc) {
   json_error_t e;
   json_t *doc = json_loads(text, 0, &e);
   struct im_buf b;
   im_buf_init(&b, 1 << 20);
-  *rc = doc ? im__otlp_pb_encode(doc, &b) : -2;
+  *rc = doc ? im_otlp_pb_encode(doc, &b) : -2;
   size_t n = b.len < cap ? b.len : cap;
   if (n)
     memcpy(out, b.data, n);

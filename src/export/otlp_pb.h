@@ -8,8 +8,8 @@
  * common,resource}/v1/ .proto files). A key outside the table is an error, so a
  * field added to the JSON without its protobuf number cannot be dropped
  * silently. */
-#ifndef IM_CLI_OTLP_PB_H
-#define IM_CLI_OTLP_PB_H
+#ifndef IM_EXPORT_OTLP_PB_H
+#define IM_EXPORT_OTLP_PB_H
 
 #include <jansson.h>
 
@@ -17,6 +17,6 @@
 
 /* Appends the encoding of doc to out. 0, or -1 (a key or value the
  * messages do not have, or out of memory). */
-int im__otlp_pb_encode(const json_t *doc, struct im_buf *out);
+int im_otlp_pb_encode(const json_t *doc, struct im_buf *out);
 
 #endif

@@ -14,7 +14,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "cli/metrics_listen.h"
+#include "export/metrics_listen.h"
 #include "core/buf.h"
 #include "core/clock.h"
 #include "core/thread.h"
@@ -23,7 +23,7 @@
 #define IDLE_MS 2000
 #define PAGE_MAX ((size_t)16 << 20)
 
-enum im_err im__metrics_listen_parse(const char *spec, char *host, size_t hostcap, uint16_t *port,
+enum im_err im_metrics_listen_parse(const char *spec, char *host, size_t hostcap, uint16_t *port,
                                      char *msg, size_t msgcap) {
   const char *p = spec, *colon = strrchr(spec, ':');
   size_t hl = 0;
@@ -115,7 +115,7 @@ static ssize_t read_head(int fd, int stop_fd, char *buf) {
   }
 }
 
-static void serve_one(struct im__metrics_listen *m, int fd, struct im_buf *page) {
+static void serve_one(struct im_metrics_listen *m, int fd, struct im_buf *page) {
   char head[HEAD_MAX + 1];
   ssize_t n = read_head(fd, m->stop_fd, head);
   if (n < 0) {
@@ -145,7 +145,7 @@ static void serve_one(struct im__metrics_listen *m, int fd, struct im_buf *page)
 }
 
 static void *listen_main(void *arg) {
-  struct im__metrics_listen *m = arg;
+  struct im_metrics_listen *m = arg;
   struct im_buf page;
   im_buf_init(&page, PAGE_MAX);
   for (;;) {
@@ -165,14 +165,14 @@ static void *listen_main(void *arg) {
   return NULL;
 }
 
-enum im_err im__metrics_listen_start(struct im__metrics_listen *m, const char *spec,
+enum im_err im_metrics_listen_start(struct im_metrics_listen *m, const char *spec,
                                      enum im_err (*page)(void *ctx, struct im_buf *out), void *ctx,
                                      char *msg, size_t msgcap) {
   char host[64];
   uint16_t port;
   memset(m, 0, sizeof *m);
   m->fd = m->stop_fd = -1;
-  enum im_err err = im__metrics_listen_parse(spec, host, sizeof host, &port, msg, msgcap);
+  enum im_err err = im_metrics_listen_parse(spec, host, sizeof host, &port, msg, msgcap);
   if (err)
     return err;
   struct sockaddr_storage ss = {0};
@@ -223,7 +223,7 @@ fail:
   return IM_SYS;
 }
 
-void im__metrics_listen_stop(struct im__metrics_listen *m) {
+void im_metrics_listen_stop(struct im_metrics_listen *m) {
   if (!m->on)
     return;
   uint64_t one = 1;
@@ -236,6 +236,6 @@ void im__metrics_listen_stop(struct im__metrics_listen *m) {
   m->on = false;
 }
 
-uint64_t im__metrics_listen_served(struct im__metrics_listen *m) {
+uint64_t im_metrics_listen_served(struct im_metrics_listen *m) {
   return atomic_load(&m->served);
 }

@@ -17,51 +17,61 @@
  * (--otlp-sample R, by a hash of the trace id: a request keeps all of its
  * attempts or none); metrics are never sampled. Requests go in batches of
  * at most 512 spans, retried on 429, 502, 503 and 504 (Retry-After
- * honoured, at most 5 tries); what could not be sent is counted. */
-#ifndef IM_CLI_OTLP_H
-#define IM_CLI_OTLP_H
+ * honoured, at most 5 tries); what could not be sent is counted.
+ *
+ * Errors: enum im_err with a message; a problem that does not stop the
+ * export (a collector's refusal of one batch) goes to opts.note. Nothing
+ * here prints. Threads: the live exporter runs on a background thread
+ * (SCHED_IDLE, core/thread.h) that reads only the run directory's files;
+ * note may be called from it. Secrets: the API key is never sent. */
+#ifndef IM_EXPORT_OTLP_H
+#define IM_EXPORT_OTLP_H
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
-struct im__otlp_opts {
+#include "core/err.h"
+
+struct im_otlp_opts {
   const char *url;         /* base, e.g. http://127.0.0.1:4318 */
   double sample;           /* head-sampling share of logical requests, (0, 1] */
   const char *provider;    /* gen_ai.provider.name (NULL: from the target) */
   const char *api_key;     /* never sent to the collector */
   bool protobuf;           /* --otlp-protocol http/protobuf (default http/json) */
+  /* A batch the collector refused, one line (NULL: dropped); called from
+   * the live exporter's thread too. */
+  void (*note)(void *data, const char *line);
+  void *data;
 };
 
-struct im__otlp_stats {
+struct im_otlp_stats {
   uint64_t spans_sent, spans_dropped, requests, retries;
   uint64_t metric_points;
 };
 
-/* --otlp-protocol P: "http/json" (false) or "http/protobuf" (true) into
- * *protobuf. 0, or -1 after saying why. */
-int im__otlp_protocol(const char *flag, const char *p, bool *protobuf);
-
 /* Exports dir's spans and metrics (without the attempt spans when
- * attempts_sent: the live exporter sent them). 0, or -1 after saying why
- * (the run's results are unaffected). */
-int im__otlp_export(const char *dir, const struct im__otlp_opts *o, bool attempts_sent,
-                    struct im__otlp_stats *st);
+ * attempts_sent: the live exporter sent them). IM_OK, or an error with msg
+ * saying why (the run's results are unaffected). */
+enum im_err im_otlp_export(const char *dir, const struct im_otlp_opts *o, bool attempts_sent,
+                           struct im_otlp_stats *st, char *msg, size_t msg_len) IM_WUR;
 
 /* The live exporter of a run being written to dir. */
-struct im__otlp_live {
+struct im_otlp_live {
   char dir[4096];
-  struct im__otlp_opts o;
-  struct im__otlp_stats st;
+  struct im_otlp_opts o;
+  struct im_otlp_stats st;
   pthread_t thread;
   atomic_bool stop;
   bool running;
 };
-/* Starts following dir/requests.jsonl (created by the run). 0, or -1 after
- * saying why. */
-int im__otlp_live_start(struct im__otlp_live *l, const char *dir, const struct im__otlp_opts *o);
+/* Starts following dir/requests.jsonl (created by the run). IM_OK, or an
+ * error with msg saying why. */
+enum im_err im_otlp_live_start(struct im_otlp_live *l, const char *dir,
+                               const struct im_otlp_opts *o, char *msg, size_t msg_len) IM_WUR;
 /* Sends what is left and joins (no-op when not running). */
-void im__otlp_live_stop(struct im__otlp_live *l);
+void im_otlp_live_stop(struct im_otlp_live *l);
 
 #endif

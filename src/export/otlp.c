@@ -1,8 +1,8 @@
 /* OTLP export: see cli/otlp.h. OTLP/JSON rules followed (the protocol's
  * JSON mapping): trace and span ids as lowercase hex, enums as integers,
  * 64-bit integers (times, counts, intValue) as decimal strings. */
-#include "cli/otlp.h"
-#include "cli/otlp_pb.h"
+#include "export/otlp.h"
+#include "export/otlp_pb.h"
 
 #include <curl/curl.h>
 #include <inttypes.h>
@@ -33,8 +33,8 @@ static const double tok_bounds[] = {1, 4, 16, 64, 256, 1024, 4096, 16384, 65536,
 #define NB 14
 
 struct ctx {
-  const struct im__otlp_opts *o;
-  struct im__otlp_stats *st;
+  const struct im_otlp_opts *o;
+  struct im_otlp_stats *st;
   CURL *c;
   struct curl_slist *hdr;
   const struct im_rundir *rd;
@@ -92,6 +92,12 @@ static json_t *common_attrs(const struct ctx *x) {
 
 /* ---- sending ----------------------------------------------------------- */
 
+/* A problem that does not stop the export, to the caller's callback. */
+static void note(const struct im_otlp_opts *o, const char *line) {
+  if (o->note)
+    o->note(o->data, line);
+}
+
 static size_t sink(char *d, size_t s, size_t n, void *ud) {
   (void)d;
   (void)ud;
@@ -109,8 +115,8 @@ static char *encode(const struct ctx *x, json_t *body, size_t *len) {
   }
   struct im_buf b;
   im_buf_init(&b, (size_t)1 << 30);
-  if (im__otlp_pb_encode(body, &b)) {
-    fprintf(stderr, "infermeter: --otlp-protocol http/protobuf: cannot encode the request\n");
+  if (im_otlp_pb_encode(body, &b)) {
+    note(x->o, "--otlp-protocol http/protobuf: cannot encode the request");
     im_buf_cleanup(&b);
     return NULL;
   }
@@ -143,7 +149,9 @@ static int post(struct ctx *x, const char *path, json_t *body) {
       break;
     }
     if (e == CURLE_OK && code != 429 && code != 502 && code != 503 && code != 504) {
-      fprintf(stderr, "infermeter: OTLP %s answered HTTP %ld: not retried\n", url, code);
+      char line[2400];
+      snprintf(line, sizeof line, "OTLP %s answered HTTP %ld: not retried", url, code);
+      note(x->o, line);
       break;
     }
     curl_off_t ra = -1;
@@ -411,16 +419,6 @@ static int export_metrics(struct ctx *x, const struct im_record *recs, size_t n)
 
 /* ---- the export -------------------------------------------------------- */
 
-int im__otlp_protocol(const char *flag, const char *p, bool *protobuf) {
-  if (strcmp(p, "http/json") && strcmp(p, "http/protobuf")) {
-    fprintf(stderr, "infermeter: %s: 'http/json' or 'http/protobuf' (OTLP/HTTP), got '%s'\n",
-            flag, p);
-    return -1;
-  }
-  *protobuf = !strcmp(p, "http/protobuf");
-  return 0;
-}
-
 static void target_of(struct ctx *x) {
   const json_t *t = json_object_get(x->rd->manifest, "target");
   const char *url = json_string_value(json_object_get(t, "url"));
@@ -463,18 +461,16 @@ static CURL *collector(struct curl_slist **hdr, bool protobuf) {
   return c;
 }
 
-int im__otlp_export(const char *dir, const struct im__otlp_opts *o, bool attempts_sent,
-                    struct im__otlp_stats *st) {
+enum im_err im_otlp_export(const char *dir, const struct im_otlp_opts *o, bool attempts_sent,
+                           struct im_otlp_stats *st, char *msg, size_t msg_len) {
   uint64_t live_sent = st->spans_sent, live_dropped = st->spans_dropped;
   memset(st, 0, sizeof *st);
   if (attempts_sent)
     st->spans_sent = live_sent, st->spans_dropped = live_dropped;
   struct im_rundir rd;
   char err[512];
-  if (im_rundir_read(dir, &rd, err, sizeof err)) {
-    fprintf(stderr, "infermeter: --otlp: %s\n", err);
-    return -1;
-  }
+  if (im_rundir_read(dir, &rd, err, sizeof err))
+    return im_errf(msg, msg_len, IM_IO, "--otlp: %s", err);
   char path[4200];
   snprintf(path, sizeof path, "%s/requests.jsonl", dir);
   struct im_record *recs = NULL;
@@ -484,19 +480,21 @@ int im__otlp_export(const char *dir, const struct im__otlp_opts *o, bool attempt
   enum im_err e = im_records_read_path(path, &recs, &n, &rr);
   struct ctx x = {.o = o, .st = st, .rd = &rd,
                   .trace_run = im_trace_run(json_string_value(json_object_get(rd.manifest, "run_salt")))};
-  int rc = -1;
+  enum im_err rc = IM_NOMEM;
   if (e != IM_OK) {
-    fprintf(stderr, "infermeter: --otlp: cannot read %s\n", path);
+    rc = im_errf(msg, msg_len, e, "--otlp: cannot read %s", path);
     goto out;
   }
   target_of(&x);
   x.c = collector(&x.hdr, o->protobuf);
-  if (!x.c)
+  if (!x.c) {
+    im_errf(msg, msg_len, rc, "--otlp: out of memory");
     goto out;
+  }
   int a = export_spans(&x, recs, n, attempts_sent), b = export_metrics(&x, recs, n);
-  rc = a || b ? -1 : 0;
+  rc = a || b ? IM_IO : IM_OK;
   if (rc)
-    fprintf(stderr, "infermeter: --otlp %s: %" PRIu64 " spans not delivered\n", o->url,
+    im_errf(msg, msg_len, rc, "--otlp %s: %" PRIu64 " spans not delivered", o->url,
             st->spans_dropped);
 out:
   curl_slist_free_all(x.hdr);
@@ -547,7 +545,7 @@ static void live_lines(struct ctx *x, struct im_rundir *rd, const char *dir, cha
 }
 
 static void *live_main(void *arg) {
-  struct im__otlp_live *l = arg;
+  struct im_otlp_live *l = arg;
   struct im_rundir rd;
   char err[256], path[4200];
   if (im_rundir_read(l->dir, &rd, err, sizeof err))
@@ -611,21 +609,20 @@ static void *live_main(void *arg) {
   return NULL;
 }
 
-int im__otlp_live_start(struct im__otlp_live *l, const char *dir, const struct im__otlp_opts *o) {
+enum im_err im_otlp_live_start(struct im_otlp_live *l, const char *dir,
+                               const struct im_otlp_opts *o, char *msg, size_t msg_len) {
   memset(l, 0, sizeof *l);
   snprintf(l->dir, sizeof l->dir, "%s", dir);
   l->o = *o;
   atomic_init(&l->stop, false);
   int e = im_thread_start_background(&l->thread, live_main, l);
-  if (e) {
-    fprintf(stderr, "infermeter run: cannot start the OTLP exporter: %s\n", strerror(e));
-    return -1;
-  }
+  if (e)
+    return im_errf(msg, msg_len, IM_SYS, "cannot start the OTLP exporter: %s", strerror(e));
   l->running = true;
-  return 0;
+  return IM_OK;
 }
 
-void im__otlp_live_stop(struct im__otlp_live *l) {
+void im_otlp_live_stop(struct im_otlp_live *l) {
   if (!l || !l->running)
     return;
   atomic_store(&l->stop, true);

@@ -1,5 +1,5 @@
-/* OTLP protobuf encoding: see cli/otlp_pb.h. */
-#include "cli/otlp_pb.h"
+/* OTLP protobuf encoding: see export/otlp_pb.h. */
+#include "export/otlp_pb.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -218,6 +218,6 @@ static int encode_msg(const json_t *o, const struct msg *m, struct im_buf *b) {
   return 0;
 }
 
-int im__otlp_pb_encode(const json_t *doc, struct im_buf *out) {
+int im_otlp_pb_encode(const json_t *doc, struct im_buf *out) {
   return encode_msg(doc, &export_request, out);
 }

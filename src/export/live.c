@@ -1,4 +1,4 @@
-/* The run's live page (run_live.h). The gauges are read at scrape time on
+/* The run's live page (export/live.h). The gauges are read at scrape time on
  * the listener's thread: the loaders publish their counters anyway (the
  * progress line reads them), and the observer's latest values are copied
  * under its own lock; nothing here runs on a measuring loop. */
@@ -13,16 +13,17 @@
 
 #include "analyze/selfcheck.h"
 #include "observe/health.h"
-#include "cli/metrics_listen.h"
-#include "cli/run_live.h"
+#include "export/metrics_listen.h"
+#include "export/live.h"
+#include "net/http_json.h"
 #include "core/clock.h"
 #include "core/stats.h"
 #include "observe/observer.h"
 #include "report/live.h"
 
-struct im__run_live {
+struct im_live_export {
   struct im_live *live;
-  struct im__metrics_listen ml;
+  struct im_metrics_listen ml;
   pthread_mutex_t mu;      /* guards prog, n, t0 */
   pthread_mutex_t page_mu; /* one page at a time: names, the gauges */
   const struct im_load_progress *prog;
@@ -35,7 +36,7 @@ struct im__run_live {
 };
 
 /* The server's concepts and the TCP states, latest samples. */
-static void observed(struct im__run_live *l, struct im_live_gauges *g) {
+static void observed(struct im_live_export *l, struct im_live_gauges *g) {
   if (!l->obs || im_observer_latest(l->obs, &l->latest) != IM_OK)
     return;
   for (size_t i = 0; i < l->latest.n && g->n_server < IM_LIVE_MAX_SERVER; i++) {
@@ -48,7 +49,7 @@ static void observed(struct im__run_live *l, struct im_live_gauges *g) {
   }
 }
 
-static void refresh(struct im__run_live *l, struct im_live *live) {
+static void refresh(struct im_live_export *l, struct im_live *live) {
   struct im_live_gauges g = {.in_flight = NAN,
                              .queued = NAN,
                              .scheduled = NAN,
@@ -91,7 +92,7 @@ static void refresh(struct im__run_live *l, struct im_live *live) {
 /* The page: gauges refreshed, then rendered, under page_mu (the listener
  * and the final push may ask at once). */
 static enum im_err page(void *ctx, struct im_buf *out) {
-  struct im__run_live *l = ctx;
+  struct im_live_export *l = ctx;
   pthread_mutex_lock(&l->page_mu);
   refresh(l, l->live);
   enum im_err err = im_live_render(l->live, out);
@@ -99,43 +100,45 @@ static enum im_err page(void *ctx, struct im_buf *out) {
   return err;
 }
 
-int im__run_live_start(struct run_env *env) {
-  const struct run_opts *o = env->o;
-  struct im__run_live *l = calloc(1, sizeof *l);
-  char msg[256];
+enum im_err im_live_export_start(const struct im_live_export_opts *o,
+                                 struct im_live_export **out, char *err, size_t err_len) {
+  struct im_live_export *l = calloc(1, sizeof *l);
+  *out = NULL;
   if (!l || im_live_new(&l->live) != IM_OK) {
-    fprintf(stderr, "infermeter run: out of memory\n");
     free(l);
-    return -1;
+    return im_errf(err, err_len, IM_NOMEM, "out of memory");
   }
   pthread_mutex_init(&l->mu, NULL);
   pthread_mutex_init(&l->page_mu, NULL);
-  l->obs = env->obs;
+  l->obs = o->obs;
   /* L as the audit sets it (analyze/selfcheck.c). */
   double lim_ms = IM_CHECK_LAG_FLOOR_MS;
-  if (o->scfg.has_slo_ttft && o->scfg.slo_ttft_ms * IM_CHECK_LAG_SLO_SHARE > lim_ms)
-    lim_ms = o->scfg.slo_ttft_ms * IM_CHECK_LAG_SLO_SHARE;
+  if (o->slo_ttft_ms * IM_CHECK_LAG_SLO_SHARE > lim_ms)
+    lim_ms = o->slo_ttft_ms * IM_CHECK_LAG_SLO_SHARE;
   l->late_limit_s = lim_ms * 1e-3;
   im_live_set_late_limit(l->live, (int64_t)llround(lim_ms * 1e6));
-  if (o->metrics_listen &&
-      im__metrics_listen_start(&l->ml, o->metrics_listen, page, l, msg, sizeof msg)) {
-    fprintf(stderr, "infermeter run: %s\n", msg);
+  enum im_err e = o->listen ? im_metrics_listen_start(&l->ml, o->listen, page, l, err, err_len)
+                            : IM_OK;
+  if (e) {
     pthread_mutex_destroy(&l->mu);
     pthread_mutex_destroy(&l->page_mu);
     im_live_free(l->live);
     free(l);
-    return -1;
+    return e;
   }
-  /* Even under --quiet: with port 0 it is the only way to know the port. */
-  if (o->metrics_listen)
-    fprintf(stderr, "infermeter: live metrics at http://%s%s%s:%u/metrics\n",
-            strchr(l->ml.host, ':') ? "[" : "", l->ml.host, strchr(l->ml.host, ':') ? "]" : "",
-            (unsigned)l->ml.port);
-  env->live = l;
-  return 0;
+  *out = l;
+  return IM_OK;
 }
 
-void im__run_live_attach(struct im__run_live *l, const struct im_load_progress *p, uint32_t n) {
+bool im_live_export_address(const struct im_live_export *l, const char **host, uint16_t *port) {
+  if (!l || !l->ml.on)
+    return false;
+  *host = l->ml.host;
+  *port = l->ml.port;
+  return true;
+}
+
+void im_live_export_attach(struct im_live_export *l, const struct im_load_progress *p, uint32_t n) {
   if (!l)
     return;
   pthread_mutex_lock(&l->mu);
@@ -146,16 +149,16 @@ void im__run_live_attach(struct im__run_live *l, const struct im_load_progress *
   pthread_mutex_unlock(&l->mu);
 }
 
-void im__run_live_on_record(void *ctx, const struct im_record *r) {
-  struct im__run_live *l = ctx;
+void im_live_export_on_record(void *ctx, const struct im_record *r) {
+  struct im_live_export *l = ctx;
   im_live_observe(l->live, r);
 }
 
-void im__run_live_hook(struct im__run_live *l, struct im_health *health,
+void im_live_export_hook(struct im_live_export *l, struct im_health *health,
                        struct im_health *probe) {
   if (!l)
     return;
-  l->hook = (struct im_record_hook){.fn = im__run_live_on_record, .ctx = l};
+  l->hook = (struct im_record_hook){.fn = im_live_export_on_record, .ctx = l};
   im_health_hook(health, &l->hook);
   im_health_hook(probe, &l->hook);
 }
@@ -181,12 +184,13 @@ static size_t discard(char *p, size_t size, size_t n, void *ctx) {
   return size * n;
 }
 
-int im__run_live_push(struct im__run_live *l, const char *url, const char *run_id, bool insecure) {
+enum im_err im_live_export_push(struct im_live_export *l, const char *url, const char *run_id,
+                                bool insecure, char *err, size_t err_len) {
   if (!l || !url)
-    return 0;
+    return IM_OK;
   struct im_buf body;
   im_buf_init(&body, (size_t)16 << 20);
-  int rc = -1;
+  enum im_err rc = IM_IO;
   char target[2400];
   size_t ul = strlen(url);
   while (ul && url[ul - 1] == '/')
@@ -195,7 +199,7 @@ int im__run_live_push(struct im__run_live *l, const char *url, const char *run_i
   CURL *c = curl_easy_init();
   struct curl_slist *h = curl_slist_append(NULL, "Content-Type: text/plain; version=0.0.4");
   if (!c || !h || page(l, &body) != IM_OK) {
-    fprintf(stderr, "infermeter run: --pushgateway: out of memory\n");
+    rc = im_errf(err, err_len, IM_NOMEM, "--pushgateway: out of memory");
     goto out;
   }
   struct upload u = {body.data, body.len};
@@ -220,12 +224,12 @@ int im__run_live_push(struct im__run_live *l, const char *url, const char *run_i
   char shown[2400];
   im_url_redact(target, shown, sizeof shown);
   if (cr != CURLE_OK)
-    fprintf(stderr, "infermeter run: --pushgateway %s: %s\n", shown,
+    im_errf(err, err_len, rc, "--pushgateway %s: %s", shown,
             errbuf[0] ? errbuf : curl_easy_strerror(cr));
   else if (status / 100 != 2)
-    fprintf(stderr, "infermeter run: --pushgateway %s: HTTP %ld\n", shown, status);
+    im_errf(err, err_len, rc, "--pushgateway %s: HTTP %ld", shown, status);
   else
-    rc = 0;
+    rc = IM_OK;
 out:
   curl_slist_free_all(h);
   if (c)
@@ -234,19 +238,19 @@ out:
   return rc;
 }
 
-void im__run_live_stop(struct im__run_live **lp, int64_t linger_ns) {
-  struct im__run_live *l = *lp;
+void im_live_export_stop(struct im_live_export **lp, int64_t linger_ns) {
+  struct im_live_export *l = *lp;
   if (!l)
     return;
   /* The final page once: wait for one more scrape to complete. */
-  uint64_t seen = im__metrics_listen_served(&l->ml);
+  uint64_t seen = im_metrics_listen_served(&l->ml);
   int64_t until = im_now_ns() + linger_ns;
-  while (l->ml.on && linger_ns > 0 && im__metrics_listen_served(&l->ml) == seen &&
+  while (l->ml.on && linger_ns > 0 && im_metrics_listen_served(&l->ml) == seen &&
          im_now_ns() < until) {
     struct timespec ts = {0, 20 * 1000 * 1000};
     nanosleep(&ts, NULL);
   }
-  im__metrics_listen_stop(&l->ml);
+  im_metrics_listen_stop(&l->ml);
   pthread_mutex_destroy(&l->mu);
   pthread_mutex_destroy(&l->page_mu);
   im_live_free(l->live);

@@ -7,10 +7,10 @@
  * sets the gauges and renders).
  *
  * Ownership: the caller keeps the page context until
- * im__metrics_listen_stop has returned. Thread-safety: start and stop from
+ * im_metrics_listen_stop has returned. Thread-safety: start and stop from
  * one thread; the page callback runs on the listener's thread. */
-#ifndef IM_CLI_METRICS_LISTEN_H
-#define IM_CLI_METRICS_LISTEN_H
+#ifndef IM_EXPORT_METRICS_LISTEN_H
+#define IM_EXPORT_METRICS_LISTEN_H
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -20,7 +20,7 @@
 #include "core/buf.h"
 #include "core/err.h"
 
-struct im__metrics_listen {
+struct im_metrics_listen {
   bool on;
   int fd, stop_fd;
   pthread_t thread;
@@ -35,17 +35,17 @@ struct im__metrics_listen {
 /* Parses "PORT", "ADDR:PORT" or "[V6ADDR]:PORT" (ADDR numeric; default
  * 127.0.0.1): host (NUL-terminated, at most hostcap bytes) and port. IM_INVAL
  * with msg filled for anything else. */
-enum im_err im__metrics_listen_parse(const char *spec, char *host, size_t hostcap, uint16_t *port,
+enum im_err im_metrics_listen_parse(const char *spec, char *host, size_t hostcap, uint16_t *port,
                                      char *msg, size_t msgcap) IM_WUR;
 
 /* Binds and starts the thread. IM_INVAL (bad spec), IM_SYS (bind, listen or
  * thread failed; msg says why). */
-enum im_err im__metrics_listen_start(struct im__metrics_listen *m, const char *spec,
+enum im_err im_metrics_listen_start(struct im_metrics_listen *m, const char *spec,
                                      enum im_err (*page)(void *ctx, struct im_buf *out), void *ctx,
                                      char *msg, size_t msgcap) IM_WUR;
 /* Pages served so far (any thread). */
-uint64_t im__metrics_listen_served(struct im__metrics_listen *m);
+uint64_t im_metrics_listen_served(struct im_metrics_listen *m);
 /* Joins the thread and closes the socket; no-op when not started. */
-void im__metrics_listen_stop(struct im__metrics_listen *m);
+void im_metrics_listen_stop(struct im_metrics_listen *m);
 
 #endif
