@@ -83,17 +83,6 @@ int im_arg_size(const char *flag, const char *text, uint64_t *out) {
   return -1;
 }
 
-uint64_t im_raise_fd_limit(void) {
-  struct rlimit rl;
-  if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
-    return 0;
-  if (rl.rlim_cur < rl.rlim_max) {
-    rl.rlim_cur = rl.rlim_max;
-    setrlimit(RLIMIT_NOFILE, &rl);
-    getrlimit(RLIMIT_NOFILE, &rl);
-  }
-  return rl.rlim_cur;
-}
 
 int im__output_format_parse(const char *cmd, const char *arg, bool *csv) {
   if (!strcmp(arg, "json") || !strcmp(arg, "csv")) {

@@ -21,7 +21,6 @@ int im__otlp_protocol(const char *flag, const char *p, bool *protobuf);
 /* A library's note callback (results/, export/): "infermeter: LINE" on
  * stderr. */
 void im__print_note(void *data, const char *line);
-/* Raises the soft RLIMIT_NOFILE to the hard limit; returns the new soft limit. */
-uint64_t im_raise_fd_limit(void);
+#include "core/proc.h"
 
 #endif

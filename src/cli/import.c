@@ -23,7 +23,7 @@
 #include "cli/cli.h"
 #include "cli/import_int.h"
 #include "cli/report.h"
-#include "cli/run_int.h"
+#include "cli/run_cli.h"
 #include "core/buf.h"
 #include "core/clock.h"
 #include "im_version.h"

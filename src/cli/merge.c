@@ -23,7 +23,7 @@
 #include "report/verdict.h"
 #include "cli/args.h"
 #include "cli/report.h"
-#include "cli/run_int.h"
+#include "cli/run_cli.h"
 #include "analyze/clocksync.h"
 #include "core/buf.h"
 #include "record/reader.h"

@@ -11,15 +11,15 @@
 #include <unistd.h>
 
 #include "cli/merge.h"
-#include "cli/run_int.h"
+#include "cli/run_cli.h"
 #include "core/clock.h"
+#include "core/log.h"
 #include "core/rng.h"
 
 #ifdef IM_HAVE_MPI
 #include <mpi.h>
 #endif
 
-struct im__mpi_state im__mpi;
 #ifdef IM_HAVE_MPI
 static bool inside;
 #endif
@@ -37,29 +37,10 @@ bool im__mpi_launched(void) {
 }
 
 #ifndef IM_HAVE_MPI
-int im__mpi_run(int argc, char **argv, int (*run)(int, char **)) { return run(argc, argv); }
+int im__mpi_run(const struct im_run_config *o, int (*run)(const struct im_run_config *)) {
+  return run(o);
+}
 #else
-
-/* The value of --NAME in argv ("--NAME V" or "--NAME=V"), or NULL. */
-static const char *arg_value(int argc, char **argv, const char *name) {
-  size_t n = strlen(name);
-  for (int i = 1; i < argc; i++) {
-    if (strncmp(argv[i], "--", 2) || strncmp(argv[i] + 2, name, n))
-      continue;
-    if (argv[i][2 + n] == '=')
-      return argv[i] + 3 + n;
-    if (!argv[i][2 + n] && i + 1 < argc)
-      return argv[i + 1];
-  }
-  return NULL;
-}
-
-static bool has_flag(int argc, char **argv, const char *flag) {
-  for (int i = 1; i < argc; i++)
-    if (!strcmp(argv[i], flag))
-      return true;
-  return false;
-}
 
 /* This rank's wall clock as the offset measurement sees it (a test may
  * shift it: --clock-offset-inject). */
@@ -94,43 +75,34 @@ static void measure_offsets(int rank, int size, int64_t inject) {
   im__mpi.rtt_ns = best;
 }
 
-/* argv without --out, --seed and --start-at (and their values), with this
- * rank's: its directory, the plan's seed, its shard, the agreed start. */
-static char **rank_argv(int argc, char **argv, char bufs[4][4200], int *out_argc) {
-  char **v = calloc((size_t)argc + 12, sizeof *v);
-  if (!v)
-    return NULL;
-  int n = 0;
-  v[n++] = argv[0];
-  const char *drop[] = {"--out", "--seed", "--start-at"};
-  for (int i = 1; i < argc; i++) {
-    bool skip = false;
-    for (size_t k = 0; k < 3 && !skip; k++) {
-      size_t l = strlen(drop[k]);
-      if (!strcmp(argv[i], drop[k])) {
-        skip = true;
-        i++; /* its value */
-      } else if (!strncmp(argv[i], drop[k], l) && argv[i][l] == '=') {
-        skip = true;
-      }
-    }
-    if (!skip)
-      v[n++] = argv[i];
+/* The rank's run: o with its directory, the plan's seed, its shard and
+ * the agreed start, quiet (rank 0's merge speaks for the run). */
+static int rank_run(const struct im_run_config *o, const char *dir, uint64_t seed, int rank,
+                    int size, int64_t start, int (*run)(const struct im_run_config *)) {
+  struct im_run_config rc = *o;
+  rc.out_dir = dir;
+  rc.seed = seed;
+  rc.seed_given = true;
+  rc.shard.index = (uint32_t)rank;
+  rc.shard.count = (uint32_t)size;
+  rc.shard.start_at_given = true;
+  rc.shard.start_at_wall_ns = start;
+  rc.quiet = rc.no_progress = rc.no_history = true;
+  im_log_set_level(IM_LOG_ERROR);
+  struct im_run_hooks h = {.say = im__run_say_stderr};
+  char err[512];
+  if (im_run_prepare(&rc, &h, err, sizeof err)) {
+    if (err[0])
+      fprintf(stderr, "infermeter run: %s\n", err);
+    return EXIT_USAGE;
   }
-  const char *add[] = {"--out", bufs[0], "--seed", bufs[1], "--shard", bufs[2], "--start-at",
-                       bufs[3], "--quiet", "--no-history"};
-  for (size_t k = 0; k < sizeof add / sizeof add[0]; k++)
-    v[n++] = (char *)add[k];
-  *out_argc = n;
-  return v;
+  return run(&rc);
 }
 
-int im__mpi_run(int argc, char **argv, int (*run)(int, char **)) {
+int im__mpi_run(const struct im_run_config *o, int (*run)(const struct im_run_config *)) {
   inside = true;
-  if (has_flag(argc, argv, "-h") || has_flag(argc, argv, "--help"))
-    return run(argc, argv);
   int provided = 0, rank = 0, size = 1;
-  if (MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
+  if (MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
     fprintf(stderr, "infermeter run: MPI_Init failed\n");
     return EXIT_USAGE;
   }
@@ -139,17 +111,12 @@ int im__mpi_run(int argc, char **argv, int (*run)(int, char **)) {
   /* Rank 0 decides the output directory, the seed and the start. */
   char out[4096] = "";
   uint64_t seed = 0;
-  int64_t start = 0, inject = 0;
-  const char *a = arg_value(argc, argv, "clock-offset-inject");
-  bool neg = a && a[0] == '-';
-  if (a && !im_parse_duration(a + neg, &inject) && neg)
-    inject = -inject;
+  int64_t start = 0, inject = o->shard.inject_offset_ns;
   if (rank == 0) /* the reference clock stays true */
     inject = 0;
   if (rank == 0) {
-    const char *o = arg_value(argc, argv, "out"), *s = arg_value(argc, argv, "seed");
-    if (o) {
-      snprintf(out, sizeof out, "%s", o);
+    if (o->out_dir) {
+      snprintf(out, sizeof out, "%s", o->out_dir);
     } else {
       time_t t = time(NULL);
       struct tm tm;
@@ -157,36 +124,27 @@ int im__mpi_run(int argc, char **argv, int (*run)(int, char **)) {
       mkdir("results", 0755);
       strftime(out, sizeof out, "results/mpi-%Y%m%d-%H%M%S", &tm);
     }
-    seed = s ? strtoull(s, NULL, 0) : im_mix64((uint64_t)im_wall_ns() ^ ((uint64_t)getpid() << 32));
+    seed = o->seed_given ? o->seed : im_mix64((uint64_t)im_wall_ns() ^ ((uint64_t)getpid() << 32));
   }
   MPI_Bcast(out, sizeof out, MPI_CHAR, 0, MPI_COMM_WORLD);
   MPI_Bcast(&seed, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
   measure_offsets(rank, size, inject);
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 0) {
-    const char *s = arg_value(argc, argv, "start-at");
     /* A common future instant: 2 s leaves every rank time to plan. */
-    if (!s || im__shard_parse_time(s, &start))
-      start = ((im_wall_ns() + 2000000000) / 1000000 + 1) * 1000000;
+    start = o->shard.start_at_given ? o->shard.start_at_wall_ns
+                                    : ((im_wall_ns() + 2000000000) / 1000000 + 1) * 1000000;
   }
   MPI_Bcast(&start, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
   im__mpi = (struct im__mpi_state){.on = true, .rank = rank, .size = size,
                                    .offset_ns = im__mpi.offset_ns, .rtt_ns = im__mpi.rtt_ns,
                                    .correction_ns = -im__mpi.offset_ns - inject,
-                                   .verbose = rank == 0 && !has_flag(argc, argv, "--quiet") &&
-                                              !has_flag(argc, argv, "-q")};
-  char bufs[4][4200];
+                                   .verbose = rank == 0 && !o->quiet};
+  char dir[4200];
   if (mkdir(out, 0755) && errno != EEXIST)
     fprintf(stderr, "infermeter run: rank %d: cannot create %s: %s\n", rank, out, strerror(errno));
-  snprintf(bufs[0], sizeof bufs[0], "%s/rank-%d", out, rank);
-  snprintf(bufs[1], sizeof bufs[1], "%" PRIu64, seed);
-  snprintf(bufs[2], sizeof bufs[2], "%d/%d", rank, size);
-  snprintf(bufs[3], sizeof bufs[3], "%" PRId64 ".%09" PRId64, start / 1000000000,
-           start % 1000000000);
-  int rargc = 0;
-  char **rargv = rank_argv(argc, argv, bufs, &rargc);
-  int rc = rargv ? run(rargc, rargv) : EXIT_USAGE;
-  free(rargv);
+  snprintf(dir, sizeof dir, "%s/rank-%d", out, rank);
+  int rc = rank_run(o, dir, seed, rank, size, start, run);
   im__mpi_stage_drain(); /* the stage exchanges the other ranks are still in */
   /* The final gather: each rank's exit status. */
   size_t ns = size > 0 && size <= 65536 ? (size_t)size : 1;
@@ -204,7 +162,7 @@ int im__mpi_run(int argc, char **argv, int (*run)(int, char **)) {
       snprintf(dirs[r], 4200, "%s/rank-%zu", out, r);
     }
     struct im__merge_opts mo = {.dirs = (const char *const *)dirs, .n_dirs = ns,
-                                .out = out, .quiet = has_flag(argc, argv, "--quiet"),
+                                .out = out, .quiet = o->quiet,
                                 .verdict = worst == 0};
     int mrc = dirs && names ? im__merge_dirs(&mo) : EXIT_USAGE;
     rc = worst ? worst : mrc;

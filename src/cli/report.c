@@ -8,7 +8,7 @@
 #include "cli/args.h"
 #include "cli/cli.h"
 #include "export/otlp.h"
-#include "cli/run_int.h"
+#include "cli/run_cli.h"
 #include "results/set.h"
 
 static void print_note(void *data, const char *line) {

@@ -1,603 +1,47 @@
-/* infermeter run: drive load at a server (by default a built-in one started
- * in-process), record every attempt, write results, print the summary. */
+/* infermeter run: argv -> a run configuration -> im_run (run/run.h) ->
+ * the results (results/results.h) -> the verdict and the exit status. The
+ * terminal (progress line, messages, the plan's confirmation) and the
+ * sinks beside a run (export/: OTLP, the live page, the pushgateway) are
+ * attached here through the run's hooks. */
 #include <curl/curl.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <math.h>
-#include <jansson.h>
-#include <pthread.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/eventfd.h>
-#include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli/args.h"
 #include "cli/cli.h"
-#include "observe/health.h"
 #include "cli/mpi.h"
-#include "export/otlp.h"
-#include "cli/vllm_compat.h"
-#include "report/verdict.h"
-#include "cli/args.h"
+#include "cli/progress.h"
 #include "cli/report.h"
-#include "cli/run_int.h"
-#include "cli/run_urls.h"
+#include "cli/run_agents.h"
+#include "cli/run_cli.h"
+#include "cli/shard.h"
+#include "cli/vllm_compat.h"
 #include "export/live.h"
-#include "record/sysdesc.h"
-#include "record/rundir.h"
-#include "core/clock.h"
-#include "core/log.h"
-#include "core/rng.h"
-#include "core/thread.h"
-#include "workload/dsworkload.h"
-#include "text/tokenizer.h"
-#include "observe/observer.h"
-#include "serve/server.h"
+#include "export/otlp.h"
+#include "report/verdict.h"
+#include "run/run.h"
+
+/* The vLLM flags of this process's command line (cli/vllm_compat.h): every
+ * run of it (a replicate, a rank) saves vLLM's result file too. */
+static const struct im__vllm *run_vllm;
 
 /* ---- signals ------------------------------------------------------------ */
 
-atomic_int im__run_interrupted;
-int im__run_wake_fd = -1;
-
-/* Async-signal-safe: a lock-free atomic (checked at compile time) and
- * write(2). */
-_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the interrupt flag must be lock-free");
 static void on_signal(int sig) {
   (void)sig;
-  atomic_fetch_add(&im__run_interrupted, 1);
-  if (im__run_wake_fd >= 0) {
-    uint64_t one = 1;
-    ssize_t r = write(im__run_wake_fd, &one, sizeof one);
-    (void)r;
-  }
+  im_run_interrupt();
 }
 
-/* ---- the built-in server on its own thread ------------------------------- */
-
-struct builtin {
-  struct im_server *srv;
-  struct im_tok *tok;
-  pthread_t thread;
-  bool running;
-};
-
-static void *server_main(void *arg) {
-  struct builtin *b = arg;
-  if (im_server_run(b->srv) != IM_OK)
-    im_warn("built-in server stopped with an error");
-  return NULL;
-}
-
-static int builtin_start(struct builtin *b, uint64_t seed, const char *tokenizer,
-                         const struct run_agent_opts *ag) {
-  struct im_server_config cfg;
-  im_server_config_default(&cfg);
-  im__run_agent_serve(ag, &cfg); /* --serve-profile and the agent policies */
-  cfg.port = 0;
-  cfg.quiet = true;
-  cfg.engine.seed = seed;
-  /* The server counts prompts with the run's tokenizer too (its own copy:
-   * a tokenizer serves one thread). */
-  char msg[256];
-  if (tokenizer && im_tok_load(tokenizer, &b->tok, msg, sizeof msg) != IM_OK)
-    return -1;
-  cfg.tokenizer = b->tok;
-  if (im_server_new(&b->srv, &cfg) != IM_OK)
-    return -1;
-  /* Only the main thread handles the run's signals. */
-  int e = im_thread_start(&b->thread, server_main, b);
-  if (e != 0) {
-    fprintf(stderr, "infermeter run: cannot start the built-in server's thread: %s\n", strerror(e));
-    im_server_free(b->srv);
-    return -1;
-  }
-  b->running = true;
-  return im_server_port(b->srv);
-}
-
-static void builtin_stop(struct builtin *b) {
-  if (b->running) {
-    im_server_stop(b->srv);
-    pthread_join(b->thread, NULL);
-    im_server_free(b->srv);
-    b->running = false;
-  }
-  im_tok_free(b->tok);
-  b->tok = NULL;
-}
-
-static int make_out_dir(struct run_opts *o, char *buf, size_t cap) {
-  if (!o->out_dir) {
-    time_t t = time(NULL);
-    struct tm tm;
-    localtime_r(&t, &tm);
-    char name[64];
-    strftime(name, sizeof name, "results/run-%Y%m%d-%H%M%S", &tm);
-    mkdir("results", 0755);
-    snprintf(buf, cap, "%s", name);
-  } else {
-    snprintf(buf, cap, "%s", o->out_dir);
-  }
-  if (mkdir(buf, 0755) != 0 && errno != EEXIST) {
-    fprintf(stderr, "infermeter: --out: cannot create %s: %s\n", buf, strerror(errno));
-    return -1;
-  }
-  struct stat st;
-  if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode)) {
-    fprintf(stderr, "infermeter: --out: %s is not a directory\n", buf);
-    return -1;
-  }
-  o->out_dir = buf;
-  return 0;
-}
-
-/* ShareGPT lengths counted with --tokenizer (before any loader thread). */
-static size_t count_with_tok(const char *text, size_t len, void *ud) {
-  size_t n = 0;
-  return im_tok_count(ud, text, len, &n) == IM_OK ? n : 0;
-}
-
-/* --trace FILE: the format from the file (.csv: Azure; a first line with
- * "hash_ids": Mooncake; else the jsonl request format). */
-static const char *trace_format(const char *path) {
-  size_t n = strlen(path);
-  if (n > 4 && !strcasecmp(path + n - 4, ".csv"))
-    return "azure";
-  FILE *f = fopen(path, "r");
-  char line[4096] = "";
-  if (f) {
-    if (!fgets(line, sizeof line, f))
-      line[0] = '\0';
-    fclose(f);
-  }
-  return strstr(line, "\"hash_ids\"") ? "mooncake" : "jsonl";
-}
-
-/* ---- the run --------------------------------------------------------------- */
-
-/* Everything a run holds, released by run_cleanup whatever step failed. */
-struct run {
-  struct run_opts o;
-  bool rate_given;
-  int argc;
-  char **argv;
-  const char *scenario;
-  json_t *scenario_keep;
-  struct run_env env;
-  struct im_dataset ds;
-  size_t *order;
-  struct builtin srv;
-  char url[2048], out_dir[4096], model[512], scrape_default[2100];
-  json_t *models, *version;
-  struct im_sysdesc sys;  /* model, GPU, parallelism (record/sysdesc.h) */
-  int jsonl_fd, raw_fd, stages_fd, series_fd;
-  char series_path[4200];
-  char *api_key;
-  struct run_plan plan;
-  bool autosweep;
-  struct im_stage *stages;
-  struct stage_res *res;
-  size_t ran;
-  struct im_health health, probe;
-  struct im_otlp_live otlp;
-  struct im__vllm vllm;         /* vLLM's flags, translated (cli/vllm_compat.h) */
-  char **vllm_argv;             /* the translated command line (owned) */
-  bool started;     /* a stage began (its start line is in stages.jsonl) */
-  bool stopped_early;
-  double discovery_ms;
-  bool curl_inited;
-  struct im__run_urls urls;     /* several --url (cli/run_urls.h) */
-};
-
-/* The scenario file, then the command line over it. -1: go on; else the
- * exit status (help printed, or a usage error said). */
-static int parse_args(struct run *r) {
-  struct run_opts *o = &r->o;
-  im__run_opts_default(o);
-  r->scenario = im__run_scenario_arg(r->argc, r->argv);
-  if (r->scenario && im__run_scenario_load(o, r->scenario, &r->scenario_keep, &r->rate_given))
-    return EXIT_USAGE;
-  int opt;
-  optind = 1;
-  while ((opt = getopt_long(r->argc, r->argv, "hqv", im__run_options, NULL)) != -1) {
-    if (opt == 'h') {
-      im__run_usage(stdout);
-      return EXIT_OK;
-    }
-    if (opt == '?' || im__run_apply(o, opt, optarg, &r->rate_given)) {
-      fprintf(stderr, "see: infermeter run --help\n");
-      return EXIT_USAGE;
-    }
-  }
-  if (optind < r->argc) {
-    fprintf(stderr, "infermeter run: unexpected argument '%s' (see --help)\n", r->argv[optind]);
-    return EXIT_USAGE;
-  }
-  return im__run_output_mode(o);
-}
-
-/* Options that exclude or need each other; 0, or -1 after saying which. */
-static int check_opts(const struct run_opts *o, bool rate_given) {
-  bool sessions = o->sessions || o->session_rate;
-  const char *why = NULL;
-  char net_why[512];
-  if (im_net_check(&o->net, net_why, sizeof net_why) ||
-      im__run_transport(o, o->url, net_why, sizeof net_why) < 0)
-    why = net_why;
-  else if (o->concurrency && rate_given)
-    why = "--rate and --concurrency exclude each other";
-  else if (o->sessions && o->session_rate)
-    why = "--sessions and --session-rate exclude each other";
-  else if (sessions && (o->concurrency || rate_given))
-    why = "with sessions, --sessions N or --session-rate R replace --concurrency and --rate";
-  else if (!sessions && (o->ctx_start || o->think_ns))
-    why = "--context-growth and --think-time need --sessions or --session-rate";
-  else if (o->sched_kind == IM_SCHED_RAMP && o->rate_end <= 0)
-    why = "--schedule ramp needs --rate-end";
-  else if (o->sched_kind >= IM_SCHED_RAMP_REQ_LINEAR && (o->rate_end < o->rate || !o->requests))
-    why = "a vLLM ramp (--schedule vllm-ramp-*) needs --rate-end >= --rate and --requests N";
-  else if (o->n_reference && o->repeat < 2 && !o->repeat_of)
-    why = "--reference tests the runs of --repeat K (K >= 2) against it";
-  else
-    why = im__run_agent_check(&o->agent, sessions, o->backend == IM_BACKEND_CHAT);
-  if (why)
-    fprintf(stderr, "infermeter run: %s\n", why);
-  return why ? -1 : 0;
-}
-
-/* The tokenizer (a copy per loader thread: its caches serve one thread),
- * the chat template and the content mix. */
-static int setup_tokens(struct run *r) {
-  struct run_opts *o = &r->o;
-  struct run_env *env = &r->env;
-  char msg[512];
-  if (o->mix) {
-    if (im_mix_parse(o->mix, &env->mix, msg, sizeof msg) != IM_OK) {
-      fprintf(stderr, "infermeter run: %s\n", msg);
-      return -1;
-    }
-    env->has_mix = true;
-  }
-  /* The built-in server applies DeepSeek-V3's template; elsewhere only what
-   * is declared is counted (discovery may still recognise an infermeter). */
-  env->tmpl = o->url == NULL ? IM_CHAT_DEEPSEEK_V3 : IM_CHAT_NONE;
-  if (o->chat_template && im_chat_tmpl_parse(o->chat_template, &env->tmpl) != IM_OK) {
-    fprintf(stderr, "infermeter run: --chat-template: expected deepseek-v3, deepseek-r1, chatml, "
-                    "llama-3 or none, got '%s'\n", o->chat_template);
-    return -1;
-  }
-  env->builtin_tok = o->tokenizer && !strcmp(o->tokenizer, "built-in");
-  /* --tokenizer server: the target counts, once it is known (discover). */
-  if (o->tokenizer && !env->builtin_tok && strcmp(o->tokenizer, "server")) {
-    if (!(env->toks = calloc(o->threads, sizeof *env->toks)))
-      return -1;
-    for (uint32_t k = 0; k < o->threads; k++)
-      if (im_tok_load(o->tokenizer, &env->toks[k], msg, sizeof msg) != IM_OK) {
-        fprintf(stderr, "infermeter run: --tokenizer: %s\n", msg);
-        return -1;
-      }
-    env->tok = env->toks[0];
-  }
-  env->exact = !o->dataset || !strcmp(o->dataset, "random") || o->tokenizer || o->mix ||
-               o->chat_template;
-  return 0;
-}
-
-/* Descriptors: raise the soft limit, and refuse what it cannot hold. */
-static int check_fds(const struct run_opts *o) {
-  uint64_t fd_limit = im_raise_fd_limit();
-  uint64_t want = (uint64_t)o->concurrency + o->sessions + o->max_concurrency + 64;
-  if (fd_limit && want > fd_limit) {
-    fprintf(stderr,
-            "infermeter run: %" PRIu64 " connections need about %" PRIu64
-            " file descriptors, but the limit is %" PRIu64 " (raise it with ulimit -n)\n",
-            want - 64, want, fd_limit);
-    return -1;
-  }
-  return 0;
-}
-
-/* The API key: never printed, never recorded. */
-static int read_api_key(struct run *r) {
-  const char *env_key = getenv("INFERMETER_API_KEY");
-  if (!env_key || !*env_key)
-    env_key = getenv("OPENAI_API_KEY");
-  if (r->o.api_key_file) {
-    if (!(r->api_key = im__run_read_key_file(r->o.api_key_file)))
-      return -1;
-  } else if (env_key && *env_key && !(r->api_key = strdup(env_key))) {
-    return -1;
-  }
-  r->env.api_key = r->api_key;
-  return 0;
-}
-
-/* A dataset or trace file (docs/datasets.md), loaded before anything else
- * so that a bad file costs nothing. */
-static int load_dataset(struct run *r) {
-  struct run_opts *o = &r->o;
-  struct run_env *env = &r->env;
-  env->ds = &r->ds;
-  if (o->trace) {
-    if (o->dataset && strcmp(o->dataset, "synthetic") && strcmp(o->dataset, "random")) {
-      fprintf(stderr, "infermeter run: --trace and --dataset %s exclude each other\n", o->dataset);
-      return -1;
-    }
-    o->dataset = trace_format(o->trace);
-    o->dataset_path = o->trace;
-  }
-  env->use_ds = o->dataset && strcmp(o->dataset, "synthetic") && strcmp(o->dataset, "random");
-  if (!env->use_ds)
-    return 0;
-  if (o->sessions || o->session_rate) {
-    fprintf(stderr, "infermeter run: sessions build their own prompts; drop --dataset\n");
-    return -1;
-  }
-  if (!o->dataset_path) {
-    fprintf(stderr, "infermeter run: --dataset %s needs --dataset-path FILE\n", o->dataset);
-    return -1;
-  }
-  enum im_ds_format fmt;
-  struct im_ds_opts dopt;
-  char dmsg[512];
-  im_ds_opts_init(&dopt);
-  if (env->tok) {
-    dopt.count = count_with_tok;
-    dopt.count_ud = env->tok;
-  }
-  dopt.min_prompt_len = o->min_in;
-  dopt.max_prompt_len = o->max_in;
-  dopt.min_output_len = o->min_out;
-  dopt.max_output_len = o->max_out;
-  if (im_ds_format_parse(o->dataset, &fmt) != IM_OK ||
-      im_dataset_load(&r->ds, o->dataset_path, fmt, &dopt, dmsg, sizeof dmsg) != IM_OK) {
-    fprintf(stderr, "infermeter run: %s\n", dmsg);
-    return -1;
-  }
-  if (!r->ds.n) {
-    fprintf(stderr, "infermeter run: %s holds no usable request\n", o->dataset_path);
-    return -1;
-  }
-  /* Timestamps replay unless the user chose a schedule; order = by time. */
-  const struct im_ds_item *it = r->ds.items;
-  env->replay = it[0].timestamp_ns >= 0 && !r->rate_given && !o->concurrency && !o->sweep;
-  if (!(r->order = malloc(r->ds.n * sizeof *r->order)))
-    return -1;
-  size_t *ord = r->order;
-  for (size_t i = 0; i < r->ds.n; i++)
-    ord[i] = i;
-  if (env->replay && !r->ds.ts_sorted) {
-    /* Insertion sort by timestamp (traces come nearly sorted). */
-    for (size_t i = 1; i < r->ds.n; i++)
-      for (size_t j = i; j > 0 && it[ord[j]].timestamp_ns < it[ord[j - 1]].timestamp_ns; j--) {
-        size_t t = ord[j];
-        ord[j] = ord[j - 1];
-        ord[j - 1] = t;
-      }
-  }
-  env->order = r->order;
-  return 0;
-}
-
-/* The stages: grid x sweep; rate=auto plans its rates after its first
- * (throughput) stage, so only that one is known now. */
-static int plan_stages(struct run *r) {
-  const struct run_opts *o = &r->o;
-  struct run_plan *plan = &r->plan;
-  if (im__run_plan_parse(o, plan))
-    return -1;
-  r->autosweep = plan->has_sweep && plan->sweep.is_auto;
-  size_t n = plan->n_grid * (plan->has_sweep ? (r->autosweep ? 1 : plan->sweep.nvalues) : 1);
-  size_t cap = r->autosweep ? plan->n_grid * (1 + o->sweep_steps) : n;
-  if (cap > IM__RUN_MAX_STAGES) {
-    fprintf(stderr, "infermeter run: %zu stages are too many (at most %d)\n", cap, IM__RUN_MAX_STAGES);
-    return -1;
-  }
-  if (r->autosweep && plan->n_grid > 1) {
-    fprintf(stderr, "infermeter run: --sweep rate=auto cannot be combined with --grid\n");
-    return -1;
-  }
-  r->stages = calloc(cap, sizeof *r->stages);
-  r->res = calloc(cap, sizeof *r->res);
-  if (!r->stages || !r->res)
-    return -1;
-  if (r->autosweep) {
-    /* The throughput stage: a closed loop that keeps the server full. */
-    struct im_stage *st = &r->stages[0];
-    st->set = 1u << IM_PARAM_CONCURRENCY;
-    st->values[IM_PARAM_CONCURRENCY] = o->concurrency ? o->concurrency : o->sessions ? o->sessions : 256;
-    snprintf(st->label, sizeof st->label, "throughput,concurrency=%.0f",
-             st->values[IM_PARAM_CONCURRENCY]);
-  } else {
-    for (size_t i = 0; i < n; i++)
-      if (im__run_plan_stage(plan, i, &r->stages[i])) {
-        fprintf(stderr, "infermeter run: cannot plan stage %zu\n", i);
-        return -1;
-      }
-  }
-  r->env.n_stages = cap;
-  return 0;
-}
-
-/* The built-in server (started now), or the --url without a trailing
- * slash or /v1. */
-static int start_target(struct run *r) {
-  if (r->env.builtin) {
-    int port = builtin_start(&r->srv, r->o.seed, r->env.tok ? r->o.tokenizer : NULL, &r->o.agent);
-    if (port < 0) {
-      fprintf(stderr, "infermeter run: cannot start the built-in server\n");
-      return -1;
-    }
-    snprintf(r->url, sizeof r->url, "http://127.0.0.1:%d", port);
-  } else {
-    im_url_normalize(r->o.url, r->url, sizeof r->url);
-    if (im__run_urls_init(&r->urls, &r->o))
-      return -1;
-    if (r->urls.n > 1) {
-      r->env.urls = (const char *const *)r->urls.url;
-      r->env.n_urls = r->urls.n;
-    }
-  }
-  r->env.url = r->url;
-  return 0;
-}
-
-/* Against a remote target, the plan is shown (and confirmed) before
- * anything at all is sent to it. */
-static int confirm_remote(const struct run *r) {
-  const struct run_opts *o = &r->o;
-  if (im_url_is_loopback(r->url) && im__run_urls_loopback(&r->urls))
-    return 0;
-  char red[2048];
-  im_url_redact(r->url, red, sizeof red);
-  uint64_t per_stage = o->requests ? o->requests
-                       : (o->concurrency || o->sessions || o->session_rate)
-                           ? 0
-                           : (uint64_t)(o->rate * (double)o->duration_ns / 1e9);
-  uint64_t planned = per_stage * r->env.n_stages;
-  uint64_t planned_tokens = planned * ((uint64_t)o->input_len + o->output_len);
-  if (o->quiet && o->yes) /* -q --yes: nothing to confirm, nothing to say */
-    ;
-  else if (planned)
-    fprintf(stderr, "infermeter run: plan for %s: %" PRIu64 " requests in %zu stage(s), "
-                    "about %" PRIu64 " tokens (%u in + %u out each)\n", red, planned,
-            r->env.n_stages, planned_tokens, o->input_len, o->output_len);
-  else
-    fprintf(stderr, "infermeter run: plan for %s: %zu stage(s) of %.0f s, closed loop or "
-                    "sessions (no fixed request count)\n", red, r->env.n_stages,
-            (double)o->duration_ns / 1e9);
-  for (uint32_t k = 1; k < r->urls.n; k++) { /* several --url: spread over all */
-    im_url_redact(r->urls.url[k], red, sizeof red);
-    fprintf(stderr, "infermeter run: and target %u: %s\n", k, red);
-  }
-  if (o->max_total_tokens && (!planned || planned_tokens > o->max_total_tokens)) {
-    fprintf(stderr, "infermeter run: the plan exceeds --max-total-tokens %" PRIu64
-                    "; lower --rate, --duration or --requests\n", o->max_total_tokens);
-    return -1;
-  }
-  if (o->yes)
-    return 0;
-  if (!isatty(STDIN_FILENO)) {
-    fprintf(stderr, "infermeter run: not a terminal: add --yes to start against a remote target\n");
-    return -1;
-  }
-  fprintf(stderr, "start? [y/N] ");
-  char ans[16] = "";
-  if (!fgets(ans, sizeof ans, stdin) || (ans[0] != 'y' && ans[0] != 'Y'))
-    return -1;
-  return 0;
-}
-
-/* Discovery: the server's model list and version go into the manifest.
- * -1: go on; else the exit status. */
-static int discover(struct run *r) {
-  const struct run_opts *o = &r->o;
-  char err[1024] = "";
-  if (o->ready_timeout_ns > 0 &&
-      im__run_wait_ready(r->url, r->api_key, &o->net, o->ready_timeout_ns, isatty(STDERR_FILENO)))
-    return im__run_interrupted ? EXIT_INTERRUPTED : EXIT_UNREACHABLE;
-  int64_t t0 = im_now_ns();
-  long st = im_http_get_json(r->url, "/v1/models", r->api_key, &o->net, &r->models, err,
-                                  sizeof err);
-  if (st == 0) {
-    char red[2048];
-    im_url_redact(r->url, red, sizeof red);
-    fprintf(stderr, "infermeter run: target %s unreachable: %s (GET /v1/models failed: check "
-                    "--url and that the server is up, e.g. curl %s/v1/models)\n", red, err, red);
-    return EXIT_UNREACHABLE;
-  }
-  if (st == 401 || st == 403) { /* the key (never printed) is missing or refused */
-    char red[2048];
-    im_url_redact(r->url, red, sizeof red);
-    fprintf(stderr, "infermeter run: target %s refused GET /v1/models (HTTP %ld): %s\n", red, st,
-            r->api_key ? "the API key was not accepted; check the key in --api-key-file, "
-                         "$INFERMETER_API_KEY or $OPENAI_API_KEY"
-                       : "it needs an API key; pass --api-key-file FILE or set "
-                         "$INFERMETER_API_KEY or $OPENAI_API_KEY");
-    return EXIT_UNREACHABLE;
-  }
-  int other = im__run_urls_check(&r->urls, r->api_key, &o->net);
-  if (other >= 0)
-    return other;
-  im_http_get_json(r->url, "/version", r->api_key, &o->net, &r->version, err, sizeof err);
-  r->discovery_ms = (double)(im_now_ns() - t0) / 1e6;
-  struct im_sys_flags fl = o->sys;
-  fl.kv_bytes_per_token = o->kv_bytes_per_token;
-  fl.gpu_memory = o->gpu_memory;
-  if (im_sysdesc_resolve(&fl, r->version, &r->sys, err, sizeof err)) {
-    fprintf(stderr, "infermeter run: %s\n", err);
-    return EXIT_USAGE;
-  }
-  json_t *first = json_array_get(json_object_get(r->models, "data"), 0);
-  r->env.model = o->model;
-  if (!r->env.model) {
-    json_t *id = json_object_get(first, "id");
-    if (!json_is_string(id)) {
-      fprintf(stderr, "infermeter run: %s/v1/models answered %ld without a model id; pass --model\n",
-              r->env.builtin ? "the built-in server" : "the target", st);
-      return EXIT_UNREACHABLE;
-    }
-    snprintf(r->model, sizeof r->model, "%s", json_string_value(id));
-    r->env.model = r->model;
-  }
-  /* An infermeter serve found at --url applies DeepSeek-V3's template too. */
-  json_t *owner = json_object_get(first, "owned_by");
-  if (!o->chat_template && json_is_string(owner) && !strcmp(json_string_value(owner), "infermeter"))
-    r->env.tmpl = IM_CHAT_DEEPSEEK_V3;
-  return -1;
-}
-
-/* The results folder, requests.jsonl, and the run's salt (every run gets
- * its own: prompts never hit a previous run's cache). */
-static int open_outputs(struct run *r) {
-  struct run_opts *o = &r->o;
-  if (make_out_dir(o, r->out_dir, sizeof r->out_dir))
-    return -1;
-  char path[4200];
-  snprintf(path, sizeof path, "%s/requests.jsonl", o->out_dir);
-  r->jsonl_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
-  if (r->jsonl_fd < 0) {
-    fprintf(stderr, "infermeter run: cannot write %s: %s\n", path, strerror(errno));
-    return -1;
-  }
-  r->env.jsonl_fd = r->jsonl_fd;
-  snprintf(r->env.salt, sizeof r->env.salt, "%016" PRIx64,
-           o->shared_cache ? o->seed : im_mix64(o->seed ^ (uint64_t)im_wall_ns()));
-  return 0;
-}
-
-/* Signals: stop dispatching on the first, abort in-flight on the second;
- * installed whatever the inherited disposition (a background job starts
- * with SIGINT ignored). */
-/* --metrics-listen and/or --pushgateway: the live page (export/live.h). */
-static int start_live(struct run *r) {
-  const struct run_opts *o = r->env.o;
-  struct im_live_export_opts lo = {.listen = o->metrics_listen, .obs = r->env.obs,
-                                   .slo_ttft_ms = o->scfg.has_slo_ttft ? o->scfg.slo_ttft_ms : 0};
-  char err[512];
-  if (im_live_export_start(&lo, &r->env.live, err, sizeof err)) {
-    fprintf(stderr, "infermeter run: %s\n", err);
-    return -1;
-  }
-  const char *host;
-  uint16_t port;
-  /* Even under --quiet: with port 0 it is the only way to know the port. */
-  if (im_live_export_address(r->env.live, &host, &port))
-    fprintf(stderr, "infermeter: live metrics at http://%s%s%s:%u/metrics\n",
-            strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "", (unsigned)port);
-  return 0;
-}
-
+/* Stop dispatching on the first signal, abort in-flight requests on the
+ * second; installed whatever the inherited disposition (a background job
+ * starts with SIGINT ignored). */
 static void install_signals(void) {
-  im__run_wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_signal;
@@ -606,406 +50,233 @@ static void install_signals(void) {
   signal(SIGPIPE, SIG_IGN);
 }
 
-/* Observers: a baseline sample now, before the load. */
-static void start_observers(struct run *r) {
-  const struct run_opts *o = &r->o;
-  struct im_observer_config ocfg;
-  im_observer_config_default(&ocfg);
-  if (!o->no_scrape) {
-    if (o->n_scrape) {
-      for (size_t i = 0; i < o->n_scrape; i++)
-        ocfg.scrape_urls[ocfg.n_scrape++] = o->scrape[i];
-    } else {
-      snprintf(r->scrape_default, sizeof r->scrape_default, "%s/metrics", r->url);
-      ocfg.scrape_urls[ocfg.n_scrape++] = r->scrape_default;
-      for (uint32_t k = 1; k < r->urls.n && ocfg.n_scrape < IM_OBS_MAX_SCRAPE; k++)
-        ocfg.scrape_urls[ocfg.n_scrape++] = r->urls.scrape[k]; /* each target's */
-    }
-  }
-  ocfg.dcgm_url = o->dcgm;
-  ocfg.interval_ns = o->scrape_interval_ns;
-  ocfg.api_key = r->api_key;
-  ocfg.net = &o->net;
-  ocfg.sockstat = !o->no_sockstat && !o->net.unix_socket && im_url_resolve(r->url, &ocfg.target, &ocfg.target_len) == 0;
-  ocfg.gpu = !o->no_gpu;
-  char path[4200];
-  snprintf(path, sizeof path, "%s/scrapes.prom", o->out_dir);
-  if (ocfg.n_scrape || ocfg.dcgm_url) {
-    r->raw_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
-    ocfg.raw_fd = r->raw_fd;
-  }
-  /* Every sample, as it is taken (record/series.h); the figures are computed
-   * from it at the end of each stage. */
-  snprintf(r->series_path, sizeof r->series_path, "%s/series.jsonl", o->out_dir);
-  r->series_fd = open(r->series_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
-  if (r->series_fd < 0)
-    im_warn("cannot write %s (%s): results.json will lack the server's figures", r->series_path,
-            strerror(errno));
-  ocfg.series_fd = r->env.series_fd = r->series_fd;
-  r->env.series_path = r->series_path;
-  if (im_observer_start(&r->env.obs, &ocfg) != IM_OK) {
-    im_warn("observers could not start; the run goes on without them");
-    r->env.obs = NULL;
+/* ---- the hooks: the terminal and the sinks ------------------------------ */
+
+struct term {
+  const struct im_run_config *o;
+  struct im__progress progress;
+  struct im_live_export *live;      /* --metrics-listen, --pushgateway */
+  struct im_otlp_live otlp;         /* --otlp */
+  struct im_otlp_opts otlp_opts;
+  bool sinks_failed;
+};
+
+void im__run_say_stderr(void *data, enum im_run_say kind, const char *line) {
+  (void)data;
+  if (kind == IM_RUN_SAY_ERROR)
+    fprintf(stderr, "infermeter run: %s\n", line);
+  else if (kind == IM_RUN_SAY_INFO)
+    fprintf(stderr, "infermeter: %s\n", line);
+  else if (kind == IM_RUN_SAY_STATUS)
+    fprintf(stderr, "\rinfermeter: %s", line);
+  else { /* a continuation of the line before (it begins with spaces) */
+    fputs(line, stderr);
+    fputc('\n', stderr);
   }
 }
 
-/* rate=auto: the rates below the throughput the first stage measured. */
-static int plan_auto_rates(struct run *r) {
-  struct im_sweep *sw = &r->plan.sweep;
-  if (!(r->res[0].throughput > 0) ||
-      im_sweep_plan_auto(sw, r->res[0].throughput, r->o.sweep_steps) != IM_OK) {
-    fprintf(stderr, "infermeter run: the throughput stage completed no request; no rates to sweep\n");
-    return -1;
+/* A remote target: the plan was said; start only when the user says so. */
+static bool confirm(void *data) {
+  const struct term *t = data;
+  if (t->o->yes)
+    return true;
+  if (!isatty(STDIN_FILENO)) {
+    fprintf(stderr, "infermeter run: not a terminal: add --yes to start against a remote target\n");
+    return false;
   }
-  for (size_t k = 0; k < sw->nvalues; k++) {
-    /* Three significant digits: rates people can read and repeat. */
-    char v[32];
-    snprintf(v, sizeof v, "%.3g", sw->values[k]);
-    sw->values[k] = strtod(v, NULL);
-  }
-  for (size_t k = 0; k < sw->nvalues; k++)
-    if (im_sweep_stage(sw, k, &r->stages[1 + k]) != IM_OK)
-      return -1;
-  return 0;
+  fprintf(stderr, "start? [y/N] ");
+  char ans[16] = "";
+  return fgets(ans, sizeof ans, stdin) && (ans[0] == 'y' || ans[0] == 'Y');
 }
 
-/* Whether a rate sweep stops after stage i: the first stage that
- * over-saturates or fails its SLOs ends it (higher rates only do worse). */
-static bool sweep_stops(const struct run *r, size_t i) {
-  const struct run_plan *p = &r->plan;
-  const struct stage_res *sr = &r->res[i];
-  bool sweeping_rate = p->has_sweep && p->sweep.param == IM_PARAM_RATE && (!r->autosweep || i > 0);
-  return sweeping_rate && r->o.stop_on_saturation && i + 1 < r->env.n_stages &&
-         (sr->oversaturated || sr->slo_failed) &&
-         (!r->o.n_grid || (i + 1) % (p->has_sweep ? p->sweep.nvalues : 1) == 0);
-}
-
-/* Runs the stages in order. 0 when at least one ran. */
-static int run_stages(struct run *r) {
-  const struct run_opts *o = &r->o;
-  struct run_env *env = &r->env;
-  for (size_t i = 0; i < env->n_stages && !im__run_interrupted; i++) {
-    if (r->autosweep && i == 1 && plan_auto_rates(r))
-      break;
-    struct run_opts so = *o;
-    /* MPI: rank 0's stage, started on every rank at one instant (cli/mpi.h). */
-    if (im__mpi.on && i > 0 && im__mpi_stage_begin((uint32_t)i, &r->stages[i], &so))
-      break;
-    im__run_apply_stage(&so, &r->stages[i]);
-    json_t *params = NULL;
-    if (env->n_stages > 1) {
-      params = im__run_stage_params_json(&r->stages[i]);
-      if (!o->quiet)
-        fprintf(stderr, "infermeter: stage %zu/%zu %s\n", i + 1, env->n_stages, r->stages[i].label);
-    }
-    r->started = true;
-    int rc = im__run_stage(env, &so, (uint32_t)i, i + 1 == env->n_stages,
-                           env->n_stages > 1 ? r->stages[i].label : "", params, &r->res[i]);
-    /* MPI: the ranks' stage merged at rank 0; its figures steer the sweep. */
-    bool peers_stop = im__mpi.on && i + 1 < env->n_stages &&
-                      im__mpi_stage_end(o, (uint32_t)i, rc != 0, &r->res[i]);
-    json_decref(params);
-    if (rc)
-      return -1;
-    r->ran = i + 1;
-    if (peers_stop)
-      break;
-    if (sweep_stops(r, i)) {
-      if (!o->quiet)
-        fprintf(stdout, "sweep stops: stage %zu %s\n", i,
-                r->res[i].slo_failed ? "failed its SLOs" : "is over-saturated");
-      r->stopped_early = true;
-      break;
-    }
-  }
-  if (r->ran < env->n_stages)
-    im_observer_stop(env->obs);
-  return r->ran ? 0 : -1;
-}
-
-/* The manifest: the run's settings, the target's answers, the workload as
- * it was made; written before the load (manifest.json), completed by the
- * report with what the stages told. */
-static json_t *manifest_json(const struct run *r) {
-  const struct run_opts *o = &r->o;
-  const struct run_env *env = &r->env;
-  json_t *m = im__run_manifest_json(o, r->argc, r->argv, env->url, env->builtin, env->model,
-                                    r->models, r->version, im_wall_ns(), env->salt);
-  json_object_set_new(m, "discovery_ms", json_real(r->discovery_ms));
-  json_object_set_new(m, "system", im_sysdesc_json(&r->sys));
-  json_t *wl = json_object_get(m, "workload");
-  json_object_set_new(wl, "exact_lengths", json_boolean(env->exact));
-  json_object_set_new(wl, "tokenizer", json_string(o->tokenizer ? o->tokenizer : "built-in"));
-  json_object_set_new(wl, "chat_template", json_string(im_chat_tmpl_name(env->tmpl)));
-  if (env->has_mix)
-    json_object_set_new(wl, "mix", json_pack("{s:f, s:f}", "text", env->mix.weight[IM_CONTENT_TEXT],
-                                             "code", env->mix.weight[IM_CONTENT_CODE]));
-  if (o->sessions || o->session_rate)
-    json_object_set_new(wl, "sessions",
-                        json_pack("{s:I, s:f, s:I, s:I, s:I, s:f}", "concurrent", (json_int_t)o->sessions,
-                                  "rate", o->session_rate, "turns", (json_int_t)o->turns,
-                                  "context_start", (json_int_t)(o->ctx_start ? o->ctx_start : o->input_len),
-                                  "context_end", (json_int_t)(o->ctx_start ? o->ctx_end : o->input_len),
-                                  "think_time_s", (double)o->think_ns / 1e9));
-  if (r->scenario)
-    json_object_set_new(m, "scenario", json_string(r->scenario));
-  if (o->shard.count)
-    json_object_set_new(m, "shard", im__run_shard_json(o, r->argc, r->argv));
-  if (o->repeat_of > 1)
-    json_object_set_new(m, "repeat", json_pack("{s:I, s:I}", "index", (json_int_t)o->repeat_index,
-                                               "of", (json_int_t)o->repeat_of));
-  if (o->repeat_of > 1 && o->repeat_stage)
-    json_object_set_new(json_object_get(m, "repeat"), "stage",
-                        json_pack("{s:I, s:s}", "index", (json_int_t)o->repeat_stage, "label",
-                                  o->repeat_stage_label));
-  return m;
-}
-
-/* manifest.json and stages.jsonl, before the load. */
-static int open_run_files(struct run *r) {
-  const struct run_opts *o = &r->o;
-  const struct run_plan *p = &r->plan;
-  char path[4200];
-  snprintf(path, sizeof path, "%s/stages.jsonl", o->out_dir);
-  r->stages_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
-  if (r->stages_fd < 0) {
-    fprintf(stderr, "infermeter run: cannot write %s: %s\n", path, strerror(errno));
-    return -1;
-  }
-  r->env.stages_fd = r->stages_fd;
-  bool rate_sweep = p->has_sweep && p->sweep.param == IM_PARAM_RATE && p->n_grid == 1;
-  json_t *m = manifest_json(r);
-  im__run_verbose_manifest(m);
-  struct im_rundir_analysis an = {.n_percentiles = o->scfg.n_percentiles,
-                                  .has_slo_ttft = o->scfg.has_slo_ttft,
-                                  .has_slo_tpot = o->scfg.has_slo_tpot,
-                                  .has_slo_e2el = o->scfg.has_slo_e2el,
-                                  .slo_ttft_ms = o->scfg.slo_ttft_ms,
-                                  .slo_tpot_ms = o->scfg.slo_tpot_ms,
-                                  .slo_e2el_ms = o->scfg.slo_e2el_ms,
-                                  .slo_target = o->slo_target,
-                                  .stages_planned = r->env.n_stages,
-                                  .rate_sweep = rate_sweep,
-                                  .autosweep = r->autosweep,
-                                  .kv_residency_ref = o->kv_residency_ref,
-                                  .bw_util_ref = o->bw_util_ref,
-                                  .kv_bytes_per_token = r->sys.kv_bytes_per_token_per_gpu,
-                                  .gpu_memory_bytes = r->sys.gpu_memory_bytes,
-                                  .scrape_interval_ns = o->scrape_interval_ns,
-                                  .segment_window = o->segment_window,
-                                  .segment_stride = o->segment_stride,
-                                  .stall_k = o->stall_k,
-                                  .timeslice_ns = o->timeslice_ns};
-  memcpy(an.percentiles, o->scfg.percentiles, sizeof an.percentiles);
-  int rc = m ? im_rundir_write_manifest(o->out_dir, m, &an) : -1;
-  json_decref(m);
-  if (rc)
-    fprintf(stderr, "infermeter run: cannot write %s/manifest.json: %s\n", o->out_dir,
-            strerror(errno));
-  return rc;
-}
-
-static void run_cleanup(struct run *r) {
-  im__run_srvtok_stop(&r->env);
-  im_health_stop(&r->health);
-  im_health_stop(&r->probe);
-  im_otlp_live_stop(&r->otlp);
-  im_live_export_stop(&r->env.live, 0); /* after the pollers: they feed it */
-  free(r->res);
-  free(r->stages);
-  im__run_urls_free(&r->urls);
-  if (r->jsonl_fd >= 0)
-    close(r->jsonl_fd);
-  if (r->stages_fd >= 0)
-    close(r->stages_fd);
-  im_observer_free(r->env.obs);
-  if (r->raw_fd >= 0)
-    close(r->raw_fd);
-  if (r->series_fd >= 0)
-    close(r->series_fd);
-  builtin_stop(&r->srv);
-  json_decref(r->models);
-  json_decref(r->version);
-  json_decref(r->scenario_keep);
-  im__run_agent_cleanup(&r->o.agent);
-  free(r->order);
-  im_dataset_cleanup(&r->ds);
-  if (r->api_key) {
-    memset(r->api_key, 0, strlen(r->api_key));
-    free(r->api_key);
-  }
-  if (im__run_wake_fd >= 0)
-    close(im__run_wake_fd);
-  im__run_wake_fd = -1;
-  if (r->curl_inited)
-    curl_global_cleanup();
-  if (r->env.toks) {
-    for (uint32_t k = 0; k < r->o.threads; k++)
-      im_tok_free(r->env.toks[k]);
-    free(r->env.toks);
-  }
-}
-
-int im_cli_run(int argc, char **argv) {
-  if (im__mpi_launched()) /* mpirun -np N infermeter run (cli/mpi.h) */
-    return im__mpi_run(argc, argv, im_cli_run);
-  struct run *r = calloc(1, sizeof *r);
-  if (!r) {
-    fprintf(stderr, "infermeter run: out of memory\n");
-    return EXIT_USAGE;
-  }
-  int targc;
-  char **targv;
-  if (im__vllm_translate(argc, argv, &targc, &targv, &r->vllm)) {
-    free(r);
-    return EXIT_USAGE;
-  }
-  r->vllm_argv = targv;
-  argc = targc;
-  argv = targv;
-  r->argc = argc;
-  r->argv = argv;
-  r->jsonl_fd = r->raw_fd = r->stages_fd = r->series_fd = -1;
-  r->env.o = &r->o;
-  r->env.jsonl_fd = r->env.stages_fd = r->env.series_fd = -1;
-  struct run_opts *o = &r->o;
-  int rc = parse_args(r);
-  if (rc >= 0)
-    goto out;
-  rc = EXIT_USAGE;
-  if (check_opts(o, r->rate_given) || im__run_shard_check(o))
-    goto out;
-  im__run_shard_defaults(o);
-  im__run_default_warmup(o);
-  if ((o->repeat_stage && im__run_select_stage(o, &r->rate_given)) || im__run_size(o))
-    goto out;
-  if (o->repeat > 1) { /* K runs, each this command with its own --out and --seed */
-    rc = im__run_repeat(argc, argv, o);
-    goto out;
-  }
-  if (setup_tokens(r))
-    goto out;
-  if (!o->seed_given)
-    o->seed = im_mix64((uint64_t)im_wall_ns() ^ ((uint64_t)getpid() << 32));
-  r->env.builtin = o->url == NULL;
-  if (r->env.builtin && !o->ignore_eos_given && !im__run_agent_eos_free(&o->agent))
-    o->ignore_eos = true; /* structured output and reasoning end by themselves */
-  if (o->requests)
-    o->duration_ns = 0;
-  if (check_fds(o) || read_api_key(r))
-    goto out;
-  curl_global_init(CURL_GLOBAL_DEFAULT);
-  r->curl_inited = true;
-  if (load_dataset(r) || plan_stages(r) || start_target(r) || confirm_remote(r))
-    goto out;
-  int d = discover(r);
-  if (d >= 0) {
-    rc = d;
-    goto out;
-  }
-  if ((o->tokenizer && !strcmp(o->tokenizer, "server") &&
-       im__run_srvtok_start(&r->env, &o->net)) ||
-      im__run_context_check(&r->env, o, r->stages, r->models, &o->net))
-    goto out;
-  if (open_outputs(r) || open_run_files(r))
-    goto out;
-  install_signals();
-  r->env.tty = isatty(STDERR_FILENO);
-  start_observers(r);
-  if ((o->metrics_listen || o->pushgateway) && start_live(r))
-    goto out;
-  if (o->health_interval_ns) {
-    char err[512];
-    if (im_health_start(&r->health, r->url, o->health_path, o->health_interval_ns, &o->net,
-                        r->api_key, r->jsonl_fd, err, sizeof err)) {
+/* The directory exists: the sinks start (a failure stops nothing measured;
+ * it is said, and the run goes on without that sink). */
+static void on_start(void *data, const char *dir, struct im_observer *obs) {
+  struct term *t = data;
+  const struct im_run_config *o = t->o;
+  char err[512];
+  if (o->metrics_listen || o->pushgateway) {
+    struct im_live_export_opts lo = {.listen = o->metrics_listen, .obs = obs,
+                                     .slo_ttft_ms = o->scfg.has_slo_ttft ? o->scfg.slo_ttft_ms : 0};
+    if (im_live_export_start(&lo, &t->live, err, sizeof err)) {
       fprintf(stderr, "infermeter run: %s\n", err);
-      goto out;
+      t->sinks_failed = true;
     }
-    r->env.health = &r->health;
+    const char *host;
+    uint16_t port;
+    /* Even under --quiet: with port 0 it is the only way to know the port. */
+    if (im_live_export_address(t->live, &host, &port))
+      fprintf(stderr, "infermeter: live metrics at http://%s%s%s:%u/metrics\n",
+              strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "", (unsigned)port);
   }
-  if (o->probe_rate > 0) {
-    bool chat = o->backend == IM_BACKEND_CHAT;
-    char err[512];
-    if (im_probe_start(&r->probe, r->url, chat ? "/v1/chat/completions" : "/v1/completions",
-                       r->env.model, chat, o->probe_rate, o->seed, &o->net, r->api_key,
-                       r->jsonl_fd, err, sizeof err)) {
-      fprintf(stderr, "infermeter run: %s\n", err);
-      goto out;
-    }
-    r->env.probe = &r->probe;
+  if (o->otlp && im_otlp_live_start(&t->otlp, dir, &t->otlp_opts, err, sizeof err)) {
+    fprintf(stderr, "infermeter run: %s\n", err);
+    t->sinks_failed = true;
   }
-  struct im_otlp_opts oo = {.url = o->otlp, .sample = o->otlp_sample, .provider = o->provider,
-                            .protobuf = o->otlp_protobuf, .note = im__print_note};
-  char oerr[512];
-  if (o->otlp && im_otlp_live_start(&r->otlp, o->out_dir, &oo, oerr, sizeof oerr)) {
-    fprintf(stderr, "infermeter run: %s\n", oerr);
-    goto out;
-  }
-  im_live_export_hook(r->env.live, r->env.health, r->env.probe);
-  if (!o->quiet)
-    fprintf(stderr, "infermeter: %s %s, model %s, %zu stage(s), results in %s\n",
-            r->env.builtin ? "built-in server at" : "target", r->url, r->env.model, r->env.n_stages,
-            o->out_dir);
-  /* A stage that fails keeps what the others measured: the results are
-   * written from the directory whatever happened (the failed stage's end
-   * line carries its error). */
-  if (im__run_shard_wait(o)) { /* interrupted before --start-at */
-    rc = EXIT_INTERRUPTED;
-    goto out;
-  }
-  bool profiling = o->profile_server && im__run_profile(r->url, r->api_key, &o->net, true);
-  bool failed = run_stages(r) != 0;
-  if (profiling)
-    (void)im__run_profile(r->url, r->api_key, &o->net, false);
-  im_health_stop(&r->health);
-  im_health_stop(&r->probe);
-  im_otlp_live_stop(&r->otlp); /* every record is on disk: it sends the last ones */
-  if (!r->started) /* not one stage began: nothing to report */
-    goto out;
-  /* The results: read back from the directory, by the same path as
-   * `infermeter report DIR`. */
-  if (im_rundir_append(r->stages_fd, im_rundir_run_end_json(r->stopped_early,
-                                                              im__run_interrupted > 0)))
-    im_warn("cannot write stages.jsonl: %s", strerror(errno));
-  struct report_opts ro = {.text = o->quiet ? NULL : stdout, .stage_lines = false,
-                           .publish = o->publish, .csv = o->csv, .json = o->json};
-  struct im_verdict outcome;
-  int reported = im__report_dir(o->out_dir, &ro, &outcome);
-  /* One row per run (a --repeat set is added once, as a set, by repeat.c). */
-  if (!reported && !o->no_history && o->repeat_of <= 1)
-    im__run_add_history(o, o->out_dir);
-  if (!reported && !o->quiet)
-    fprintf(stdout, "Results: %s/results.json, %s/requests.jsonl\nReport:  %s/report.html\n",
-            o->out_dir, o->out_dir, o->out_dir);
-  if (!reported && !o->quiet && o->csv)
-    fprintf(stdout, "CSV:     %s/requests.csv, %s/summary.csv\n", o->out_dir, o->out_dir);
-  if (o->pushgateway)
-    if (im_live_export_push(r->env.live, o->pushgateway, r->env.salt, o->insecure, oerr,
-                            sizeof oerr))
-      fprintf(stderr, "infermeter run: %s\n", oerr);
-  im_live_export_stop(&r->env.live, o->metrics_linger_ns);
-  if (!reported && r->vllm.save_result)
-    (void)im__vllm_save(o->out_dir, &r->vllm);
+}
+
+static void on_stage_start(void *data, const struct im_load_progress *p, uint32_t n,
+                           uint64_t total) {
+  struct term *t = data;
+  if (!t->o->no_progress)
+    im__progress_start(&t->progress, p, n, total, isatty(STDERR_FILENO));
+  im_live_export_attach(t->live, p, n);
+}
+
+static void on_stage_end(void *data) {
+  struct term *t = data;
+  im__progress_stop(&t->progress);
+  memset(&t->progress, 0, sizeof t->progress);
+  im_live_export_attach(t->live, NULL, 0);
+}
+
+static void on_record(void *data, const struct im_record *r) {
+  struct term *t = data;
+  if (t->live)
+    im_live_export_on_record(t->live, r);
+}
+
+static void on_load_end(void *data) {
+  struct term *t = data;
+  im_otlp_live_stop(&t->otlp); /* every record is on disk: it sends the last ones */
+}
+
+/* ---- one run ------------------------------------------------------------ */
+
+/* After the figures: the pushgateway, the live page's last scrape, vLLM's
+ * result file, the OTLP export. */
+static void finish_sinks(struct term *t, const char *dir, const char *salt, bool reported) {
+  const struct im_run_config *o = t->o;
+  char err[512];
+  if (o->pushgateway && t->live &&
+      im_live_export_push(t->live, o->pushgateway, salt, o->insecure, err, sizeof err))
+    fprintf(stderr, "infermeter run: %s\n", err);
+  im_live_export_stop(&t->live, o->metrics_linger_ns);
+  if (reported && run_vllm && run_vllm->save_result)
+    (void)im__vllm_save(dir, run_vllm);
   if (o->otlp) {
-    struct im_otlp_stats os = r->otlp.st; /* the attempts the live exporter sent */
-    if (im_otlp_export(o->out_dir, &oo, true, &os, oerr, sizeof oerr))
-      fprintf(stderr, "infermeter: %s\n", oerr);
+    struct im_otlp_stats os = t->otlp.st; /* the attempts the live exporter sent */
+    if (im_otlp_export(dir, &t->otlp_opts, true, &os, err, sizeof err))
+      fprintf(stderr, "infermeter: %s\n", err);
     else if (!o->quiet)
       fprintf(stdout, "OTLP:    %" PRIu64 " spans and %" PRIu64 " metric points sent to %s\n",
               os.spans_sent, os.metric_points, o->otlp);
   }
-  if (failed)
-    rc = r->env.engine_failed ? EXIT_ENGINE : EXIT_USAGE;
+}
+
+int im__run_one(const struct im_run_config *cfg) {
+  struct im_run_config oc = *cfg;
+  const struct im_run_config *o = &oc;
+  im__shard_plan_digest(&oc);
+  struct term t = {.o = o};
+  t.otlp_opts = (struct im_otlp_opts){.url = o->otlp, .sample = o->otlp_sample,
+                                      .provider = o->provider, .protobuf = o->otlp_protobuf,
+                                      .note = im__print_note};
+  struct im_run_hooks h = {.say = im__run_say_stderr, .text = o->quiet ? NULL : stdout, .confirm = confirm,
+                           .on_start = on_start, .on_stage_start = on_stage_start,
+                           .on_stage_end = on_stage_end,
+                           .on_record = o->metrics_listen || o->pushgateway ? on_record : NULL,
+                           .on_load_end = on_load_end, .tty = isatty(STDERR_FILENO) == 1,
+                           .data = &t};
+  install_signals();
+  struct im_run_outcome out;
+  enum im_err e = im_run(o, &h, &out);
+  int rc = out.exit >= 0 ? out.exit : EXIT_USAGE;
+  on_load_end(&t);
+  if (e || !out.started) { /* not one stage began: nothing to report */
+    im_live_export_stop(&t.live, 0);
+    return e ? rc : EXIT_USAGE;
+  }
+  /* The results: read back from the directory, by the same path as
+   * `infermeter report DIR`. */
+  struct report_opts ro = {.text = o->quiet ? NULL : stdout, .stage_lines = false,
+                           .publish = o->publish, .csv = o->csv, .json = o->json};
+  struct im_verdict verdict;
+  int reported = im__report_dir(out.dir, &ro, &verdict);
+  /* One row per run (a --repeat set is added once, as a set, by repeat.c). */
+  if (!reported && !o->no_history && o->repeat_of <= 1)
+    im__run_add_history(o, out.dir);
+  if (!reported && !o->quiet)
+    fprintf(stdout, "Results: %s/results.json, %s/requests.jsonl\nReport:  %s/report.html\n",
+            out.dir, out.dir, out.dir);
+  if (!reported && !o->quiet && o->csv)
+    fprintf(stdout, "CSV:     %s/requests.csv, %s/summary.csv\n", out.dir, out.dir);
+  finish_sinks(&t, out.dir, out.salt, !reported);
+  if (out.failed)
+    rc = out.engine_failed ? EXIT_ENGINE : EXIT_USAGE;
   else if (!reported)
-    rc = im_verdict_exit(&outcome);
+    rc = im_verdict_exit(&verdict);
+  else
+    rc = EXIT_USAGE;
   /* Under MPI a rank's verdict is its shard's: rank 0's merge prints the
    * run's (cli/mpi.c). */
   if (!reported && o->repeat_of <= 1 && !im__mpi.on)
-    im_verdict_line(o->json ? stderr : stdout, &outcome, rc);
+    im_verdict_line(o->json ? stderr : stdout, &verdict, rc);
+  return rc;
+}
+
+/* ---- the command line --------------------------------------------------- */
+
+/* The scenario file, then the command line over it. -1: go on; else the
+ * exit status (help printed, or a usage error said). */
+static int parse_args(int argc, char **argv, struct im_run_config *o, json_t **keep) {
+  im_run_config_default(o);
+  o->scenario = im__run_scenario_arg(argc, argv);
+  if (o->scenario && im__run_scenario_load(o, o->scenario, keep))
+    return EXIT_USAGE;
+  int opt;
+  optind = 1;
+  while ((opt = getopt_long(argc, argv, "hqv", im__run_options, NULL)) != -1) {
+    if (opt == 'h') {
+      im__run_usage(stdout);
+      return EXIT_OK;
+    }
+    if (opt == '?' || im__run_apply(o, opt, optarg)) {
+      fprintf(stderr, "see: infermeter run --help\n");
+      return EXIT_USAGE;
+    }
+  }
+  if (optind < argc) {
+    fprintf(stderr, "infermeter run: unexpected argument '%s' (see --help)\n", argv[optind]);
+    return EXIT_USAGE;
+  }
+  o->command_words = (const char *const *)argv;
+  o->n_command_words = argc;
+  return im__run_output_mode(o);
+}
+
+int im_cli_run(int argc, char **argv) {
+  struct im__vllm vllm;
+  int targc;
+  char **targv;
+  memset(&vllm, 0, sizeof vllm);
+  if (im__vllm_translate(argc, argv, &targc, &targv, &vllm))
+    return EXIT_USAGE;
+  struct im_run_config o;
+  json_t *keep = NULL;
+  int rc = parse_args(targc, targv, &o, &keep);
+  if (rc >= 0)
+    goto out;
+  struct im_run_hooks h = {.say = im__run_say_stderr};
+  char err[512];
+  rc = EXIT_USAGE;
+  if (im_run_prepare(&o, &h, err, sizeof err)) {
+    if (err[0])
+      fprintf(stderr, "infermeter run: %s\n", err);
+    goto out;
+  }
+  run_vllm = &vllm;
+  if (im__mpi_launched()) /* mpirun -np N infermeter run (cli/mpi.h) */
+    rc = im__mpi_run(&o, im__run_one);
+  else if (o.repeat > 1) /* K runs, each this configuration with its own directory and seed */
+    rc = im__run_repeat(&o);
+  else
+    rc = im__run_one(&o);
+  run_vllm = NULL;
 out:
-  run_cleanup(r);
-  free(r->vllm_argv);
-  im__vllm_free(&r->vllm);
-  free(r);
+  im__run_agent_cleanup(&o.agent);
+  json_decref(keep);
+  free(targv);
+  im__vllm_free(&vllm);
   return rc;
 }

@@ -10,14 +10,8 @@
 #include "proto/oai_api_ext.h"
 #include "serve/server.h"
 
-void im__run_agent_defaults(struct run_agent_opts *a) {
-  memset(a, 0, sizeof *a);
-  a->tool_latency_ns = 200000000;
-  a->tool_result_len = 512;
-  a->cancel_share = 1.0;
-}
 
-void im__run_agent_cleanup(struct run_agent_opts *a) {
+void im__run_agent_cleanup(struct im_run_agent_opts *a) {
   free(a->run_json);
   free(a->json_schema);
   free(a->mix_buf);
@@ -29,7 +23,7 @@ void im__run_agent_cleanup(struct run_agent_opts *a) {
 
 /* json_object, or json_schema:FILE (also json_schema=FILE): OpenAI's
  * response_format, which vLLM's structured outputs honour. */
-static int parse_format(struct run_agent_opts *a, const char *arg) {
+static int parse_format(struct im_run_agent_opts *a, const char *arg) {
   im__run_agent_cleanup(a);
   json_t *rf = NULL;
   if (!strcmp(arg, "json_object")) {
@@ -64,7 +58,7 @@ static int parse_format(struct run_agent_opts *a, const char *arg) {
 }
 
 /* name=w[,name=w...]: weights > 0, normalised; "base" is the run's model. */
-static int parse_mix(struct run_agent_opts *a, const char *arg) {
+static int parse_mix(struct im_run_agent_opts *a, const char *arg) {
   free(a->mix_buf);
   a->n_mix = 0;
   if (!(a->mix_buf = strdup(arg)))
@@ -97,7 +91,7 @@ bad:
 }
 
 /* DUR[:SHARE] or N(t|tok|tokens)[:SHARE]. */
-static int parse_cancel(struct run_agent_opts *a, const char *arg) {
+static int parse_cancel(struct im_run_agent_opts *a, const char *arg) {
   char what[64];
   const char *colon = strchr(arg, ':');
   size_t n = colon ? (size_t)(colon - arg) : strlen(arg);
@@ -129,7 +123,7 @@ bad:
   return -1;
 }
 
-int im__run_agent_opt(struct run_agent_opts *a, int code, const char *arg) {
+int im__run_agent_opt(struct im_run_agent_opts *a, int code, const char *arg) {
   switch (code) {
   case O_REASONING_EFFORT:
     if (im_effort_parse(arg) < 0) {
@@ -175,22 +169,8 @@ int im__run_agent_opt(struct run_agent_opts *a, int code, const char *arg) {
   }
 }
 
-bool im__run_agent_eos_free(const struct run_agent_opts *a) {
-  return a->response_format || a->reasoning_effort || a->thinking;
-}
 
-const char *im__run_agent_check(const struct run_agent_opts *a, bool sessions, bool chat) {
-  if (a->agent_hops && !sessions)
-    return "--agent-hops needs --sessions N or --session-rate R (each session is a chain)";
-  if (a->agent_hops && !chat)
-    return "--agent-hops needs the chat backend (tools and tool messages)";
-  return NULL;
-}
 
-void im__run_agent_serve(const struct run_agent_opts *a, struct im_server_config *cfg) {
-  if (a->serve_profile)
-    cfg->engine.profile = im_profile_find(a->serve_profile);
-}
 
 void im__run_agent_help(FILE *o) {
   /* clang-format off */

@@ -16,8 +16,10 @@
 #include "export/metrics_listen.h"
 #include "report/verdict.h"
 #include "cli/args.h"
-#include "cli/run_int.h"
-#include "cli/run_urls.h"
+#include "cli/run_agents.h"
+#include "cli/run_cli.h"
+#include "cli/shard.h"
+#include "run/urls.h"
 #include "cli/run_net.h"
 #include "im_version.h"
 #include "core/buf.h"
@@ -323,7 +325,7 @@ static int parse_slo(const char *arg, struct im_summary_config *c) {
   return 0;
 }
 
-static int parse_timeouts(const char *arg, struct run_opts *o) {
+static int parse_timeouts(const char *arg, struct im_run_config *o) {
   static const char *const names[] = {"connect", "ttft", "idle", "total"};
   int64_t ns[4] = {o->t_connect, o->t_ttft, o->t_idle, o->t_total};
   bool seen[4] = {false};
@@ -463,44 +465,6 @@ const struct option im__run_options[] = {
     {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0}};
 
-void im__run_opts_default(struct run_opts *o) {
-  memset(o, 0, sizeof *o);
-  o->rate = 2.0;
-  o->burstiness = 1.0;
-  o->sched_kind = IM_SCHED_POISSON;
-  o->duration_ns = 30 * 1000000000LL;
-  o->warmup_ns = 5 * 1000000000LL;
-  o->grace_ns = 10 * 1000000000LL;
-  o->retry_backoff_max_ns = 30 * 1000000000LL;
-  o->input_len = 1024;
-  o->output_len = 128;
-  o->temperature = NAN;
-  o->top_p = NAN;
-  o->slo_target = 0.99;
-  o->repeat = 1;
-  o->cooldown_ns = 60 * (int64_t)1000000000;
-  o->keepalive = true;
-  o->keep_ngrams = 4096;
-  o->otlp_sample = 1.0;
-  im__run_agent_defaults(&o->agent);
-  o->threads = 1;
-  o->t_connect = 5 * 1000000000LL;
-  o->t_ttft = 60 * 1000000000LL;
-  o->t_idle = 30 * 1000000000LL;
-  o->t_total = 600 * 1000000000LL;
-  o->scrape_interval_ns = 1000000000;
-  o->trace_speed = 1.0;
-  o->turns = 8;
-  o->prefix_share = NAN;
-  o->sweep_steps = 5;
-  o->stop_on_saturation = true;
-  o->kv_residency_ref = 0.68; /* docs/metrics.md §9 reference lines */
-  o->bw_util_ref = 0.78;
-  static const double pct[] = {50, 90, 95, 99, 99.9};
-  memcpy(o->scfg.percentiles, pct, sizeof pct);
-  o->scfg.n_percentiles = 5;
-}
-
 /* Two spellings of one target: equal once normalised (trailing slashes, /v1). */
 static bool same_url(const char *a, const char *b) {
   char na[2048], nb[2048];
@@ -509,14 +473,7 @@ static bool same_url(const char *a, const char *b) {
   return !strcmp(na, nb);
 }
 
-void im__run_default_warmup(struct run_opts *o) {
-  if (!o->requests || o->warmup_given || o->sessions || o->session_rate)
-    return;
-  o->warmup_ns = 0;
-  o->warmup_requests = o->requests / 10;
-}
-
-int im__run_apply(struct run_opts *o, int opt, const char *arg, bool *rate_given) {
+int im__run_apply(struct im_run_config *o, int opt, const char *arg) {
   int64_t ns;
   uint64_t u;
   switch (opt) {
@@ -545,7 +502,7 @@ int im__run_apply(struct run_opts *o, int opt, const char *arg, bool *rate_given
     }
     return 0;
   case O_MODEL: o->model = arg; return 0;
-  case O_RATE: *rate_given = true; return im_arg_double("--rate", arg, 1e-6, 1e7, &o->rate);
+  case O_RATE: o->rate_given = true; return im_arg_double("--rate", arg, 1e-6, 1e7, &o->rate);
   case O_BURST:
     if (o->sched_kind < IM_SCHED_RAMP_REQ_LINEAR) /* the vLLM ramps keep it as their shape */
       o->sched_kind = IM_SCHED_GAMMA;
@@ -612,15 +569,15 @@ int im__run_apply(struct run_opts *o, int opt, const char *arg, bool *rate_given
       fprintf(stderr, "infermeter: --tag: expected key=value, got '%s'\n", arg);
       return -1;
     }
-    if (o->n_tags == MAX_TAGS) {
-      fprintf(stderr, "infermeter: --tag: at most %d\n", MAX_TAGS);
+    if (o->n_tags == IM_RUN_MAX_TAGS) {
+      fprintf(stderr, "infermeter: --tag: at most %d\n", IM_RUN_MAX_TAGS);
       return -1;
     }
     o->tags[o->n_tags++] = arg;
     return 0;
   case O_HEADER:
-    if (!strchr(arg, ':') || o->n_headers == MAX_HEADERS) {
-      fprintf(stderr, "infermeter: --header: expected 'Name: value' (at most %d)\n", MAX_HEADERS);
+    if (!strchr(arg, ':') || o->n_headers == IM_RUN_MAX_HEADERS) {
+      fprintf(stderr, "infermeter: --header: expected 'Name: value' (at most %d)\n", IM_RUN_MAX_HEADERS);
       return -1;
     }
     o->headers[o->n_headers++] = arg;

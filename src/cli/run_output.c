@@ -1,11 +1,11 @@
-/* What `infermeter run` prints, by -q, -v and --json (run_int.h). */
+/* What `infermeter run` prints, by -q, -v and --json (cli/run_cli.h). */
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "cli/run_int.h"
+#include "cli/run_cli.h"
 #include "core/log.h"
 
-int im__run_output_mode(struct run_opts *o) {
+int im__run_output_mode(struct im_run_config *o) {
   if (o->quiet && o->verbose) {
     fprintf(stderr, "infermeter run: --quiet and --verbose: exclude each other (give one)\n");
     return EXIT_USAGE;
@@ -28,17 +28,4 @@ int im__run_output_mode(struct run_opts *o) {
   if (o->verbose)
     im_log_set_level(IM_LOG_INFO);
   return -1;
-}
-
-void im__run_verbose_manifest(const json_t *m) {
-  if (im_log_get_level() < IM_LOG_INFO || !m)
-    return;
-  static const char *const keys[] = {"target", "seed", "schedule", "workload", "slo", "tags"};
-  for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-    const json_t *v = json_object_get(m, keys[i]);
-    char *s = v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(10)) : NULL;
-    if (s)
-      im_info("%s: %s", keys[i], s);
-    free(s);
-  }
 }

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli/run_int.h"
+#include "cli/run_cli.h"
 
 const char *im__run_scenario_arg(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
@@ -33,8 +33,8 @@ static bool path_setting(const char *name) {
 }
 
 /* Applies one value (not an array) of key. */
-static int apply_value(struct run_opts *o, const char *path, const struct option *op,
-                       json_t *v, json_t *keep, bool *rate_given) {
+static int apply_value(struct im_run_config *o, const char *path, const struct option *op,
+                       json_t *v, json_t *keep) {
   char text[4096];
   const char *arg = NULL;
   if (op->has_arg == no_argument) {
@@ -42,7 +42,7 @@ static int apply_value(struct run_opts *o, const char *path, const struct option
       fprintf(stderr, "infermeter run: %s: \"%s\" is a switch: true or false\n", path, op->name);
       return -1;
     }
-    return json_is_true(v) ? im__run_apply(o, op->val, NULL, rate_given) : 0;
+    return json_is_true(v) ? im__run_apply(o, op->val, NULL) : 0;
   }
   if (json_is_string(v)) {
     arg = json_string_value(v);
@@ -79,14 +79,14 @@ static int apply_value(struct run_opts *o, const char *path, const struct option
       return -1;
     arg = json_string_value(str);
   }
-  if (im__run_apply(o, op->val, arg, rate_given)) {
+  if (im__run_apply(o, op->val, arg)) {
     fprintf(stderr, "infermeter run: %s: in \"%s\"\n", path, op->name);
     return -1;
   }
   return 0;
 }
 
-int im__run_scenario_load(struct run_opts *o, const char *path, json_t **keep, bool *rate_given) {
+int im__run_scenario_load(struct im_run_config *o, const char *path, json_t **keep) {
   json_error_t jerr;
   *keep = NULL;
   json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
@@ -126,11 +126,11 @@ int im__run_scenario_load(struct run_opts *o, const char *path, json_t **keep, b
       size_t i;
       json_t *e;
       json_array_foreach(v, i, e) {
-        if ((rc = apply_value(o, path, op, e, arr, rate_given)))
+        if ((rc = apply_value(o, path, op, e, arr)))
           break;
       }
     } else {
-      rc = apply_value(o, path, op, v, arr, rate_given);
+      rc = apply_value(o, path, op, v, arr);
     }
     if (rc)
       break;

@@ -8,7 +8,7 @@
 
 #include "cli/args.h"
 #include "cli/cli.h"
-#include "cli/run_int.h"
+#include "cli/run_cli.h"
 #include "cli/serve_agents.h"
 #include "core/log.h"
 #include "serve/server.h"
@@ -333,7 +333,10 @@ static int apply_option(int opt, const char *arg, struct im_server_config *cfg,
     return 0;
   case O_APIKEY: /* the first line of the file; freed by im_cli_serve */
     free((char *)cfg->api_key);
-    cfg->api_key = im__run_read_key_file(arg);
+    char err[512];
+    cfg->api_key = im_read_key_file(arg, err, sizeof err);
+    if (!cfg->api_key)
+      fprintf(stderr, "infermeter: --api-key-file: %s\n", err);
     return cfg->api_key ? 0 : -1;
   default:
     if (opt >= O_SERVE_AGENT_FIRST && opt < O_SERVE_AGENT_LAST)

@@ -1,5 +1,6 @@
 /* Shares of one plan over several processes (cli/shard.h). */
 #include "cli/shard.h"
+#include "cli/run_cli.h"
 
 #include <ctype.h>
 #include <inttypes.h>
@@ -120,7 +121,7 @@ int im__shard_parse_time(const char *arg, int64_t *wall_ns) {
   return 0;
 }
 
-int im__shard_opt(struct run_shard_opts *s, int code, const char *arg) {
+int im__shard_opt(struct im_run_shard_opts *s, int code, const char *arg) {
   switch (code) {
   case O_SHARD:
     if (im__shard_parse(arg, &s->index, &s->count)) {
@@ -151,23 +152,55 @@ int im__shard_opt(struct run_shard_opts *s, int code, const char *arg) {
   }
 }
 
-int64_t im__shard_wall_to_mono(int64_t wall_ns, int64_t *err_ns) {
-  int64_t best = INT64_MAX, off = 0;
-  for (int k = 0; k < 9; k++) {
-    int64_t m0 = im_now_ns(), w = im_wall_ns(), m1 = im_now_ns();
-    if (m1 - m0 < best) {
-      best = m1 - m0;
-      off = m0 + (m1 - m0) / 2 - w;
-    }
-  }
-  if (err_ns)
-    *err_ns = best;
-  return wall_ns + off;
-}
 
 void im__shard_digest(const json_t *plan, char out[17]) {
   char *s = json_dumps(plan, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
   uint64_t h = s ? im_fnv1a64(s, strlen(s)) : 0;
   free(s);
   snprintf(out, 17, "%016" PRIx64, h);
+}
+
+/* Options that do not change the plan: where and how this process writes,
+ * its own threads, its share. */
+static bool per_process(const char *name) {
+  static const char *const names[] = {"shard", "start-at", "clock-offset-inject", "out", "quiet",
+                                      "no-progress", "history", "no-history", "metrics-listen",
+                                      "metrics-linger", "pushgateway", "threads", "yes",
+                                      "api-key-file", "otlp", "otlp-sample", "no-scrape",
+                                      "scrape", "scrape-interval", "scrape-dcgm", "no-sockstat",
+                                      "no-gpu"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (!strcmp(name, names[i]))
+      return true;
+  return false;
+}
+
+/* The plan: the command line less the per-process options, and the seed. */
+static json_t *plan_json(const struct im_run_config *o, int argc, char *const *argv) {
+  json_t *args = json_array();
+  int opt, idx = -1, saved_opterr = opterr;
+  opterr = 0;
+  optind = 1;
+  while (args && (opt = getopt_long(argc, argv, "h", im__run_options, &idx)) != -1) {
+    if (opt == '?' || idx < 0) {
+      idx = -1;
+      continue;
+    }
+    const char *name = im__run_options[idx].name;
+    idx = -1;
+    if (per_process(name))
+      continue;
+    json_array_append_new(args, json_pack("[s, s?]", name, optarg));
+  }
+  opterr = saved_opterr;
+  optind = 1;
+  return json_pack("{s:o, s:I}", "args", args ? args : json_array(), "seed", (json_int_t)o->seed);
+}
+
+void im__shard_plan_digest(struct im_run_config *o) {
+  if (!o->shard.count)
+    return;
+  json_t *plan = plan_json(o, o->n_command_words, (char *const *)o->command_words);
+  im__shard_digest(plan, o->shard.plan_digest);
+  json_decref(plan);
 }

@@ -28,20 +28,9 @@
 
 #include <jansson.h>
 
+#include "run/run.h"
 #include "workload/shard.h"
 
-struct run_shard_opts {
-  uint32_t index, count;      /* --shard i/N (count 0: not sharded) */
-  bool start_at_given;        /* --start-at TIME */
-  int64_t start_at_wall_ns;   /* CLOCK_REALTIME ns since the epoch */
-  int64_t inject_offset_ns;   /* --clock-offset-inject (tests only): added to
-                                 this process's wall clock as MPI measures it */
-  bool mpi;                   /* set when launched under mpirun (cli/mpi.h) */
-  int64_t clock_offset_ns;    /* MPI: rank 0's wall clock minus this rank's */
-  int64_t clock_rtt_ns;       /* MPI: the round trip of that measurement */
-  int64_t clock_correction_ns; /* added to start_at_wall_ns for this machine's
-                                  CLOCK_REALTIME of the start (MPI) */
-};
 
 enum {
   O_SHARD_FIRST = 0x1100,
@@ -60,7 +49,7 @@ enum {
 
 /* Applies one option (code in [O_SHARD_FIRST, O_SHARD_LAST)); 0, or -1
  * with a message naming the flag. */
-int im__shard_opt(struct run_shard_opts *s, int code, const char *arg);
+int im__shard_opt(struct im_run_shard_opts *s, int code, const char *arg);
 /* The options' help text. */
 void im__shard_usage(FILE *f);
 
@@ -71,14 +60,12 @@ int im__shard_parse(const char *arg, uint32_t *index, uint32_t *count);
 int im__shard_parse_time(const char *arg, int64_t *wall_ns);
 
 /* The shares themselves: workload/shard.h. */
-/* CLOCK_REALTIME ns -> CLOCK_MONOTONIC ns of this process, from the pair
- * of reads (of several) that were closest together; *err_ns their spacing
- * (the conversion's uncertainty). */
-int64_t im__shard_wall_to_mono(int64_t wall_ns, int64_t *err_ns);
 
 /* The plan digest: a hash of what defines the plan (schedule, seed,
  * workload, stages; not the shard, the output or the process's settings),
  * as 16 hex digits, from a JSON object of those settings. */
 void im__shard_digest(const json_t *plan, char out[17]);
+/* o->shard.plan_digest from o's command line and seed (not sharded: none). */
+void im__shard_plan_digest(struct im_run_config *o);
 
 #endif

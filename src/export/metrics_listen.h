@@ -1,6 +1,6 @@
 /* `run --metrics-listen [ADDR:]PORT`: a small HTTP/1.1 server on a thread of
  * its own (never the measuring loops') answering GET /metrics with the live
- * page (report/live.h, through cli/run_live.c). One connection at a time,
+ * page (report/live.h, through export/live.c). One connection at a time,
  * one request per connection (Connection: close), request heads at most
  * 8 KiB, a client that sends nothing for 2 s is dropped: a slow scraper
  * cannot hold the run. The page comes from a callback (the caller's: it

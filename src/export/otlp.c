@@ -1,4 +1,4 @@
-/* OTLP export: see cli/otlp.h. OTLP/JSON rules followed (the protocol's
+/* OTLP export: see export/otlp.h. OTLP/JSON rules followed (the protocol's
  * JSON mapping): trace and span ids as lowercase hex, enums as integers,
  * 64-bit integers (times, counts, intValue) as decimal strings. */
 #include "export/otlp.h"
@@ -105,7 +105,7 @@ static size_t sink(char *d, size_t s, size_t n, void *ud) {
 }
 
 /* body as the request's bytes: OTLP/JSON, or its protobuf encoding
- * (cli/otlp_pb.h) under --otlp-protocol http/protobuf. NULL when it cannot
+ * (export/otlp_pb.h) under --otlp-protocol http/protobuf. NULL when it cannot
  * be had (said for protobuf: a field without its number is a bug). */
 static char *encode(const struct ctx *x, json_t *body, size_t *len) {
   if (!x->o->protobuf) {

@@ -1,5 +1,5 @@
 /* OTLP/HTTP's binary encoding (--otlp-protocol http/protobuf, docs/otlp.md):
- * the OTLP/JSON document the exporter builds (cli/otlp.c), written as the
+ * the OTLP/JSON document the exporter builds (export/otlp.c), written as the
  * protobuf message it stands for: ExportTraceServiceRequest for
  * {"resourceSpans": ...}, ExportMetricsServiceRequest for
  * {"resourceMetrics": ...}. A small hand-written wire encoder driven by a

@@ -7,7 +7,7 @@
  * of every constant: docs/deepseek.md "Presets".
  *
  * Pure data and arithmetic: no I/O, no JSON (the readers of --model-config
- * files and of Hugging Face config.json live in src/cli/sysdesc.c). */
+ * files and of Hugging Face config.json live in src/record/sysdesc.c). */
 #ifndef IM_MODEL_DESC_H
 #define IM_MODEL_DESC_H
 

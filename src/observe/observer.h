@@ -66,7 +66,7 @@ struct im_series_set;
  * (*out NULL), IM_INVAL for a NULL observer. */
 enum im_err im_observer_snapshot(const struct im_observer *o, struct im_series_set **out) IM_WUR;
 
-/* The latest values only, for a live page (cli/run_live.c): the concepts of
+/* The latest values only, for a live page (export/live.c): the concepts of
  * the last sample of the first non-DCGM source (names[i] = values[i]; NaN
  * values left out), and the last TCP sample. Copied under the observer's
  * lock in time independent of the run's length (im_observer_snapshot copies

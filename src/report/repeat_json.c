@@ -178,3 +178,29 @@ void im_repeat_text(FILE *o, const struct im_repeat_set *set) {
   }
   json_decref(a);
 }
+
+/* A number at a path of keys in a run's results.json; NaN when absent. */
+static double num_at(const json_t *root, const char *a, const char *b, const char *c,
+                     const char *d) {
+  const json_t *v = json_object_get(root, a);
+  if (b)
+    v = json_object_get(v, b);
+  if (c)
+    v = json_object_get(v, c);
+  if (d)
+    v = json_object_get(v, d);
+  return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+void im_repeat_values_json(const json_t *res, double v[IM_RF_COUNT_]) {
+  static const char *const lat[4] = {"ttft", "tpot", "itl", "e2el"};
+  static const char *const pct[3] = {"p50", "p90", "p99"};
+  v[IM_RF_REQ_TPUT] = num_at(res, "summary", "request_throughput", NULL, NULL);
+  v[IM_RF_OUT_TPUT] = num_at(res, "summary", "output_throughput", NULL, NULL);
+  v[IM_RF_GOODPUT] = num_at(res, "metrics", "slo", "goodput_rps", NULL);
+  v[IM_RF_SLO] = num_at(res, "metrics", "slo", "attainment", "all");
+  v[IM_RF_EFFECTIVE] = num_at(res, "metrics", "effective_rate", "effective_qps", NULL);
+  for (int m = 0; m < 4; m++)
+    for (int k = 0; k < 3; k++)
+      v[IM_RF_TTFT_P50 + m * 3 + k] = num_at(res, "metrics", "latency_ms", lat[m], pct[k]);
+}

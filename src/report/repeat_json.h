@@ -17,4 +17,8 @@ json_t *im_repeat_json(const struct im_repeat_set *set);
  * the set's verdict. */
 void im_repeat_text(FILE *o, const struct im_repeat_set *set);
 
+/* The headline figures of a one-stage results.json, as a --repeat set
+ * reads each run's (NaN where absent). */
+void im_repeat_values_json(const json_t *res, double v[IM_RF_COUNT_]);
+
 #endif

@@ -74,3 +74,13 @@ int im_verdict_exit(const struct im_verdict *o) {
          : o->invalid ? IM_EXIT_INVALID : o->publish && o->not_publishable ? IM_EXIT_NOT_PUBLISHABLE
          : o->slo_failed ? IM_EXIT_SLO : IM_EXIT_OK;
 }
+
+int im_verdict_worst(int a, int b) {
+  static const int order[] = {IM_EXIT_INTERRUPTED, IM_EXIT_USAGE, IM_EXIT_ENGINE,
+                              IM_EXIT_UNREACHABLE, IM_EXIT_INVALID, IM_EXIT_NOT_PUBLISHABLE,
+                              IM_EXIT_SLO, IM_EXIT_OK};
+  for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
+    if (a == order[i] || b == order[i])
+      return order[i];
+  return a ? a : b;
+}

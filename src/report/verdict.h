@@ -40,6 +40,10 @@ struct im_verdict {
 /* The exit status a verdict gives (0, 2, 3, 4 under publish, 99, 130). */
 int im_verdict_exit(const struct im_verdict *v);
 
+/* The exit statuses of two runs combined in the precedence of a set
+ * (130 > 1 > 5 > 2 > 3 > 4 > 99 > 0). */
+int im_verdict_worst(int a, int b);
+
 /* Whether f may get colour escapes: f is a terminal, NO_COLOR is unset or
  * empty (https://no-color.org), and TERM is not "dumb". */
 bool im_color_on(FILE *f);

@@ -18,37 +18,11 @@
 #include "report/repeat_json.h"
 #include "results/results.h"
 
-/* A number at a path of keys in a run's results.json; NaN when absent. */
-static double num_at(const json_t *root, const char *a, const char *b, const char *c,
-                     const char *d) {
-  const json_t *v = json_object_get(root, a);
-  if (b)
-    v = json_object_get(v, b);
-  if (c)
-    v = json_object_get(v, c);
-  if (d)
-    v = json_object_get(v, d);
-  return json_is_number(v) ? json_number_value(v) : NAN;
-}
-
-void im_results_set_values(const json_t *res, double v[IM_RF_COUNT_]) {
-  static const char *const lat[4] = {"ttft", "tpot", "itl", "e2el"};
-  static const char *const pct[3] = {"p50", "p90", "p99"};
-  v[IM_RF_REQ_TPUT] = num_at(res, "summary", "request_throughput", NULL, NULL);
-  v[IM_RF_OUT_TPUT] = num_at(res, "summary", "output_throughput", NULL, NULL);
-  v[IM_RF_GOODPUT] = num_at(res, "metrics", "slo", "goodput_rps", NULL);
-  v[IM_RF_SLO] = num_at(res, "metrics", "slo", "attainment", "all");
-  v[IM_RF_EFFECTIVE] = num_at(res, "metrics", "effective_rate", "effective_qps", NULL);
-  for (int m = 0; m < 4; m++)
-    for (int k = 0; k < 3; k++)
-      v[IM_RF_TTFT_P50 + m * 3 + k] = num_at(res, "metrics", "latency_ms", lat[m], pct[k]);
-}
-
 /* Run r's headline figures, its audit, and its histograms into the pooled. */
 static void take_run(struct im_repeat_set *set, size_t r, const json_t *res, struct im_hist *pool,
                      struct im_repeat_run *ru) {
   double v[IM_RF_COUNT_];
-  im_results_set_values(res, v);
+  im_repeat_values_json(res, v);
   for (int f = 0; f < IM_RF_COUNT_; f++)
     set->values[f][r] = v[f];
   /* Its audit: every check but `repeats` must pass. */
@@ -168,15 +142,6 @@ out:
   return rc;
 }
 
-int im_results_worst_exit(int a, int b) {
-  static const int order[] = {IM_EXIT_INTERRUPTED, IM_EXIT_USAGE, IM_EXIT_ENGINE,
-                              IM_EXIT_UNREACHABLE, IM_EXIT_INVALID, IM_EXIT_NOT_PUBLISHABLE,
-                              IM_EXIT_SLO, IM_EXIT_OK};
-  for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
-    if (a == order[i] || b == order[i])
-      return order[i];
-  return a ? a : b;
-}
 
 static bool exists(const char *dir, const char *name) {
   char path[4400];
@@ -265,7 +230,7 @@ enum im_err im_results_set_dir(const char *dir, const struct im_results_opts *o,
     if (!planned && json_is_integer(of))
       planned = (size_t)json_integer_value(of);
     json_decref(manifest);
-    worst = im_results_worst_exit(worst, ru->exit);
+    worst = im_verdict_worst(worst, ru->exit);
     n++;
   }
   if (!n) {
@@ -284,7 +249,7 @@ enum im_err im_results_set_dir(const char *dir, const struct im_results_opts *o,
   bool publishable = false;
   rc = im_results_set(&in, &publishable, err, err_len);
   if (o->publish && !publishable)
-    worst = im_results_worst_exit(worst, IM_EXIT_NOT_PUBLISHABLE);
+    worst = im_verdict_worst(worst, IM_EXIT_NOT_PUBLISHABLE);
 out:
   *exit_code = worst;
   *n_runs = n;

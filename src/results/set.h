@@ -42,10 +42,6 @@ struct im_results_set_in {
 enum im_err im_results_set(const struct im_results_set_in *in, bool *publishable, char *err,
                            size_t err_len) IM_WUR;
 
-/* The headline figures of a one-stage results.json, as a set reads each
- * run's (NaN where absent). */
-void im_results_set_values(const json_t *res, double v[IM_RF_COUNT_]);
-
 /* Whether dir holds a set: DIR/run-1/manifest.json without DIR/manifest.json. */
 bool im_results_is_set(const char *dir);
 
@@ -58,9 +54,5 @@ bool im_results_is_set(const char *dir);
  * set is not publishable. */
 enum im_err im_results_set_dir(const char *dir, const struct im_results_opts *o, int *exit_code,
                                size_t *runs, char *err, size_t err_len) IM_WUR;
-
-/* The exit statuses of two runs combined in README's precedence
- * of a set (130 > 1 > 5 > 2 > 3 > 4 > 99 > 0). */
-int im_results_worst_exit(int a, int b);
 
 #endif

@@ -93,9 +93,9 @@ w=$(MANWIDTH=80 man --warnings -l "$man1" 2>&1 >/dev/null)
 w=$(groff -t -man -Tutf8 -ww -z "$man1" 2>&1)
 [ -z "$w" ] || fail "groff -ww: $w"
 MANWIDTH=80 man -l "$man1" 2>/dev/null | sed -n '/^EXIT STATUS/,/^[A-Z]/p' >"$tmp/exit.txt"
-# Every exit status the code defines (src/cli/run_int.h's enum, compare's
+# Every exit status the code defines (src/report/verdict.h's enum, compare's
 # and history's) is in the table.
-codes=$(sed -n '/^enum { EXIT_OK/,/};/p' "$src/src/cli/run_int.h" | grep -oE '= *[0-9]+' | tr -dc '0-9\n')
+codes=$(sed -n '/^enum im_exit {/,/};/p' "$src/src/report/verdict.h" | grep -oE '= *[0-9]+' | tr -dc '0-9\n')
 codes="$codes $(grep -hoE '(CMP|HIST)_[A-Z]+ = [0-9]+' "$src/src/cli/compare.c" "$src/src/cli/history.c" | awk '{print $3}')"
 [ "$(wc -w <<<"$codes")" -ge 8 ] || fail "found only these exit codes in src/cli: $codes"
 for code in $codes; do

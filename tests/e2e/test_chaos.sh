@@ -132,8 +132,8 @@ check_eq "TLS handshake failure: unreachable (exit 2)" "$RC" 2
 # A file size limit (ulimit -f 8: 8 KiB, SIGXFSZ ignored): a write is cut
 # short. The torn line is cut back, so every line left is a whole record;
 # the run ends with the engine's exit status (EXIT_ENGINE, read from
-# src/cli/run_int.h: the tests run in the source tree).
-ENGINE_RC=$(sed -n 's/.*EXIT_ENGINE = \([0-9][0-9]*\).*/\1/p' src/cli/run_int.h)
+# src/report/verdict.h: the tests run in the source tree).
+ENGINE_RC=$(sed -n 's/.*IM_EXIT_ENGINE = \([0-9][0-9]*\).*/\1/p' src/report/verdict.h)
 start_chaos good
 ( trap '' XFSZ; ulimit -f 8; run_case fsize "$CBASE" --rate 50 --requests 40; exit "$RC" )
 RC=$?

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "cli/run_agents.h"
-#include "cli/run_int.h"
+#include "cli/run_cli.h"
 #include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -26,11 +26,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   char path[64];
   snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-  struct run_opts o;
-  im__run_opts_default(&o);
+  struct im_run_config o;
+  im_run_config_default(&o);
   json_t *keep = NULL;
-  bool rate_given = false;
-  int rc = im__run_scenario_load(&o, path, &keep, &rate_given);
+  int rc = im__run_scenario_load(&o, path, &keep);
   REQUIRE(rc == 0 || rc == -1);
   REQUIRE((rc == 0) == (keep != NULL));
   json_decref(keep);

@@ -11,7 +11,7 @@ enum discard_mode {
   DISCARD_ON_413, /* on a too-large body: note "413", discard, go on */
 };
 
-struct run_opts {
+struct im_run_config {
   const struct im_http_limits *limits;
   enum discard_mode discard;
 };
@@ -44,7 +44,7 @@ static void summarize(struct im_buf *out, const struct im_http_request *r) {
 
 /* Handles the result of a feed: records completed requests and parses the
  * pipelined ones. Returns false once the run has stopped at an error. */
-static bool pump(struct im_http_parser *p, enum im_err err, const struct run_opts *o,
+static bool pump(struct im_http_parser *p, enum im_err err, const struct im_run_config *o,
                  struct im_buf *out) {
   for (;;) {
     check_invariants(p, err);
@@ -70,7 +70,7 @@ static bool pump(struct im_http_parser *p, enum im_err err, const struct run_opt
 
 /* Feeds in[0..len) in pieces: whole (split 0), at `split` then the rest, or
  * byte by byte (split SIZE_MAX). The transcript is written into out. */
-static void run(const char *in, size_t len, size_t split, const struct run_opts *o,
+static void run(const char *in, size_t len, size_t split, const struct im_run_config *o,
                 struct im_buf *out) {
   struct im_http_parser p;
   im_http_parser_init(&p, o->limits);
@@ -277,7 +277,7 @@ static void test_table(void) {
       lim.max_headers = tc->max_headers;
     if (tc->max_body)
       lim.max_body = tc->max_body;
-    struct run_opts o = {&lim, tc->discard};
+    struct im_run_config o = {&lim, tc->discard};
     /* The NUL case holds a NUL inside: measure up to the last CRLF CRLF. */
     size_t len = strlen(tc->in);
     if (strcmp(tc->name, "NUL in value") == 0)

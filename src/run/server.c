@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli/run_int.h"
+#include "run/run_int.h"
 #include "load/srvtok.h"
 #include "workload/sched.h"
 #include "workload/session.h"
@@ -19,16 +19,15 @@ int im__run_srvtok_start(struct run_env *env, const struct im_net *net) {
   struct im_srvtok_cfg cfg = {.base_url = env->url, .model = env->model, .api_key = env->api_key,
                               .net = net};
   if (im_srvtok_new(&cfg, &env->srvtok) != IM_OK) {
-    fprintf(stderr, "infermeter run: --tokenizer server: out of memory\n");
+    im__run_say(IM_RUN_SAY_ERROR, "--tokenizer server: out of memory");
     return -1;
   }
   /* One count now: a target without /tokenize is said before any load. */
   uint32_t n = 0;
   char msg[512];
   if (im_srvtok_count(env->srvtok, "Hello", 5, NULL, false, true, &n, msg, sizeof msg) != IM_OK) {
-    fprintf(stderr,
-            "infermeter run: --tokenizer server: the target cannot count tokens: %s (use "
-            "--tokenizer FILE with the model's tokenizer.json instead)\n",
+    im__run_say(IM_RUN_SAY_ERROR, "--tokenizer server: the target cannot count tokens: %s (use "
+            "--tokenizer FILE with the model's tokenizer.json instead)",
             msg);
     return -1;
   }
@@ -43,9 +42,9 @@ void im__run_srvtok_stop(struct run_env *env) {
   char why[256];
   im_srvtok_last_error(env->srvtok, why, sizeof why);
   if (!env->o->quiet || why[0])
-    fprintf(stderr,
-            "infermeter: --tokenizer server: %" PRIu64 " requests to the target's tokenizer, %" PRIu64
-            " counts from the cache%s%s\n",
+    im__run_say(IM_RUN_SAY_INFO,
+                "--tokenizer server: %" PRIu64 " requests to the target's tokenizer, %" PRIu64
+                " counts from the cache%s%s",
             req, hits, why[0] ? "; a count failed: " : "", why);
   im_srvtok_free(env->srvtok);
   env->srvtok = NULL;
@@ -127,7 +126,7 @@ static uint64_t length_max(uint32_t mean, double r) {
 
 /* A stage's largest prompt and its max_tokens, in the client's counts; the
  * prompt 0 when it is not known before the run (a dataset, agents). */
-static void stage_need(const struct run_env *env, const struct run_opts *so, uint64_t *prompt,
+static void stage_need(const struct run_env *env, const struct im_run_config *so, uint64_t *prompt,
                        uint64_t *out) {
   *out = length_max(so->output_len, so->range_ratio);
   *prompt = 0;
@@ -157,7 +156,7 @@ static void stage_need(const struct run_env *env, const struct run_opts *so, uin
   }
 }
 
-int im__run_context_check(const struct run_env *env, const struct run_opts *o,
+int im__run_context_check(const struct run_env *env, const struct im_run_config *o,
                           const struct im_stage *stages, json_t *models, const struct im_net *net) {
   if (o->no_context_check)
     return 0;
@@ -165,12 +164,12 @@ int im__run_context_check(const struct run_env *env, const struct run_opts *o,
   uint64_t limit = read_limit(env, models, net, src, sizeof src);
   if (!limit) {
     if (!o->quiet)
-      fprintf(stderr, "infermeter: the target tells no context limit (max_model_len, n_ctx): "
-                      "prompt lengths not checked against it\n");
+      im__run_say(IM_RUN_SAY_INFO, "the target tells no context limit (max_model_len, n_ctx): "
+                      "prompt lengths not checked against it");
     return 0;
   }
   for (size_t i = 0; i < env->n_stages; i++) {
-    struct run_opts so = *o;
+    struct im_run_config so = *o;
     im__run_apply_stage(&so, &stages[i]);
     uint64_t prompt = 0, out = 0;
     stage_need(env, &so, &prompt, &out);
@@ -180,10 +179,9 @@ int im__run_context_check(const struct run_env *env, const struct run_opts *o,
     char where[256] = "";
     if (env->n_stages > 1)
       snprintf(where, sizeof where, "stage %zu (%s): ", i, stages[i].label);
-    fprintf(stderr,
-            "infermeter run: %s%s %" PRIu64 " tokens + max_tokens %" PRIu64 " = %" PRIu64
+    im__run_say(IM_RUN_SAY_ERROR, "%s%s %" PRIu64 " tokens + max_tokens %" PRIu64 " = %" PRIu64
             " tokens, over the server's context of %" PRIu64 " tokens (%s)%s; lower %s "
-            "--output-len, or pass --no-context-check to send them anyway\n",
+            "--output-len, or pass --no-context-check to send them anyway",
             where, sess ? "a session's last turn reaches a context of" : "prompts of up to",
             prompt, out, prompt + out, limit, src,
             env->srvtok ? "" : " (prompt lengths as the client's tokenizer counts them)",

@@ -13,12 +13,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli/args.h"
-#include "cli/run_int.h"
-#include "cli/run_urls.h"
+#include "run/run_int.h"
+#include "run/urls.h"
 #include "im_version.h"
 #include "core/buf.h"
 #include "core/clock.h"
+#include "core/log.h"
 
 static bool secret_header(const char *h) {
   static const char *const words[] = {"auth", "key", "token", "secret", "cookie", "password"};
@@ -32,23 +32,6 @@ static bool secret_header(const char *h) {
   return false;
 }
 
-char *im__run_read_key_file(const char *path) {
-  FILE *f = fopen(path, "r");
-  if (!f) {
-    fprintf(stderr, "infermeter: --api-key-file: cannot read %s: %s\n", path, strerror(errno));
-    return NULL;
-  }
-  char buf[4096];
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  buf[strcspn(buf, "\r\n")] = '\0';
-  if (!buf[0]) {
-    fprintf(stderr, "infermeter: --api-key-file: %s is empty\n", path);
-    return NULL;
-  }
-  return strdup(buf);
-}
 
 /* ---- manifest ------------------------------------------------------------ */
 
@@ -79,18 +62,18 @@ static json_t *host_json(void) {
   return h;
 }
 
-static json_t *command_line_json(int argc, char **argv) {
+static json_t *command_line_json(int n, const char *const *words) {
   json_t *a = json_array();
-  for (int i = 0; i < argc; i++) {
-    const char *arg = argv[i];
+  for (int i = 0; i < n; i++) {
+    const char *arg = words[i];
     char buf[2048];
-    if (i > 0 && !strcmp(argv[i - 1], "--header") && secret_header(arg)) {
+    if (i > 0 && !strcmp(words[i - 1], "--header") && secret_header(arg)) {
       snprintf(buf, sizeof buf, "%.*s: REDACTED", (int)strcspn(arg, ":"), arg);
       arg = buf;
     } else if (!strncmp(arg, "--header=", 9) && secret_header(arg + 9)) {
       snprintf(buf, sizeof buf, "--header=%.*s: REDACTED", (int)strcspn(arg + 9, ":"), arg + 9);
       arg = buf;
-    } else if (i > 0 && (!strcmp(argv[i - 1], "--url") || !strcmp(argv[i - 1], "--proxy"))) {
+    } else if (i > 0 && (!strcmp(words[i - 1], "--url") || !strcmp(words[i - 1], "--proxy"))) {
       im_url_redact(arg, buf, sizeof buf);
       arg = buf;
     } else if (!strncmp(arg, "--url=", 6) || !strncmp(arg, "--proxy=", 8)) {
@@ -111,8 +94,7 @@ static const char *sched_name(enum im_sched_kind k) {
          : k == IM_SCHED_RAMP_REQ_EXP ? "vllm-ramp-exponential" : "poisson";
 }
 
-json_t *im__run_manifest_json(const struct run_opts *o, int argc, char **argv, const char *url,
-                             bool builtin, const char *model, json_t *models, json_t *version,
+json_t *im__run_manifest_json(const struct im_run_config *o, const char *url, bool builtin, const char *model, json_t *models, json_t *version,
                              int64_t wall_start_ns, const char *salt) {
   char ts[64], red[2048];
   time_t secs = (time_t)(wall_start_ns / 1000000000);
@@ -124,7 +106,7 @@ json_t *im__run_manifest_json(const struct run_opts *o, int argc, char **argv, c
   json_object_set_new(m, "tool", json_string("infermeter"));
   json_object_set_new(m, "version", json_string(IM_VERSION));
   json_object_set_new(m, "git", json_string(IM_GIT_HASH));
-  json_object_set_new(m, "command_line", command_line_json(argc, argv));
+  json_object_set_new(m, "command_line", command_line_json(o->n_command_words, o->command_words));
   json_object_set_new(m, "started_at", json_string(ts));
   json_object_set_new(m, "seed", json_integer((json_int_t)o->seed));
   json_object_set_new(m, "run_salt", json_string(salt));
@@ -219,3 +201,15 @@ json_t *im__run_manifest_json(const struct run_opts *o, int argc, char **argv, c
   return m;
 }
 
+void im__run_verbose_manifest(const json_t *m) {
+  if (im_log_get_level() < IM_LOG_INFO || !m)
+    return;
+  static const char *const keys[] = {"target", "seed", "schedule", "workload", "slo", "tags"};
+  for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+    const json_t *v = json_object_get(m, keys[i]);
+    char *s = v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(10)) : NULL;
+    if (s)
+      im_info("%s: %s", keys[i], s);
+    free(s);
+  }
+}

@@ -16,12 +16,12 @@
 #include <stdlib.h>
 
 #include "analyze/slo.h"
-#include "cli/run_int.h"
+#include "run/run_int.h"
 
 /* The lowest and highest rate the stages will run at (a rate sweep's
  * values, else --rate); *closed when a concurrency sweep makes the stages
  * closed loops. 1 for an auto sweep, -1 (said) for a bad plan. */
-static int rate_range(const struct run_opts *o, double *lo, double *hi, bool *closed) {
+static int rate_range(const struct im_run_config *o, double *lo, double *hi, bool *closed) {
   *lo = *hi = o->rate;
   if (!o->sweep)
     return 0;
@@ -41,7 +41,7 @@ static int rate_range(const struct run_opts *o, double *lo, double *hi, bool *cl
   return auto_rate ? 1 : 0;
 }
 
-int im__run_size(struct run_opts *o) {
+int im__run_size(struct im_run_config *o) {
   if (!o->min_requests && !o->min_requests_auto)
     return 0;
   uint64_t need = o->min_requests;
@@ -50,8 +50,8 @@ int im__run_size(struct run_opts *o) {
     bool slo = o->scfg.has_slo_ttft || o->scfg.has_slo_tpot || o->scfg.has_slo_e2el;
     int64_t m = im_slo_min_requests(o->slo_target);
     if (!slo || m <= 0) {
-      fprintf(stderr, "infermeter run: --min-requests auto sizes the run for the SLO verdicts: "
-                      "give --slo and an --slo-target below 1, or --min-requests N\n");
+      im__run_say(IM_RUN_SAY_ERROR, "--min-requests auto sizes the run for the SLO verdicts: "
+                      "give --slo and an --slo-target below 1, or --min-requests N");
       return -1;
     }
     need = (uint64_t)m;
@@ -77,7 +77,7 @@ int im__run_size(struct run_opts *o) {
     refuse = "a closed loop's warm-up by time takes an unknown share of --requests: give the "
              "warm-up as a count (--warmup N)";
   if (refuse) {
-    fprintf(stderr, "infermeter run: --min-requests: %s\n", refuse);
+    im__run_say(IM_RUN_SAY_ERROR, "--min-requests: %s", refuse);
     return -1;
   }
   double warm_s = (double)o->warmup_ns / 1e9;
@@ -89,8 +89,8 @@ int im__run_size(struct run_opts *o) {
     uint64_t want = need + extra;
     if (o->requests < want) {
       if (!o->quiet)
-        fprintf(stderr, "infermeter run: --min-requests: --requests %" PRIu64 " -> %" PRIu64
-                        " (%" PRIu64 " measured + %" PRIu64 " warm-up)%s\n",
+        im__run_say(IM_RUN_SAY_ERROR, "--min-requests: --requests %" PRIu64 " -> %" PRIu64
+                        " (%" PRIu64 " measured + %" PRIu64 " warm-up)%s",
                 o->requests, want, need, extra, why);
       o->requests = want;
     }
@@ -100,8 +100,8 @@ int im__run_size(struct run_opts *o) {
   int64_t want_ns = (int64_t)ceil((warm_s + measured_s) * 1e3) * 1000000;
   if (o->duration_ns < want_ns) {
     if (!o->quiet)
-      fprintf(stderr, "infermeter run: --min-requests: --duration %.1fs -> %.1fs (%" PRIu64
-                      " measured requests expected + 3 sd at %g req/s after a %.1f s warm-up)%s\n",
+      im__run_say(IM_RUN_SAY_ERROR, "--min-requests: --duration %.1fs -> %.1fs (%" PRIu64
+                      " measured requests expected + 3 sd at %g req/s after a %.1f s warm-up)%s",
               (double)o->duration_ns / 1e9, (double)want_ns / 1e9, need, lo, warm_s, why);
     o->duration_ns = want_ns;
   }

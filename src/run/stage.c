@@ -13,10 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli/progress.h"
-#include "export/live.h"
 #include "observe/health.h"
-#include "cli/run_int.h"
+#include "run/run_int.h"
 #include "analyze/stage.h"
 #include "record/hist_json.h"
 #include "record/rundir.h"
@@ -99,14 +97,14 @@ struct workload {
 /* A stage being run: what its steps share. */
 struct stage {
   struct run_env *env;
-  const struct run_opts *o;   /* the run's options */
-  const struct run_opts *so;  /* this stage's */
+  const struct im_run_config *o;   /* the run's options */
+  const struct im_run_config *so;  /* this stage's */
   uint32_t index;
   bool sessions;
   uint32_t closed;            /* closed-loop slots or sessions (0: open loop) */
   int64_t *times;             /* open loop: arrivals (of requests or sessions) */
   size_t n_times;
-  int64_t *mine;              /* this process's share of them (cli/shard.h): times */
+  int64_t *mine;              /* this process's share of them (workload/shard.h, docs/distributed.md): times */
   uint64_t *mine_index;       /* ... or its own array with their indices (--shard) */
   size_t n_mine;
   struct im_sched_spec sched;
@@ -123,7 +121,7 @@ struct stage {
 /* The schedule, computed ahead: a trace's own timestamps, or a process (of
  * requests, or of session starts). Closed loops have none. */
 static int stage_schedule(struct stage *st) {
-  const struct run_opts *o = st->o, *so = st->so;
+  const struct im_run_config *o = st->o, *so = st->so;
   struct run_env *env = st->env;
   if (env->replay) {
     st->n_times = o->requests && o->requests < env->ds->n ? o->requests : env->ds->n;
@@ -145,15 +143,15 @@ static int stage_schedule(struct stage *st) {
     st->sched.duration_ns = (int64_t)((double)so->requests / rate * 1e9) + 1;
   const char *why = im_sched_check(&st->sched);
   if (why || im_sched_generate(&st->sched, &st->times, &st->n_times) != IM_OK) {
-    fprintf(stderr, "infermeter run: bad schedule: %s\n", why ? why : "out of memory");
+    im__run_say(IM_RUN_SAY_ERROR, "bad schedule: %s", why ? why : "out of memory");
     return -1;
   }
   return 0;
 }
 
-/* --shard i/N (cli/shard.h): this process's arrivals of the whole plan. */
+/* --shard i/N (workload/shard.h, docs/distributed.md): this process's arrivals of the whole plan. */
 static int stage_share(struct stage *st) {
-  const struct run_shard_opts *sh = &st->o->shard;
+  const struct im_run_shard_opts *sh = &st->o->shard;
   st->mine = st->times;
   st->n_mine = st->n_times;
   if (!sh->count || !st->times)
@@ -164,7 +162,7 @@ static int stage_share(struct stage *st) {
 
 /* The workload of each loader thread: the same prompts, its own tokenizer. */
 static int stage_workloads(struct stage *st) {
-  const struct run_opts *o = st->o, *so = st->so;
+  const struct im_run_config *o = st->o, *so = st->so;
   struct run_env *env = st->env;
   struct im_synth synth = {.input_len = so->input_len, .output_len = so->output_len,
                            .range_ratio = so->range_ratio, .ignore_eos = so->ignore_eos,
@@ -216,7 +214,7 @@ static int stage_workloads(struct stage *st) {
  * schedule dealt round-robin, so the union is exact), of the slots and of
  * the caps. */
 static int shard_config(struct stage *st, uint32_t k) {
-  const struct run_opts *o = st->o, *so = st->so;
+  const struct im_run_config *o = st->o, *so = st->so;
   struct run_env *env = st->env;
   struct shard *s = &st->shards[k];
   struct im_load_config *c = &s->cfg;
@@ -255,7 +253,7 @@ static int shard_config(struct stage *st, uint32_t k) {
   c->run_salt = env->salt;
   c->shard = k;
   c->n_shards = n;
-  c->proc_shard = sh_i; /* ids unique over the processes (cli/shard.h) */
+  c->proc_shard = sh_i; /* ids unique over the processes (workload/shard.h, docs/distributed.md) */
   c->proc_shards = sh_n;
   c->stage = st->index;
   c->start = &st->start;
@@ -347,7 +345,6 @@ static void on_start(void *ctx, int64_t t0_mono, int64_t wall_ns) {
 static int stage_load(struct stage *st, bool last_stage) {
   uint32_t n = st->o->threads, made = 1;
   struct im_load_progress *prog = calloc(n, sizeof *prog);
-  struct im__progress pr = {0};
   uint64_t total = 0;
   struct drain drain = {.mu = PTHREAD_MUTEX_INITIALIZER, .left = n, .obs = st->env->obs};
   struct started sd = {.fd = st->env->stages_fd, .stage = st->index, .health = st->env->health,
@@ -358,34 +355,33 @@ static int stage_load(struct stage *st, bool last_stage) {
     st->shards[k].cfg.on_drained_ctx = &drain;
   }
   if (!prog || im_load_start_init(&st->start, n, on_start, &sd) != IM_OK) {
-    fprintf(stderr, "infermeter run: cannot create the loaders' start barrier\n");
+    im__run_say(IM_RUN_SAY_ERROR, "cannot create the loaders' start barrier");
     free(prog);
     return -1;
   }
-  /* The agreed instant (cli/shard.h): stage 0's, and under MPI every
-   * stage's (cli/mpi.h: im__mpi_stage_begin). */
-  const struct run_shard_opts *sh = &st->so->shard;
+  /* The agreed instant (workload/shard.h, docs/distributed.md): stage 0's, and under MPI every
+   * stage's (run/mpi.h: im__mpi_stage_begin). */
+  const struct im_run_shard_opts *sh = &st->so->shard;
   if ((st->index == 0 || sh->mpi) && sh->start_at_given) {
     st->start.at_wall = sh->start_at_wall_ns;
-    st->start.at_mono = im__shard_wall_to_mono(st->start.at_wall + sh->clock_correction_ns, NULL);
+    st->start.at_mono = im__run_wall_to_mono(st->start.at_wall + sh->clock_correction_ns, NULL);
     sd.agreed = true;
   }
   for (uint32_t k = 0; k < n; k++) {
     const struct im_load_config *c = &st->shards[k].cfg;
     st->shards[k].cfg.progress = &prog[k];
-    if (st->env->live) {
-      st->shards[k].cfg.on_record = im_live_export_on_record;
-      st->shards[k].cfg.on_record_ctx = st->env->live;
+    if (st->env->hooks->on_record) {
+      st->shards[k].cfg.on_record = st->env->hooks->on_record;
+      st->shards[k].cfg.on_record_ctx = st->env->hooks->data;
     }
     total += c->session ? c->max_requests : c->times ? c->n_times : c->max_requests;
   }
-  if (!st->o->no_progress)
-    im__progress_start(&pr, prog, n, total, st->env->tty);
-  im_live_export_attach(st->env->live, prog, n);
+  if (st->env->hooks->on_stage_start)
+    st->env->hooks->on_stage_start(st->env->hooks->data, prog, n, total);
   for (; made < n; made++) {
     int e = im_thread_start(&st->shards[made].thread, shard_main, &st->shards[made]);
     if (e) {
-      fprintf(stderr, "infermeter run: cannot start loader thread %" PRIu32 " of %" PRIu32 ": %s\n",
+      im__run_say(IM_RUN_SAY_ERROR, "cannot start loader thread %" PRIu32 " of %" PRIu32 ": %s",
               made + 1, n, strerror(e));
       im_load_start_abandon(&st->start, n - made);
       rc = -1;
@@ -395,8 +391,8 @@ static int stage_load(struct stage *st, bool last_stage) {
   shard_main(&st->shards[0]);
   for (uint32_t k = 1; k < made; k++)
     pthread_join(st->shards[k].thread, NULL);
-  im__progress_stop(&pr);
-  im_live_export_attach(st->env->live, NULL, 0);
+  if (st->env->hooks->on_stage_end)
+    st->env->hooks->on_stage_end(st->env->hooks->data);
   free(prog);
   im_load_start_cleanup(&st->start);
   if (last_stage)
@@ -406,7 +402,7 @@ static int stage_load(struct stage *st, bool last_stage) {
       const char *why = st->shards[k].res.record_write_error;
       snprintf(st->error, sizeof st->error, "load engine failed: %s%s%s",
                im_strerror(st->shards[k].err), why[0] ? ": " : "", why);
-      fprintf(stderr, "infermeter run: %s\n", st->error);
+      im__run_say(IM_RUN_SAY_ERROR, "%s", st->error);
       st->env->engine_failed = true;
       rc = -1;
     }
@@ -454,7 +450,7 @@ static int stage_merge(struct stage *st) {
 
 /* The window rule of this stage (analyze/stage.h). */
 static struct im_window_rule window_rule(const struct stage *st) {
-  const struct run_opts *so = st->so;
+  const struct im_run_config *so = st->so;
   return (struct im_window_rule){.warmup_ns = so->warmup_ns,
                                  .warmup_by_requests = so->warmup_requests && !st->sessions &&
                                                        !st->closed,
@@ -495,7 +491,7 @@ void im__run_stage_res_set(struct stage_res *out, const struct im_stage_figures 
  * figures in memory for the sweep and the stage line (the same functions
  * `report` runs on the records read back). */
 static int stage_finish(struct stage *st) {
-  const struct run_opts *o = st->o;
+  const struct im_run_config *o = st->o;
   struct run_env *env = st->env;
   const struct im_load_result *all = &st->all;
   struct stage_res *out = st->out;
@@ -519,7 +515,7 @@ static int stage_finish(struct stage *st) {
     json_object_set_new(end, "receive_lag", rlj);
   if (!samples || im_rundir_append(env->stages_fd, end)) {
     im_hist_cleanup(&rl);
-    fprintf(stderr, "infermeter run: cannot write stages.jsonl: %s\n", strerror(errno));
+    im__run_say(IM_RUN_SAY_ERROR, "cannot write stages.jsonl: %s", strerror(errno));
     free(samples);
     return -1;
   }
@@ -536,15 +532,15 @@ static int stage_finish(struct stage *st) {
   enum im_err aerr = im_stage_analyze(&in, &f);
   im_hist_cleanup(&rl);
   if (aerr != IM_OK) {
-    fprintf(stderr, "infermeter run: out of memory computing the stage's figures\n");
+    im__run_say(IM_RUN_SAY_ERROR, "out of memory computing the stage's figures");
     free(samples);
     return -1;
   }
   out->elapsed_ns = all->elapsed_ns;
   out->connections_opened = opened;
   im__run_stage_res_set(out, &f, all->n_records, all->first_error);
-  if (!o->quiet && env->n_stages > 1)
-    im_report_stage_line(stdout, st->index, st->label, &f, &in.cfg);
+  if (!o->quiet && env->n_stages > 1 && im__run_text())
+    im_report_stage_line(im__run_text(), st->index, st->label, &f, &in.cfg);
   im_stage_figures_cleanup(&f);
   free(samples);
   return 0;
@@ -562,7 +558,7 @@ static void stage_failed(struct stage *st) {
 }
 
 /* See run_int.h. */
-int im__run_stage(struct run_env *env, const struct run_opts *so, uint32_t index, bool last_stage,
+int im__run_stage(struct run_env *env, const struct im_run_config *so, uint32_t index, bool last_stage,
                   const char *label, json_t *params, struct stage_res *out) {
   memset(out, 0, sizeof *out);
   struct stage st = {.env = env, .o = env->o, .so = so, .index = index, .out = out,
@@ -573,7 +569,7 @@ int im__run_stage(struct run_env *env, const struct run_opts *so, uint32_t index
   if (im_rundir_append(env->stages_fd, im_rundir_start_json(index, label, params, &rule,
                                                               st.o->threads, so->mix != NULL,
                                                               st.sessions))) {
-    fprintf(stderr, "infermeter run: cannot write stages.jsonl: %s\n", strerror(errno));
+    im__run_say(IM_RUN_SAY_ERROR, "cannot write stages.jsonl: %s", strerror(errno));
     return -1;
   }
   if (stage_schedule(&st) || stage_share(&st) || stage_workloads(&st) ||

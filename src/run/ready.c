@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli/run_int.h"
+#include "run/run_int.h"
 #include "core/clock.h"
 
 int im__run_wait_ready(const char *url, const char *api_key, const struct im_net *net,
@@ -24,20 +24,21 @@ int im__run_wait_ready(const char *url, const char *api_key, const struct im_net
     json_decref(body);
     if (st == 200) {
       if (tries > 1 && tty)
-        fprintf(stderr, "\rinfermeter: the target is ready (after %d checks)          \n", tries);
+        im__run_say(IM_RUN_SAY_STATUS, "the target is ready (after %d checks)          \n",
+                    tries);
       return 0;
     }
     int64_t now = im_now_ns();
     if (now >= deadline) {
       char red[2048];
       im_url_redact(url, red, sizeof red);
-      fprintf(stderr, "infermeter run: %s not ready after --ready-timeout %.0f s: %s\n", red,
+      im__run_say(IM_RUN_SAY_ERROR, "%s not ready after --ready-timeout %.0f s: %s", red,
               (double)timeout_ns / 1e9,
               st ? "GET /v1/models did not answer 200" : err);
       return -1;
     }
     if (tty)
-      fprintf(stderr, "\rinfermeter: waiting for the target (%s; %.0f s left)   ",
+      im__run_say(IM_RUN_SAY_STATUS, "waiting for the target (%s; %.0f s left)   ",
               st ? "not 200 yet" : "unreachable", (double)(deadline - now) / 1e9);
     /* One check a second, as vLLM's ready check polls. */
     int64_t wait = deadline - now < 1000000000 ? deadline - now : 1000000000;
@@ -58,10 +59,10 @@ bool im__run_profile(const char *url, const char *api_key, const struct im_net *
   if (st >= 200 && st < 300)
     return true;
   if (st == 404)
-    fprintf(stderr, "infermeter: --profile-server: the target has no %s (vLLM registers it only "
-                    "with VLLM_TORCH_PROFILER_DIR set); no profile is recorded\n", path);
+    im__run_say(IM_RUN_SAY_INFO, "--profile-server: the target has no %s (vLLM registers it only "
+                    "with VLLM_TORCH_PROFILER_DIR set); no profile is recorded", path);
   else
-    fprintf(stderr, "infermeter: --profile-server: POST %s: %s\n", path,
+    im__run_say(IM_RUN_SAY_INFO, "--profile-server: POST %s: %s", path,
             st ? "the server refused it" : err);
   return false;
 }

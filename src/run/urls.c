@@ -1,17 +1,17 @@
-/* Several --url: see cli/run_urls.h. */
-#include "cli/run_urls.h"
+/* Several --url: see run/urls.h. */
+#include "run/urls.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/run_int.h"
+#include "run/run_int.h"
 
-int im__run_urls_init(struct im__run_urls *u, const struct run_opts *o) {
+int im__run_urls_init(struct im__run_urls *u, const struct im_run_config *o) {
   memset(u, 0, sizeof *u);
   if (o->n_urls > 1 && o->net.unix_socket) {
-    fprintf(stderr, "infermeter run: several --url with --unix-socket: every request would go "
-                    "to the one socket; give one --url\n");
+    im__run_say(IM_RUN_SAY_ERROR, "several --url with --unix-socket: every request would go "
+                    "to the one socket; give one --url");
     return -1;
   }
   for (uint32_t i = 0; i < o->n_urls; i++) {
@@ -21,7 +21,7 @@ int im__run_urls_init(struct im__run_urls *u, const struct run_opts *o) {
     if (!u->url[i] || !u->scrape[i]) {
       u->n = i + 1;
       im__run_urls_free(u);
-      fprintf(stderr, "infermeter run: out of memory\n");
+      im__run_say(IM_RUN_SAY_ERROR, "out of memory");
       return -1;
     }
     im_url_normalize(o->urls[i], u->url[i], cap);
@@ -41,9 +41,9 @@ int im__run_urls_check(const struct im__run_urls *u, const char *api_key, const 
       continue;
     im_url_redact(u->url[i], red, sizeof red);
     if (st == 0)
-      fprintf(stderr, "infermeter run: target %u (%s) unreachable: %s\n", i, red, err);
+      im__run_say(IM_RUN_SAY_ERROR, "target %u (%s) unreachable: %s", i, red, err);
     else
-      fprintf(stderr, "infermeter run: target %u (%s) answered GET /v1/models with HTTP %ld%s\n",
+      im__run_say(IM_RUN_SAY_ERROR, "target %u (%s) answered GET /v1/models with HTTP %ld%s",
               i, red, st, st == 401 || st == 403 ? ": check the API key" : "");
     return EXIT_UNREACHABLE;
   }

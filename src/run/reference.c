@@ -14,8 +14,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cli/run_int.h"
-#include "results/set.h"
+#include "run/run_int.h"
+#include "report/repeat_json.h"
 
 /* The figure called `name`; -1 when none is. */
 static int fig_of(const char *name, size_t len) {
@@ -28,10 +28,12 @@ static int fig_of(const char *name, size_t len) {
 }
 
 static void list_figures(void) {
-  fprintf(stderr, "  figures:");
-  for (int f = 0; f < IM_RF_COUNT_; f++)
-    fprintf(stderr, " %s", im_repeat_fig_name((enum im_repeat_fig)f));
-  fprintf(stderr, "\n");
+  char line[1024] = "  figures:";
+  for (int f = 0; f < IM_RF_COUNT_; f++) {
+    size_t n = strlen(line);
+    snprintf(line + n, sizeof line - n, " %s", im_repeat_fig_name((enum im_repeat_fig)f));
+  }
+  im__run_say(IM_RUN_SAY_PLAIN, "%s", line);
 }
 
 /* A results.json (or its directory): the values it gives, NaN elsewhere. */
@@ -39,7 +41,7 @@ static int from_file(const char *arg, double v[IM_RF_COUNT_]) {
   char path[4200];
   struct stat st;
   if (stat(arg, &st) != 0) {
-    fprintf(stderr, "infermeter run: --reference %s: %s (expected FILE or metric=value)\n", arg,
+    im__run_say(IM_RUN_SAY_ERROR, "--reference %s: %s (expected FILE or metric=value)", arg,
             strerror(errno));
     return -1;
   }
@@ -47,7 +49,7 @@ static int from_file(const char *arg, double v[IM_RF_COUNT_]) {
   json_error_t jerr;
   json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
   if (!json_is_object(root)) {
-    fprintf(stderr, "infermeter run: --reference %s: not a JSON object (%s)\n", path,
+    im__run_say(IM_RUN_SAY_ERROR, "--reference %s: not a JSON object (%s)", path,
             root ? "another JSON value" : jerr.text);
     json_decref(root);
     return -1;
@@ -58,11 +60,11 @@ static int from_file(const char *arg, double v[IM_RF_COUNT_]) {
     v[f] = NAN;
   if (schema && !strcmp(schema, "infermeter/results/v1")) {
     if (json_object_get(root, "stages")) {
-      fprintf(stderr, "infermeter run: --reference %s: a run of several stages; give a one-stage "
-                      "run or metric=value\n", path);
+      im__run_say(IM_RUN_SAY_ERROR, "--reference %s: a run of several stages; give a one-stage "
+                      "run or metric=value", path);
       rc = -1;
     } else {
-      im_results_set_values(root, v);
+      im_repeat_values_json(root, v);
     }
   } else if (schema && !strcmp(schema, "infermeter/repeat/v1")) {
     json_t *figs = json_object_get(root, "figures");
@@ -72,7 +74,7 @@ static int from_file(const char *arg, double v[IM_RF_COUNT_]) {
       v[f] = json_is_number(m) ? json_number_value(m) : NAN;
     }
   } else if (schema) {
-    fprintf(stderr, "infermeter run: --reference %s: unknown schema '%s'\n", path, schema);
+    im__run_say(IM_RUN_SAY_ERROR, "--reference %s: unknown schema '%s'", path, schema);
     rc = -1;
   } else { /* {"figure": number, ...} */
     const char *key;
@@ -80,7 +82,7 @@ static int from_file(const char *arg, double v[IM_RF_COUNT_]) {
     json_object_foreach(root, key, val) {
       int f = fig_of(key, strlen(key));
       if (f < 0 || !json_is_number(val) || !isfinite(json_number_value(val))) {
-        fprintf(stderr, "infermeter run: --reference %s: '%s' is %s\n", path, key,
+        im__run_say(IM_RUN_SAY_ERROR, "--reference %s: '%s' is %s", path, key,
                 f < 0 ? "not a headline figure" : "not a finite number");
         if (f < 0)
           list_figures();
@@ -94,7 +96,7 @@ static int from_file(const char *arg, double v[IM_RF_COUNT_]) {
   return rc;
 }
 
-int im__run_reference(const struct run_opts *o, struct im__run_ref *ref) {
+int im__run_reference(const struct im_run_config *o, struct im__run_ref *ref) {
   memset(ref, 0, sizeof *ref);
   for (int f = 0; f < IM_RF_COUNT_; f++)
     ref->value[f] = NAN;
@@ -108,7 +110,7 @@ int im__run_reference(const struct run_opts *o, struct im__run_ref *ref) {
       errno = 0;
       double x = strtod(eq + 1, &end);
       if (eq[1] == '\0' || *end || errno || !isfinite(x)) {
-        fprintf(stderr, "infermeter run: --reference %s: expected a finite number after '='\n",
+        im__run_say(IM_RUN_SAY_ERROR, "--reference %s: expected a finite number after '='",
                 arg);
         return -1;
       }
@@ -118,7 +120,7 @@ int im__run_reference(const struct run_opts *o, struct im__run_ref *ref) {
     if (eq && !strchr(arg, '/')) {
       struct stat st;
       if (stat(arg, &st) != 0) {
-        fprintf(stderr, "infermeter run: --reference %s: '%.*s' is not a headline figure\n", arg,
+        im__run_say(IM_RUN_SAY_ERROR, "--reference %s: '%.*s' is not a headline figure", arg,
                 (int)(eq - arg), arg);
         list_figures();
         return -1;
@@ -134,7 +136,7 @@ int im__run_reference(const struct run_opts *o, struct im__run_ref *ref) {
   for (int f = 0; f < IM_RF_COUNT_; f++)
     ref->n += !isnan(ref->value[f]);
   if (o->n_reference && !ref->n) {
-    fprintf(stderr, "infermeter run: --reference %s: no headline figure has a value there\n",
+    im__run_say(IM_RUN_SAY_ERROR, "--reference %s: no headline figure has a value there",
             ref->source);
     return -1;
   }

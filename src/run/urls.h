@@ -13,7 +13,7 @@
 #include "net/net.h"
 #include "record/record.h"
 
-struct run_opts;
+struct im_run_config;
 
 struct im__run_urls {
   char *url[IM_RECORD_MAX_TARGETS];     /* without a trailing slash or /v1 */
@@ -23,7 +23,7 @@ struct im__run_urls {
 
 /* From o's --url list; 0, or -1 after saying why (out of memory, several
  * --url with --unix-socket). */
-int im__run_urls_init(struct im__run_urls *u, const struct run_opts *o);
+int im__run_urls_init(struct im__run_urls *u, const struct im_run_config *o);
 /* Asks each target past the first for /v1/models: -1 when all answer 200,
  * else the exit status (2) after saying which target and why. */
 int im__run_urls_check(const struct im__run_urls *u, const char *api_key, const struct im_net *net);

@@ -1,8 +1,8 @@
 /* The client transport of a run (run_int.h, im__run_transport). */
-#include "cli/run_int.h"
+#include "run/run_int.h"
 #include "load/loader.h"
 
-int im__run_transport(const struct run_opts *o, const char *url, char *why, size_t cap) {
+int im__run_transport(const struct im_run_config *o, const char *url, char *why, size_t cap) {
   struct im_load_transport_in in = {.mode = (enum im_load_transport)o->transport,
                                     .url = url ? url : "http://127.0.0.1",
                                     .urls = o->n_urls > 1 ? o->urls : NULL,

@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/run_int.h"
+#include "run/run_int.h"
 
 /* The stage's settings applied to a copy of the run's options. */
-void im__run_apply_stage(struct run_opts *so, const struct im_stage *st) {
+void im__run_apply_stage(struct im_run_config *so, const struct im_stage *st) {
   if (st->set & (1u << IM_PARAM_TEMPERATURE))
     so->temperature = st->values[IM_PARAM_TEMPERATURE];
   if (st->set & (1u << IM_PARAM_TOP_P))
@@ -38,18 +38,18 @@ void im__run_apply_stage(struct run_opts *so, const struct im_stage *st) {
   }
 }
 
-int im__run_plan_parse(const struct run_opts *o, struct run_plan *p) {
+int im__run_plan_parse(const struct im_run_config *o, struct run_plan *p) {
   char err[256];
   im_grid_init(&p->grid);
   for (size_t i = 0; i < o->n_grid; i++)
     if (im_grid_add(&p->grid, o->grid[i], err, sizeof err) != IM_OK) {
-      fprintf(stderr, "infermeter run: %s\n", err);
+      im__run_say(IM_RUN_SAY_ERROR, "%s", err);
       return -1;
     }
   p->n_grid = o->n_grid ? im_grid_count(&p->grid) : 1;
   p->has_sweep = o->sweep != NULL;
   if (p->has_sweep && im_sweep_parse(o->sweep, &p->sweep, err, sizeof err) != IM_OK) {
-    fprintf(stderr, "infermeter run: %s\n", err);
+    im__run_say(IM_RUN_SAY_ERROR, "%s", err);
     return -1;
   }
   return 0;

@@ -1,4 +1,4 @@
-/* Stage boundaries of an MPI run (cli/mpi.h, docs/distributed.md "Stages
+/* Stage boundaries of an MPI run (run/mpi.h, docs/distributed.md "Stages
  * under MPI"): after each stage rank 0 gathers every rank's stage (its
  * stages.jsonl events and its records, both already on disk) and analyses
  * their union as one process would analyse its own stage; the figures that
@@ -10,7 +10,7 @@
  * left its stage loop (its run failed, was interrupted, or ended) can take
  * part in whatever exchange the others are in: it says LEAVE, rank 0 answers
  * "stop", and every rank goes on to the final gather (cli/mpi.c). */
-#include "cli/mpi.h"
+#include "run/mpi.h"
 
 #include <fcntl.h>
 #include <inttypes.h>
@@ -22,18 +22,20 @@
 #include <unistd.h>
 
 #include "analyze/stage.h"
-#include "cli/run_int.h"
+#include "run/run_int.h"
 #include "core/clock.h"
 #include "record/reader.h"
 #include "record/rundir.h"
 #include "record/rundir_merge.h"
 
+struct im__mpi_state im__mpi;
+
 #ifndef IM_HAVE_MPI
-int im__mpi_stage_end(const struct run_opts *o, uint32_t stage, bool failed, struct stage_res *res) {
+int im__mpi_stage_end(const struct im_run_config *o, uint32_t stage, bool failed, struct stage_res *res) {
   (void)o, (void)stage, (void)failed, (void)res;
   return 0;
 }
-int im__mpi_stage_begin(uint32_t stage, struct im_stage *st, struct run_opts *so) {
+int im__mpi_stage_begin(uint32_t stage, struct im_stage *st, struct im_run_config *so) {
   (void)stage, (void)st, (void)so;
   return 0;
 }
@@ -196,8 +198,8 @@ static int add_records(const char *p, uint64_t n, uint32_t stage, int64_t off,
 }
 
 /* Rank 0: the union of the ranks' stage, analysed as stage_finish
- * (run_stage.c) analyses one process's. 0, or -1 (why said). */
-static int analyse(const struct run_opts *o, uint32_t stage, char **ev, const uint64_t *ev_n,
+ * (stage.c) analyses one process's. 0, or -1 (why said). */
+static int analyse(const struct im_run_config *o, uint32_t stage, char **ev, const uint64_t *ev_n,
                    char **rec, const uint64_t *rec_n, int size, struct reply *rp) {
   struct im_rundir_stage m = {0};
   struct im_record *all = NULL;
@@ -255,7 +257,7 @@ static int analyse(const struct run_opts *o, uint32_t stage, char **ev, const ui
 /* One exchange: every rank's header (and for END its stage's bytes) to
  * rank 0, which decides the reply (stop and why, the merged figures, or
  * the next stage and its start) and sends it to every rank. */
-static void exchange(const struct run_opts *o, const struct hdr *mine, const char *ev,
+static void exchange(const struct im_run_config *o, const struct hdr *mine, const char *ev,
                      uint64_t ev_n, const char *rec, uint64_t rec_n, const struct im_stage *st,
                      struct reply *rp) {
   int rank = im__mpi.rank, size = im__mpi.size;
@@ -346,7 +348,7 @@ static void exchange(const struct run_opts *o, const struct hdr *mine, const cha
     done = true;
 }
 
-int im__mpi_stage_end(const struct run_opts *o, uint32_t stage, bool failed, struct stage_res *res) {
+int im__mpi_stage_end(const struct im_run_config *o, uint32_t stage, bool failed, struct stage_res *res) {
   if (!im__mpi.on || done)
     return 1;
   /* Only a sweep's next stage depends on this one's figures: a grid's
@@ -364,7 +366,7 @@ int im__mpi_stage_end(const struct run_opts *o, uint32_t stage, bool failed, str
   free(rec);
   if (rp.stop) {
     if (im__mpi.rank == 0 && rp.why[0])
-      fprintf(stderr, "infermeter run: MPI: the run stops: %s\n", rp.why);
+      im__run_say(IM_RUN_SAY_ERROR, "MPI: the run stops: %s", rp.why);
     return 1;
   }
   if (!steer)
@@ -374,16 +376,16 @@ int im__mpi_stage_end(const struct run_opts *o, uint32_t stage, bool failed, str
   res->t0_mono = t0;
   res->wall_start_ns = wall;
   if (im__mpi.rank == 0 && im__mpi.verbose)
-    fprintf(stderr,
-            "infermeter: MPI: stage %" PRIu32 " merged over %d ranks in %.0f ms: %" PRIu64
-            " records, %.4g requests/s, %s, %s\n",
+    im__run_say(IM_RUN_SAY_INFO,
+                "MPI: stage %" PRIu32 " merged over %d ranks in %.0f ms: %" PRIu64
+                " records, %.4g requests/s, %s, %s",
             stage, im__mpi.size, (double)t / 1e6, rp.records, res->throughput,
             res->oversaturated ? "over-saturated" : "not over-saturated",
             res->slo_failed ? "SLOs failed" : "SLOs met");
   return 0;
 }
 
-int im__mpi_stage_begin(uint32_t stage, struct im_stage *st, struct run_opts *so) {
+int im__mpi_stage_begin(uint32_t stage, struct im_stage *st, struct im_run_config *so) {
   if (!im__mpi.on || done)
     return 1;
   struct hdr h = {.kind = K_BEGIN, .stage = stage, .failed = im__run_interrupted > 0};
@@ -391,15 +393,15 @@ int im__mpi_stage_begin(uint32_t stage, struct im_stage *st, struct run_opts *so
   exchange(so, &h, NULL, 0, NULL, 0, st, &rp);
   if (rp.stop) {
     if (im__mpi.rank == 0 && rp.why[0])
-      fprintf(stderr, "infermeter run: MPI: the run stops: %s\n", rp.why);
+      im__run_say(IM_RUN_SAY_ERROR, "MPI: the run stops: %s", rp.why);
     return 1;
   }
   *st = rp.stage; /* rank 0 decides (the rate of rate=auto's stage) */
   so->shard.start_at_given = true;
   so->shard.start_at_wall_ns = rp.start_wall;
   if (im__mpi.rank == 0 && im__mpi.verbose)
-    fprintf(stderr, "infermeter: MPI: stage %" PRIu32 " %s, on every rank at %" PRId64 ".%09" PRId64
-                    "\n", stage, st->label, rp.start_wall / 1000000000,
+    im__run_say(IM_RUN_SAY_INFO, "MPI: stage %" PRIu32 " %s, on every rank at %" PRId64 ".%09" PRId64
+                    "", stage, st->label, rp.start_wall / 1000000000,
             rp.start_wall % 1000000000);
   (void)im__run_shard_wait(so); /* interruptible until a second before */
   return 0;
