@@ -26,9 +26,16 @@
 #include "core/clock.h"
 #include "workload/session.h"
 
-void im__run_usage(FILE *o) {
-  fprintf(o,
-"usage: infermeter run [OPTIONS]\n"
+/* The help text as data: each part's text, then the options that another
+ * file keeps with their parser (reasoning and agents, the network path,
+ * shards). */
+struct usage_part {
+  const char *text;
+  void (*more)(FILE *o);
+};
+
+static const struct usage_part usage_parts[] = {
+    {"usage: infermeter run [OPTIONS]\n"
 "\n"
 "Drives an open-loop (or closed-loop) load at an OpenAI-compatible server and\n"
 "records every request with microsecond token timing. Without --url it starts\n"
@@ -78,9 +85,9 @@ void im__run_usage(FILE *o) {
 "                            flight (default 10s); then they are recorded aborted\n"
 "  --seed N                  seed of the schedule and the prompts (default: random,\n"
 "                            recorded in results.json)\n"
-"  --threads N               event-loop threads (default 1)\n");
-  fprintf(o,
-"\n"
+"  --threads N               event-loop threads (default 1)\n",
+     NULL},
+    {"\n"
 "Workload (docs/workloads.md, docs/datasets.md):\n"
 "  --input-len N             prompt tokens (default 1024)\n"
 "  --output-len N            max_tokens (default 128)\n"
@@ -119,11 +126,11 @@ void im__run_usage(FILE *o) {
 "  --cache-salt              send vLLM's cache_salt with a per-run salt\n"
 "  --shared-cache            let this run hit a previous run's prefix cache (by\n"
 "                            default every prompt starts with a per-run salt)\n"
-"\n");
-  im__run_agent_help(o);
-  im__run_net_help(o);
-  fprintf(o,
-"Sessions (multi-turn chat with growing contexts, docs/sessions.md):\n"
+"\n",
+     im__run_agent_help},
+    {NULL,
+     im__run_net_help},
+    {"Sessions (multi-turn chat with growing contexts, docs/sessions.md):\n"
 "  --sessions N              N sessions at once, an ended one replaced at once\n"
 "  --session-rate R          or: sessions start as a Poisson process of R per second\n"
 "  --turns N                 turns per session (default 8)\n"
@@ -143,9 +150,9 @@ void im__run_usage(FILE *o) {
 "                            concurrency; reports the bandwidth knee (docs/deepseek.md)\n"
 "  --scenario FILE           settings from a JSON scenario file (keys are these long\n"
 "                            option names); flags on the command line override it\n"
-"\n");
-  fprintf(o,
-"Limits and verdicts:\n"
+"\n",
+     NULL},
+    {"Limits and verdicts:\n"
 "  --slo ttft=500ms,tpot=50ms,e2el=10s   SLOs for goodput and the exit code\n"
 "  --slo-target P            an SLO passes when at least P of requests meet it\n"
 "                            (default 0.99)\n"
@@ -181,9 +188,9 @@ void im__run_usage(FILE *o) {
 "                            (chat logprobs/top_logprobs, completions logprobs) and\n"
 "                            record each answer's mean entropy (temperature evidence)\n"
 "  --yes                     start against a non-loopback target without asking\n"
-"\n");
-  fprintf(o,
-"Observers (docs/metrics.md §5; sampled on the run's clock, never fail the run):\n"
+"\n",
+     NULL},
+    {"Observers (docs/metrics.md §5; sampled on the run's clock, never fail the run):\n"
 "  --scrape URL              a /metrics page to sample (repeatable; default: the\n"
 "                            target's /metrics); --no-scrape: none\n"
 "  --scrape-interval DUR     sampling period (default 1s, at least 100ms)\n"
@@ -210,10 +217,9 @@ void im__run_usage(FILE *o) {
 "  --gpus N, --tp N, --dp N  GPUs serving, tensor-parallel degree, data-parallel attention\n"
 "                            (flags override the descriptions, which override the target)\n"
 "  --mfu-ref F               MFU reference line (0.32)\n"
-"\n");
-  im__shard_usage(o);
-  fprintf(o,
-"\n"
+"\n",
+     im__shard_usage},
+    {"\n"
 "Output:\n"
 "  --out DIR                 results directory (default results/run-YYYYmmdd-HHMMSS):\n"
 "                            requests.jsonl (one line per attempt, written as each\n"
@@ -234,14 +240,14 @@ void im__run_usage(FILE *o) {
 "                            1): DIR/run-1 .. DIR/run-K, each a full run directory\n"
 "                            (own seed, own cache salt, a random 0-2 s start offset),\n"
 "                            and DIR/results.json with each headline figure's mean and\n"
-"                            95%% CI (docs/statistics.md). With --grid/--sweep every\n"
+"                            95% CI (docs/statistics.md). With --grid/--sweep every\n"
 "                            stage runs K times, in a seeded random order of stage x\n"
 "                            repeat: DIR/stage-S/run-K, DIR/stage-S/results.json\n"
 "  --cooldown DUR            between repeats against --url: wait until the server's\n"
 "                            running and waiting requests are 0 on its /metrics, at most\n"
 "                            DUR (default 60s; without /metrics, wait DUR)\n"
-"  --max-ci-width PCT        with --repeat K: the audit's limit on a figure's 95%% CI\n"
-"                            width, in %% of its mean (default 8)\n"
+"  --max-ci-width PCT        with --repeat K: the audit's limit on a figure's 95% CI\n"
+"                            width, in % of its mean (default 8)\n"
 "  --reference FILE|FIG=V    with --repeat K: test each headline figure's runs against\n"
 "                            a reference (one-sample t-test, p in the table and\n"
 "                            results.json): FILE a run's or a repeat set's results.json\n"
@@ -249,10 +255,9 @@ void im__run_usage(FILE *o) {
 "                            FIG=V one figure, e.g. request_throughput=9.5 (repeatable)\n"
 "  --health-interval DUR     poll GET /health (--health-path PATH) every DUR during the\n"
 "                            run, as monitoring does; recorded as kind health, never in\n"
-"                            throughput (docs/metrics.md §3)\n"
-  );
-  fprintf(o,
-"  --ready-timeout DUR       wait up to DUR for the target to answer GET /v1/models\n"
+"                            throughput (docs/metrics.md §3)\n",
+     NULL},
+    {"  --ready-timeout DUR       wait up to DUR for the target to answer GET /v1/models\n"
 "                            with 200 before the run (a server still loading its\n"
 "                            weights); vLLM's --ready-check-timeout-sec\n"
 "  --profile-server          ask the server to record a profile of the load: POST\n"
@@ -270,7 +275,17 @@ void im__run_usage(FILE *o) {
 "\n"
 "Exit status: 130 interrupted, 2 target unreachable, 1 usage or configuration\n"
 "error, 5 the load engine failed, 3 client self-check INVALID, 4 not\n"
-"publishable (with --publish), 99 an SLO failed, 0 otherwise.\n");
+"publishable (with --publish), 99 an SLO failed, 0 otherwise.\n",
+     NULL},
+};
+
+void im__run_usage(FILE *o) {
+  for (size_t i = 0; i < sizeof usage_parts / sizeof usage_parts[0]; i++) {
+    if (usage_parts[i].text)
+      fputs(usage_parts[i].text, o);
+    if (usage_parts[i].more)
+      usage_parts[i].more(o);
+  }
 }
 
 /* ---- option parsing ----------------------------------------------------- */
@@ -473,9 +488,11 @@ static bool same_url(const char *a, const char *b) {
   return !strcmp(na, nb);
 }
 
-int im__run_apply(struct im_run_config *o, int opt, const char *arg) {
-  int64_t ns;
-  uint64_t u;
+/* An option not of this group (im__run_apply tries the next). */
+enum { NOT_MINE = 1 };
+
+/* Target, schedule, workload lengths, limits, connections. */
+static int apply_target(struct im_run_config *o, int opt, const char *arg) {
   switch (opt) {
   case O_URL: /* repeatable: several targets (docs/tls.md) */
     if (o->urls_from_scenario && !o->applying_scenario)
@@ -599,6 +616,14 @@ int im__run_apply(struct im_run_config *o, int opt, const char *arg) {
   case O_HTTP2: o->http2 = true; return 0;
   case O_CACHE_SALT: o->cache_salt = true; return 0;
   case O_SHARED: o->shared_cache = true; return 0;
+  default:
+    return NOT_MINE;
+  }
+}
+
+/* Output, repeats, history, observers of the run, the live sinks. */
+static int apply_output(struct im_run_config *o, int opt, const char *arg) {
+  switch (opt) {
   case 'q': /* -q */
   case O_QUIET: o->quiet = true; return 0;
   case 'v': o->verbose = true; return 0;
@@ -692,6 +717,16 @@ int im__run_apply(struct im_run_config *o, int opt, const char *arg) {
   case O_PROBE_RATE: return im_arg_double("--probe-rate", arg, 0.0, 1000.0, &o->probe_rate);
   case O_NOPROG: o->no_progress = true; return 0;
   case O_THREADS: return im_arg_u32("--threads", arg, 1, 256, &o->threads);
+  default:
+    return NOT_MINE;
+  }
+}
+
+/* Observers, workloads, sessions, stages, tokens, the system; then the
+ * groups kept with their parsers (agents, network path, shards). */
+static int apply_workload(struct im_run_config *o, int opt, const char *arg) {
+  uint64_t u;
+  switch (opt) {
   case O_SCRAPE:
     if (o->n_scrape == 8) {
       fprintf(stderr, "infermeter: --scrape: at most 8 URLs\n");
@@ -786,7 +821,14 @@ int im__run_apply(struct im_run_config *o, int opt, const char *arg) {
       return im__shard_opt(&o->shard, opt, arg);
     return -1;
   }
-  (void)ns;
-  (void)u;
+}
+
+int im__run_apply(struct im_run_config *o, int opt, const char *arg) {
+  int rc = apply_target(o, opt, arg);
+  if (rc == NOT_MINE)
+    rc = apply_output(o, opt, arg);
+  if (rc == NOT_MINE)
+    rc = apply_workload(o, opt, arg);
+  return rc;
 }
 
