@@ -134,7 +134,11 @@ kill $srv_pid 2>/dev/null
 wait $srv_pid 2>/dev/null
 
 # ---- 6. the served model against itself on this device: cached decode vs a
-# full prefill, the batched MoE vs expert by expert (bf16 tolerance)
-timeout 60 "$py" "$here/server.py" "${srv[@]}" --self-check 2>&1 | tee -a "$log"
+# full prefill, the batched MoE vs expert by expert; in float32 (tolerance
+# 1e-4), then in the served bf16 (3e-2)
+for dt in float32 bfloat16; do
+  echo "self-check $dt:" | tee -a "$log"
+  timeout 60 "$py" "$here/server.py" "${srv[@]}" --dtype $dt --self-check 2>&1 | tee -a "$log"
+done
 # Drop the HTML report from the archive (large, and rebuilt by `infermeter report`).
 rm -f "$w/run/report.html"

@@ -655,8 +655,10 @@ class App:
             await resp.write(b"data: [DONE]\n\n")
             await resp.write_eof()
         except (ConnectionResetError, asyncio.CancelledError):
+            # The client went away (infermeter aborts what is left after
+            # --grace): free the slot, and no traceback for an ordinary event.
             r.cancelled = True
-            raise
+            return resp
         return resp
 
 
