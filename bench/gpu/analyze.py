@@ -156,7 +156,9 @@ def stage_windows(res):
         if t0 is None or "start_ns" not in w:
             continue
         out.append(dict(label=st.get("label", "?"), a=(t0 + w["start_ns"]) / 1e9,
-                        b=(t0 + w["end_ns"]) / 1e9, seconds=w.get("seconds"), metrics=m))
+                        b=(t0 + w["end_ns"]) / 1e9, seconds=w.get("seconds"), metrics=m,
+                        index=st.get("index", 0), t0_ns=t0, ws_ns=w["start_ns"],
+                        we_ns=w["end_ns"]))
     return out
 
 
@@ -220,7 +222,10 @@ def nvml_vs_smi(st, gpu, smi, off):
         if res_s is not None and abs(mib - (mem_s + res_s)) <= max(0.01 * mem_s, 4):
             why = "infermeter's = nvidia-smi's used + reserved (%g MiB): NVML v1 memory info " \
                   "counts the driver's reserved memory as used" % res_s
-        rows.append(("memory used max, MiB", mib, mem_s, d, verdict(d, why)))
+        v = verdict(d, why)
+        if why and v == "agrees":
+            v = "agrees, but " + why
+        rows.append(("memory used max, MiB", mib, mem_s, d, v))
         if res_s is not None:
             d2 = rel(mib, mem_s + res_s)
             rows.append(("memory used max, MiB, against nvidia-smi used + reserved", mib,
@@ -263,7 +268,44 @@ def tokens_in_window(steps, a, b):
                if s.get("kind") in ("decode", "prefill") and a <= s["t1"] <= b)
 
 
-def roofline_rows(st, steps, hbm, ceiling, moe_layers):
+def tpot_population(reqs, stage_index, ws_ns, we_ns):
+    """The requests metrics.roofline takes its TPOT from (analyze/roofline.c,
+    tpot_of): measured, no error, 2+ output tokens, dispatched inside the
+    window; times relative to the stage's start, ns."""
+    return [r for r in reqs if r.get("stage") == stage_index and r.get("kind") == "measured"
+            and not r.get("error") and (r.get("output_tokens") or 0) >= 2
+            and ws_ns <= (r.get("t_dispatch") or -1) <= we_ns
+            and (r.get("t_first") or -1) >= 0 and (r.get("t_last") or -1) > r["t_first"]]
+
+
+def same_requests(st, reqs, steps):
+    """The server's decode steps during the life of each request of the
+    TPOT population (first token to last): how many there were per token,
+    their mean bytes, and the interval between them."""
+    t0 = st["t0_ns"] / 1e9
+    pop = tpot_population(reqs, st["index"], st["ws_ns"], st["we_ns"])
+    dec = [s for s in steps if s.get("kind") == "decode"]
+    ends = [s["t1"] for s in dec]
+    import bisect
+    per_tok, intervals, byts, n_steps, tail = [], [], 0.0, 0, 0
+    for r in pop:
+        a, b = t0 + r["t_first"] / 1e9, t0 + r["t_last"] / 1e9
+        i, j = bisect.bisect_right(ends, a), bisect.bisect_right(ends, b)
+        k = j - i
+        if k <= 0:
+            continue
+        per_tok.append(k / (r["output_tokens"] - 1))
+        intervals.append((b - a) / k)
+        byts += sum(s["bytes"] for s in dec[i:j])
+        n_steps += k
+        tail += b > st["b"]
+    if not intervals:
+        return None
+    return dict(n=len(intervals), steps_per_token=mean(per_tok), interval=mean(intervals),
+                step_bytes=byts / n_steps, tail_share=tail / len(intervals))
+
+
+def roofline_rows(st, steps, hbm, ceiling, moe_layers, reqs=None):
     rl = st["metrics"].get("roofline") or {}
     p = rl.get("predicted") or {}
     dec, pre = server_window(steps, st["a"], st["b"])
@@ -298,6 +340,18 @@ def roofline_rows(st, steps, hbm, ceiling, moe_layers):
                  1e3 * srv["interval"], rel(tpot, srv["interval"])))
     rows.append(("achieved bandwidth, bytes/s: bytes/step / TPOT vs Σ step bytes / window",
                  im_bw, srv["bw_wall"], rel(im_bw, srv["bw_wall"])))
+    same = same_requests(st, reqs, steps) if reqs else None
+    if same:
+        srv["same"] = same
+        rows.append(("same requests as TPOT's (%d; %.0f %% end after the window): decode steps "
+                     "per token" % (same["n"], 100 * same["tail_share"]), 1.0,
+                     same["steps_per_token"], rel(1.0, same["steps_per_token"])))
+        rows.append(("same requests: TPOT vs their life / decode steps in it, ms", 1e3 * tpot,
+                     1e3 * same["interval"], rel(tpot, same["interval"])))
+        bw = same["step_bytes"] / same["interval"]
+        srv["bw_same"] = bw
+        rows.append(("same requests: achieved bandwidth vs their steps' bytes / interval, bytes/s",
+                     im_bw, bw, rel(im_bw, bw)))
     rows.append(("server only: Σ step bytes / Σ decode step time, bytes/s", None,
                  srv["bw_busy"], None))
     rows.append(("ceiling: measured copy bandwidth, bytes/s", None, ceiling, None))
@@ -314,6 +368,8 @@ def main():
     probe = json.load(open(os.path.join(d, "probe.json"))) if os.path.exists(
         os.path.join(d, "probe.json")) else {}
     steps = load_jsonl(os.path.join(d, "steps.jsonl"))
+    rq = os.path.join(d, "run", "requests.jsonl")
+    reqs = load_jsonl(rq) if os.path.exists(rq) else None
     clock = json.load(open(os.path.join(d, "clock.json")))
     off = clock["wall"] - clock["mono"]
     sclock = next((s for s in steps if s.get("kind") == "clock"), None)
@@ -388,8 +444,9 @@ def main():
     print("\n## Tokens per joule, per stage window\n")
     print("| stage | window s | infermeter tok/J | its tokens | same tokens / ∫nvidia-smi power "
           "| tokens the server generated in the window | those / ∫nvidia-smi power "
-          "| infermeter vs server-based |")
-    print("|---|---|---|---|---|---|---|---|")
+          "| infermeter vs server-based | infermeter's tokens arrived in the window "
+          "(roofline output_tok_per_s × s) / its energy | that vs server-based |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for st in stage_windows(res):
         g = st["metrics"].get("gpu") or {}
         tpj, ej = g.get("tokens_per_joule"), g.get("energy_j")
@@ -398,30 +455,36 @@ def main():
         tok_s = tokens_in_window(steps, st["a"], st["b"])
         a = tok_i / e_s if tok_i is not None and e_s else None
         b = tok_s / e_s if e_s else None
-        print("| %s | %.2f | %s | %s | %s | %d | %s | %s |" % (
+        rl = st["metrics"].get("roofline") or {}
+        arrived = (rl.get("output_tok_per_s") or 0) * (st["b"] - st["a"])
+        c = arrived / ej if ej else None
+        print("| %s | %.2f | %s | %s | %s | %d | %s | %s | %s | %s |" % (
             st["label"], st["b"] - st["a"], fmt(tpj), fmt(tok_i, 5), fmt(a), tok_s, fmt(b),
-            pct(rel(tpj, b))))
+            pct(rel(tpj, b)), fmt(c), pct(rel(c, b))))
 
     print("\n## Roofline: infermeter (client side) vs the server's step log, per stage window\n")
     print("| stage | figure | infermeter | server | difference |")
     print("|---|---|---|---|---|")
     summary = []
     for st in stage_windows(res):
-        rows, srv = roofline_rows(st, steps, hbm, ceiling, moe_layers)
+        rows, srv = roofline_rows(st, steps, hbm, ceiling, moe_layers, reqs)
         for name, x, y, dd in rows:
             print("| %s | %s | %s | %s | %s |" % (st["label"], name, fmt(x), fmt(y), pct(dd)))
         if srv:
             summary.append((st["label"], srv))
     if summary:
-        print("\n| stage | infermeter achieved BW | server Σbytes/window | server Σbytes/busy "
-              "| decode step ms | prefill share of window | GPM DRAM util (infermeter) "
-              "| server bytes/window ÷ copy ceiling |")
-        print("|---|---|---|---|---|---|---|---|")
+        print("\n| stage | infermeter achieved BW | server, same requests | server Σbytes/window "
+              "| server Σbytes/busy | decode step ms | prefill share of window "
+              "| GPM DRAM util (infermeter) | server bytes/window ÷ copy ceiling |")
+        print("|---|---|---|---|---|---|---|---|---|")
         for label, srv in summary:
             st = next(s for s in stage_windows(res) if s["label"] == label)
             g = st["metrics"].get("gpu") or {}
-            print("| %s | %.3f TB/s | %.3f TB/s | %.3f TB/s | %.1f | %.0f %% | %s | %s |" % (
-                label, srv["im_bw"] / 1e12, srv["bw_wall"] / 1e12, srv["bw_busy"] / 1e12,
+            same = srv.get("bw_same")
+            print("| %s | %.3f TB/s | %s | %.3f TB/s | %.3f TB/s | %.1f | %.0f %% | %s | %s |" % (
+                label, srv["im_bw"] / 1e12,
+                "n/a" if same is None else "%.3f TB/s" % (same / 1e12),
+                srv["bw_wall"] / 1e12, srv["bw_busy"] / 1e12,
                 srv["step_ms"], 100 * srv["prefill_share"], fmt(g.get("dram_bw_util_mean")),
                 fmt(srv["bw_wall"] / ceiling) if ceiling else "n/a"))
 

@@ -23,9 +23,9 @@
  *   utilisation        the share of NVML's last sample period the GPU (the
  *                      memory) was busy, percent;
  *   GPM DRAM bandwidth the share of the GPU's own DRAM peak, which is not the
- *                      datasheet bandwidth: on that H200 a copy moving
- *                      4.26 TB/s read 77 %, so its 100 % is about 5.5 TB/s
- *                      against the datasheet's 4.8.
+ *                      datasheet bandwidth: on that H200 copies moving
+ *                      4.26-4.28 TB/s read 77-80 %, so its 100 % is about
+ *                      5.3-5.5 TB/s against the datasheet's 4.8.
  *
  * GPM (GPU Performance Monitoring, Hopper and newer) figures — DRAM
  * bandwidth utilisation, tensor activity, SM activity — are computed by NVML
