@@ -7,8 +7,16 @@
  * "nvmlMemory_t", "nvmlUtilization_t", "nvmlClockType_t", "nvmlReturn_t",
  * "GPM Enums", "GPM Structs" (nvmlGpmMetric_t, nvmlGpmMetricsGet_t,
  * nvmlGpmSupport_t) and "GPM Functions". Struct members are declared in the
- * order the reference (and nvml.h) gives them; the two struct version
- * numbers (both 1) are those of the public nvml.h. */
+ * order the reference (and nvml.h) gives them; the two GPM struct version
+ * numbers (both 1) are those of the public nvml.h, and nvmlMemory_v2's is
+ * nvml.h's NVML_STRUCT_VERSION(Memory, 2): the struct's size with the
+ * version in the top byte.
+ *
+ * What a real driver answers was checked once on an H200 (driver
+ * 580.159.04, bench/gpu/README.md): every query below succeeds there, and
+ * nvmlDeviceGetMemoryInfo (v1) counts the driver's reserved memory (616 MiB
+ * there) as used, while nvidia-smi and DCGM report used without it, as
+ * nvmlDeviceGetMemoryInfo_v2 does; so v2 is asked first. */
 #include "observe/gpu.h"
 
 #include <dlfcn.h>
@@ -39,9 +47,15 @@ typedef struct nv_gpm_sample_st *nv_gpm_sample; /* nvmlGpmSample_t */
  * lives in the heap handle (20 KiB), not on the stack. */
 #define NV_GPM_METRICS_CAP 512
 
-struct nv_memory { /* nvmlMemory_t (v1), bytes */
+struct nv_memory { /* nvmlMemory_t (v1), bytes; used includes reserved */
   unsigned long long total, free, used;
 };
+struct nv_memory_v2 { /* nvmlMemory_v2_t, bytes; total = reserved + free + used */
+  unsigned int version;
+  unsigned long long total, reserved, free, used;
+};
+/* nvmlMemory_v2 = NVML_STRUCT_VERSION(Memory, 2) (nvml.h). */
+#define NV_MEMORY_V2_VERSION ((unsigned int)(sizeof(struct nv_memory_v2) | 2u << 24))
 struct nv_utilization { /* nvmlUtilization_t, percent */
   unsigned int gpu, memory;
 };
@@ -63,16 +77,17 @@ struct nv_gpm_metrics_get { /* nvmlGpmMetricsGet_t */
 };
 
 struct nv_api {
-  nv_return (*init)(void);                                   /* nvmlInit_v2 */
-  nv_return (*shutdown)(void);                               /* nvmlShutdown */
-  nv_return (*get_count)(unsigned int *);                    /* nvmlDeviceGetCount_v2 */
-  nv_return (*get_handle)(unsigned int, nv_device *);        /* nvmlDeviceGetHandleByIndex_v2 */
-  const char *(*error_string)(nv_return);                    /* nvmlErrorString */
-  nv_return (*get_name)(nv_device, char *, unsigned int);    /* nvmlDeviceGetName */
-  nv_return (*get_memory)(nv_device, struct nv_memory *);    /* nvmlDeviceGetMemoryInfo */
-  nv_return (*get_util)(nv_device, struct nv_utilization *); /* nvmlDeviceGetUtilizationRates */
-  nv_return (*get_clock)(nv_device, int, unsigned int *);    /* nvmlDeviceGetClockInfo, MHz */
-  nv_return (*get_power)(nv_device, unsigned int *);         /* nvmlDeviceGetPowerUsage, mW */
+  nv_return (*init)(void);                                      /* nvmlInit_v2 */
+  nv_return (*shutdown)(void);                                  /* nvmlShutdown */
+  nv_return (*get_count)(unsigned int *);                       /* nvmlDeviceGetCount_v2 */
+  nv_return (*get_handle)(unsigned int, nv_device *);           /* nvmlDeviceGetHandleByIndex_v2 */
+  const char *(*error_string)(nv_return);                       /* nvmlErrorString */
+  nv_return (*get_name)(nv_device, char *, unsigned int);       /* nvmlDeviceGetName */
+  nv_return (*get_memory)(nv_device, struct nv_memory *);       /* nvmlDeviceGetMemoryInfo */
+  nv_return (*get_memory_v2)(nv_device, struct nv_memory_v2 *); /* nvmlDeviceGetMemoryInfo_v2 */
+  nv_return (*get_util)(nv_device, struct nv_utilization *);    /* nvmlDeviceGetUtilizationRates */
+  nv_return (*get_clock)(nv_device, int, unsigned int *);       /* nvmlDeviceGetClockInfo, MHz */
+  nv_return (*get_power)(nv_device, unsigned int *);            /* nvmlDeviceGetPowerUsage, mW */
   nv_return (*get_energy)(nv_device,
                           unsigned long long *); /* nvmlDeviceGetTotalEnergyConsumption, mJ */
   nv_return (*gpm_query)(nv_device, struct nv_gpm_support *); /* nvmlGpmQueryDeviceSupport */
@@ -175,6 +190,7 @@ static enum im_err load_api(struct im_gpu *g, char *why, size_t why_len) {
       NV_SYM(error_string, "nvmlErrorString", false),
       NV_SYM(get_name, "nvmlDeviceGetName", false),
       NV_SYM(get_memory, "nvmlDeviceGetMemoryInfo", false),
+      NV_SYM(get_memory_v2, "nvmlDeviceGetMemoryInfo_v2", false),
       NV_SYM(get_util, "nvmlDeviceGetUtilizationRates", false),
       NV_SYM(get_clock, "nvmlDeviceGetClockInfo", false),
       NV_SYM(get_power, "nvmlDeviceGetPowerUsage", false),
@@ -360,8 +376,16 @@ static void sample_one(struct im_gpu *g, struct gpu_dev *d, struct im_gpu_sample
   s->energy_mj = 0;
   s->dram_bw_util = s->tensor_active = s->sm_active = NAN;
 
+  /* v2 first: used without the driver's reserved memory, as nvidia-smi
+   * shows it. A driver without v2, or one that refuses the version, still
+   * answers v1. */
+  struct nv_memory_v2 m2 = {.version = NV_MEMORY_V2_VERSION};
   struct nv_memory mem;
-  if (a->get_memory && a->get_memory(d->dev, &mem) == NV_SUCCESS) {
+  if (a->get_memory_v2 && a->get_memory_v2(d->dev, &m2) == NV_SUCCESS) {
+    s->has_mem = true;
+    s->mem_used_bytes = m2.used;
+    s->mem_total_bytes = m2.total;
+  } else if (a->get_memory && a->get_memory(d->dev, &mem) == NV_SUCCESS) {
     s->has_mem = true;
     s->mem_used_bytes = mem.used;
     s->mem_total_bytes = mem.total;

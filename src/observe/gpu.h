@@ -10,6 +10,23 @@
  * supported on this board, a symbol the installed driver lacks) is "not
  * available": NaN for the doubles, a false has_* flag for the integers.
  *
+ * What each figure is, as checked against nvidia-smi on an H200
+ * (bench/gpu/README.md):
+ *   memory used/total  nvmlDeviceGetMemoryInfo_v2 when the driver has it:
+ *                      used without the driver's reserved memory, the
+ *                      nvidia-smi memory.used figure; else v1, whose used
+ *                      counts the reserved memory too (616 MiB on that H200);
+ *   power              nvmlDeviceGetPowerUsage, which on that GPU is the
+ *                      average over the last second (nvidia-smi's
+ *                      power.draw = power.draw.average), not power.draw.instant;
+ *   energy             the driver's counter since it loaded, mJ;
+ *   utilisation        the share of NVML's last sample period the GPU (the
+ *                      memory) was busy, percent;
+ *   GPM DRAM bandwidth the share of the GPU's own DRAM peak, which is not the
+ *                      datasheet bandwidth: on that H200 copies moving
+ *                      4.26-4.28 TB/s read 77-80 %, so its 100 % is about
+ *                      5.3-5.5 TB/s against the datasheet's 4.8.
+ *
  * GPM (GPU Performance Monitoring, Hopper and newer) figures — DRAM
  * bandwidth utilisation, tensor activity, SM activity — are computed by NVML
  * from two counter samples, so each im_gpu_sample() reports the average over

@@ -9,6 +9,11 @@
  * Scripted machine (default): 2 GPUs named "Fake H200", 141 GB each.
  *   GPU i, on its n-th call (n = 0, 1, ...) of each query:
  *     memory used   = 20 GB + 10 GB * i + 1 MB * n       (total 141 GB)
+ *                     as nvmlDeviceGetMemoryInfo_v2 says it; the driver
+ *                     also reserves 644,939,776 B (what an H200 with driver
+ *                     580.159.04 reserved, bench/gpu/README.md), which v2
+ *                     reports apart and v1 counts as used, as that driver
+ *                     does; a failed v2 call does not count as a call
  *     utilisation   = gpu 70 + i %, memory 40 + i %
  *     SM clock      = 1980 MHz
  *     power         = 300 W + 50 W * i + 10 W * n        (reported in mW)
@@ -22,8 +27,14 @@
  *   gpm_unsupported  nvmlGpmQueryDeviceSupport says "not supported"
  *   no_energy        nvmlDeviceGetTotalEnergyConsumption: NOT_SUPPORTED
  *   many             20 devices (more than IM_GPU_MAX)
+ * FAKE_NVML_UNSUPPORTED (read by nvmlInit_v2), a comma-separated list of
+ * queries that answer NVML_ERROR_NOT_SUPPORTED, as a board without the
+ * sensor does: name, memory (v1 and v2), memory_v2 (v2 only: a driver that
+ * has the symbol but not the struct version), utilization, clock, power,
+ * energy.
  * Built with -DFAKE_NVML_NO_GPM, the GPM functions are not exported at all
- * (a driver older than R520).
+ * (a driver older than R520); with -DFAKE_NVML_NO_MEMORY_V2,
+ * nvmlDeviceGetMemoryInfo_v2 is not exported (an older driver still).
  *
  * State is global: this is a test fixture standing in for a process-wide
  * library. */
@@ -40,10 +51,12 @@ enum {
   NV_ERROR_NOT_SUPPORTED = 3,
   NV_ERROR_INSUFFICIENT_SIZE = 7,
   NV_ERROR_DRIVER_NOT_LOADED = 9,
+  NV_ERROR_ARGUMENT_VERSION_MISMATCH = 25,
 };
 
 #define FAKE_MAX_DEV 20
 #define GB 1000000000ULL
+#define RESERVED 644939776ULL
 
 struct fake_dev {
   unsigned index;
@@ -53,6 +66,13 @@ struct fake_dev {
 struct fake_memory { /* nvmlMemory_t */
   unsigned long long total, free, used;
 };
+struct fake_memory_v2 { /* nvmlMemory_v2_t */
+  unsigned int version;
+  unsigned long long total, reserved, free, used;
+};
+/* nvmlMemory_v2: NVML_STRUCT_VERSION(Memory, 2) in nvml.h, the struct's size
+ * with the version in the top byte. */
+#define MEMORY_V2_VERSION ((unsigned int)(sizeof(struct fake_memory_v2) | 2u << 24))
 struct fake_utilization { /* nvmlUtilization_t */
   unsigned int gpu, memory;
 };
@@ -85,9 +105,25 @@ static unsigned n_devs;
 static int init_depth;
 static int live_samples;
 static char mode[32];
+static char unsupported[128];
 
 static int mode_is(const char *m) {
   return strcmp(mode, m) == 0;
+}
+
+/* Whether FAKE_NVML_UNSUPPORTED names query q. */
+static int unsupported_has(const char *q) {
+  size_t n = strlen(q);
+  for (const char *p = unsupported; *p;) {
+    const char *end = strchr(p, ',');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    if (len == n && strncmp(p, q, n) == 0)
+      return 1;
+    if (!end)
+      break;
+    p = end + 1;
+  }
+  return 0;
 }
 
 /* Prototypes: the exported API, then the test hooks. */
@@ -98,6 +134,9 @@ FAKE_EXPORT int nvmlDeviceGetCount_v2(unsigned int *count);
 FAKE_EXPORT int nvmlDeviceGetHandleByIndex_v2(unsigned int i, struct fake_dev **d);
 FAKE_EXPORT int nvmlDeviceGetName(struct fake_dev *d, char *name, unsigned int len);
 FAKE_EXPORT int nvmlDeviceGetMemoryInfo(struct fake_dev *d, struct fake_memory *m);
+#ifndef FAKE_NVML_NO_MEMORY_V2
+FAKE_EXPORT int nvmlDeviceGetMemoryInfo_v2(struct fake_dev *d, struct fake_memory_v2 *m);
+#endif
 FAKE_EXPORT int nvmlDeviceGetUtilizationRates(struct fake_dev *d, struct fake_utilization *u);
 FAKE_EXPORT int nvmlDeviceGetClockInfo(struct fake_dev *d, int type, unsigned int *mhz);
 FAKE_EXPORT int nvmlDeviceGetPowerUsage(struct fake_dev *d, unsigned int *mw);
@@ -123,6 +162,9 @@ int nvmlInit_v2(void) {
   const char *m = getenv("FAKE_NVML_MODE");
   strncpy(mode, m ? m : "", sizeof mode - 1);
   mode[sizeof mode - 1] = '\0';
+  const char *u = getenv("FAKE_NVML_UNSUPPORTED");
+  strncpy(unsupported, u ? u : "", sizeof unsupported - 1);
+  unsupported[sizeof unsupported - 1] = '\0';
   if (mode_is("init_fail"))
     return NV_ERROR_DRIVER_NOT_LOADED;
   if (init_depth == 0) {
@@ -188,26 +230,58 @@ int nvmlDeviceGetName(struct fake_dev *d, char *name, unsigned int len) {
     return r;
   if (!name)
     return NV_ERROR_INVALID_ARGUMENT;
+  if (unsupported_has("name"))
+    return NV_ERROR_NOT_SUPPORTED;
   if (len < sizeof fake_name)
     return NV_ERROR_INSUFFICIENT_SIZE;
   memcpy(name, fake_name, sizeof fake_name);
   return NV_SUCCESS;
 }
 
+/* Used as v2 reports it (without the reserved memory), on this call. */
+static unsigned long long mem_used(struct fake_dev *d) {
+  return 20 * GB + 10 * GB * d->index + 1000000ULL * d->mem_calls++;
+}
+
 int nvmlDeviceGetMemoryInfo(struct fake_dev *d, struct fake_memory *m) {
   int r = check_dev(d);
   if (r != NV_SUCCESS)
     return r;
+  if (!m)
+    return NV_ERROR_INVALID_ARGUMENT;
+  if (unsupported_has("memory"))
+    return NV_ERROR_NOT_SUPPORTED;
   m->total = 141 * GB;
-  m->used = 20 * GB + 10 * GB * d->index + 1000000ULL * d->mem_calls++;
+  m->used = mem_used(d) + RESERVED; /* v1 counts the reserved memory as used */
   m->free = m->total - m->used;
   return NV_SUCCESS;
 }
+
+#ifndef FAKE_NVML_NO_MEMORY_V2
+int nvmlDeviceGetMemoryInfo_v2(struct fake_dev *d, struct fake_memory_v2 *m) {
+  int r = check_dev(d);
+  if (r != NV_SUCCESS)
+    return r;
+  if (!m)
+    return NV_ERROR_INVALID_ARGUMENT;
+  if (m->version != MEMORY_V2_VERSION)
+    return NV_ERROR_ARGUMENT_VERSION_MISMATCH;
+  if (unsupported_has("memory") || unsupported_has("memory_v2"))
+    return NV_ERROR_NOT_SUPPORTED;
+  m->total = 141 * GB;
+  m->reserved = RESERVED;
+  m->used = mem_used(d);
+  m->free = m->total - m->reserved - m->used;
+  return NV_SUCCESS;
+}
+#endif
 
 int nvmlDeviceGetUtilizationRates(struct fake_dev *d, struct fake_utilization *u) {
   int r = check_dev(d);
   if (r != NV_SUCCESS)
     return r;
+  if (unsupported_has("utilization"))
+    return NV_ERROR_NOT_SUPPORTED;
   u->gpu = 70 + d->index;
   u->memory = 40 + d->index;
   return NV_SUCCESS;
@@ -217,7 +291,7 @@ int nvmlDeviceGetClockInfo(struct fake_dev *d, int type, unsigned int *mhz) {
   int r = check_dev(d);
   if (r != NV_SUCCESS)
     return r;
-  if (type != 1) /* NVML_CLOCK_SM is the only domain we script */
+  if (type != 1 || unsupported_has("clock")) /* NVML_CLOCK_SM: the one domain scripted */
     return NV_ERROR_NOT_SUPPORTED;
   *mhz = 1980;
   return NV_SUCCESS;
@@ -227,6 +301,8 @@ int nvmlDeviceGetPowerUsage(struct fake_dev *d, unsigned int *mw) {
   int r = check_dev(d);
   if (r != NV_SUCCESS)
     return r;
+  if (unsupported_has("power"))
+    return NV_ERROR_NOT_SUPPORTED;
   *mw = 300000 + 50000 * d->index + 10000 * d->power_calls++;
   return NV_SUCCESS;
 }
@@ -235,7 +311,7 @@ int nvmlDeviceGetTotalEnergyConsumption(struct fake_dev *d, unsigned long long *
   int r = check_dev(d);
   if (r != NV_SUCCESS)
     return r;
-  if (mode_is("no_energy"))
+  if (mode_is("no_energy") || unsupported_has("energy"))
     return NV_ERROR_NOT_SUPPORTED;
   *mj = 1000000ULL * (d->index + 1) + 5000ULL * d->energy_calls++;
   return NV_SUCCESS;

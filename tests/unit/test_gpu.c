@@ -15,6 +15,9 @@
 #include "observe/gpu.h"
 
 #define NS INT64_C(1000000000)
+/* The driver's reserved memory as the fake scripts it (fake_nvml.c): what an
+ * H200 with driver 580.159.04 reserved (bench/gpu/README.md). */
+#define RESERVED UINT64_C(644939776)
 
 static const char *fake_path(const char *env, const char *built) {
   const char *p = getenv(env);
@@ -241,7 +244,8 @@ static void test_gpm_absent(const char *path, const char *nogpm_path, struct fak
   }
   unsetenv("FAKE_NVML_MODE");
 
-  /* Not exported at all. */
+  /* Not exported at all (an old driver: no nvmlDeviceGetMemoryInfo_v2
+   * either, so used counts the reserved memory). */
   if (!nogpm_path)
     return;
   g = NULL;
@@ -249,6 +253,9 @@ static void test_gpm_absent(const char *path, const char *nogpm_path, struct fak
   if (g) {
     CHECK_EQ(im_gpu_count(g), 2);
     check_no_gpm(g);
+    static struct im_gpu_snapshot s;
+    CHECK_OK(im_gpu_sample(g, 2 * NS, &s)); /* the third memory query */
+    CHECK_EQ(s.gpu[1].mem_used_bytes, UINT64_C(30002000000) + RESERVED);
     im_gpu_close(g);
   }
 }
@@ -270,6 +277,80 @@ static void test_no_energy_counter(const char *path) {
   CHECK_OK(im_gpu_summarize(s, 2, INT64_MIN, INT64_MAX, &sum));
   CHECK_EQ(sum.energy_source, IM_GPU_ENERGY_POWER);
   CHECK_NEAR(sum.energy_j, 1320.0, 1e-9);
+  im_gpu_close(g);
+}
+
+/* Memory through v1 only: used then counts the reserved memory, as a real
+ * driver's v1 does. Here a driver that has the v2 symbol but refuses it. */
+static void test_memory_v1_fallback(const char *path) {
+  char why[256];
+  struct im_gpu *g = NULL;
+  setenv("FAKE_NVML_UNSUPPORTED", "memory_v2", 1);
+  CHECK_OK(im_gpu_open(path, &g, why, sizeof why));
+  unsetenv("FAKE_NVML_UNSUPPORTED");
+  if (!g)
+    return;
+  static struct im_gpu_snapshot s[2];
+  CHECK_OK(im_gpu_sample(g, 0, &s[0]));
+  CHECK_OK(im_gpu_sample(g, NS, &s[1]));
+  for (unsigned i = 0; i < 2; i++)
+    for (unsigned k = 0; k < 2; k++) {
+      CHECK(s[k].gpu[i].has_mem);
+      CHECK_EQ(s[k].gpu[i].mem_used_bytes, UINT64_C(20000000000) + UINT64_C(10000000000) * i +
+                                               UINT64_C(1000000) * k + RESERVED);
+      CHECK_EQ(s[k].gpu[i].mem_total_bytes, UINT64_C(141000000000));
+    }
+  im_gpu_close(g);
+}
+
+/* A board that answers NOT_SUPPORTED for every plain query: each figure is
+ * not available, the GPM ones still come, nothing fails. */
+static void test_unsupported_fields(const char *path) {
+  char why[256];
+  struct im_gpu *g = NULL;
+  setenv("FAKE_NVML_UNSUPPORTED", "name,memory,utilization,clock,power,energy", 1);
+  CHECK_OK(im_gpu_open(path, &g, why, sizeof why));
+  unsetenv("FAKE_NVML_UNSUPPORTED");
+  if (!g)
+    return;
+  static struct im_gpu_snapshot s[2];
+  CHECK_OK(im_gpu_sample(g, 0, &s[0]));
+  CHECK_OK(im_gpu_sample(g, NS, &s[1]));
+  for (unsigned i = 0; i < 2; i++) {
+    const struct im_gpu_sample *x = &s[1].gpu[i];
+    CHECK_STR(x->name, "");
+    CHECK(!x->has_mem);
+    CHECK_EQ(x->mem_used_bytes, 0);
+    CHECK(isnan(x->util_gpu_pct));
+    CHECK(isnan(x->util_mem_pct));
+    CHECK(isnan(x->sm_clock_mhz));
+    CHECK(isnan(x->power_w));
+    CHECK(!x->has_energy);
+    CHECK_NEAR(x->dram_bw_util, 0.55 + 0.10 * i, 1e-12);
+  }
+  struct im_gpu_summary sum;
+  CHECK_OK(im_gpu_summarize(s, 2, INT64_MIN, INT64_MAX, &sum));
+  CHECK_EQ(sum.energy_source, IM_GPU_ENERGY_NONE);
+  CHECK(isnan(sum.energy_j));
+  CHECK(isnan(sum.power_w_mean));
+  CHECK(!sum.has_mem);
+  CHECK_NEAR(sum.dram_bw_util_mean, 0.60, 1e-12);
+  im_gpu_close(g);
+
+  /* Power alone missing: energy still comes from the counter. */
+  g = NULL;
+  setenv("FAKE_NVML_UNSUPPORTED", "power", 1);
+  CHECK_OK(im_gpu_open(path, &g, why, sizeof why));
+  unsetenv("FAKE_NVML_UNSUPPORTED");
+  if (!g)
+    return;
+  CHECK_OK(im_gpu_sample(g, 0, &s[0]));
+  CHECK_OK(im_gpu_sample(g, 2 * NS, &s[1]));
+  CHECK(isnan(s[1].gpu[0].power_w));
+  CHECK(s[1].gpu[0].has_mem);
+  CHECK_OK(im_gpu_summarize(s, 2, INT64_MIN, INT64_MAX, &sum));
+  CHECK_EQ(sum.energy_source, IM_GPU_ENERGY_COUNTER);
+  CHECK_NEAR(sum.energy_j, 10.0, 1e-9); /* 5 J per GPU per call */
   im_gpu_close(g);
 }
 
@@ -469,6 +550,7 @@ static void test_tokens_per_joule(void) {
 int main(void) {
   unsetenv(IM_GPU_NVML_ENV);
   unsetenv("FAKE_NVML_MODE");
+  unsetenv("FAKE_NVML_UNSUPPORTED");
   test_missing_library();
   test_not_nvml();
   test_summary_energy();
@@ -489,6 +571,8 @@ int main(void) {
     test_env_path(path, &f);
     test_gpm_absent(path, nogpm, &f);
     test_no_energy_counter(path);
+    test_memory_v1_fallback(path);
+    test_unsupported_fields(path);
     test_many(path);
     CHECK_EQ(f.init_depth(), 0);
     CHECK_EQ(f.live_samples(), 0);
