@@ -49,6 +49,11 @@ check "residency from the KV bytes of the model the server declares" \
   jq -e '.metrics.server.kv_residency != null and (.manifest.system.kv_bytes_per_token_per_gpu.source | test("/version"))' "$TMP/p9/results.json"
 check "GPU figures from NVML" jq -e '.metrics.gpu.gpus == 2 and .metrics.gpu.memory_total_bytes > 0' "$TMP/g/results.json"
 check "tokens per joule" jq -e '.metrics.gpu.tokens_per_joule > 0' "$TMP/g/results.json"
+# Its numerator: the tokens that arrived in the window (the roofline's
+# output tokens/s x the window), not the completed requests' (bench/gpu).
+check "tokens per joule counts the window's tokens" jq -e '
+  (.metrics.roofline.output_tok_per_s * .metrics.window.seconds) as $tok
+  | (.metrics.gpu.tokens_per_joule * .metrics.gpu.energy_j - $tok | fabs) <= 1e-6 * $tok' "$TMP/g/results.json"
 check "GPU series" jq -e '.series.gpu | (.t_s|length) >= 2 and (.power_w|length) == (.t_s|length)' "$TMP/g/results.json"
 RUN --rate 10 --duration 1s --input-len 16 --output-len 4 --out "$TMP/ng" --no-gpu
 check "GPU not requested: said so" jq -e '.metrics.gpu.not_available == "not requested"' "$TMP/ng/results.json"
