@@ -754,7 +754,7 @@ static void on_readable(struct loader *L, struct h1_conn *cn) {
   }
   /* One clock read per received buffer: every event in it arrived then. */
   struct read_ctx x = {.a = a, .cn = cn, .now = rel_now(L)};
-  im__load_recv_lag(L, x.now);
+  im__load_recv_lag(L, a, x.now);
   size_t used = 0;
   enum im_h1_rc rc = im_h1_feed(&cn->p, h->buf, (size_t)n, &h1_cbs, &x, &used);
   if (rc == IM_H1_MORE)
