@@ -94,3 +94,15 @@ uint64_t im_raise_fd_limit(void) {
   }
   return rl.rlim_cur;
 }
+
+int im__output_format_parse(const char *cmd, const char *arg, bool *csv) {
+  if (!strcmp(arg, "json") || !strcmp(arg, "csv")) {
+    *csv = !strcmp(arg, "csv");
+    return 0;
+  }
+  fprintf(stderr,
+          "infermeter %s: --output-format: unknown format '%s': use json (results.json and "
+          "requests.jsonl, always written) or csv (requests.csv and summary.csv besides)\n",
+          cmd, arg);
+  return -1;
+}

@@ -380,10 +380,10 @@ int im_cli_import(int argc, char **argv) {
            im.n_st == 1 ? "" : "s", path, im_import_tool_name(im.tool), im.version[0] ? " " : "",
            im.version, out);
   struct report_opts ro = {.text = quiet ? NULL : stdout, .stage_lines = true, .no_html = no_html};
-  struct report_outcome ro_out;
+  struct im_verdict ro_out;
   if (im__report_dir(out, &ro, &ro_out))
     goto out;
-  rc = im__report_exit_code(&ro_out);
+  rc = im_verdict_exit(&ro_out);
   /* An imported run is not "interrupted", nor an SLO failure (none given). */
   if (rc == EXIT_INTERRUPTED || rc == EXIT_SLO)
     rc = EXIT_OK;

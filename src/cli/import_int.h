@@ -11,20 +11,6 @@
 #include "analyze/validity.h"
 #include "record/import.h"
 
-/* Whether manifest is that of a run imported from a file without a
- * schedule (imported_from.not_collected names "schedule"): its client
- * self-check is NOT_JUDGED (analyze/selfcheck.h not_judged). */
-bool im__import_unscheduled(const json_t *manifest);
-
-/* For a run directory written by `infermeter import` (manifest.json has
- * "imported_from"): the audit says what the source could not give. Adds
- * the check "imported" (WARN) to v and, when the source has no schedule,
- * turns the client_check item into a WARN "not judged" and adds the reason
- * to the client self-check in audit_json ({"client_check": {...,
- * "not_collected": why}}). Nothing for other directories. 0, or -1 when
- * out of memory. */
-int im__import_audit(const json_t *manifest, struct im_validity *v, json_t *audit_json);
-
 /* Prints the effective request rate of an imported trace and its class
  * table (user requests, retries, health checks, errors) from DIR's
  * results.json. 0, or -1 (said). */

@@ -20,7 +20,8 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "cli/output.h"
+#include "report/verdict.h"
+#include "cli/args.h"
 #include "cli/report.h"
 #include "cli/run_int.h"
 #include "analyze/clocksync.h"
@@ -287,47 +288,6 @@ static json_t *merged_json(const struct sdir *v, size_t n, json_t *missing) {
                    why[0] ? why : NULL);
 }
 
-bool im__merge_clock_check(const json_t *manifest, double itl_mean_ms, struct im_valid_check *c) {
-  json_t *shards = json_object_get(json_object_get(manifest, "merged"), "shards");
-  size_t n = json_array_size(shards);
-  if (!n)
-    return false;
-  struct im_clock_shard *v = calloc(n, sizeof *v);
-  if (!v)
-    return false;
-  for (size_t i = 0; i < n; i++) {
-    json_t *s = json_array_get(shards, i);
-    json_t *off = json_object_get(s, "clock_offset_ns"), *rtt = json_object_get(s, "clock_rtt_ns");
-    v[i] = (struct im_clock_shard){.index = (uint32_t)json_integer_value(json_object_get(s, "index")),
-                                   .measured = json_is_integer(off) && json_is_integer(rtt),
-                                   .offset_ns = json_integer_value(off),
-                                   .rtt_ns = json_integer_value(rtt)};
-  }
-  /* Rank 0 is the reference: nothing to measure there. */
-  if (v[0].index == 0 && n > 1 && v[1].measured && !v[0].measured)
-    v[0].measured = true;
-  im_clock_check(v, n, itl_mean_ms, c);
-  free(v);
-  return true;
-}
-
-bool im__merge_shards_invalid(const json_t *manifest, FILE *text) {
-  json_t *shards = json_object_get(json_object_get(manifest, "merged"), "shards");
-  bool bad = false;
-  for (size_t i = 0; i < json_array_size(shards); i++) {
-    json_t *s = json_array_get(shards, i);
-    const char *v = json_string_value(json_object_get(s, "client_check"));
-    if (v && !strcmp(v, "INVALID")) {
-      bad = true;
-      if (text)
-        fprintf(text, "Client self-check INVALID on shard %" JSON_INTEGER_FORMAT
-                      " (its own results.json): the merged run is INVALID\n",
-                json_integer_value(json_object_get(s, "index")));
-    }
-  }
-  return bad;
-}
-
 static int merge_into(struct sdir *v, size_t n, const struct im__merge_opts *mo) {
   json_t *missing = json_array();
   if (!missing || check_plan(v, n, mo->partial, missing)) {
@@ -391,7 +351,7 @@ static int merge_into(struct sdir *v, size_t n, const struct im__merge_opts *mo)
   json_decref(m);
   struct report_opts ro = {.text = mo->quiet ? NULL : stdout, .stage_lines = true,
                            .no_html = mo->no_html};
-  struct report_outcome outcome;
+  struct im_verdict outcome;
   if (!mo->quiet)
     fprintf(stdout, "Merged %zu of %" PRIu32 " shards (plan %s) into %s\n", n, v[0].count,
             v[0].digest, mo->out);
@@ -399,9 +359,9 @@ static int merge_into(struct sdir *v, size_t n, const struct im__merge_opts *mo)
     rc = EXIT_USAGE;
     goto out;
   }
-  rc = im__report_exit_code(&outcome);
+  rc = im_verdict_exit(&outcome);
   if (mo->verdict)
-    im__verdict_line(stdout, &outcome, rc);
+    im_verdict_line(stdout, &outcome, rc);
 out:
   if (req)
     fclose(req);

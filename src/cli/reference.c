@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "cli/run_int.h"
+#include "results/set.h"
 
 /* The figure called `name`; -1 when none is. */
 static int fig_of(const char *name, size_t len) {
@@ -61,7 +62,7 @@ static int from_file(const char *arg, double v[IM_RF_COUNT_]) {
                       "run or metric=value\n", path);
       rc = -1;
     } else {
-      im__run_repeat_values(root, v);
+      im_results_set_values(root, v);
     }
   } else if (schema && !strcmp(schema, "infermeter/repeat/v1")) {
     json_t *figs = json_object_get(root, "figures");

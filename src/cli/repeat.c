@@ -21,16 +21,17 @@
 
 #include "analyze/repeat.h"
 #include "cli/cli.h"
-#include "cli/output.h"
+#include "report/verdict.h"
+#include "cli/args.h"
 #include "cli/report.h"
 #include "cli/run_int.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/rng.h"
 #include "proto/promparse.h"
-#include "record/hist_json.h"
 #include "record/history.h"
 #include "report/repeat_json.h"
+#include "results/set.h"
 
 #define MAX_START_OFFSET_S 2.0
 #define DRAIN_POLL_NS INT64_C(250000000)
@@ -122,14 +123,11 @@ static void sleep_s(double s) {
     ;
 }
 
-/* The runs' exit statuses combined in README's precedence. */
-static int worst(int a, int b) {
-  static const int order[] = {EXIT_INTERRUPTED, EXIT_USAGE, EXIT_ENGINE, EXIT_UNREACHABLE,
-                              EXIT_INVALID, EXIT_NOT_PUBLISHABLE, EXIT_SLO, EXIT_OK};
-  for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
-    if (a == order[i] || b == order[i])
-      return order[i];
-  return a ? a : b;
+static int worst(int a, int b) { return im_results_worst_exit(a, b); }
+
+static void print_note(void *data, const char *line) {
+  (void)data;
+  fprintf(stderr, "infermeter: %s\n", line);
 }
 
 static int make_dir(const struct run_opts *o, char *buf, size_t cap) {
@@ -147,145 +145,6 @@ static int make_dir(const struct run_opts *o, char *buf, size_t cap) {
     return -1;
   }
   return 0;
-}
-
-/* A number at a path of keys in a run's results.json; NaN when absent. */
-static double num_at(const json_t *root, const char *a, const char *b, const char *c,
-                     const char *d) {
-  const json_t *v = json_object_get(root, a);
-  if (b)
-    v = json_object_get(v, b);
-  if (c)
-    v = json_object_get(v, c);
-  if (d)
-    v = json_object_get(v, d);
-  return json_is_number(v) ? json_number_value(v) : NAN;
-}
-
-void im__run_repeat_values(const json_t *res, double v[IM_RF_COUNT_]) {
-  static const char *const lat[4] = {"ttft", "tpot", "itl", "e2el"};
-  static const char *const pct[3] = {"p50", "p90", "p99"};
-  v[IM_RF_REQ_TPUT] = num_at(res, "summary", "request_throughput", NULL, NULL);
-  v[IM_RF_OUT_TPUT] = num_at(res, "summary", "output_throughput", NULL, NULL);
-  v[IM_RF_GOODPUT] = num_at(res, "metrics", "slo", "goodput_rps", NULL);
-  v[IM_RF_SLO] = num_at(res, "metrics", "slo", "attainment", "all");
-  v[IM_RF_EFFECTIVE] = num_at(res, "metrics", "effective_rate", "effective_qps", NULL);
-  for (int m = 0; m < 4; m++)
-    for (int k = 0; k < 3; k++)
-      v[IM_RF_TTFT_P50 + m * 3 + k] = num_at(res, "metrics", "latency_ms", lat[m], pct[k]);
-}
-
-/* Run r's headline figures, its audit, and its histograms into the pooled. */
-static void take_run(struct im_repeat_set *set, size_t r, const json_t *res, struct im_hist *pool,
-                     struct im_repeat_run *ru) {
-  double v[IM_RF_COUNT_];
-  im__run_repeat_values(res, v);
-  for (int f = 0; f < IM_RF_COUNT_; f++)
-    set->values[f][r] = v[f];
-  /* Its audit: every check but `repeats` must pass. */
-  ru->publishable_but_repeats = true;
-  ru->fails[0] = '\0';
-  json_t *checks = json_object_get(json_object_get(json_object_get(res, "audit"), "publishable"),
-                                   "checks");
-  size_t i;
-  json_t *c;
-  json_array_foreach(checks, i, c) {
-    const char *id = json_string_value(json_object_get(c, "id"));
-    const char *st = json_string_value(json_object_get(c, "status"));
-    if (id && st && strcmp(id, "repeats") && !strcmp(st, "FAIL")) {
-      ru->publishable_but_repeats = false;
-      size_t len = strlen(ru->fails);
-      snprintf(ru->fails + len, sizeof ru->fails - len, "%s%s", len ? ", " : "", id);
-    }
-  }
-  if (!json_is_array(checks)) {
-    ru->publishable_but_repeats = false;
-    snprintf(ru->fails, sizeof ru->fails, "no audit in its results.json");
-  }
-  static const char *const hk[4] = {"ttft_ns", "tpot_ns", "itl_ns", "e2el_ns"};
-  const json_t *hists = json_object_get(json_object_get(res, "metrics"), "histograms");
-  for (int m = 0; m < 4; m++) {
-    struct im_hist h;
-    if (im_hist_from_json(&h, json_object_get(hists, hk[m])) == IM_OK) {
-      if (im_hist_merge(&pool[m], &h) != IM_OK) /* another layout: not pooled */
-        im_warn("run-%zu: its %s histogram has another layout; left out of the pool", r + 1,
-                hk[m]);
-      im_hist_cleanup(&h);
-    }
-  }
-}
-
-/* Reads every run's results.json, computes the statistics, writes
- * DIR/results.json (atomically) and the table. 0 or -1 (said). */
-static int aggregate(const char *dir, struct im_repeat_run *runs, size_t n, size_t planned,
-                     bool publish, double max_width, const struct im__run_ref *ref, FILE *text,
-                     bool *publishable) {
-  struct im_repeat_set *set = calloc(1, sizeof *set);
-  struct im_hist pool[4];
-  int rc = -1;
-  memset(pool, 0, sizeof pool);
-  if (!set)
-    return -1;
-  set->planned = planned;
-  set->runs = n;
-  set->run = runs;
-  set->max_width = max_width;
-  if (ref->n) {
-    set->ref_source = ref->source;
-    for (int f = 0; f < IM_RF_COUNT_; f++) {
-      set->ref[f].given = !isnan(ref->value[f]);
-      set->ref[f].value = ref->value[f];
-    }
-  }
-  for (int m = 0; m < 4; m++)
-    if (im_hist_init_default(&pool[m]) != IM_OK)
-      goto out;
-  for (size_t r = 0; r < n; r++) {
-    char path[4300];
-    snprintf(path, sizeof path, "%s/results.json", runs[r].dir);
-    json_t *res = json_load_file(path, 0, NULL);
-    for (int f = 0; f < IM_RF_COUNT_; f++)
-      set->values[f][r] = NAN;
-    if (!res) {
-      runs[r].publishable_but_repeats = false;
-      snprintf(runs[r].fails, sizeof runs[r].fails, "no results.json");
-      continue;
-    }
-    take_run(set, r, res, pool, &runs[r]);
-    json_decref(res);
-  }
-  im_repeat_pool(set, pool);
-  im_repeat_analyze(set, publish);
-  *publishable = set->publishable;
-  json_t *root = im_repeat_json(set);
-  char ts[64], path[4400], tmp[4500];
-  time_t now = time(NULL);
-  strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-  if (root)
-    json_object_set_new(root, "generated_at", json_string(ts));
-  snprintf(path, sizeof path, "%s/results.json", dir);
-  snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  if (!root || json_dump_file(root, tmp, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) != 0 ||
-      rename(tmp, path) != 0) {
-    fprintf(stderr, "infermeter run: cannot write %s: %s\n", path, strerror(errno));
-    json_decref(root);
-    goto out;
-  }
-  char html[4300];
-  snprintf(html, sizeof html, "%.4200s/report.html", dir);
-  (void)im__report_html(html, root, dir); /* said on failure; the figures are written */
-  json_decref(root);
-  if (text) {
-    im_repeat_text(text, set);
-    fprintf(text, "Results: %s/results.json (and each run's in %s/run-1 ...)\nReport:  %s\n", dir,
-            dir, html);
-  }
-  rc = 0;
-out:
-  for (int m = 0; m < 4; m++)
-    im_hist_cleanup(&pool[m]);
-  free(set);
-  return rc;
 }
 
 void im__run_add_history(const struct run_opts *o, const char *dir) {
@@ -530,9 +389,15 @@ int im__run_repeat(int argc, char **argv, const struct run_opts *o) {
       continue;
     }
     bool publishable = false;
-    if (aggregate(sdir, sr, ran, k_runs, o->publish, o->max_ci_width, &ref,
-                  o->quiet ? NULL : stdout, &publishable))
+    struct im_results_set_in in = {
+        .dir = sdir, .runs = sr, .n = ran, .planned = k_runs, .publish = o->publish,
+        .max_width = o->max_ci_width, .ref_value = ref.n ? ref.value : NULL,
+        .ref_source = ref.source, .text = o->quiet ? NULL : stdout, .note = print_note};
+    char err[1024];
+    if (im_results_set(&in, &publishable, err, sizeof err)) {
+      fprintf(stderr, "infermeter run: %s\n", err);
       rc = worst(rc, EXIT_USAGE);
+    }
     all_publishable &= publishable;
     if (!o->no_history)
       im__run_add_history(o, sdir);
@@ -541,7 +406,7 @@ int im__run_repeat(int argc, char **argv, const struct run_opts *o) {
     rc = worst(rc, EXIT_USAGE);
   if (o->publish && !all_publishable)
     rc = worst(rc, EXIT_NOT_PUBLISHABLE);
-  im__verdict_set_line(stdout, rc, done);
+  im_verdict_set_line(stdout, rc, done);
 out:
   free(labels);
   free(runs);

@@ -16,7 +16,7 @@
 
 #include "cli/args.h"
 #include "cli/cli.h"
-#include "cli/moe_int.h"
+#include "analyze/moe.h"
 #include "cli/report.h"
 #include "core/rng.h"
 #include "report/html.h"

@@ -21,16 +21,17 @@
 
 #include "cli/args.h"
 #include "cli/cli.h"
-#include "cli/health.h"
+#include "observe/health.h"
 #include "cli/mpi.h"
 #include "cli/otlp.h"
 #include "cli/vllm_compat.h"
-#include "cli/output.h"
+#include "report/verdict.h"
+#include "cli/args.h"
 #include "cli/report.h"
 #include "cli/run_int.h"
 #include "cli/run_urls.h"
 #include "cli/run_live.h"
-#include "cli/sysdesc.h"
+#include "record/sysdesc.h"
 #include "record/rundir.h"
 #include "core/clock.h"
 #include "core/log.h"
@@ -176,7 +177,7 @@ struct run {
   struct builtin srv;
   char url[2048], out_dir[4096], model[512], scrape_default[2100];
   json_t *models, *version;
-  struct im_sysdesc sys;  /* model, GPU, parallelism (cli/sysdesc.h) */
+  struct im_sysdesc sys;  /* model, GPU, parallelism (record/sysdesc.h) */
   int jsonl_fd, raw_fd, stages_fd, series_fd;
   char series_path[4200];
   char *api_key;
@@ -185,7 +186,7 @@ struct run {
   struct im_stage *stages;
   struct stage_res *res;
   size_t ran;
-  struct im__health health, probe;
+  struct im_health health, probe;
   struct im__otlp_live otlp;
   struct im__vllm vllm;         /* vLLM's flags, translated (cli/vllm_compat.h) */
   char **vllm_argv;             /* the translated command line (owned) */
@@ -531,7 +532,7 @@ static int discover(struct run *r) {
   struct im_sys_flags fl = o->sys;
   fl.kv_bytes_per_token = o->kv_bytes_per_token;
   fl.gpu_memory = o->gpu_memory;
-  if (im__sys_resolve(&fl, r->version, &r->sys, err, sizeof err)) {
+  if (im_sysdesc_resolve(&fl, r->version, &r->sys, err, sizeof err)) {
     fprintf(stderr, "infermeter run: %s\n", err);
     return EXIT_USAGE;
   }
@@ -712,7 +713,7 @@ static json_t *manifest_json(const struct run *r) {
   json_t *m = im__run_manifest_json(o, r->argc, r->argv, env->url, env->builtin, env->model,
                                     r->models, r->version, im_wall_ns(), env->salt);
   json_object_set_new(m, "discovery_ms", json_real(r->discovery_ms));
-  json_object_set_new(m, "system", im__sys_json(&r->sys));
+  json_object_set_new(m, "system", im_sysdesc_json(&r->sys));
   json_t *wl = json_object_get(m, "workload");
   json_object_set_new(wl, "exact_lengths", json_boolean(env->exact));
   json_object_set_new(wl, "tokenizer", json_string(o->tokenizer ? o->tokenizer : "built-in"));
@@ -787,8 +788,8 @@ static int open_run_files(struct run *r) {
 
 static void run_cleanup(struct run *r) {
   im__run_srvtok_stop(&r->env);
-  im__health_stop(&r->health);
-  im__health_stop(&r->probe);
+  im_health_stop(&r->health);
+  im_health_stop(&r->probe);
   im__otlp_live_stop(&r->otlp);
   im__run_live_stop(&r->env.live, 0); /* after the pollers: they feed it */
   free(r->res);
@@ -895,17 +896,23 @@ int im_cli_run(int argc, char **argv) {
   if ((o->metrics_listen || o->pushgateway) && im__run_live_start(&r->env))
     goto out;
   if (o->health_interval_ns) {
-    if (im__health_start(&r->health, r->url, o->health_path, o->health_interval_ns, &o->net,
-                         r->api_key, r->jsonl_fd))
+    char err[512];
+    if (im_health_start(&r->health, r->url, o->health_path, o->health_interval_ns, &o->net,
+                        r->api_key, r->jsonl_fd, err, sizeof err)) {
+      fprintf(stderr, "infermeter run: %s\n", err);
       goto out;
+    }
     r->env.health = &r->health;
   }
   if (o->probe_rate > 0) {
     bool chat = o->backend == IM_BACKEND_CHAT;
-    if (im__probe_start(&r->probe, r->url, chat ? "/v1/chat/completions" : "/v1/completions",
-                        r->env.model, chat, o->probe_rate, o->seed, &o->net, r->api_key,
-                        r->jsonl_fd))
+    char err[512];
+    if (im_probe_start(&r->probe, r->url, chat ? "/v1/chat/completions" : "/v1/completions",
+                       r->env.model, chat, o->probe_rate, o->seed, &o->net, r->api_key,
+                       r->jsonl_fd, err, sizeof err)) {
+      fprintf(stderr, "infermeter run: %s\n", err);
       goto out;
+    }
     r->env.probe = &r->probe;
   }
   struct im__otlp_opts oo = {.url = o->otlp, .sample = o->otlp_sample, .provider = o->provider,
@@ -928,8 +935,8 @@ int im_cli_run(int argc, char **argv) {
   bool failed = run_stages(r) != 0;
   if (profiling)
     (void)im__run_profile(r->url, r->api_key, &o->net, false);
-  im__health_stop(&r->health);
-  im__health_stop(&r->probe);
+  im_health_stop(&r->health);
+  im_health_stop(&r->probe);
   im__otlp_live_stop(&r->otlp); /* every record is on disk: it sends the last ones */
   if (!r->started) /* not one stage began: nothing to report */
     goto out;
@@ -940,7 +947,7 @@ int im_cli_run(int argc, char **argv) {
     im_warn("cannot write stages.jsonl: %s", strerror(errno));
   struct report_opts ro = {.text = o->quiet ? NULL : stdout, .stage_lines = false,
                            .publish = o->publish, .csv = o->csv, .json = o->json};
-  struct report_outcome outcome;
+  struct im_verdict outcome;
   int reported = im__report_dir(o->out_dir, &ro, &outcome);
   /* One row per run (a --repeat set is added once, as a set, by repeat.c). */
   if (!reported && !o->no_history && o->repeat_of <= 1)
@@ -964,11 +971,11 @@ int im_cli_run(int argc, char **argv) {
   if (failed)
     rc = r->env.engine_failed ? EXIT_ENGINE : EXIT_USAGE;
   else if (!reported)
-    rc = im__report_exit_code(&outcome);
+    rc = im_verdict_exit(&outcome);
   /* Under MPI a rank's verdict is its shard's: rank 0's merge prints the
    * run's (cli/mpi.c). */
   if (!reported && o->repeat_of <= 1 && !im__mpi.on)
-    im__verdict_line(o->json ? stderr : stdout, &outcome, rc);
+    im_verdict_line(o->json ? stderr : stdout, &outcome, rc);
 out:
   run_cleanup(r);
   free(r->vllm_argv);

@@ -19,7 +19,7 @@
 #include "workload/stages.h"
 #include "analyze/repeat.h"
 #include "analyze/summary.h"
-#include "cli/sysdesc.h"
+#include "record/sysdesc.h"
 #include "load/loader.h"
 #include "net/net.h"
 #include "cli/run_agents.h"
@@ -145,7 +145,7 @@ struct im_dataset;
 struct im_observer;
 struct im_tok;
 struct im_srvtok;
-struct im__health;
+struct im_health;
 struct im__run_live;
 
 /* What every stage of a run shares. */
@@ -163,8 +163,8 @@ struct run_env {
   char salt[40];
   int jsonl_fd;
   int stages_fd;                  /* stages.jsonl (record/rundir.h) */
-  struct im__health *health;      /* the health poller, or NULL */
-  struct im__health *probe;       /* the prober (--probe-rate), or NULL */
+  struct im_health *health;      /* the health poller, or NULL */
+  struct im_health *probe;       /* the prober (--probe-rate), or NULL */
   int series_fd;                  /* DIR/series.jsonl (O_APPEND), -1: not written */
   const char *series_path;        /* its path, or NULL */
   struct im_observer *obs;
@@ -262,9 +262,6 @@ int im__run_size(struct run_opts *o);
  * run with stage i's settings (rate_given when it sets the rate). 0 or -1
  * (said). */
 int im__run_select_stage(struct run_opts *o, bool *rate_given);
-/* The headline figures of a one-stage results.json, as a repeat set reads
- * each run's (NaN where absent). */
-void im__run_repeat_values(const json_t *res, double v[IM_RF_COUNT_]);
 /* reference.c: the --reference values per figure (NaN: none), n of them,
  * and where they came from. */
 struct im__run_ref {

@@ -12,7 +12,7 @@
 #include <time.h>
 
 #include "analyze/selfcheck.h"
-#include "cli/health.h"
+#include "observe/health.h"
 #include "cli/metrics_listen.h"
 #include "cli/run_live.h"
 #include "core/clock.h"
@@ -31,7 +31,7 @@ struct im__run_live {
   struct im_observer *obs;
   double late_limit_s;
   struct im_observer_latest latest; /* under page_mu */
-  struct im__record_hook hook;       /* for the health poller and prober */
+  struct im_record_hook hook;       /* for the health poller and prober */
 };
 
 /* The server's concepts and the TCP states, latest samples. */
@@ -151,13 +151,13 @@ void im__run_live_on_record(void *ctx, const struct im_record *r) {
   im_live_observe(l->live, r);
 }
 
-void im__run_live_hook(struct im__run_live *l, struct im__health *health,
-                       struct im__health *probe) {
+void im__run_live_hook(struct im__run_live *l, struct im_health *health,
+                       struct im_health *probe) {
   if (!l)
     return;
-  l->hook = (struct im__record_hook){.fn = im__run_live_on_record, .ctx = l};
-  im__health_hook(health, &l->hook);
-  im__health_hook(probe, &l->hook);
+  l->hook = (struct im_record_hook){.fn = im__run_live_on_record, .ctx = l};
+  im_health_hook(health, &l->hook);
+  im_health_hook(probe, &l->hook);
 }
 
 /* libcurl's read callback over the page. */

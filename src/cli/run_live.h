@@ -22,7 +22,7 @@ int im__run_live_start(struct run_env *env);
 void im__run_live_attach(struct im__run_live *l, const struct im_load_progress *p, uint32_t n);
 /* The health poller's and the prober's records too (either may be NULL);
  * they must be stopped before the live page. */
-void im__run_live_hook(struct im__run_live *l, struct im__health *health, struct im__health *probe);
+void im__run_live_hook(struct im__run_live *l, struct im_health *health, struct im_health *probe);
 /* A loader config's on_record. */
 void im__run_live_on_record(void *ctx, const struct im_record *r);
 /* --pushgateway URL: PUTs the final page to URL/metrics/job/infermeter/run/

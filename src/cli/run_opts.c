@@ -14,7 +14,8 @@
 
 #include "cli/args.h"
 #include "cli/metrics_listen.h"
-#include "cli/output.h"
+#include "report/verdict.h"
+#include "cli/args.h"
 #include "cli/otlp.h"
 #include "cli/run_int.h"
 #include "cli/run_urls.h"

@@ -73,7 +73,7 @@ int im__run_shard_check(const struct run_opts *o) {
            (o->concurrency ? o->concurrency : o->sessions) < sh->count)
     why = "a closed loop split over N shards needs at least N slots (--concurrency/--sessions)";
   else if (sh->count > 1 && (o->concurrency || o->sessions) &&
-           im__shard_split(o->concurrency ? o->concurrency : o->sessions, sh->index, sh->count) <
+           im_shard_split(o->concurrency ? o->concurrency : o->sessions, sh->index, sh->count) <
                o->threads)
     why = "this shard's share of --concurrency/--sessions (C/N) is below --threads: every loader "
           "thread needs a slot";

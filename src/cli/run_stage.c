@@ -15,7 +15,7 @@
 
 #include "cli/progress.h"
 #include "cli/run_live.h"
-#include "cli/health.h"
+#include "observe/health.h"
 #include "cli/run_int.h"
 #include "analyze/stage.h"
 #include "record/hist_json.h"
@@ -158,7 +158,7 @@ static int stage_share(struct stage *st) {
   st->n_mine = st->n_times;
   if (!sh->count || !st->times)
     return 0;
-  return im__shard_thin(st->times, st->n_times, st->o->seed + st->index, sh->index, sh->count,
+  return im_shard_thin(st->times, st->n_times, st->o->seed + st->index, sh->index, sh->count,
                         &st->mine, &st->mine_index, &st->n_mine);
 }
 
@@ -233,7 +233,7 @@ static int shard_config(struct stage *st, uint32_t k) {
   c->insecure = o->insecure;
   c->net = &o->net;
   c->keepalive = o->keepalive;
-  uint64_t max_conn = im__shard_split(o->max_connections, sh_i, sh_n);
+  uint64_t max_conn = im_shard_split(o->max_connections, sh_i, sh_n);
   c->max_connections = max_conn ? (uint32_t)((max_conn + n - 1) / n) : 0;
   c->http2 = o->http2;
   c->transport = (enum im_load_transport)o->transport;
@@ -275,7 +275,7 @@ static int shard_config(struct stage *st, uint32_t k) {
     if (st->sessions)
       c->duration_ns = so->duration_ns;
   } else {
-    uint64_t closed = im__shard_split(st->closed, sh_i, sh_n);
+    uint64_t closed = im_shard_split(st->closed, sh_i, sh_n);
     c->concurrency = (uint32_t)(closed / n + (k < closed % n));
     c->duration_ns = so->duration_ns;
     if (!c->concurrency) { /* more threads than slots: this one has no arrivals */
@@ -286,12 +286,12 @@ static int shard_config(struct stage *st, uint32_t k) {
   }
   if (st->closed || st->sessions) {
     /* A closed loop's requests go to the threads that have slots. */
-    uint64_t slots = st->closed ? im__shard_split(st->closed, sh_i, sh_n) : n;
+    uint64_t slots = st->closed ? im_shard_split(st->closed, sh_i, sh_n) : n;
     uint32_t active = slots < n ? (uint32_t)slots : n;
     c->max_requests =
-        k < active ? im__shard_split(im__shard_split(so->requests, sh_i, sh_n), k, active) : 0;
+        k < active ? im_shard_split(im_shard_split(so->requests, sh_i, sh_n), k, active) : 0;
   }
-  uint64_t max_conc = im__shard_split(o->max_concurrency, sh_i, sh_n);
+  uint64_t max_conc = im_shard_split(o->max_concurrency, sh_i, sh_n);
   c->max_concurrency = max_conc ? (uint32_t)((max_conc + n - 1) / n) : 0;
   c->warmup_ns = so->warmup_ns;
   c->warmup_requests = so->warmup_requests;
@@ -327,7 +327,7 @@ struct started {
   int fd;
   uint32_t stage;
   bool agreed;   /* it started at an agreed instant (its wall clock is that) */
-  struct im__health *health, *probe;
+  struct im_health *health, *probe;
 };
 
 static void on_start(void *ctx, int64_t t0_mono, int64_t wall_ns) {
@@ -337,8 +337,8 @@ static void on_start(void *ctx, int64_t t0_mono, int64_t wall_ns) {
     json_object_set_new(t0, "agreed_start", json_true());
   if (sd->fd >= 0 && im_rundir_append(sd->fd, t0))
     im_warn("cannot write the stage's start to stages.jsonl: %s", strerror(errno));
-  im__health_stage(sd->health, sd->stage, t0_mono);
-  im__health_stage(sd->probe, sd->stage, t0_mono);
+  im_health_stage(sd->health, sd->stage, t0_mono);
+  im_health_stage(sd->probe, sd->stage, t0_mono);
 }
 
 /* Runs the loader threads to the end; on the last stage the observers take

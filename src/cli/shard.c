@@ -151,39 +151,6 @@ int im__shard_opt(struct run_shard_opts *s, int code, const char *arg) {
   }
 }
 
-bool im__shard_mine(uint64_t seed, uint64_t j, uint32_t i, uint32_t n) {
-  if (n <= 1)
-    return true;
-  uint64_t h = im_mix64(im_mix64(seed ^ 0x7368617264ULL /* "shard" */) ^ j);
-  return h % n == i;
-}
-
-int im__shard_thin(const int64_t *all, size_t n_all, uint64_t seed, uint32_t i, uint32_t n,
-                   int64_t **times, uint64_t **index, size_t *n_mine) {
-  *times = malloc((n_all ? n_all : 1) * sizeof **times);
-  *index = malloc((n_all ? n_all : 1) * sizeof **index);
-  *n_mine = 0;
-  if (!*times || !*index) {
-    free(*times);
-    free(*index);
-    *times = NULL;
-    *index = NULL;
-    return -1;
-  }
-  for (size_t j = 0; j < n_all; j++)
-    if (im__shard_mine(seed, j, i, n)) {
-      (*times)[*n_mine] = all[j];
-      (*index)[(*n_mine)++] = j;
-    }
-  return 0;
-}
-
-uint64_t im__shard_split(uint64_t total, uint32_t i, uint32_t n) {
-  if (n <= 1)
-    return total;
-  return total / n + (i < total % n);
-}
-
 int64_t im__shard_wall_to_mono(int64_t wall_ns, int64_t *err_ns) {
   int64_t best = INT64_MAX, off = 0;
   for (int k = 0; k < 9; k++) {

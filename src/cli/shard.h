@@ -28,6 +28,8 @@
 
 #include <jansson.h>
 
+#include "workload/shard.h"
+
 struct run_shard_opts {
   uint32_t index, count;      /* --shard i/N (count 0: not sharded) */
   bool start_at_given;        /* --start-at TIME */
@@ -68,17 +70,7 @@ int im__shard_parse(const char *arg, uint32_t *index, uint32_t *count);
  * seconds ("1796184000", "1796184000.25") to ns since the epoch; 0 or -1. */
 int im__shard_parse_time(const char *arg, int64_t *wall_ns);
 
-/* Whether arrival `j` of a plan seeded `seed` belongs to shard i of n. */
-bool im__shard_mine(uint64_t seed, uint64_t j, uint32_t i, uint32_t n);
-/* Thinning of a sorted schedule: the arrivals of shard i of n, in order,
- * into *times and their indices in the whole schedule into *index (both
- * malloc'ed, at least one element; caller frees). 0, or -1 out of memory. */
-int im__shard_thin(const int64_t *all, size_t n_all, uint64_t seed, uint32_t i, uint32_t n,
-                   int64_t **times, uint64_t **index, size_t *n_mine);
-/* Shard i's part of a total split over n: total/n, the remainder to the
- * lowest shards. */
-uint64_t im__shard_split(uint64_t total, uint32_t i, uint32_t n);
-
+/* The shares themselves: workload/shard.h. */
 /* CLOCK_REALTIME ns -> CLOCK_MONOTONIC ns of this process, from the pair
  * of reads (of several) that were closest together; *err_ns their spacing
  * (the conversion's uncertainty). */

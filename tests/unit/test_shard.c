@@ -49,7 +49,7 @@ static void test_thin(void) {
   uint64_t *ix[N];
   size_t n[N], total = 0;
   for (uint32_t s = 0; s < N; s++) {
-    CHECK_EQ(im__shard_thin(all, n_all, 7, s, N, &t[s], &ix[s], &n[s]), 0);
+    CHECK_EQ(im_shard_thin(all, n_all, 7, s, N, &t[s], &ix[s], &n[s]), 0);
     total += n[s];
     CHECK(n[s] > 900 && n[s] < 1100);
   }
@@ -62,7 +62,7 @@ static void test_thin(void) {
     for (int s = 0; s < N; s++)
       if (k[s] < n[s] && ix[s][k[s]] == j)
         owner = s;
-    if (owner < 0 || t[owner][k[owner]] != all[j] || !im__shard_mine(7, j, (uint32_t)owner, N))
+    if (owner < 0 || t[owner][k[owner]] != all[j] || !im_shard_mine(7, j, (uint32_t)owner, N))
       exact = false;
     if (owner >= 0)
       k[owner]++;
@@ -71,21 +71,21 @@ static void test_thin(void) {
   /* Another seed deals otherwise; one shard takes everything. */
   size_t same = 0;
   for (size_t j = 0; j < n_all; j++)
-    same += im__shard_mine(7, j, 0, N) == im__shard_mine(8, j, 0, N);
+    same += im_shard_mine(7, j, 0, N) == im_shard_mine(8, j, 0, N);
   CHECK(same < n_all);
   for (size_t j = 0; j < 100; j++)
-    CHECK(im__shard_mine(7, j, 0, 1));
+    CHECK(im_shard_mine(7, j, 0, 1));
   for (int s = 0; s < N; s++) {
     free(t[s]);
     free(ix[s]);
   }
   free(all);
   /* C/N, the remainder to the lowest shards. */
-  CHECK_EQ(im__shard_split(10, 0, 3), 4);
-  CHECK_EQ(im__shard_split(10, 1, 3), 3);
-  CHECK_EQ(im__shard_split(10, 2, 3), 3);
-  CHECK_EQ(im__shard_split(0, 1, 3), 0);
-  CHECK_EQ(im__shard_split(7, 0, 1), 7);
+  CHECK_EQ(im_shard_split(10, 0, 3), 4);
+  CHECK_EQ(im_shard_split(10, 1, 3), 3);
+  CHECK_EQ(im_shard_split(10, 2, 3), 3);
+  CHECK_EQ(im_shard_split(0, 1, 3), 0);
+  CHECK_EQ(im_shard_split(7, 0, 1), 7);
 }
 
 static void test_stage_merge(void) {

@@ -2,7 +2,7 @@
  * /metrics pages the run kept, each headed by
  * "# infermeter scrape url=URL t_mono_ns=T status=S" (observe/observer.c).
  * The file is streamed; one page at a time is held (at most PAGE_MAX). */
-#include "cli/moe_int.h"
+#include "results/results_int.h"
 
 #include <inttypes.h>
 #include <stdbool.h>
@@ -51,7 +51,7 @@ static int page_add(struct page *p, const char *line, size_t n) {
   return 0;
 }
 
-int im__report_moe_scrapes(const char *dir, int64_t from_mono, int64_t to_mono,
+int im__results_moe_scrapes(const char *dir, int64_t from_mono, int64_t to_mono,
                            struct im_moe_scrape *s) {
   char path[4200];
   snprintf(path, sizeof path, "%s/scrapes.prom", dir);

@@ -8,7 +8,7 @@
  * work.
  *
  * Threads: the poller runs on its own thread (every signal blocked); the
- * loaders tell it each stage's start through im__health_stage (any thread,
+ * loaders tell it each stage's start through im_health_stage (any thread,
  * lock-free); its records go to requests.jsonl with one write(2) each
  * (O_APPEND: whole lines among the loaders' writer's). Ids are taken from
  * 2^52 up, apart from the loaders' attempt ids (and below 2^53, exact in
@@ -23,25 +23,26 @@
  * a minimal request over time, where a stall of the server shows as a
  * late probe (docs/metrics.md §3). Probes are never in a latency or
  * throughput figure of the load. */
-#ifndef IM_CLI_HEALTH_H
-#define IM_CLI_HEALTH_H
+#ifndef IM_OBSERVE_HEALTH_H
+#define IM_OBSERVE_HEALTH_H
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/err.h"
 #include "net/net.h"
 
 struct im_record;
 
 /* Where each record also goes (--metrics-listen), besides requests.jsonl. */
-struct im__record_hook {
+struct im_record_hook {
   void (*fn)(void *ctx, const struct im_record *r);
   void *ctx;
 };
 
-struct im__health {
+struct im_health {
   char url[2300];              /* base + path */
   int64_t interval_ns;
   const struct im_net *net;    /* borrowed: TLS, proxy, unix socket (net/net.h) */
@@ -56,27 +57,29 @@ struct im__health {
   uint64_t seed;               /* the probe gaps' seed */
   pthread_t thread;
   bool running;
-  /* Set any time after start (im__health_hook); read by the thread. */
-  _Atomic(const struct im__record_hook *) hook;
+  /* Set any time after start (im_health_hook); read by the thread. */
+  _Atomic(const struct im_record_hook *) hook;
 };
 
 /* Every later record also goes to hook (which must outlive h's thread);
  * NULL h: no-op. */
-void im__health_hook(struct im__health *h, const struct im__record_hook *hook);
+void im_health_hook(struct im_health *h, const struct im_record_hook *hook);
 
-/* Starts the poller (base URL, path beginning with '/'). 0, or -1 after
- * saying why. */
-int im__health_start(struct im__health *h, const char *base, const char *path,
-                     int64_t interval_ns, const struct im_net *net, const char *api_key, int jsonl_fd);
+/* Starts the poller (base URL, path beginning with '/'); IM_OK, or an
+ * error with err saying why (the thread could not start). */
+enum im_err im_health_start(struct im_health *h, const char *base, const char *path,
+                             int64_t interval_ns, const struct im_net *net, const char *api_key,
+                             int jsonl_fd, char *err, size_t err_len) IM_WUR;
 /* Starts the prober: 1-token requests to base + path (the backend's
  * endpoint) for model, at Poisson instants of `rate` per second, gaps drawn
- * from seed. 0, or -1 after saying why. */
-int im__probe_start(struct im__health *h, const char *base, const char *path, const char *model,
-                    bool chat, double rate, uint64_t seed, const struct im_net *net, const char *api_key,
-                    int jsonl_fd);
+ * from seed. IM_OK, or an error with err saying why. */
+enum im_err im_probe_start(struct im_health *h, const char *base, const char *path,
+                            const char *model, bool chat, double rate, uint64_t seed,
+                            const struct im_net *net, const char *api_key, int jsonl_fd, char *err,
+                            size_t err_len) IM_WUR;
 /* A stage began at t0_mono: later checks are on its clock. */
-void im__health_stage(struct im__health *h, uint32_t stage, int64_t t0_mono);
+void im_health_stage(struct im_health *h, uint32_t stage, int64_t t0_mono);
 /* Stops and joins the poller (no-op when not running). */
-void im__health_stop(struct im__health *h);
+void im_health_stop(struct im_health *h);
 
 #endif

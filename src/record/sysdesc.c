@@ -1,7 +1,7 @@
 /* Model/hardware descriptions from files, flags and the target (contract
  * in sysdesc.h). The table itself is model/desc.c; this file only reads
  * JSON, which the model module may not. */
-#include "cli/sysdesc.h"
+#include "record/sysdesc.h"
 
 #include <sys/stat.h>
 #include <stdio.h>
@@ -130,7 +130,7 @@ static void parse_hf(const json_t *c, struct im_model_desc *m) {
                          routed > 0 ? total - moe_l * (routed - topk) * expert : total);
 }
 
-int im__sys_model_load(const char *arg, struct im_model_desc *out, char *src, size_t srclen,
+int im_sysdesc_model_load(const char *arg, struct im_model_desc *out, char *src, size_t srclen,
                        char *err, size_t errlen) {
   const struct im_model_desc *p = im_model_preset(arg);
   if (p) {
@@ -217,7 +217,7 @@ static void set_u32(uint32_t v, const char *flag, uint32_t *dst, char *src, size
   }
 }
 
-int im__sys_resolve(const struct im_sys_flags *fl, const struct json_t *version,
+int im_sysdesc_resolve(const struct im_sys_flags *fl, const struct json_t *version,
                     struct im_sysdesc *s, char *err, size_t errlen) {
   memset(s, 0, sizeof *s);
   /* Practitioners' DeepSeek load-testing reference (docs/metrics.md §9). */
@@ -225,7 +225,7 @@ int im__sys_resolve(const struct im_sys_flags *fl, const struct json_t *version,
   if (version)
     from_target(version, s);
   if (fl->model_config) {
-    if (im__sys_model_load(fl->model_config, &s->model, s->model_src, sizeof s->model_src, err,
+    if (im_sysdesc_model_load(fl->model_config, &s->model, s->model_src, sizeof s->model_src, err,
                            errlen))
       return -1;
     s->has_model = true;
@@ -286,7 +286,7 @@ static json_t *countsrc(uint32_t v, const char *src) {
   return v ? json_pack("{s:I, s:s}", "value", (json_int_t)v, "source", src) : json_null();
 }
 
-json_t *im__sys_json(const struct im_sysdesc *s) {
+json_t *im_sysdesc_json(const struct im_sysdesc *s) {
   json_t *o = json_object();
   if (!o)
     return NULL;
@@ -323,7 +323,7 @@ static double read_valsrc(const json_t *o, const char *key, char *src, size_t sr
   return num(v, "value", 0);
 }
 
-void im__sys_from_json(const json_t *j, struct im_sysdesc *s) {
+void im_sysdesc_from_json(const json_t *j, struct im_sysdesc *s) {
   memset(s, 0, sizeof *s);
   const json_t *m = json_object_get(j, "model");
   if (json_is_object(m)) {

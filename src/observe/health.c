@@ -1,5 +1,5 @@
-/* The health poller: see cli/health.h. */
-#include "cli/health.h"
+/* The health poller: see observe/health.h. */
+#include "observe/health.h"
 
 #include <curl/curl.h>
 #include <jansson.h>
@@ -23,7 +23,7 @@ static size_t discard(char *d, size_t s, size_t n, void *ud) {
 }
 
 /* One check, recorded on the current stage's clock. */
-static void check_once(struct im__health *h, CURL *c, struct im_buf *line) {
+static void check_once(struct im_health *h, CURL *c, struct im_buf *line) {
   int64_t t0 = atomic_load(&h->t0);
   if (!t0)
     return; /* before the first stage: nothing to put it on */
@@ -56,14 +56,14 @@ static void check_once(struct im__health *h, CURL *c, struct im_buf *line) {
     if (w != (ssize_t)line->len)
       im_warn("a health check could not be recorded");
   }
-  const struct im__record_hook *hook = atomic_load_explicit(&h->hook, memory_order_acquire);
+  const struct im_record_hook *hook = atomic_load_explicit(&h->hook, memory_order_acquire);
   if (hook)
     hook->fn(hook->ctx, &r);
   im_record_cleanup(&r);
 }
 
 static void *health_main(void *arg) {
-  struct im__health *h = arg;
+  struct im_health *h = arg;
   CURL *c = curl_easy_init();
   struct curl_slist *hdr = NULL;
   char auth[600];
@@ -118,8 +118,9 @@ static void *health_main(void *arg) {
 }
 
 /* The fields both kinds share, then the thread. 0, or -1 after saying why. */
-static int start(struct im__health *h, int64_t interval_ns, const struct im_net *net, const char *api_key,
-                 int jsonl_fd, uint64_t first_id, const char *what) {
+static enum im_err start(struct im_health *h, int64_t interval_ns, const struct im_net *net,
+                         const char *api_key, int jsonl_fd, uint64_t first_id, const char *what,
+                         char *err, size_t err_len) {
   h->interval_ns = interval_ns;
   h->net = net;
   h->api_key = api_key;
@@ -129,25 +130,26 @@ static int start(struct im__health *h, int64_t interval_ns, const struct im_net 
   atomic_init(&h->stage, 0);
   atomic_init(&h->stop, false);
   int e = im_thread_start(&h->thread, health_main, h);
-  if (e) {
-    fprintf(stderr, "infermeter run: cannot start the %s: %s\n", what, strerror(e));
-    return -1;
-  }
+  if (e)
+    return im_errf(err, err_len, IM_SYS, "cannot start the %s: %s", what, strerror(e));
   h->running = true;
-  return 0;
+  return IM_OK;
 }
 
-int im__health_start(struct im__health *h, const char *base, const char *path,
-                     int64_t interval_ns, const struct im_net *net, const char *api_key, int jsonl_fd) {
+enum im_err im_health_start(struct im_health *h, const char *base, const char *path,
+                             int64_t interval_ns, const struct im_net *net, const char *api_key,
+                             int jsonl_fd, char *err, size_t err_len) {
   memset(h, 0, sizeof *h);
   snprintf(h->url, sizeof h->url, "%s%s", base, path ? path : "/health");
   /* Ids below 2^53: exact in JSON readers that use doubles. */
-  return start(h, interval_ns, net, api_key, jsonl_fd, UINT64_C(1) << 52, "health poller");
+  return start(h, interval_ns, net, api_key, jsonl_fd, UINT64_C(1) << 52, "health poller", err,
+               err_len);
 }
 
-int im__probe_start(struct im__health *h, const char *base, const char *path, const char *model,
-                    bool chat, double rate, uint64_t seed, const struct im_net *net, const char *api_key,
-                    int jsonl_fd) {
+enum im_err im_probe_start(struct im_health *h, const char *base, const char *path,
+                            const char *model, bool chat, double rate, uint64_t seed,
+                            const struct im_net *net, const char *api_key, int jsonl_fd, char *err,
+                            size_t err_len) {
   memset(h, 0, sizeof *h);
   snprintf(h->url, sizeof h->url, "%s%s", base, path);
   /* The model name is the user's: escaped by jansson, never by hand. */
@@ -162,24 +164,22 @@ int im__probe_start(struct im__health *h, const char *base, const char *path, co
                         mj)
              : -1;
   free(mj);
-  if (n < 0 || (size_t)n >= sizeof h->body) {
-    fprintf(stderr, "infermeter run: --probe-rate: the model name is too long for a probe\n");
-    return -1;
-  }
+  if (n < 0 || (size_t)n >= sizeof h->body)
+    return im_errf(err, err_len, IM_INVAL, "--probe-rate: the model name is too long for a probe");
   h->probe = true;
   h->seed = seed ^ UINT64_C(0x70726f6265); /* "probe": apart from the schedule's stream */
   return start(h, (int64_t)(1e9 / rate), net, api_key, jsonl_fd,
-               (UINT64_C(1) << 52) + (UINT64_C(1) << 51), "prober");
+               (UINT64_C(1) << 52) + (UINT64_C(1) << 51), "prober", err, err_len);
 }
 
-void im__health_stage(struct im__health *h, uint32_t stage, int64_t t0_mono) {
+void im_health_stage(struct im_health *h, uint32_t stage, int64_t t0_mono) {
   if (!h)
     return;
   atomic_store(&h->stage, stage);
   atomic_store(&h->t0, t0_mono);
 }
 
-void im__health_stop(struct im__health *h) {
+void im_health_stop(struct im_health *h) {
   if (!h || !h->running)
     return;
   atomic_store(&h->stop, true);
@@ -187,7 +187,7 @@ void im__health_stop(struct im__health *h) {
   h->running = false;
 }
 
-void im__health_hook(struct im__health *h, const struct im__record_hook *hook) {
+void im_health_hook(struct im_health *h, const struct im_record_hook *hook) {
   if (h)
     atomic_store_explicit(&h->hook, hook, memory_order_release);
 }

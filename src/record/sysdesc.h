@@ -8,8 +8,8 @@
  * entries). The resolved system is written into manifest.json as "system"
  * and read back from it by `report`, so results.json's roofline is
  * recomputed from the run directory alone. */
-#ifndef IM_CLI_SYSDESC_H
-#define IM_CLI_SYSDESC_H
+#ifndef IM_RECORD_SYSDESC_H
+#define IM_RECORD_SYSDESC_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -51,19 +51,19 @@ struct im_sys_flags {
  * parameter counts estimated from the shapes when absent). 0, or -1 with
  * the reason (naming the file and field) in err. src receives a one-line
  * description of where it came from. */
-int im__sys_model_load(const char *arg, struct im_model_desc *out, char *src, size_t srclen,
+int im_sysdesc_model_load(const char *arg, struct im_model_desc *out, char *src, size_t srclen,
                        char *err, size_t errlen);
 
 /* Resolves the system from the flags and the target's /version answer
  * (NULL when none). 0, or -1 with the reason in err (unknown preset,
  * unreadable file, bad field). */
-int im__sys_resolve(const struct im_sys_flags *fl, const struct json_t *version,
+int im_sysdesc_resolve(const struct im_sys_flags *fl, const struct json_t *version,
                     struct im_sysdesc *out, char *err, size_t errlen);
 
 /* The manifest's "system" object; NULL when out of memory. */
-struct json_t *im__sys_json(const struct im_sysdesc *s);
+struct json_t *im_sysdesc_json(const struct im_sysdesc *s);
 /* Reads it back (manifest.json's "system"; NULL or absent: nothing known).
  * Fields that do not validate are dropped (has_model / has_hw false). */
-void im__sys_from_json(const struct json_t *j, struct im_sysdesc *out);
+void im_sysdesc_from_json(const struct json_t *j, struct im_sysdesc *out);
 
 #endif

@@ -1,9 +1,9 @@
-/* What an imported run could not collect, in its audit (cli/import_int.h,
+/* What an imported run could not collect, in its audit (results/results_int.h,
  * docs/import.md). */
 #include <stdio.h>
 #include <string.h>
 
-#include "cli/import_int.h"
+#include "results/results_int.h"
 
 static void add_text(char *dst, size_t cap, const char *s) {
   size_t n = strlen(dst);
@@ -11,7 +11,7 @@ static void add_text(char *dst, size_t cap, const char *s) {
     snprintf(dst + n, cap - n, "%s", s);
 }
 
-bool im__import_unscheduled(const json_t *manifest) {
+bool im__results_import_unscheduled(const json_t *manifest) {
   const json_t *nc = json_object_get(json_object_get(manifest, "imported_from"), "not_collected");
   for (size_t i = 0; i < json_array_size(nc); i++) {
     const char *w = json_string_value(json_object_get(json_array_get(nc, i), "what"));
@@ -21,7 +21,7 @@ bool im__import_unscheduled(const json_t *manifest) {
   return false;
 }
 
-int im__import_audit(const json_t *manifest, struct im_validity *v, json_t *audit_json) {
+int im__results_import_audit(const json_t *manifest, struct im_validity *v, json_t *audit_json) {
   const json_t *imp = json_object_get(manifest, "imported_from");
   if (!json_is_object(imp))
     return 0;

@@ -1,0 +1,76 @@
+/* Colours and the verdict line (report/verdict.h). */
+#include "report/verdict.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+
+bool im_color_on(FILE *f) {
+  const char *no = getenv("NO_COLOR"), *term = getenv("TERM");
+  if (no && *no)
+    return false;
+  if (term && !strcmp(term, "dumb"))
+    return false;
+  return isatty(fileno(f)) == 1;
+}
+
+/* SGR sequences: bold red, bold green, reset. */
+#define RED "\033[1;31m"
+#define GREEN "\033[1;32m"
+#define RESET "\033[0m"
+
+static void part(FILE *f, bool color, bool bad, const char *text) {
+  if (color)
+    fprintf(f, "%s%s%s", bad ? RED : GREEN, text, RESET);
+  else
+    fputs(text, f);
+}
+
+void im_verdict_line(FILE *f, const struct im_verdict *out, int exit_code) {
+  bool c = im_color_on(f);
+  fputs("Verdict: ", f);
+  part(f, c, exit_code != 0, exit_code == 0 ? "PASS" : "FAIL");
+  fprintf(f, " (exit %d): ", exit_code);
+  if (out->interrupted) {
+    part(f, c, true, "interrupted");
+    fputs(", ", f);
+  }
+  if (out->unreachable) {
+    part(f, c, true, "target unreachable");
+    fputs(", ", f);
+  }
+  fputs("client self-check ", f);
+  part(f, c, out->invalid, out->invalid ? "INVALID" : "VALID");
+  fputs(", ", f);
+  part(f, c, out->not_publishable, out->not_publishable ? "NOT_PUBLISHABLE" : "PUBLISHABLE");
+  fputs(out->publish || !out->not_publishable ? ", " : " (exit 4 only with --publish), ", f);
+  part(f, c, out->slo_failed, out->slo_failed ? "an SLO failed" : "no SLO failed");
+  fputc('\n', f);
+  fflush(f);
+}
+
+void im_verdict_set_line(FILE *f, int exit_code, size_t runs) {
+  static const struct {
+    int code;
+    const char *what;
+  } meaning[] = {{0, "every run passed"}, {1, "a usage or configuration error"},
+                 {2, "target unreachable"}, {3, "client self-check INVALID"},
+                 {4, "NOT_PUBLISHABLE"}, {5, "the load engine failed"},
+                 {99, "an SLO failed"}, {130, "interrupted"}};
+  const char *what = "see the runs' summaries";
+  for (size_t i = 0; i < sizeof meaning / sizeof meaning[0]; i++)
+    if (meaning[i].code == exit_code)
+      what = meaning[i].what;
+  fputs("Verdict: ", f);
+  part(f, im_color_on(f), exit_code != 0, exit_code == 0 ? "PASS" : "FAIL");
+  fprintf(f, " (exit %d): %s (the worst of %zu run%s)\n", exit_code, what, runs,
+          runs == 1 ? "" : "s");
+  fflush(f);
+}
+
+int im_verdict_exit(const struct im_verdict *o) {
+  return o->interrupted ? IM_EXIT_INTERRUPTED : o->unreachable ? IM_EXIT_UNREACHABLE
+         : o->invalid ? IM_EXIT_INVALID : o->publish && o->not_publishable ? IM_EXIT_NOT_PUBLISHABLE
+         : o->slo_failed ? IM_EXIT_SLO : IM_EXIT_OK;
+}

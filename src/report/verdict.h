@@ -1,0 +1,55 @@
+/* What the figures of a run say, as the exit status and the one-line
+ * verdict that `run`, `report`, `merge` and a --repeat set print
+ * (README "Exit status", docs/cli.md). Renders only: the verdict itself is
+ * computed by results/ (one run directory) or run/ (a set of runs).
+ * Thread rules: none (no state); im_color_on reads the environment. */
+#ifndef IM_REPORT_VERDICT_H
+#define IM_REPORT_VERDICT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+/* Exit status (README "Exit status"), in the precedence of
+ * im_verdict_exit: 130 > 2 > 1 > 5 > 3 > 4 (only under --publish) > 99 > 0.
+ * 4 is NOT_PUBLISHABLE under --publish, 5 a load engine that failed (a
+ * record write that failed, a thread that could not start). */
+enum im_exit {
+  IM_EXIT_OK = 0,
+  IM_EXIT_USAGE = 1,
+  IM_EXIT_UNREACHABLE = 2,
+  IM_EXIT_INVALID = 3,
+  IM_EXIT_NOT_PUBLISHABLE = 4,
+  IM_EXIT_ENGINE = 5,
+  IM_EXIT_SLO = 99,
+  IM_EXIT_INTERRUPTED = 130
+};
+
+/* What the figures of one run directory say. */
+struct im_verdict {
+  size_t stages;              /* stages with figures */
+  bool interrupted;           /* a stage was cut short, or the run did not end */
+  bool unreachable;           /* every stage failed to connect */
+  bool invalid;               /* a stage failed the client self-check */
+  bool slo_failed;            /* an SLO failed (a rate sweep: no saturation point) */
+  bool read_problems;         /* lines of the directory's files were skipped */
+  bool not_publishable;       /* a stage's publishable audit has a FAIL */
+  bool publish;               /* --publish: NOT_PUBLISHABLE decides the exit status */
+};
+
+/* The exit status a verdict gives (0, 2, 3, 4 under publish, 99, 130). */
+int im_verdict_exit(const struct im_verdict *v);
+
+/* Whether f may get colour escapes: f is a terminal, NO_COLOR is unset or
+ * empty (https://no-color.org), and TERM is not "dumb". */
+bool im_color_on(FILE *f);
+
+/* The verdict line: "Verdict: PASS (exit 0): client self-check VALID,
+ * PUBLISHABLE, SLOs met"; coloured when im_color_on(f). */
+void im_verdict_line(FILE *f, const struct im_verdict *out, int exit_code);
+
+/* The verdict line of a --repeat set: "Verdict: FAIL (exit 3): client
+ * self-check INVALID (the worst of 3 runs)". */
+void im_verdict_set_line(FILE *f, int exit_code, size_t runs);
+
+#endif
