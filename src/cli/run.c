@@ -946,7 +946,8 @@ int im_cli_run(int argc, char **argv) {
                                                               im__run_interrupted > 0)))
     im_warn("cannot write stages.jsonl: %s", strerror(errno));
   struct report_opts ro = {.text = o->quiet ? NULL : stdout, .stage_lines = false,
-                           .publish = o->publish, .csv = o->csv, .json = o->json};
+                           .publish = o->publish, .max_error_rate = o->max_error_rate,
+                           .csv = o->csv, .json = o->json};
   struct im_verdict outcome;
   int reported = im__report_dir(o->out_dir, &ro, &outcome);
   /* One row per run (a --repeat set is added once, as a set, by repeat.c). */

@@ -69,6 +69,7 @@ struct run_opts {
   uint64_t max_total_tokens;
   struct im_net net;            /* --cacert, --cert/--key, --proxy, --unix-socket, --insecure */
   bool yes, insecure, keepalive, http2, cache_salt, shared_cache, quiet, no_progress, publish;
+  double max_error_rate;         /* --max-error-rate (0: the default, 5 %) */
   int transport;                /* --transport: enum im_load_transport (load/loader.h) */
   bool csv, json, verbose; /* --output-format csv, --json, -v (cli/output.h) */
   uint32_t repeat;              /* --repeat K (1: a single run) */

@@ -482,8 +482,17 @@ static void finish_attempt(struct loader *L, struct attempt *a, CURLcode res) {
     L->errors++;
     if (!L->res->first_error[0]) {
       const char *why = a->reason[0] ? a->reason : a->errbody.len ? a->errbody.data : "";
-      snprintf(L->res->first_error, sizeof L->res->first_error, "%s (HTTP %d)%s%.160s",
-               im_errclass_name(r->error), r->http_status, why[0] ? ": " : "", why);
+      if (!a->reason[0] && r->http_status == 200 && a->head_len &&
+          (r->error == IM_EC_NO_OUTPUT || r->error == IM_EC_MALFORMED)) {
+        /* Not an OpenAI answer at all (an HTML page, a proxy's JSON): say
+         * what it was. */
+        snprintf(L->res->first_error, sizeof L->res->first_error,
+                 "%s (HTTP 200): not an OpenAI answer: Content-Type %s, body begins \"%s\"",
+                 im_errclass_name(r->error), a->ctype[0] ? a->ctype : "(none)", a->head);
+      } else {
+        snprintf(L->res->first_error, sizeof L->res->first_error, "%s (HTTP %d)%s%.160s",
+                 im_errclass_name(r->error), r->http_status, why[0] ? ": " : "", why);
+      }
     }
   } else {
     L->done++;

@@ -696,6 +696,8 @@ static void cb_header(void *ud, const char *n, size_t nl, const char *v, size_t 
   struct read_ctx *x = ud;
   if (nl == 11 && !strncasecmp(n, "retry-after", 11))
     im__load_on_retry_after(x->a, v, vl);
+  else if (nl == 12 && !strncasecmp(n, "content-type", 12))
+    im__load_on_ctype(x->a, v, vl);
 }
 
 static int cb_body(void *ud, const char *d, size_t n) {

@@ -242,7 +242,30 @@ void im__load_recv_lag(struct loader *L, struct attempt *a, int64_t now) {
   }
 }
 
+void im__load_on_ctype(struct attempt *a, const char *v, size_t n) {
+  while (n && (*v == ' ' || *v == '\t')) {
+    v++;
+    n--;
+  }
+  while (n && (v[n - 1] == '\r' || v[n - 1] == '\n' || v[n - 1] == ' '))
+    n--;
+  if (n > sizeof a->ctype - 1)
+    n = sizeof a->ctype - 1;
+  memcpy(a->ctype, v, n);
+  a->ctype[n] = '\0';
+}
+
 bool im__load_body(struct attempt *a, const char *data, size_t len, int64_t now) {
+  if (a->head_len < sizeof a->head - 1) {
+    size_t k = sizeof a->head - 1 - a->head_len;
+    if (k > len)
+      k = len;
+    for (size_t i = 0; i < k; i++) /* printable, one line */
+      a->head[a->head_len + i] =
+          (unsigned char)data[i] < 0x20 || data[i] == 0x7f || data[i] == '"' ? ' ' : data[i];
+    a->head_len = (uint8_t)(a->head_len + k);
+    a->head[a->head_len] = '\0';
+  }
   if (a->rec.http_status != 200) {
     size_t room = ERRBODY_MAX - a->errbody.len;
     return !(room && im_buf_append(&a->errbody, data, len < room ? len : room));
@@ -269,6 +292,8 @@ static size_t on_write(char *data, size_t size, size_t n, void *ud) {
 }
 
 void im__load_on_status(struct attempt *a, int code, int64_t now, long port) {
+  a->ctype[0] = a->head[0] = '\0';
+  a->head_len = 0;
   if (code >= 200 || a->rec.t_hdr < 0) {
     a->rec.http_status = code;
     if (a->rec.t_hdr < 0) {
@@ -302,6 +327,8 @@ static size_t on_header(char *data, size_t size, size_t n, void *ud) {
     }
   } else if (len > 12 && strncasecmp(data, "retry-after:", 12) == 0) {
     im__load_on_retry_after(a, data + 12, len - 12);
+  } else if (len > 13 && strncasecmp(data, "content-type:", 13) == 0) {
+    im__load_on_ctype(a, data + 13, len - 13);
   }
   return len;
 }

@@ -77,6 +77,12 @@ struct attempt {
   bool saw_done, error_event, malformed, usage_seen;
   char reason[160];              /* why it failed, in words (the server's message
                                     of an error event, truncated); "" none */
+  /* What the answer was, for an error that is not an OpenAI answer (an
+   * HTML page, a proxy's JSON): its Content-Type and first bytes, reset at
+   * each status line. */
+  char ctype[48];
+  char head[49];
+  uint8_t head_len;
   bool in_multi;
   uint32_t slot;                 /* closed loop */
   /* Sessions: the workload's state (owned while non-NULL), the turn, and
@@ -347,6 +353,8 @@ enum im_err im__load_build_http(struct loader *L, struct attempt *a);
  * (false: stop the transfer); a status line (its arrival now, the local
  * port); a Retry-After value. */
 void im__load_recv_lag(struct loader *L, struct attempt *a, int64_t now);
+/* A response header: keeps the Content-Type (value v of n bytes). */
+void im__load_on_ctype(struct attempt *a, const char *v, size_t n);
 /* Lateness below this is the client's without a look (a clock read costs
  * more than it could matter). */
 #define IM__LOAD_ATTR_MIN_NS 20000
