@@ -1,18 +1,34 @@
-/* The client self-check (docs/metrics.md §10): whether a run's figures
- * describe the server or the client. It decides exit status 3 (INVALID).
+/* The client self-check (docs/metrics.md §10, docs/audit.md): whether a
+ * run's figures describe the server or the client. It decides exit status
+ * 3 (INVALID).
  *
- * Dispatch lag is judged statistically, not by its maximum or p99: with
- * L = max(1 ms, 1 % of the TTFT SLO), the check fails only when the share
- * of dispatches later than L is significantly above 1 % (one-sided exact
- * binomial test, 95 % confidence: P(B >= late | n, 0.01) < 0.05). A single
- * scheduler hiccup among a few dozen requests on a shared machine does not
- * fail a run; a client that falls behind does. Its p99 is reported too,
- * read from the same histogram as the summary's (one figure, one rule).
- * A hard cap stands beside the test: any single dispatch later than
- * max(10 ms, 10 % of the median TTFT) fails the check whatever the sample
- * size (a 2 s stall is never excused by a large run).
- * Also: dispatched >= 99.9 % of scheduled, generator CPU <= 80 % per
- * thread, no file-descriptor or ephemeral-port exhaustion.
+ * Lateness is charged to whoever caused it. Every late dispatch and read
+ * carries the client's part of its lag (record/record.h: the CPU time the
+ * engine's loop worked through it, and its waits on its own builder and
+ * writer); the rest is the host's (the loop slept past its wake-up, or
+ * was runnable and not running). A host probe beside the loop measures the
+ * host's own wake-up lateness through the run (load/hostprobe.h).
+ *
+ * INVALID only for the client, when it is systematically behind:
+ *  - the client's share of late dispatches (its part above L = max(1 ms,
+ *    1 % of the TTFT SLO)) is significantly above 1 % (one-sided exact
+ *    binomial test, 95 %: P(B >= late | n, 0.01) < 0.05); reads the same;
+ *  - its lag grows over the run (median client lag of the last quarter of
+ *    the dispatches exceeds the first quarter's by more than L);
+ *  - one client stall: a dispatch or read whose client part alone is past
+ *    the cap max(10 ms, 10 % of the median TTFT);
+ *  - dispatched < 99.9 % of scheduled; generator CPU > 80 %; fd or port
+ *    exhaustion;
+ *  - or the client's delay moves a headline figure (TTFT from schedule
+ *    p50/p90/p99, E2E latency from schedule p50/p99) by more than
+ *    max(1 % of the figure, its 95 % CI half-width): the figure against
+ *    the same figure with each request's client-caused dispatch and read
+ *    lag taken out. A host stall past the cap is a WARN (host_warn), unless
+ *    taking its lag out too moves a figure past that tolerance.
+ * Records that do not say who was late (older files, other tools) charge
+ * every lag to the client: the rule is then the earlier one.
+ * A burst (every request due at once: --rate inf) has no schedule to be
+ * late for: dispatch lag is not judged (latency counts from dispatch).
  *
  * Pure: no I/O, no global state. */
 #ifndef IM_ANALYZE_SELFCHECK_H
@@ -23,6 +39,7 @@
 
 #include "analyze/population.h"
 #include "analyze/summary.h"
+#include "core/hostlat.h"
 #include "record/rundir.h"
 
 /* Thresholds (docs/metrics.md §10). */
@@ -34,6 +51,10 @@
 #define IM_CHECK_LAG_CAP_TTFT_SHARE 0.1 /* ... or this share of the median TTFT */
 #define IM_CHECK_DISPATCHED_MIN 0.999
 #define IM_CHECK_CPU_MAX 0.8
+#define IM_CHECK_FIGURE_SHARE 0.01      /* a figure may move by 1 % (or its CI half-width) */
+#define IM_CHECK_FIGURE_CONF 0.95       /* ... that CI's confidence */
+#define IM_CHECK_GROWTH_MIN_N 8         /* lag growth is judged from this many dispatches */
+#define IM_CHECK_MAX_FIGURES 5
 
 struct im_client_check {
   double dispatch_lag_p99_ms;       /* nearest rank, from the summary's histogram */
@@ -54,6 +75,39 @@ struct im_client_check {
   double cpu_share;
   uint64_t fd_exhausted, port_exhausted;
   bool pass_lag, pass_dispatched, pass_cpu, pass_fd, pass_port;
+  /* Who was late. lag_late (above) counts every dispatch later than L;
+   * of those, lag_late_client had a client part above L. lag_p_value and
+   * pass_lag_test judge lag_late_client; pass_lag_cap fails on a client
+   * stall only. */
+  bool attributed;                  /* the records say who caused each lag */
+  bool burst;                       /* every request due at once: lag not judged */
+  uint64_t lag_late_client, lag_late_host;
+  double host_lag_min_ms, host_lag_max_ms;  /* range of the host's late dispatches */
+  double client_lag_max_ms;         /* the largest client part of a dispatch lag */
+  uint64_t stalls_client, stalls_host, stalls_host_seen; /* past the cap; seen by the probe */
+  double lag_growth_ms;             /* median client lag, last quarter - first quarter */
+  bool pass_growth;
+  uint64_t recv_late_client;        /* reads whose client part was above 1 ms */
+  double recv_client_max_ms;        /* the largest client part of a token read (first/last) */
+  /* Headline figures from the schedule, and their move when the delays are
+   * taken out: the client's (judged), the client's and the host stalls'
+   * (judged), and every dispatch and read lag (reported). */
+  struct im_check_figure {
+    const char *name;               /* "TTFT p50", ... (static) */
+    double value_ms, client_free_ms, stall_free_ms, all_free_ms;
+    double tolerance_ms;            /* max(1 % of value, CI half-width) */
+    bool pass;
+  } fig[IM_CHECK_MAX_FIGURES];
+  size_t n_fig;
+  bool pass_figures;
+  /* The host probe (not measured: host_wakes 0). */
+  uint64_t host_wakes, host_late;
+  double host_max_ms;
+  bool host_warn;                   /* a host stall past the cap: WARN */
+  /* One line saying who was late, by how much and what it did to the
+   * figures, and advice that fits the cause ("" when none is needed). */
+  char summary[400];
+  char advice[240];
   bool valid;
   /* Set by the caller, never computed: a run imported from another tool's
    * file without a schedule (docs/import.md), whose verdict is NOT_JUDGED
@@ -68,5 +122,11 @@ void im_client_check_compute(const struct im_population *pop, const struct im_su
                              const struct im_summary_config *cfg,
                              const struct im_client_counters *k,
                              const struct im_hist *receive_lag, struct im_client_check *c);
+/* The same, with the host probe's lateness of the run (NULL: not measured). */
+void im_client_check_compute_host(const struct im_population *pop, const struct im_summary *s,
+                                  const struct im_summary_config *cfg,
+                                  const struct im_client_counters *k,
+                                  const struct im_hist *receive_lag, const struct im_hostlat *host,
+                                  struct im_client_check *c);
 
 #endif

@@ -117,7 +117,8 @@ enum im_err im_stage_analyze(const struct im_stage_input *in, struct im_stage_fi
     im_stage_figures_cleanup(f);
     return err;
   }
-  im_client_check_compute(&f->pop, &f->sum, &in->cfg, &in->counters, in->receive_lag, &f->check);
+  im_client_check_compute_host(&f->pop, &f->sum, &in->cfg, &in->counters, in->receive_lag,
+                               in->host, &f->check);
   f->slo_failed = slo_failed(&f->sum, &in->cfg, in->slo_target);
   im_slo_verdicts(&f->sum, &in->cfg, in->slo_target, &f->slo);
   return IM_OK;

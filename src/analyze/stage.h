@@ -48,6 +48,7 @@ struct im_stage_input {
   uint32_t threads;
   struct im_tokens_config tokens; /* segmented sampling and stalls (window 0: defaults) */
   const struct im_hist *receive_lag; /* the engine's, ns (NULL: not measured) */
+  const struct im_hostlat *host; /* the host probe's (NULL: not measured) */
   int64_t timeslice_ns;          /* --timeslice (0: IM_STAGE_DEFAULT_TIMESLICE_NS) */
 };
 

@@ -79,16 +79,17 @@ static enum im_err lengths(const struct im_population *pop, struct im_validity *
 
 static void check_client(const struct im_validity_input *in, struct im_validity *v) {
   const struct im_client_check *cc = &in->f->check;
-  struct im_valid_check *c = add(v, "client_check", cc->valid ? IM_CHECK_PASS : IM_CHECK_FAIL);
-  say(c->evidence, sizeof c->evidence,
-      "client self-check %s: %llu of %llu dispatches later than %.3f ms (p99 %.3f ms, max %.3f ms), "
-      "dispatched %.2f%% of scheduled, generator CPU %.0f%%",
-      cc->valid ? "VALID" : "INVALID", (unsigned long long)cc->lag_late,
-      (unsigned long long)cc->lag_n, cc->dispatch_lag_limit_ms, cc->dispatch_lag_p99_ms,
-      cc->dispatch_lag_max_ms, 100.0 * cc->dispatched_share, 100.0 * cc->cpu_share);
+  struct im_valid_check *c = add(v, "client_check",
+                                  !cc->valid       ? IM_CHECK_FAIL
+                                  : cc->host_warn ? IM_CHECK_WARN
+                                                  : IM_CHECK_PASS);
+  say(c->evidence, sizeof c->evidence, "client self-check %s: %s", cc->valid ? "VALID" : "INVALID",
+      cc->summary);
   if (!cc->valid)
-    say(c->fix, sizeof c->fix, "the figures describe the client: use --threads, a lower rate, or "
-                               "an idle machine for the generator, then run again");
+    say(c->fix, sizeof c->fix, "the figures describe the client: %s, then run again",
+        cc->advice[0] ? cc->advice : "see the self-check's checks");
+  else if (cc->host_warn)
+    say(c->fix, sizeof c->fix, "%s", cc->advice);
 }
 
 static void check_repeats(const struct im_validity_input *in, struct im_validity *v) {

@@ -19,7 +19,7 @@ static void print_note(void *data, const char *line) {
 int im__report_dir(const char *dir, const struct report_opts *o, struct im_verdict *out) {
   struct im_results_opts ro = {.text = o->text, .stage_lines = o->stage_lines,
                                .audit_only = o->audit_only, .publish = o->publish,
-                               .html = o->html, .no_html = o->no_html, .csv = o->csv,
+                               .max_error_rate = o->max_error_rate, .html = o->html, .no_html = o->no_html, .csv = o->csv,
                                .json = o->json ? stdout : NULL, .note = print_note};
   char err[1024];
   if (im_results_dir(dir, &ro, out, err, sizeof err) == IM_OK)

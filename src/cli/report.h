@@ -21,6 +21,7 @@ struct report_opts {
   bool stage_lines;           /* multi-stage: one line per stage (run printed them already) */
   bool audit_only;            /* `infermeter audit`: print the audit alone, write nothing */
   bool publish;               /* --publish: NOT_PUBLISHABLE decides the exit status (4) */
+  double max_error_rate;      /* --max-error-rate as a share (0: the default) */
   const char *html;           /* the HTML report's path (NULL: DIR/report.html) */
   bool no_html;               /* --no-html: none */
   bool csv;                   /* --output-format csv: DIR/requests.csv, DIR/summary.csv */

@@ -139,6 +139,7 @@ static void on_record(void *data, const struct im_record *r) {
 static void on_load_end(void *data) {
   struct term *t = data;
   im_otlp_live_stop(&t->otlp); /* every record is on disk: it sends the last ones */
+  im_live_export_freeze(t->live); /* the observer is freed when im_run returns */
 }
 
 /* ---- one run ------------------------------------------------------------ */
@@ -182,7 +183,6 @@ int im__run_one(const struct im_run_config *cfg) {
   struct im_run_outcome out;
   enum im_err e = im_run(o, &h, &out);
   int rc = out.exit >= 0 ? out.exit : EXIT_USAGE;
-  on_load_end(&t);
   if (e || !out.started) { /* not one stage began: nothing to report */
     im_live_export_stop(&t.live, 0);
     return e ? rc : EXIT_USAGE;
@@ -190,7 +190,8 @@ int im__run_one(const struct im_run_config *cfg) {
   /* The results: read back from the directory, by the same path as
    * `infermeter report DIR`. */
   struct report_opts ro = {.text = o->quiet ? NULL : stdout, .stage_lines = false,
-                           .publish = o->publish, .csv = o->csv, .json = o->json};
+                           .publish = o->publish, .max_error_rate = o->max_error_rate,
+                           .csv = o->csv, .json = o->json};
   struct im_verdict verdict;
   int reported = im__report_dir(out.dir, &ro, &verdict);
   /* One row per run (a --repeat set is added once, as a set, by repeat.c). */

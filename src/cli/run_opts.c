@@ -272,10 +272,12 @@ static const struct usage_part usage_parts[] = {
 "                            (infermeter history, infermeter compare ID ID)\n"
 "  --publish                 a run the validity audit finds NOT_PUBLISHABLE exits 4\n"
 "                            (docs/audit.md; `infermeter audit DIR` says why)\n"
+"  --max-error-rate PCT      a stage with more than PCT % of its requests failed,\n"
+"                            refused or aborted is a failing server: exit 6 (default 5)\n"
 "\n"
 "Exit status: 130 interrupted, 2 target unreachable, 1 usage or configuration\n"
-"error, 5 the load engine failed, 3 client self-check INVALID, 4 not\n"
-"publishable (with --publish), 99 an SLO failed, 0 otherwise.\n",
+"error, 5 the load engine failed, 6 a failing server, 3 client self-check INVALID,\n"
+"4 not publishable (with --publish), 99 an SLO failed, 0 otherwise.\n",
      NULL},
 };
 
@@ -374,7 +376,7 @@ enum {
   O_URL = 256, O_BACKEND, O_MODEL, O_RATE, O_BURST, O_SCHED, O_RATE_END, O_CONC, O_MAXCONC,
   O_MAXCONN, O_DURATION, O_REQUESTS, O_WARMUP, O_GRACE, O_SEED, O_OUT, O_INLEN, O_OUTLEN, O_RANGE,
   O_IGNORE_EOS, O_TEMP, O_TOPP, O_SLO, O_SLO_TARGET, O_PCT, O_TAG, O_HEADER, O_RETRIES, O_TIMEOUT,
-  O_MAXTOK, O_YES, O_KEYFILE, O_INSECURE, O_KEEPALIVE, O_HTTP2, O_CACHE_SALT, O_SHARED, O_QUIET, O_PUBLISH, O_REPEAT, O_COOLDOWN, O_REPEAT_INDEX, O_REPEAT_OF, O_REPEAT_STAGE, O_REFERENCE, O_MIN_REQUESTS, O_MAX_CI_WIDTH, O_HISTORY, O_NO_HISTORY, O_HEALTH_INTERVAL, O_HEALTH_PATH,
+  O_MAXTOK, O_YES, O_KEYFILE, O_INSECURE, O_KEEPALIVE, O_HTTP2, O_CACHE_SALT, O_SHARED, O_QUIET, O_PUBLISH, O_MAX_ERROR_RATE, O_REPEAT, O_COOLDOWN, O_REPEAT_INDEX, O_REPEAT_OF, O_REPEAT_STAGE, O_REFERENCE, O_MIN_REQUESTS, O_MAX_CI_WIDTH, O_HISTORY, O_NO_HISTORY, O_HEALTH_INTERVAL, O_HEALTH_PATH,
   O_NOPROG, O_THREADS, O_SCRAPE, O_NOSCRAPE, O_SCRAPE_INT, O_DCGM, O_NOSOCK, O_NOGPU, O_KVREF,
   O_BWREF, O_PGROUPS, O_PLEN, O_PSHARE, O_KVBPT, O_GPUMEM, O_DATASET, O_DSPATH, O_TSPEED, O_PERTURB,
   O_SESSIONS, O_SRATE, O_TURNS, O_GROWTH, O_THINK, O_GRID, O_SWEEP, O_SWEEP_STEPS, O_SWEEP_ALL,
@@ -408,6 +410,7 @@ const struct option im__run_options[] = {
     {"keepalive", required_argument, 0, O_KEEPALIVE}, {"http2", no_argument, 0, O_HTTP2},
     {"cache-salt", no_argument, 0, O_CACHE_SALT}, {"shared-cache", no_argument, 0, O_SHARED},
     {"quiet", no_argument, 0, O_QUIET}, {"publish", no_argument, 0, O_PUBLISH},
+    {"max-error-rate", required_argument, 0, O_MAX_ERROR_RATE},
     {"verbose", no_argument, 0, 'v'}, {"json", no_argument, 0, 'j'},
     {"output-format", required_argument, 0, 'F'},
     {"repeat", required_argument, 0, O_REPEAT}, {"cooldown", required_argument, 0, O_COOLDOWN},
@@ -630,6 +633,13 @@ static int apply_output(struct im_run_config *o, int opt, const char *arg) {
   case 'j': o->json = true; return 0;
   case 'F': return im__output_format_parse("run", arg, &o->csv);
   case O_PUBLISH: o->publish = true; return 0;
+  case O_MAX_ERROR_RATE: {
+    double pct = 0;
+    if (im_arg_double("--max-error-rate", arg, 0, 100, &pct))
+      return -1;
+    o->max_error_rate = pct > 0 ? pct / 100.0 : 1e-12; /* 0: any failure fails */
+    return 0;
+  }
   case O_REPEAT: return im_arg_u32("--repeat", arg, 1, 100, &o->repeat);
   case O_COOLDOWN: return im_arg_duration("--cooldown", arg, &o->cooldown_ns);
   case O_REPEAT_INDEX: return im_arg_u32("--repeat-index", arg, 1, 100, &o->repeat_index);

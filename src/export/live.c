@@ -33,11 +33,12 @@ struct im_live_export {
   double late_limit_s;
   struct im_observer_latest latest; /* under page_mu */
   struct im_record_hook hook;       /* for the health poller and prober */
+  bool frozen;                      /* obs gone: latest holds its last values (page_mu) */
 };
 
 /* The server's concepts and the TCP states, latest samples. */
 static void observed(struct im_live_export *l, struct im_live_gauges *g) {
-  if (!l->obs || im_observer_latest(l->obs, &l->latest) != IM_OK)
+  if (l->obs ? im_observer_latest(l->obs, &l->latest) != IM_OK : !l->frozen)
     return;
   for (size_t i = 0; i < l->latest.n && g->n_server < IM_LIVE_MAX_SERVER; i++) {
     g->server_name[g->n_server] = l->latest.names[i];
@@ -256,4 +257,14 @@ void im_live_export_stop(struct im_live_export **lp, int64_t linger_ns) {
   im_live_free(l->live);
   free(l);
   *lp = NULL;
+}
+
+void im_live_export_freeze(struct im_live_export *l) {
+  if (!l)
+    return;
+  pthread_mutex_lock(&l->page_mu);
+  if (l->obs && im_observer_latest(l->obs, &l->latest) == IM_OK)
+    l->frozen = true;
+  l->obs = NULL;
+  pthread_mutex_unlock(&l->page_mu);
 }

@@ -45,6 +45,10 @@ void im_live_export_hook(struct im_live_export *l, struct im_health *health,
                          struct im_health *probe);
 /* A loader config's on_record (ctx: the im_live_export). */
 void im_live_export_on_record(void *ctx, const struct im_record *r);
+/* The observer is about to go: its latest values are kept for the pages
+ * still to come (the final page, the linger, the push); l stops reading
+ * it. Any thread; NULL and a second call are no-ops. */
+void im_live_export_freeze(struct im_live_export *l);
 /* --pushgateway URL: PUTs the final page to URL/metrics/job/infermeter/run/
  * RUN_ID (Pushgateway's push API; PUT replaces the group). IM_OK, or an
  * error (the run's figures are on disk regardless). */

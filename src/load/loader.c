@@ -1,5 +1,6 @@
 /* The load engine (see loader.h). Reasons for the non-obvious choices are
  * given where they are made. */
+#include "load/hostprobe.h"
 #include "load/loader_int.h"
 #include "proto/json_check.h"
 
@@ -235,6 +236,37 @@ static bool is_warmup(const struct loader *L, const struct im_record *r, uint64_
   return index < c->warmup_requests;
 }
 
+int64_t im__load_client_clock(const struct loader *L) {
+  struct timespec ts;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+    return 0;
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + L->own_wait_ns + L->res->writer_wait_ns;
+}
+
+int64_t im__load_client_part(const struct loader *L, int64_t due, int64_t now) {
+  int64_t lag = now - due;
+  if (lag <= 0)
+    return 0;
+  if (lag < IM__LOAD_ATTR_MIN_NS)
+    return lag;
+  int64_t ref;
+  if (due >= L->sleep_t)
+    ref = L->turn_cpu; /* due while the loop slept, or during this turn */
+  else if (due >= L->prev_turn_t)
+    ref = L->prev_turn_cpu; /* due during the previous turn's work */
+  else
+    return lag; /* turns behind: the client's */
+  int64_t c = im__load_client_clock(L) - ref;
+  return c < 0 ? 0 : c > lag ? lag : c;
+}
+
+int32_t im__load_us(int64_t ns) {
+  if (ns <= 0)
+    return 0;
+  int64_t us = ns / 1000;
+  return us > INT32_MAX ? INT32_MAX : (int32_t)us;
+}
+
 /* A new logical request scheduled at t_sched. */
 static void dispatch_new(struct loader *L, uint64_t index, int64_t t_sched, uint32_t slot,
                          uint32_t budget) {
@@ -247,6 +279,7 @@ static void dispatch_new(struct loader *L, uint64_t index, int64_t t_sched, uint
   struct im_record *r = &a->rec;
   r->t_sched = r->t_sched_first = t_sched;
   r->t_dispatch = t_dispatch;
+  r->lag_client_us = im__load_us(im__load_client_part(L, t_sched, t_dispatch));
   if ((double)(t_dispatch - t_sched) > L->lag_max_ns)
     L->lag_max_ns = (double)(t_dispatch - t_sched);
   L->res->dispatched++;
@@ -449,8 +482,17 @@ static void finish_attempt(struct loader *L, struct attempt *a, CURLcode res) {
     L->errors++;
     if (!L->res->first_error[0]) {
       const char *why = a->reason[0] ? a->reason : a->errbody.len ? a->errbody.data : "";
-      snprintf(L->res->first_error, sizeof L->res->first_error, "%s (HTTP %d)%s%.160s",
-               im_errclass_name(r->error), r->http_status, why[0] ? ": " : "", why);
+      if (!a->reason[0] && r->http_status == 200 && a->head_len &&
+          (r->error == IM_EC_NO_OUTPUT || r->error == IM_EC_MALFORMED)) {
+        /* Not an OpenAI answer at all (an HTML page, a proxy's JSON): say
+         * what it was. */
+        snprintf(L->res->first_error, sizeof L->res->first_error,
+                 "%s (HTTP 200): not an OpenAI answer: Content-Type %s, body begins \"%s\"",
+                 im_errclass_name(r->error), a->ctype[0] ? a->ctype : "(none)", a->head);
+      } else {
+        snprintf(L->res->first_error, sizeof L->res->first_error, "%s (HTTP %d)%s%.160s",
+                 im_errclass_name(r->error), r->http_status, why[0] ? ": " : "", why);
+      }
     }
   } else {
     L->done++;
@@ -542,6 +584,7 @@ static void dispatch_due(struct loader *L) {
     a->next = NULL;
     int64_t td = rel_now(L);
     a->rec.t_dispatch = td;
+    a->rec.lag_client_us = im__load_us(im__load_client_part(L, a->rec.t_sched, td));
     if (a->pending_turn) {
       a->pending_turn = false;
       L->res->scheduled++;
@@ -760,6 +803,7 @@ static enum im_err loop(struct loader *L) {
       im__load_prepare_until(L, until);
     }
     kick_curl(L);
+    int64_t sleep_t = rel_now(L);
     int n = epoll_wait(L->ep, evs, 256, 50);
     if (n < 0) {
       if (errno == EINTR)
@@ -767,8 +811,14 @@ static enum im_err loop(struct loader *L) {
       im_error("epoll_wait: %s", strerror(errno));
       return IM_SYS;
     }
+    /* The turn's marks (who is late: im__load_client_part). */
+    L->prev_turn_t = L->turn_t;
+    L->prev_turn_cpu = L->turn_cpu;
+    L->sleep_t = sleep_t;
+    L->turn_t = rel_now(L);
+    L->turn_cpu = im__load_client_clock(L);
     /* receive_lag's origin: a read callback's clock read minus this. */
-    L->t_wake = n ? rel_now(L) : -1;
+    L->t_wake = n ? L->turn_t : -1;
     for (int i = 0; i < n; i++) {
       int fd = evs[i].data.fd;
       if (fd == L->tfd_sched) {
@@ -913,6 +963,11 @@ enum im_err im_load_run(const struct im_load_config *cfg, struct im_load_result 
     L.t0 = im_now_ns();
   }
   out->t0_mono = L.t0;
+  struct im_host_probe probe;
+  memset(&probe, 0, sizeof probe);
+  if (cfg->shard == 0 && !cfg->no_host_probe &&
+      im_host_probe_start(&probe, L.t0, IM_HOST_PROBE_PERIOD_NS) != IM_OK)
+    im_warn("load engine: the host probe could not start: host lateness is not measured");
 
   struct rusage ru0, ru1;
   getrusage(RUSAGE_THREAD, &ru0);
@@ -931,6 +986,8 @@ enum im_err im_load_run(const struct im_load_config *cfg, struct im_load_result 
   }
   err = loop(&L);
   out->elapsed_ns = rel_now(&L);
+  im_host_probe_stop(&probe);
+  out->host = probe.lat; /* owned by out now */
   if (cfg->on_drained)
     cfg->on_drained(cfg->on_drained_ctx);
   getrusage(RUSAGE_THREAD, &ru1);
@@ -989,4 +1046,5 @@ void im_load_result_cleanup(struct im_load_result *r) {
   r->samples = NULL;
   r->n_samples = 0;
   im_hist_cleanup(&r->receive_lag);
+  im_hostlat_cleanup(&r->host);
 }

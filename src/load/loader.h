@@ -42,6 +42,7 @@
 
 #include "core/err.h"
 #include "core/hist.h"
+#include "core/hostlat.h"
 #include "record/record.h"
 #include "workload/spec.h"
 
@@ -210,6 +211,9 @@ struct im_load_config {
   struct im_load_start *start;
 
   int jsonl_fd;                  /* requests.jsonl (O_APPEND), -1 = none */
+  /* The host probe (load/hostprobe.h) runs beside shard 0's loop from t0
+   * to the end of the run unless this is set. */
+  bool no_host_probe;
   /* >0: stop dispatching; >1: abort in flight. Written by a signal handler
    * (lock-free atomic_int: async-signal-safe), read by every loader. */
   const atomic_int *interrupt;
@@ -288,6 +292,9 @@ struct im_load_result {
    * the loop serviced a readable socket; docs/metrics.md §10). Owned. */
   struct im_hist receive_lag;
   size_t n_samples;
+  /* The host probe's wake-up lateness through the run (shard 0 only;
+   * host.period_ns 0: no probe ran). Owned. */
+  struct im_hostlat host;
 };
 
 /* Runs the load to the end (or an interrupt) on the calling thread, which

@@ -696,6 +696,8 @@ static void cb_header(void *ud, const char *n, size_t nl, const char *v, size_t 
   struct read_ctx *x = ud;
   if (nl == 11 && !strncasecmp(n, "retry-after", 11))
     im__load_on_retry_after(x->a, v, vl);
+  else if (nl == 12 && !strncasecmp(n, "content-type", 12))
+    im__load_on_ctype(x->a, v, vl);
 }
 
 static int cb_body(void *ud, const char *d, size_t n) {
@@ -754,7 +756,7 @@ static void on_readable(struct loader *L, struct h1_conn *cn) {
   }
   /* One clock read per received buffer: every event in it arrived then. */
   struct read_ctx x = {.a = a, .cn = cn, .now = rel_now(L)};
-  im__load_recv_lag(L, x.now);
+  im__load_recv_lag(L, a, x.now);
   size_t used = 0;
   enum im_h1_rc rc = im_h1_feed(&cn->p, h->buf, (size_t)n, &h1_cbs, &x, &used);
   if (rc == IM_H1_MORE)

@@ -206,28 +206,66 @@ enum im_err im__load_on_sse_event(void *ud, const struct im_sse_event *ev) {
     (void)e;
   }
   int64_t t = a->last_chunk; /* the arrival time of this read, set by on_write */
-  if (r->t_first < 0)
+  if (r->t_first < 0) {
     r->t_first = t;
+    r->read_first_us = L->read_lag_us;
+    r->read_first_client_us = L->read_client_us;
+  }
   if (r->t_answer < 0 && (c->content.len || c->text.len))
     r->t_answer = t;
   r->t_last = t;
+  r->read_last_us = L->read_lag_us;
+  r->read_last_client_us = L->read_client_us;
   enum im_err err = im_record_add_chunk(r, t, n);
   im__load_cancel_count(L, a, n);
   return err;
 }
 
-void im__load_recv_lag(struct loader *L, int64_t now) {
+void im__load_recv_lag(struct loader *L, struct attempt *a, int64_t now) {
+  L->read_lag_us = L->read_client_us = -1;
   if (L->t_wake >= 0) {
     /* receive_lag: how long the readable socket waited for the loop to read
-     * it after epoll_wait returned (docs/metrics.md §10). */
+     * it after epoll_wait returned (docs/metrics.md §10); the client's part
+     * is what the loop worked in that time, the rest the host's (the loop
+     * was runnable and not running). */
     int64_t lag = now - L->t_wake;
     if (lag > L->recv_lag_max_ns)
       L->recv_lag_max_ns = lag;
     (void)im_hist_record(&L->res->receive_lag, lag);
+    int64_t client = im__load_client_part(L, L->t_wake, now);
+    L->read_lag_us = im__load_us(lag);
+    L->read_client_us = im__load_us(client);
+    if (a && lag > (int64_t)IM_RECORD_LATE_READ_US * 1000) {
+      a->rec.late_reads++;
+      a->rec.late_reads_client += client > (int64_t)IM_RECORD_LATE_READ_US * 1000;
+    }
   }
 }
 
+void im__load_on_ctype(struct attempt *a, const char *v, size_t n) {
+  while (n && (*v == ' ' || *v == '\t')) {
+    v++;
+    n--;
+  }
+  while (n && (v[n - 1] == '\r' || v[n - 1] == '\n' || v[n - 1] == ' '))
+    n--;
+  if (n > sizeof a->ctype - 1)
+    n = sizeof a->ctype - 1;
+  memcpy(a->ctype, v, n);
+  a->ctype[n] = '\0';
+}
+
 bool im__load_body(struct attempt *a, const char *data, size_t len, int64_t now) {
+  if (a->head_len < sizeof a->head - 1) {
+    size_t k = sizeof a->head - 1 - a->head_len;
+    if (k > len)
+      k = len;
+    for (size_t i = 0; i < k; i++) /* printable, one line */
+      a->head[a->head_len + i] =
+          (unsigned char)data[i] < 0x20 || data[i] == 0x7f || data[i] == '"' ? ' ' : data[i];
+    a->head_len = (uint8_t)(a->head_len + k);
+    a->head[a->head_len] = '\0';
+  }
   if (a->rec.http_status != 200) {
     size_t room = ERRBODY_MAX - a->errbody.len;
     return !(room && im_buf_append(&a->errbody, data, len < room ? len : room));
@@ -249,11 +287,13 @@ static size_t on_write(char *data, size_t size, size_t n, void *ud) {
   size_t len = size * n;
   /* One clock read per received buffer: every event in it arrived then. */
   int64_t now = rel_now(a->L);
-  im__load_recv_lag(a->L, now);
+  im__load_recv_lag(a->L, a, now);
   return im__load_body(a, data, len, now) ? len : 0;
 }
 
 void im__load_on_status(struct attempt *a, int code, int64_t now, long port) {
+  a->ctype[0] = a->head[0] = '\0';
+  a->head_len = 0;
   if (code >= 200 || a->rec.t_hdr < 0) {
     a->rec.http_status = code;
     if (a->rec.t_hdr < 0) {
@@ -287,6 +327,8 @@ static size_t on_header(char *data, size_t size, size_t n, void *ud) {
     }
   } else if (len > 12 && strncasecmp(data, "retry-after:", 12) == 0) {
     im__load_on_retry_after(a, data + 12, len - 12);
+  } else if (len > 13 && strncasecmp(data, "content-type:", 13) == 0) {
+    im__load_on_ctype(a, data + 13, len - 13);
   }
   return len;
 }

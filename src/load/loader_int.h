@@ -77,6 +77,12 @@ struct attempt {
   bool saw_done, error_event, malformed, usage_seen;
   char reason[160];              /* why it failed, in words (the server's message
                                     of an error event, truncated); "" none */
+  /* What the answer was, for an error that is not an OpenAI answer (an
+   * HTML page, a proxy's JSON): its Content-Type and first bytes, reset at
+   * each status line. */
+  char ctype[48];
+  char head[49];
+  uint8_t head_len;
   bool in_multi;
   uint32_t slot;                 /* closed loop */
   /* Sessions: the workload's state (owned while non-NULL), the turn, and
@@ -179,6 +185,15 @@ struct loader {
   int64_t t_wake;                /* run-relative: the last epoll_wait's return
                                     with events; -1 none */
   int64_t recv_lag_max_ns;       /* this second's largest receive lag */
+  /* Who is late, the client or the host (docs/metrics.md §10): marks of the
+   * loop's turns on the run-relative clock and on the client clock
+   * (im__load_client_clock). A turn runs from its wake (turn_t) to the start
+   * of the next epoll_wait. */
+  int64_t sleep_t;               /* the current turn's epoll_wait began */
+  int64_t turn_t, turn_cpu;      /* ... and returned */
+  int64_t prev_turn_t, prev_turn_cpu;
+  int64_t own_wait_ns;           /* the loop's waits for its builder */
+  int32_t read_lag_us, read_client_us; /* the buffer being read */
   struct im_hist ttft_hist;
   int64_t next_sample_t;         /* self-monitoring, every second */
   double sample_cpu_s;
@@ -337,7 +352,24 @@ enum im_err im__load_build_http(struct loader *L, struct attempt *a);
  * lag (once per buffer, at its clock read now); a piece of the body
  * (false: stop the transfer); a status line (its arrival now, the local
  * port); a Retry-After value. */
-void im__load_recv_lag(struct loader *L, int64_t now);
+void im__load_recv_lag(struct loader *L, struct attempt *a, int64_t now);
+/* A response header: keeps the Content-Type (value v of n bytes). */
+void im__load_on_ctype(struct attempt *a, const char *v, size_t n);
+/* Lateness below this is the client's without a look (a clock read costs
+ * more than it could matter). */
+#define IM__LOAD_ATTR_MIN_NS 20000
+/* The client clock: the loop thread's CPU time plus its waits on its own
+ * builder and writer, ns. It advances only while the client works. */
+int64_t im__load_client_clock(const struct loader *L);
+/* The client's part of a lateness from `due` to `now` (run-relative ns),
+ * in [0, now - due]: the client clock's advance since the loop's wake that
+ * preceded `due` (an upper bound: the work of the turn before `due` is
+ * counted too); all of it when `due` is older than the previous turn (the
+ * loop is turns behind). The rest is the host's: the loop slept past its
+ * wake-up or was runnable and not running. */
+int64_t im__load_client_part(const struct loader *L, int64_t due, int64_t now);
+/* ns -> µs for the record's lag fields, saturating. */
+int32_t im__load_us(int64_t ns);
 bool im__load_body(struct attempt *a, const char *data, size_t len, int64_t now);
 void im__load_on_status(struct attempt *a, int code, int64_t now, long port);
 void im__load_on_retry_after(struct attempt *a, const char *v, size_t n);

@@ -177,8 +177,14 @@ struct attempt *im__load_take_request(struct loader *L, uint64_t index) {
     struct attempt *a = NULL;
     enum im_err err = IM_OK;
     pthread_mutex_lock(&L->builder.mu);
-    while (!L->pre_n && !L->builder.prep_err && L->pre_local_next < im__load_local_total(L))
-      pthread_cond_wait(&L->builder.ring_cv, &L->builder.mu);
+    if (!L->pre_n && !L->builder.prep_err && L->pre_local_next < im__load_local_total(L)) {
+      /* A wait for the client's own builder: the client's time (who is
+       * late, im__load_client_clock). */
+      int64_t t = im_now_ns();
+      while (!L->pre_n && !L->builder.prep_err && L->pre_local_next < im__load_local_total(L))
+        pthread_cond_wait(&L->builder.ring_cv, &L->builder.mu);
+      L->own_wait_ns += im_now_ns() - t;
+    }
     if (L->pre_n && L->pre_first == index) {
       a = ring_pop(L);
       pthread_cond_signal(&L->builder.cv); /* room to prepare */

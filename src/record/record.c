@@ -92,6 +92,8 @@ void im_record_reset(struct im_record *r) {
   r->top_p = NAN;
   r->repetition = NAN;
   r->entropy = NAN;
+  r->lag_client_us = r->read_first_us = r->read_first_client_us = -1;
+  r->read_last_us = r->read_last_client_us = -1;
 }
 
 void im_record_cleanup(struct im_record *r) {
@@ -348,6 +350,15 @@ static enum im_err write_record(const struct im_record *r, struct im_buf *b) {
   }
   if (r->target)
     U64("target", (uint64_t)r->target - 1);
+  if (r->lag_client_us >= 0) {
+    /* Written as a group: the engine measures all of them. */
+    U64("dispatch_lag_client_us", (uint64_t)r->lag_client_us);
+    TRY(put_key(b, "read_lag_us"));
+    TRY(im_buf_printf(b, "[%" PRId32 ",%" PRId32 ",%" PRId32 ",%" PRId32 "]", r->read_first_us,
+                      r->read_first_client_us, r->read_last_us, r->read_last_client_us));
+    U64("late_reads", r->late_reads);
+    U64("late_reads_client", r->late_reads_client);
+  }
 
   U64("n_chunks", r->n_chunks);
   TRY(put_key(b, "chunks_us"));
@@ -511,6 +522,33 @@ static enum im_err get_enum(struct rd *d, const char *key, const char *const *ta
               name);
 }
 
+/* The optional group of who-caused-the-lag fields (absent in older files
+ * and other tools' records: all stay -1 / 0). */
+static enum im_err get_lag_parts(struct rd *d, struct im_record *r) {
+  if (!json_object_get(d->obj, "dispatch_lag_client_us"))
+    return IM_OK;
+  int64_t x = 0;
+  enum im_err err = get_int(d, "dispatch_lag_client_us", 0, INT32_MAX, &x);
+  if (err)
+    return err;
+  r->lag_client_us = (int32_t)x;
+  json_t *a = json_object_get(d->obj, "read_lag_us");
+  int32_t *dst[] = {&r->read_first_us, &r->read_first_client_us, &r->read_last_us,
+                    &r->read_last_client_us};
+  if (!json_is_array(a) || json_array_size(a) != 4)
+    return fail(d->msg, d->msg_len, "requests.jsonl: field \"read_lag_us\" must be an array of 4 integers");
+  for (size_t i = 0; i < 4; i++) {
+    json_t *v = json_array_get(a, i);
+    if (!json_is_integer(v) || json_integer_value(v) < -1 || json_integer_value(v) > INT32_MAX)
+      return fail(d->msg, d->msg_len,
+                  "requests.jsonl: field \"read_lag_us\" must hold integers from -1");
+    *dst[i] = (int32_t)json_integer_value(v);
+  }
+  if ((err = get_u32(d, "late_reads", &r->late_reads)))
+    return err;
+  return get_u32(d, "late_reads_client", &r->late_reads_client);
+}
+
 static enum im_err get_chunks(struct rd *d, struct im_record *r) {
   uint32_t n = 0;
   enum im_err err = get_u32(d, "n_chunks", &n);
@@ -671,6 +709,7 @@ static enum im_err read_fields(struct rd *d, struct im_record *r) {
                   IM_RECORD_MAX_TARGETS);
     r->target = (uint16_t)(t + 1);
   }
+  TRY(get_lag_parts(d, r));
   TRY(get_chunks(d, r));
   return IM_OK;
 #undef TRY

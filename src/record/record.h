@@ -134,7 +134,23 @@ struct im_record {
   char model[64];            /* --model-mix: the model name sent; "" without a mix */
   uint16_t target;           /* several --url: 1 + the index of the target it was
                                 sent to (manifest.target.urls); 0: one target */
+  /* Who caused the client's lateness (docs/metrics.md §10), µs, -1 when not
+   * measured (records of other tools and of older versions). The client's
+   * part of a lag is the CPU time the engine's loop thread spent (and its
+   * waits on its own builder and writer) between the due time and the act;
+   * the rest of the lag is the host's (the thread was asleep past its wake-up,
+   * or runnable and not running). */
+  int32_t lag_client_us;      /* of the dispatch lag (t_dispatch - t_sched) */
+  int32_t read_first_us;      /* receive lag of the read that held the first token */
+  int32_t read_first_client_us;
+  int32_t read_last_us;       /* ... and of the read that held the last token */
+  int32_t read_last_client_us;
+  uint32_t late_reads;        /* reads of this attempt later than IM_RECORD_LATE_READ_US */
+  uint32_t late_reads_client; /* ... of which the client's part alone was that late */
 };
+
+/* A read whose receive lag is above this is counted late in the record. */
+#define IM_RECORD_LATE_READ_US 1000
 
 /* W3C trace context of the attempts (the `traceparent` the load engine
  * sends, and the OTLP export): trace id = run half : request half, where

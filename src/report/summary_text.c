@@ -20,6 +20,71 @@ static json_t *check(const char *name, double value, double limit, const char *o
   return o;
 }
 
+/* Who was late (new keys of audit.client_check, docs/results-schema.md):
+ * the attribution of late dispatches and reads, the host probe, the
+ * figures' moves, the one-line summary and its advice; and the checks
+ * lag_growth and figures_moved. */
+static enum im_err attribution_json(const struct im_client_check *c, json_t *cc, json_t *checks) {
+  json_t *who = json_object(), *figs = json_array();
+  if (!who || !figs) {
+    json_decref(who);
+    json_decref(figs);
+    return IM_NOMEM;
+  }
+  int bad = json_object_set_new(who, "attributed", json_boolean(c->attributed)) ||
+            json_object_set_new(who, "burst", json_boolean(c->burst)) ||
+            im_jw_uint(who, "late_dispatches_client", c->lag_late_client) ||
+            im_jw_uint(who, "late_dispatches_host", c->lag_late_host) ||
+            im_jw_num(who, "host_lag_min_ms", c->host_lag_min_ms, "none") ||
+            im_jw_num(who, "host_lag_max_ms", c->host_lag_max_ms, "none") ||
+            im_jw_num(who, "client_lag_max_ms", c->client_lag_max_ms, NULL) ||
+            im_jw_uint(who, "stalls_client", c->stalls_client) ||
+            im_jw_uint(who, "stalls_host", c->stalls_host) ||
+            im_jw_uint(who, "stalls_host_seen_by_probe", c->stalls_host_seen) ||
+            im_jw_uint(who, "late_reads_client", c->recv_late_client) ||
+            im_jw_num(who, "read_client_max_ms", c->recv_client_max_ms, NULL) ||
+            json_object_set_new(who, "host_warn", json_boolean(c->host_warn));
+  if (!bad && c->host_wakes) {
+    json_t *hp = json_object();
+    bad = !hp || json_object_set_new(who, "host_probe", hp) ||
+          im_jw_uint(hp, "wakes", c->host_wakes) || im_jw_uint(hp, "late", c->host_late) ||
+          im_jw_num(hp, "late_share", (double)c->host_late / (double)c->host_wakes, NULL) ||
+          im_jw_num(hp, "late_ms", IM_HOSTLAT_LATE_NS / 1e6, NULL) ||
+          im_jw_num(hp, "max_ms", c->host_max_ms, NULL);
+  } else if (!bad) {
+    bad = json_object_set_new(who, "host_probe", json_null());
+  }
+  for (size_t i = 0; !bad && i < c->n_fig; i++) {
+    const struct im_check_figure *f = &c->fig[i];
+    json_t *o = json_pack("{s:s}", "name", f->name);
+    bad = !o || json_array_append_new(figs, o) ||
+          im_jw_num(o, "value_ms", f->value_ms, NULL) ||
+          im_jw_num(o, "client_free_ms", f->client_free_ms, NULL) ||
+          im_jw_num(o, "host_stall_free_ms", f->stall_free_ms, NULL) ||
+          im_jw_num(o, "lag_free_ms", f->all_free_ms, NULL) ||
+          im_jw_num(o, "tolerance_ms", f->tolerance_ms, "no CI bound: unlimited") ||
+          json_object_set_new(o, "pass", json_boolean(f->pass));
+  }
+  if (bad || json_object_set_new(who, "figures", figs)) {
+    json_decref(who);
+    return IM_NOMEM;
+  }
+  figs = NULL;
+  if (json_object_set_new(cc, "attribution", who) ||
+      json_object_set_new(cc, "summary", json_string(c->summary)) ||
+      json_object_set_new(cc, "advice", c->advice[0] ? json_string(c->advice) : json_null()))
+    return IM_NOMEM;
+  json_t *g = check("lag_growth", c->lag_growth_ms, c->dispatch_lag_limit_ms, "<=", c->pass_growth,
+                    "the client fell further behind its schedule as the run went on: use "
+                    "--threads N or a lower rate");
+  json_t *m = check("figures_moved", c->pass_figures ? 0.0 : 1.0, 0, "<=", c->pass_figures,
+                    "the client's (or a host stall's) delay moved a headline figure by more than "
+                    "max(1 % of it, its 95 % CI half-width): see attribution.figures");
+  if (!g || !m || json_array_append_new(checks, g) || json_array_append_new(checks, m))
+    return IM_NOMEM;
+  return IM_OK;
+}
+
 enum im_err im_client_check_json(const struct im_client_check *c, json_t *audit) {
   json_t *cc = json_object(), *checks = json_array();
   if (!cc || !checks) {
@@ -80,6 +145,11 @@ enum im_err im_client_check_json(const struct im_client_check *c, json_t *audit)
                                       c->pass_port,
                                       "ephemeral ports ran out: keep connections alive "
                                       "(--keepalive on) or widen net.ipv4.ip_local_port_range"));
+  if (attribution_json(c, cc, checks) != IM_OK) {
+    json_decref(cc);
+    json_decref(checks);
+    return IM_NOMEM;
+  }
   json_object_set_new(cc, "verdict",
                       json_string(c->not_judged ? "NOT_JUDGED" : c->valid ? "VALID" : "INVALID"));
   json_object_set_new(cc, "checks", checks);
@@ -202,12 +272,11 @@ void im_report_text(FILE *o, const struct im_summary *s, const struct im_summary
       fprintf(o, "==================================================\n");
       return;
     }
-    fprintf(o, "Client self-check:                       %s", c->valid ? "VALID" : "INVALID");
-    fprintf(o, " (dispatch lag p99 %.3f ms, max %.3f ms; %llu of %llu later than %.3f ms;"
-               " dispatched %.2f%%; CPU %.0f%%)\n",
-            c->dispatch_lag_p99_ms, c->dispatch_lag_max_ms, (unsigned long long)c->lag_late,
-            (unsigned long long)c->lag_n, c->dispatch_lag_limit_ms, 100.0 * c->dispatched_share,
-            100.0 * c->cpu_share);
+    fprintf(o, "Client self-check:                       %s%s: %s\n",
+            c->valid ? "VALID" : "INVALID", c->valid && c->host_warn ? " (host WARN)" : "",
+            c->summary);
+    if (c->advice[0])
+      fprintf(o, "                                         advice: %s\n", c->advice);
   }
   fprintf(o, "==================================================\n");
 }

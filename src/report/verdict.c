@@ -1,6 +1,7 @@
 /* Colours and the verdict line (report/verdict.h). */
 #include "report/verdict.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -40,6 +41,16 @@ void im_verdict_line(FILE *f, const struct im_verdict *out, int exit_code) {
     part(f, c, true, "target unreachable");
     fputs(", ", f);
   }
+  if (out->failing) {
+    char what[260];
+    snprintf(what, sizeof what, "failing server: %llu of %llu requests failed (%s)",
+             (unsigned long long)out->failed_n, (unsigned long long)out->requests_n,
+             out->failed_classes);
+    part(f, c, true, what);
+    if (out->first_error[0])
+      fprintf(f, ", first error: %s", out->first_error);
+    fputs(", ", f);
+  }
   fputs("client self-check ", f);
   part(f, c, out->invalid, out->invalid ? "INVALID" : "VALID");
   fputs(", ", f);
@@ -56,7 +67,7 @@ void im_verdict_set_line(FILE *f, int exit_code, size_t runs) {
     const char *what;
   } meaning[] = {{0, "every run passed"}, {1, "a usage or configuration error"},
                  {2, "target unreachable"}, {3, "client self-check INVALID"},
-                 {4, "NOT_PUBLISHABLE"}, {5, "the load engine failed"},
+                 {4, "NOT_PUBLISHABLE"}, {5, "the load engine failed"}, {6, "a failing server"},
                  {99, "an SLO failed"}, {130, "interrupted"}};
   const char *what = "see the runs' summaries";
   for (size_t i = 0; i < sizeof meaning / sizeof meaning[0]; i++)
@@ -71,14 +82,14 @@ void im_verdict_set_line(FILE *f, int exit_code, size_t runs) {
 
 int im_verdict_exit(const struct im_verdict *o) {
   return o->interrupted ? IM_EXIT_INTERRUPTED : o->unreachable ? IM_EXIT_UNREACHABLE
-         : o->invalid ? IM_EXIT_INVALID : o->publish && o->not_publishable ? IM_EXIT_NOT_PUBLISHABLE
+         : o->failing ? IM_EXIT_FAILING : o->invalid ? IM_EXIT_INVALID : o->publish && o->not_publishable ? IM_EXIT_NOT_PUBLISHABLE
          : o->slo_failed ? IM_EXIT_SLO : IM_EXIT_OK;
 }
 
 int im_verdict_worst(int a, int b) {
   static const int order[] = {IM_EXIT_INTERRUPTED, IM_EXIT_USAGE, IM_EXIT_ENGINE,
-                              IM_EXIT_UNREACHABLE, IM_EXIT_INVALID, IM_EXIT_NOT_PUBLISHABLE,
-                              IM_EXIT_SLO, IM_EXIT_OK};
+                              IM_EXIT_UNREACHABLE, IM_EXIT_FAILING, IM_EXIT_INVALID,
+                              IM_EXIT_NOT_PUBLISHABLE, IM_EXIT_SLO, IM_EXIT_OK};
   for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
     if (a == order[i] || b == order[i])
       return order[i];

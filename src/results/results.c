@@ -269,6 +269,53 @@ static const char *declared(const json_t *manifest, const char *key) {
 
 /* The publishable audit of a stage: its figures, the manifest, and the
  * server's figures (NULL when the run sampled nothing). */
+/* A failing server (exit 6, docs/audit.md "Failing server"): the share of
+ * the stage's measured requests that failed, were refused or were aborted,
+ * against --max-error-rate. Written as audit.error_rate; the worst stage's
+ * counts go to the verdict. Non-zero when out of memory. */
+static int stage_error_rate(struct rep *p, const struct im_stage_figures *f,
+                            const struct im_rundir_stage *s, json_t *audit) {
+  double limit = p->ro->max_error_rate > 0 ? p->ro->max_error_rate : IM_VERDICT_MAX_ERROR_RATE;
+  uint64_t bad = f->sum.failed + f->sum.aborted;
+  uint64_t n = f->sum.completed + bad;
+  double share = n ? (double)bad / (double)n : 0.0;
+  bool failing = n && share > limit;
+  char classes[160] = "";
+  size_t len = 0;
+  for (int e = 1; e < IM_EC_COUNT_ && len < sizeof classes; e++)
+    if (f->sum.by_error[e] && e != IM_EC_ABORTED)
+      len += (size_t)snprintf(classes + len, sizeof classes - len, "%s%s=%llu", len ? " " : "",
+                              im_errclass_name((enum im_errclass)e),
+                              (unsigned long long)f->sum.by_error[e]);
+  if (f->sum.aborted && len < sizeof classes)
+    snprintf(classes + len, sizeof classes - len, "%saborted=%llu", len ? " " : "",
+             (unsigned long long)f->sum.aborted);
+  if (audit) {
+    json_t *o = json_object();
+    if (!o || json_object_set_new(audit, "error_rate", o) ||
+        json_object_set_new(o, "requests", json_integer((json_int_t)n)) ||
+        json_object_set_new(o, "failed", json_integer((json_int_t)f->sum.failed)) ||
+        json_object_set_new(o, "aborted", json_integer((json_int_t)f->sum.aborted)) ||
+        json_object_set_new(o, "share", json_real(share)) ||
+        json_object_set_new(o, "limit", json_real(limit)) ||
+        json_object_set_new(o, "classes", json_string(classes)) ||
+        json_object_set_new(o, "first_error",
+                            s->first_error[0] ? json_string(s->first_error) : json_null()) ||
+        json_object_set_new(o, "failing", json_boolean(failing)))
+      return -1;
+  }
+  if (failing && (!p->out->failing || share > (double)p->out->failed_n /
+                                                  (double)(p->out->requests_n ? p->out->requests_n : 1))) {
+    p->out->failing = true;
+    p->out->failed_n = bad;
+    p->out->requests_n = n;
+    p->out->error_limit = limit;
+    snprintf(p->out->failed_classes, sizeof p->out->failed_classes, "%s", classes);
+    snprintf(p->out->first_error, sizeof p->out->first_error, "%s", s->first_error);
+  }
+  return 0;
+}
+
 static int stage_validity(struct rep *p, const struct im_stage_figures *f,
                           const struct im_stage_input *in, const struct im_rundir_stage *s,
                           const struct im_server_figures *sf, json_t *dst, struct im_validity *v) {
@@ -455,6 +502,8 @@ static int report_stage(struct rep *p, size_t i, bool single) {
   bool unreachable = f.sum.completed == 0 && n && !strncmp(s->first_error, "connect", 7);
   p->out->unreachable = i == 0 ? unreachable : p->out->unreachable && unreachable;
   p->out->invalid |= !f.check.valid;
+  if (stage_error_rate(p, &f, s, json_object_get(dst, "audit")))
+    goto oom;
   p->out->interrupted |= s->rule.interrupted;
   if (!p->rd.an.rate_sweep)
     p->out->slo_failed |= f.slo_failed;

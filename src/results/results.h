@@ -36,6 +36,8 @@ struct im_results_opts {
   bool stage_lines;           /* multi-stage: one line per stage on text */
   bool audit_only;            /* the audit alone on text; nothing is written */
   bool publish;               /* NOT_PUBLISHABLE decides the exit status (4) */
+  double max_error_rate;      /* --max-error-rate: a failing server above this share
+                                 (exit 6); 0: IM_VERDICT_MAX_ERROR_RATE */
   const char *html;           /* the HTML report's path (NULL: DIR/report.html) */
   bool no_html;               /* no HTML report */
   bool csv;                   /* also DIR/requests.csv and DIR/summary.csv */

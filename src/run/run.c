@@ -205,6 +205,7 @@ struct run {
   struct im_record_hook hook;   /* the pollers' records to hooks->on_record */
   bool started;     /* a stage began (its start line is in stages.jsonl) */
   bool failed;      /* no stage ran to its end */
+  bool hooked;      /* on_start was called: on_load_end will be, once */
   bool stopped_early;
   double discovery_ms;
   bool curl_inited;
@@ -800,6 +801,14 @@ static int start_pollers(struct run *r) {
   return 0;
 }
 
+/* The load is over (or never began after on_start): the sinks take their
+ * last from the observer before it is freed. Once. */
+static void load_end(struct run *r) {
+  if (r->hooked && r->h->on_load_end)
+    r->h->on_load_end(r->h->data);
+  r->hooked = false;
+}
+
 /* Everything from the target to the last stage. -1: went on to the end;
  * else an exit status decided before any figure. */
 static int run_all(struct run *r) {
@@ -833,6 +842,7 @@ static int run_all(struct run *r) {
   start_observers(r);
   if (r->h->on_start)
     r->h->on_start(r->h->data, o->out_dir, r->env.obs);
+  r->hooked = true;
   if (start_pollers(r))
     return IM_EXIT_USAGE;
   if (!o->quiet)
@@ -850,8 +860,7 @@ static int run_all(struct run *r) {
     (void)im__run_profile(r->url, r->api_key, &o->net, false);
   im_health_stop(&r->health);
   im_health_stop(&r->probe);
-  if (r->h->on_load_end)
-    r->h->on_load_end(r->h->data);
+  load_end(r);
   if (r->started && im_rundir_append(r->stages_fd, im_rundir_run_end_json(
                                                        r->stopped_early, im__run_interrupted > 0)))
     im_warn("cannot write stages.jsonl: %s", strerror(errno));
@@ -877,6 +886,9 @@ enum im_err im_run(const struct im_run_config *c, const struct im_run_hooks *h,
   const struct im_run_hooks *outer = say_hooks; /* a replicate inside --repeat */
   say_hooks = r->h;
   out->exit = run_all(r);
+  im_health_stop(&r->health);
+  im_health_stop(&r->probe);
+  load_end(r); /* a run that stopped between on_start and its load */
   say_hooks = outer;
   snprintf(out->dir, sizeof out->dir, "%s", r->o.out_dir ? r->o.out_dir : "");
   snprintf(out->salt, sizeof out->salt, "%s", r->env.salt);

@@ -121,6 +121,7 @@ struct im_run_config {
   uint64_t max_total_tokens;
   struct im_net net;            /* --cacert, --cert/--key, --proxy, --unix-socket, --insecure */
   bool yes, insecure, keepalive, http2, cache_salt, shared_cache, quiet, no_progress, publish;
+  double max_error_rate;         /* --max-error-rate (0: the default, 5 %) */
   int transport;                /* --transport: enum im_load_transport (load/loader.h) */
   bool csv, json, verbose; /* --output-format csv, --json, -v (the command line's) */
   uint32_t repeat;              /* --repeat K (1: a single run) */
@@ -227,7 +228,9 @@ struct im_run_hooks {
    * poller's, the prober's). */
   void (*on_record)(void *data, const struct im_record *r);
   /* The load is over, every record on disk: sinks that follow the
-   * directory send their last. */
+   * directory send their last, and take what they need of the observer
+   * (freed when im_run returns). Called once after on_start, also when
+   * the run stops before its load. */
   void (*on_load_end)(void *data);
   bool tty;                    /* stderr is a terminal (progress style, waiting lines) */
   void *data;

@@ -76,6 +76,9 @@ CANNED = {
                                                  "total_tokens": 10**9 + 5}) + DONE,
     "html": b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 53\r\n"
             b"Connection: close\r\n\r\n<html><body><h1>Welcome to nginx!</h1></body></html>\n",
+    # A server that refuses every request (tests/e2e/test_failing.sh).
+    "refuse400": b"HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: 48\r\n"
+                 b"Connection: close\r\n\r\n" + b'{"error":{"message":"bad request","code":400}}  ',
     "ratelimit": b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 0\r\nContent-Length: 0\r\n"
                  b"Connection: close\r\n\r\n",
     # HTTP framing (tests/e2e/test_transport.sh: both client transports).

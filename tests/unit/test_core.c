@@ -11,6 +11,7 @@
 #include "core/buf.h"
 #include "core/clock.h"
 #include "core/err.h"
+#include "core/hostlat.h"
 #include "core/rng.h"
 #include "core/thread.h"
 
@@ -175,7 +176,45 @@ static void test_thread_background(void) {
   unsetenv("INFERMETER_AUX_THREADS");
 }
 
+/* Host lateness: counts per bound, stalls kept and matched by time, merge
+ * in time order. */
+static void test_hostlat(void) {
+  struct im_hostlat a, b;
+  im_hostlat_init(&a, 2000000);
+  im_hostlat_init(&b, 2000000);
+  im_hostlat_add(&a, 10000000, 50000);    /* 0.05 ms: not late */
+  im_hostlat_add(&a, 20000000, 1500000);  /* 1.5 ms: late, no stall */
+  im_hostlat_add(&a, 30000000, 3000000);  /* 3 ms: a stall from 27 to 30 ms */
+  im_hostlat_add(&a, 40000000, -5);       /* early: 0 */
+  CHECK_EQ(a.wakes, 4);
+  CHECK_EQ(im_hostlat_late(&a), 2);
+  CHECK_EQ(a.over[0], 2); /* > 0.1 ms */
+  CHECK_EQ(a.n_stalls, 1);
+  CHECK_EQ(a.max_ns, 3000000);
+  CHECK_EQ(im_hostlat_stall_within(&a, 28000000, 29000000), 3000000);
+  CHECK_EQ(im_hostlat_stall_within(&a, 26000000, 27500000), 3000000);
+  CHECK_EQ(im_hostlat_stall_within(&a, 30000001, 31000000), 0);
+  CHECK_EQ(im_hostlat_stall_within(&a, 20000000, 26999999), 0);
+  im_hostlat_add(&b, 5000000, 9000000);
+  im_hostlat_add(&b, 50000000, 2500000);
+  CHECK_OK(im_hostlat_merge(&a, &b));
+  CHECK_EQ(a.wakes, 6);
+  CHECK_EQ(a.n_stalls, 3);
+  CHECK_EQ(a.stalls[0].t, 5000000);
+  CHECK_EQ(a.stalls[1].t, 30000000);
+  CHECK_EQ(a.stalls[2].t, 50000000);
+  CHECK_EQ(a.max_ns, 9000000);
+  for (int i = 0; i < IM_HOSTLAT_MAX_STALLS + 10; i++)
+    im_hostlat_add(&b, 60000000 + i, 4000000);
+  CHECK_EQ(b.n_stalls, IM_HOSTLAT_MAX_STALLS);
+  CHECK_EQ(b.stalls_total, IM_HOSTLAT_MAX_STALLS + 12);
+  im_hostlat_cleanup(&a);
+  im_hostlat_cleanup(&b);
+  im_hostlat_cleanup(NULL);
+}
+
 int main(void) {
+  test_hostlat();
   test_duration();
   test_buf();
   test_buf_put_int();

@@ -266,6 +266,170 @@ static void test_self_check(void) {
   im_hist_cleanup(&rl);
 }
 
+/* Who was late (analyze/selfcheck.h) on record fixtures: NA requests at
+ * 2 req/s, TTFT 100 ms (+ 0.01 ms per request: a tight spread) from
+ * dispatch, every record saying who caused its lag. */
+#define NA 100
+static void attributed(struct im_record *r, int64_t ttft_extra) {
+  for (int i = 0; i < NA; i++) {
+    r[i] = att((uint64_t)i + 1, (uint64_t)i + 1, 1, IM_KIND_MEASURED, SEC + i * 500 * MS, 0);
+    ok(&r[i], 100 * MS + i * 10000 + ttft_extra);
+    r[i].lag_client_us = 5;
+    r[i].read_first_us = r[i].read_first_client_us = 10;
+    r[i].read_last_us = r[i].read_last_client_us = 10;
+  }
+}
+
+/* Delays the dispatch of r by lag, of which client is the client's. */
+static void late(struct im_record *r, int64_t lag, int64_t client) {
+  r->t_dispatch += lag;
+  r->t_start += lag;
+  r->t_send += lag;
+  r->t_first += lag;
+  r->t_last += lag;
+  r->t_end += lag;
+  r->lag_client_us = (int32_t)(client / 1000);
+}
+
+static void analyze_attr(struct im_record *r, const struct im_hostlat *host,
+                         struct im_stage_figures *f) {
+  struct im_summary_config c;
+  im_summary_config_default(&c);
+  c.window_start_ns = 0;
+  c.window_end_ns = 60 * SEC;
+  struct im_stage_input in = {.recs = r, .n_recs = NA, .cfg = c, .slo_target = 0.99,
+                              .counters = {.scheduled = NA, .dispatched = NA, .cpu_share = 0.01},
+                              .threads = 1, .host = host};
+  CHECK_OK(im_stage_analyze(&in, f));
+}
+
+static void test_self_check_attribution(void) {
+  struct im_record r[NA];
+  struct im_stage_figures f;
+  /* Clean. */
+  attributed(r, 0);
+  analyze_attr(r, NULL, &f);
+  CHECK(f.check.attributed);
+  CHECK(f.check.valid);
+  CHECK_EQ(f.check.lag_late, 0);
+  CHECK(strstr(f.check.summary, "no dispatch later than") != NULL);
+  CHECK_STR(f.check.advice, "");
+  im_stage_figures_cleanup(&f);
+
+  /* Ten dispatches 3 ms late while the loop slept (the host's): the old
+   * rule (10 of 100 late: P(B >= 10 | 100, 0.01) ~ 1e-8) failed this run;
+   * it is VALID, with the host named and the effect quantified. */
+  attributed(r, 0);
+  for (int i = 0; i < 10; i++)
+    late(&r[i * 10], 3 * MS, 20000);
+  analyze_attr(r, NULL, &f);
+  CHECK_EQ(f.check.lag_late, 10);
+  CHECK_EQ(f.check.lag_late_host, 10);
+  CHECK_EQ(f.check.lag_late_client, 0);
+  CHECK(f.check.pass_lag);
+  CHECK(f.check.pass_figures);
+  CHECK(f.check.valid);
+  CHECK(!f.check.host_warn); /* no stall past the cap */
+  CHECK(strstr(f.check.summary, "10 dispatches 3.0-3.0 ms late, host") != NULL);
+  CHECK(strstr(f.check.summary, "adds <= ") != NULL);
+  CHECK(strstr(f.check.advice, "taskset") != NULL);
+  CHECK(strstr(f.check.advice, "--threads N or") == NULL);
+  im_stage_figures_cleanup(&f);
+
+  /* The same lateness worked through by the client: INVALID, with the
+   * client's advice. */
+  attributed(r, 0);
+  for (int i = 0; i < 10; i++)
+    late(&r[i * 10], 3 * MS, 3 * MS);
+  analyze_attr(r, NULL, &f);
+  CHECK_EQ(f.check.lag_late_client, 10);
+  CHECK(!f.check.pass_lag_test);
+  CHECK(!f.check.valid);
+  CHECK(strstr(f.check.advice, "--threads") != NULL);
+  im_stage_figures_cleanup(&f);
+
+  /* One 30 ms stall of the host, which the probe saw: a WARN, VALID. */
+  attributed(r, 0);
+  late(&r[50], 30 * MS, 50000);
+  struct im_hostlat host;
+  im_hostlat_init(&host, 2 * MS);
+  for (int i = 0; i < 1000; i++)
+    im_hostlat_add(&host, i * 2 * MS, 100000);
+  im_hostlat_add(&host, r[50].t_sched + 29 * MS, 29 * MS);
+  analyze_attr(r, &host, &f);
+  CHECK(f.check.valid);
+  CHECK(f.check.host_warn);
+  CHECK_EQ(f.check.stalls_host, 1);
+  CHECK_EQ(f.check.stalls_host_seen, 1);
+  CHECK_EQ(f.check.host_wakes, 1001);
+  CHECK_EQ(f.check.host_late, 1);
+  CHECK(strstr(f.check.summary, "probe saw 0.1% late wake-ups") != NULL);
+  im_stage_figures_cleanup(&f);
+  /* The same stall worked through by the client: INVALID by the cap. */
+  r[50].lag_client_us = 30000;
+  analyze_attr(r, &host, &f);
+  CHECK(!f.check.pass_lag_cap);
+  CHECK(!f.check.valid);
+  im_stage_figures_cleanup(&f);
+  im_hostlat_cleanup(&host);
+
+  /* A client falling behind: its lag grows 0.1 ms per request (each below
+   * the 1 ms limit for the first ten: the test alone would not see it
+   * early). The last quarter's median exceeds the first's by far more
+   * than 1 ms. */
+  attributed(r, 0);
+  for (int i = 0; i < NA; i++)
+    late(&r[i], i * 100000, i * 100000);
+  analyze_attr(r, NULL, &f);
+  CHECK(!f.check.pass_growth);
+  CHECK_NEAR(f.check.lag_growth_ms, 7.5, 1e-9);
+  CHECK(!f.check.valid);
+  CHECK(strstr(f.check.summary, "grew by 7.5 ms") != NULL);
+  im_stage_figures_cleanup(&f);
+
+  /* The client reads every first token 5 ms late (its own work): no
+   * dispatch is late, but TTFT p50 moves by 5 ms, above max(1 % = 1.05 ms,
+   * its CI half-width of about 0.1 ms). */
+  attributed(r, 5 * MS);
+  for (int i = 0; i < NA; i++)
+    r[i].read_first_us = r[i].read_first_client_us = 5000;
+  analyze_attr(r, NULL, &f);
+  CHECK(f.check.pass_lag);
+  CHECK(!f.check.pass_figures);
+  CHECK_STR(f.check.fig[0].name, "TTFT p50");
+  CHECK_NEAR(f.check.fig[0].value_ms - f.check.fig[0].client_free_ms, 5.0, 1e-6);
+  CHECK(!f.check.fig[0].pass);
+  CHECK(f.check.fig[3].pass); /* E2E p50: its last read was on time */
+  CHECK(!f.check.valid);
+  im_stage_figures_cleanup(&f);
+  /* ... and 0.5 ms (below 1 %): VALID. */
+  attributed(r, 0);
+  for (int i = 0; i < NA; i++)
+    r[i].read_first_us = r[i].read_first_client_us = 500;
+  analyze_attr(r, NULL, &f);
+  CHECK(f.check.pass_figures);
+  CHECK(f.check.valid);
+  im_stage_figures_cleanup(&f);
+
+  /* A burst: every request due at 1 s, dispatched 1 ms apart by the
+   * client (lag up to 99 ms, all the client's): not judged, VALID. */
+  attributed(r, 0);
+  for (int i = 0; i < NA; i++) {
+    int64_t d = SEC + i * MS;
+    r[i].t_sched = r[i].t_sched_first = SEC;
+    r[i].t_dispatch = d;
+    r[i].lag_client_us = (int32_t)((d - SEC) / 1000);
+  }
+  analyze_attr(r, NULL, &f);
+  CHECK(f.check.burst);
+  CHECK(f.check.pass_lag);
+  CHECK(f.check.pass_growth);
+  CHECK(f.check.pass_figures);
+  CHECK(f.check.valid);
+  CHECK(strstr(f.check.summary, "a burst") != NULL);
+  im_stage_figures_cleanup(&f);
+}
+
 /* The window rule: warm-up by time or by requests, closed loops, cuts. */
 static void test_window(void) {
   struct im_record r[N];
@@ -293,6 +457,7 @@ int main(void) {
   test_grouping();
   test_figures();
   test_self_check();
+  test_self_check_attribution();
   test_window();
   return CHECK_DONE();
 }

@@ -44,6 +44,13 @@ static void fill(struct im_record *r) {
   r->turn = 7;
   r->context_tokens = 32768;
   r->content_class = IM_CLASS_CODE;
+  r->lag_client_us = 1234;
+  r->read_first_us = 2500;
+  r->read_first_client_us = 17;
+  r->read_last_us = -1;
+  r->read_last_client_us = -1;
+  r->late_reads = 3;
+  r->late_reads_client = 1;
 }
 
 static void check_same(const struct im_record *a, const struct im_record *b) {
@@ -90,6 +97,13 @@ static void check_same(const struct im_record *a, const struct im_record *b) {
     CHECK(isnan(b->top_p));
   else
     CHECK(a->top_p == b->top_p);
+  CHECK_EQ(a->lag_client_us, b->lag_client_us);
+  CHECK_EQ(a->read_first_us, b->read_first_us);
+  CHECK_EQ(a->read_first_client_us, b->read_first_client_us);
+  CHECK_EQ(a->read_last_us, b->read_last_us);
+  CHECK_EQ(a->read_last_client_us, b->read_last_client_us);
+  CHECK_EQ(a->late_reads, b->late_reads);
+  CHECK_EQ(a->late_reads_client, b->late_reads_client);
   CHECK_EQ(a->chunk_tokens != NULL, b->chunk_tokens != NULL);
   if (a->n_chunks == b->n_chunks) {
     CHECK(a->n_chunks == 0 || memcmp(a->chunk_us, b->chunk_us, a->n_chunks * 4) == 0);
@@ -216,6 +230,8 @@ static void test_round_trip(void) {
   CHECK(strstr(line, "\"top_p\":0.95,") != NULL);
   CHECK(strstr(line, "\"session\":123456789012,\"turn\":7,\"context_tokens\":32768,\"class\":\"code\"") != NULL);
   CHECK(strncmp(line, "{\"id\":9223372036854775807,", 26) == 0);
+  CHECK(strstr(line, "\"dispatch_lag_client_us\":1234,\"read_lag_us\":[2500,17,-1,-1],"
+                     "\"late_reads\":3,\"late_reads_client\":1") != NULL);
   free(line);
 
   /* With chunk_tokens. */
@@ -240,6 +256,8 @@ static void test_round_trip(void) {
   CHECK(strstr(line, "\"output_shortfall\":null") != NULL);
   CHECK(strstr(line, "\"chunks_us\":[]") != NULL);
   CHECK(strstr(line, "\"status\":0") != NULL);
+  CHECK(strstr(line, "dispatch_lag_client_us") == NULL); /* not measured: absent */
+  CHECK_EQ(back.lag_client_us, -1);
   free(line);
 
   /* Whole-number doubles and a negative shortfall. */

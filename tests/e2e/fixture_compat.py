@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""Is NEW a compatible successor of OLD (test_report_fixtures.sh)?
+results.json: every key of OLD is in NEW with the same value (recursively;
+arrays of the same length, but lists of checks, matched by id, may
+gain checks; a check's evidence and fix, words for people, may be
+reworded), new keys allowed. report.html: the same charts
+(captions, in order). Prints the first difference and exits 1 otherwise."""
+import json, re, sys
+
+def subset(old, new, path):
+    if isinstance(old, dict):
+        if not isinstance(new, dict):
+            return "%s: was an object" % path
+        for k, v in old.items():
+            if k not in new:
+                return "%s.%s: gone" % (path, k)
+            why = subset(v, new[k], path + "." + k)
+            if why:
+                return why
+        return None
+    if isinstance(old, list) and old and all(isinstance(e, dict) and ("id" in e or "name" in e) for e in old):
+        # A list of checks: each old one still there (by id); new ones may join.
+        if not isinstance(new, list):
+            return "%s: was an array" % path
+        key = lambda e: e.get("id", e.get("name"))
+        by_id = {key(e): e for e in new if isinstance(e, dict)}
+        for e in old:
+            if key(e) not in by_id:
+                return "%s: check %s gone" % (path, key(e))
+            why = subset(e, by_id[key(e)], "%s[%s]" % (path, key(e)))
+            if why:
+                return why
+        return None
+    if isinstance(old, list):
+        if not isinstance(new, list) or len(new) != len(old):
+            return "%s: was an array of %d" % (path, len(old))
+        for i, (a, b) in enumerate(zip(old, new)):
+            why = subset(a, b, "%s[%d]" % (path, i))
+            if why:
+                return why
+        return None
+    # Words for people (a check's evidence and fix) may be reworded; they
+    # stay words.
+    if path.rsplit(".", 1)[-1] in ("evidence", "fix") and isinstance(new, str):
+        return None
+    return None if old == new else "%s: %r became %r" % (path, old, new)
+
+old_path, new_path = sys.argv[1], sys.argv[2]
+old, new = open(old_path).read(), open(new_path).read()
+if old_path.endswith("results.json") or old.lstrip().startswith("{"):
+    why = subset(json.loads(old), json.loads(new), "")
+else:
+    caps = lambda t: re.findall(r"<figcaption>(.*?)</figcaption>", t)
+    a, b = caps(old), caps(new)
+    why = None if a == b else "charts %s became %s" % (a, b)
+if why:
+    print(why)
+    sys.exit(1)

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# A failing server never passes (docs/audit.md "Failing server"): a server
+# killed mid-run, one answering HTML, one refusing everything with 400 and
+# one whose streams never end (aborted at the end-of-run grace) each exit 6,
+# with the verdict line naming the failures; --max-error-rate 100 lets them
+# through; a healthy server does not exit 6.
+. "$(dirname "$0")/lib.sh"
+
+# failing MODE WHAT: a run against chaos_server.py MODE exits 6 and its
+# verdict line says WHAT.
+failing() {
+  start_chaos "$1"
+  local d="$TMP/run-$1"
+  "$BIN" run --no-progress --url "$CBASE" --model chaos --requests 12 --rate 20 --grace 1s \
+    --retries 0 --no-history --out "$d" >"$TMP/out-$1" 2>"$TMP/err-$1"
+  local rc=$?
+  check_eq "$1: exit status" "$rc" 6
+  local line
+  line=$(grep '^Verdict:' "$TMP/out-$1")
+  check "$1: the verdict line names a failing server: $line" grep -q 'failing server: [0-9]* of [0-9]* requests failed' <<<"$line"
+  check "$1: the verdict line says $2: $line" grep -q -- "$2" <<<"$line"
+  check "$1: audit.error_rate.failing" jq -e '[.. | .error_rate? // empty | .failing] | any' "$d/results.json"
+  stop_chaos
+}
+
+failing html 'Content-Type text/html, body begins "<html><body><h1>Welcome to nginx'
+failing refuse400 'http_4xx=12'
+failing silent 'aborted=12'
+failing die 'connect='
+
+# The limit: 100 % lets a refusing server through (exit 0: nothing else failed).
+start_chaos refuse400
+"$BIN" run --no-progress --quiet --url "$CBASE" --model chaos --requests 5 --rate 20 --retries 0 \
+  --no-history --max-error-rate 100 --out "$TMP/run-limit" >/dev/null 2>&1
+rc=$?
+check "--max-error-rate 100: not exit 6 (got $rc)" test "$rc" != 6
+stop_chaos
+
+# A healthy server is no failing server.
+start_server --time-scale 20
+"$BIN" run --no-progress --quiet --url "$BASE" --requests 10 --rate 20 --no-history \
+  --out "$TMP/run-ok" >/dev/null 2>&1
+rc=$?
+check "healthy server: not exit 6 (got $rc)" test "$rc" != 6
+check "healthy server: audit.error_rate.failing false" jq -e '[.. | .error_rate? // empty | .failing] | any | not' "$TMP/run-ok/results.json"
+finish
