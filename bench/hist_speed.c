@@ -67,6 +67,8 @@ int main(void) {
   }
   t1 = im_now_ns();
   double set_ns = (double)(t1 - t0) / QUERIES;
+  int64_t checksum = sink; /* the queries' results are used: not optimised away */
+  (void)checksum;
 
   printf("buckets %d, values %lld (kept %lld, above %lld)\n", (int)h.bucket_count,
          (long long)ROUNDS * N_VALUES, (long long)kept, (long long)h.above);

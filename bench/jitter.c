@@ -42,7 +42,7 @@ static void on_signal(int sig) {
 static int child(int cpu, int64_t burst, int64_t period, int64_t end) {
   cpu_set_t set;
   CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
+  CPU_SET((size_t)cpu, &set);
   if (sched_setaffinity(0, sizeof set, &set) != 0)
     perror("jitter: sched_setaffinity");
   struct sched_param sp = {.sched_priority = 1};

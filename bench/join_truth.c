@@ -18,7 +18,9 @@
  * errors carry up to 1 µs of truncation (they read low by 0.5 µs on average).
  *
  * Build: cc -O2 -o join_truth bench/join_truth.c */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>

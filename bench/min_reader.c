@@ -23,7 +23,9 @@
  * the CPU time (getrusage) of the run, taken before the file is written.
  *
  * Build: cc -O2 -o min_reader bench/min_reader.c -lm */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>

@@ -23,7 +23,9 @@
  *
  * Prints "listening on http://127.0.0.1:PORT" first.
  * Build: cc -O2 -o sse_stub bench/sse_stub.c */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>

@@ -74,7 +74,9 @@ static void fig(struct im_cause_check *ck, const char *key, double v) {
     ck->figs[ck->n_figs++] = (struct im_cause_fig){key, v};
 }
 
-static void verdict(struct im_cause_check *ck, enum im_cause_status st, const char *fmt, ...) {
+__attribute__((format(printf, 3, 4))) static void verdict(struct im_cause_check *ck,
+                                                         enum im_cause_status st,
+                                                         const char *fmt, ...) {
   ck->status = st;
   va_list ap;
   va_start(ap, fmt);

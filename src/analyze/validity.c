@@ -28,7 +28,8 @@ static struct im_valid_check *add(struct im_validity *v, const char *id, enum im
   return c;
 }
 
-static void say(char *buf, size_t cap, const char *fmt, ...) {
+__attribute__((format(printf, 3, 4))) static void say(char *buf, size_t cap, const char *fmt,
+                                                     ...) {
   size_t len = strlen(buf);
   if (len + 1 >= cap)
     return;

@@ -176,14 +176,16 @@ static const struct option options[] = {
     {0, 0, 0, 0},
 };
 
-/* Applies one option to cfg; returns 0, or -1 after printing why. */
-static int apply_option(int opt, const char *arg, struct im_server_config *cfg,
+/* An option not of this group (apply_option tries the next). */
+enum { NOT_MINE = 1 };
+
+/* The engine and its model: address, profile, scheduler, KV, MoE, faults,
+ * the truth and routing logs. 0, -1 after printing why, or NOT_MINE. */
+static int apply_engine(int opt, const char *arg, struct im_server_config *cfg,
                         struct im_fault *faults, const char **truth_path,
                         const char **routing_path, const char **tok_path) {
   struct im_engine_config *e = &cfg->engine;
   uint32_t u;
-  uint64_t u64;
-  int64_t ns;
   char msg[256];
   switch (opt) {
   case O_HOST: cfg->host = arg; return 0;
@@ -246,6 +248,17 @@ static int apply_option(int opt, const char *arg, struct im_server_config *cfg,
     e->moe_hot_factor = f;
     return 0;
   }
+  default:
+    return NOT_MINE;
+  }
+}
+
+/* The HTTP front: dialect, limits, keep-alive, rate limit, logging, I/O,
+ * the API key, the agent policies. 0, or -1 after printing why. */
+static int apply_front(int opt, const char *arg, struct im_server_config *cfg) {
+  uint64_t u64;
+  int64_t ns;
+  switch (opt) {
   case O_REASONING:
     if (!strcmp(arg, "reasoning") || !strcmp(arg, "reasoning_content")) {
       cfg->reasoning_field_new = !strcmp(arg, "reasoning");
@@ -343,6 +356,14 @@ static int apply_option(int opt, const char *arg, struct im_server_config *cfg,
       return im__serve_agent_opt(cfg, opt, (char *)arg); /* an argv string: writable */
     return -1;
   }
+}
+
+/* Applies one option to cfg; returns 0, or -1 after printing why. */
+static int apply_option(int opt, const char *arg, struct im_server_config *cfg,
+                        struct im_fault *faults, const char **truth_path,
+                        const char **routing_path, const char **tok_path) {
+  int rc = apply_engine(opt, arg, cfg, faults, truth_path, routing_path, tok_path);
+  return rc == NOT_MINE ? apply_front(opt, arg, cfg) : rc;
 }
 
 int im_cli_serve(int argc, char **argv) {

@@ -59,14 +59,17 @@ static int push(struct out *o, const char *s) {
   return 0;
 }
 
-/* A string made here, owned by v until im__vllm_free (the run's argv). */
-static char *keep(struct im__vllm *v, const char *fmt, const char *a, const char *b) {
+/* The pieces (NULL: none) joined, a string owned by v until im__vllm_free
+ * (the run's argv). */
+static char *keep(struct im__vllm *v, const char *p0, const char *p1, const char *p2,
+                  const char *p3) {
   if (v->n_owned == (int)(sizeof v->owned / sizeof v->owned[0]))
     return NULL;
-  size_t n = strlen(fmt) + strlen(a) + (b ? strlen(b) : 0) + 1;
+  const char *p[4] = {p0 ? p0 : "", p1 ? p1 : "", p2 ? p2 : "", p3 ? p3 : ""};
+  size_t n = strlen(p[0]) + strlen(p[1]) + strlen(p[2]) + strlen(p[3]) + 1;
   char *s = malloc(n);
   if (s) {
-    snprintf(s, n, fmt, a, b ? b : "");
+    snprintf(s, n, "%s%s%s%s", p[0], p[1], p[2], p[3]);
     v->owned[v->n_owned++] = s;
   }
   return s;
@@ -229,7 +232,7 @@ int im__vllm_translate(int argc, char **argv, int *out_argc, char ***out_argv,
       const char *eq = strchr(x, '=');
       char key[256];
       snprintf(key, sizeof key, "%.*s", (int)(eq - x), x);
-      char *h = keep(v, "%s: %s", key, eq + 1);
+      char *h = keep(v, key, ": ", eq + 1, NULL);
       if (!h || push(&o, "--header") || push(&o, h))
         goto oom;
       v->used = true;
@@ -250,7 +253,7 @@ int im__vllm_translate(int argc, char **argv, int *out_argc, char ***out_argv,
     } else if (flag_is(a, "--ready-check-timeout-sec", &fl)) {
       if (!(val = value_of(argc, argv, &i, a, fl)))
         goto missing;
-      char *d = keep(v, "%ss", val, NULL);
+      char *d = keep(v, val, "s", NULL, NULL);
       if (!d || push(&o, "--ready-timeout") || push(&o, d))
         goto oom;
       v->used = true;
@@ -303,18 +306,18 @@ int im__vllm_translate(int argc, char **argv, int *out_argc, char ***out_argv,
                       "--ramp-up-end-rps (and they need it)\n");
       goto fail;
     }
-    char *k = keep(v, "vllm-ramp-%s%s", ramp, NULL);
+    char *k = keep(v, "vllm-ramp-", ramp, NULL, NULL);
     if (!k || push(&o, "--schedule") || push(&o, k) || push(&o, "--rate") ||
         push(&o, ramp_start) || push(&o, "--rate-end") || push(&o, ramp_end))
       goto oom;
   }
   if (host || port) {
-    char *url = keep(v, "http://%s:%s", host ? host : "127.0.0.1", port ? port : "8000");
+    char *url = keep(v, "http://", host ? host : "127.0.0.1", ":", port ? port : "8000");
     if (!url || push(&o, "--url") || push(&o, url))
       goto oom;
   }
   if (slo[0]) {
-    char *s = keep(v, "%s%s", slo, NULL);
+    char *s = keep(v, slo, NULL, NULL, NULL);
     if (!s || push(&o, "--slo") || push(&o, s))
       goto oom;
   }

@@ -32,7 +32,8 @@ enum im_err im_buf_append(struct im_buf *b, const void *data, size_t len) IM_WUR
 enum im_err im_buf_puts(struct im_buf *b, const char *s) IM_WUR;
 enum im_err im_buf_printf(struct im_buf *b, const char *fmt, ...) IM_WUR
     __attribute__((format(printf, 2, 3)));
-enum im_err im_buf_vprintf(struct im_buf *b, const char *fmt, va_list ap) IM_WUR;
+enum im_err im_buf_vprintf(struct im_buf *b, const char *fmt, va_list ap) IM_WUR
+    __attribute__((format(printf, 2, 0)));
 /* Appends v in decimal / in lowercase hexadecimal without a prefix (what
  * "%" PRId64 and "%" PRIx64 print, without printf's cost on hot paths). */
 enum im_err im_buf_put_i64(struct im_buf *b, int64_t v) IM_WUR;

@@ -367,6 +367,10 @@ static void nl_count(const struct im_sockstat *s, const struct inet_diag_msg *m,
  *   0: S_EQ  yes 8 (to 8)   no 12 (to 12)    4: port
  *   8: JMP   yes 4          no 12 (to 20 = end: accept)
  *  12: D_EQ  yes 8 (to 20)  no 12 (to 24 = past end: reject)   16: port */
+/* NLA_HDRLEN without its int arithmetic (-Wconversion): a netlink
+ * attribute header rounded up to 4 bytes (linux/netlink.h). */
+#define IM_NLA_HDRLEN ((sizeof(struct nlattr) + 3u) & ~(size_t)3u)
+
 static enum im_err nl_request(struct im_sockstat *s, int family) {
   struct {
     struct nlmsghdr nlh;
@@ -374,7 +378,7 @@ static enum im_err nl_request(struct im_sockstat *s, int family) {
     struct nlattr nla;
     struct inet_diag_bc_op bc[5];
   } msg;
-  _Static_assert(sizeof msg == NLMSG_LENGTH(sizeof(struct inet_diag_req_v2)) + NLA_HDRLEN +
+  _Static_assert(sizeof msg == NLMSG_LENGTH(sizeof(struct inet_diag_req_v2)) + IM_NLA_HDRLEN +
                                    5 * sizeof(struct inet_diag_bc_op),
                  "netlink request must be packed");
   memset(&msg, 0, sizeof msg);
@@ -390,7 +394,7 @@ static enum im_err nl_request(struct im_sockstat *s, int family) {
     msg.bc[3] = (struct inet_diag_bc_op){INET_DIAG_BC_D_EQ, 8, 12};
     msg.bc[4] = (struct inet_diag_bc_op){0, 0, port};
     msg.nla.nla_type = INET_DIAG_REQ_BYTECODE;
-    msg.nla.nla_len = (uint16_t)(NLA_HDRLEN + sizeof msg.bc);
+    msg.nla.nla_len = (uint16_t)(IM_NLA_HDRLEN + sizeof msg.bc);
     len = sizeof msg;
   }
   msg.nlh.nlmsg_len = (uint32_t)len;

@@ -226,11 +226,12 @@ enum im_err im_headline_list_runs(const char *dir, char (*paths)[IM_HEADLINE_PAT
   return IM_OK;
 }
 
-static void append(char *out, size_t out_len, size_t *used, const char *fmt, const char *a,
-                   const char *b, const char *c) {
+/* "key: a vs b" at out + *used. */
+static void append(char *out, size_t out_len, size_t *used, const char *a, const char *b,
+                   const char *c) {
   if (*used >= out_len)
     return;
-  int w = snprintf(out + *used, out_len - *used, fmt, a, b, c);
+  int w = snprintf(out + *used, out_len - *used, "%s: %s vs %s", a, b, c);
   if (w > 0)
     *used += (size_t)w < out_len - *used ? (size_t)w : out_len - *used - 1;
 }
@@ -255,7 +256,7 @@ bool im_headline_diff(const char *prefix, const char *a, const char *b, char *ou
       char *sb = vb ? json_dumps(vb, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY) : NULL;
       char kb[256];
       snprintf(kb, sizeof kb, "%s%s%s", sep, prefix, key);
-      append(out, out_len, &used, "%s: %s vs %s", kb, sa ? sa : "?", sb ? sb : "(absent)");
+      append(out, out_len, &used, kb, sa ? sa : "?", sb ? sb : "(absent)");
       free(sa);
       free(sb);
       sep = "; ";
@@ -267,7 +268,7 @@ bool im_headline_diff(const char *prefix, const char *a, const char *b, char *ou
       char *sb = json_dumps(vb, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
       char kb[256];
       snprintf(kb, sizeof kb, "%s%s%s", sep, prefix, key);
-      append(out, out_len, &used, "%s: %s vs %s", kb, "(absent)", sb ? sb : "?");
+      append(out, out_len, &used, kb, "(absent)", sb ? sb : "?");
       free(sb);
       sep = "; ";
     }
@@ -277,7 +278,7 @@ bool im_headline_diff(const char *prefix, const char *a, const char *b, char *ou
              (int)(strlen(prefix) && prefix[strlen(prefix) - 1] == '.' ? strlen(prefix) - 1
                                                                        : strlen(prefix)),
              prefix);
-    append(out, out_len, &used, "%s: %s vs %s", kb, a, b);
+    append(out, out_len, &used, kb, a, b);
   }
   json_decref(ja);
   json_decref(jb);

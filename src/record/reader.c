@@ -111,7 +111,8 @@ enum im_err im_jsonl_next(struct im_jsonl_reader *r, const char **line, size_t *
   }
 }
 
-static void note(struct im_read_report *rep, const char *fmt, ...) {
+__attribute__((format(printf, 2, 3))) static void note(struct im_read_report *rep,
+                                                      const char *fmt, ...) {
   if (rep->n_notes >= IM_READ_MAX_NOTES)
     return;
   va_list ap;

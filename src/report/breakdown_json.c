@@ -87,17 +87,18 @@ static void row(FILE *f, const char *name, const struct im_bd_group *g) {
           g->tpot.p99);
 }
 
+#define BREAKDOWN_HDR "  %-8s %6s  %9s %9s %9s   %8s %8s %8s\n"
+
 void im_breakdown_text(FILE *f, const struct im_breakdown *b, bool by_class) {
-  const char *hdr = "  %-8s %6s  %9s %9s %9s   %8s %8s %8s\n";
   if (b->any_session || b->several_buckets) {
     fprintf(f, "By context length (tokens; K = 1024)\n");
-    fprintf(f, hdr, "context", "n", "TTFT p50", "p90", "p99 ms", "TPOT p50", "p90", "p99 ms");
+    fprintf(f, BREAKDOWN_HDR, "context", "n", "TTFT p50", "p90", "p99 ms", "TPOT p50", "p90", "p99 ms");
     for (int k = 0; k < IM_CTX_BUCKETS; k++)
       row(f, im_breakdown_bucket_name(k), &b->ctx[k]);
   }
   if (by_class) {
     fprintf(f, "By content class\n");
-    fprintf(f, hdr, "class", "n", "TTFT p50", "p90", "p99 ms", "TPOT p50", "p90", "p99 ms");
+    fprintf(f, BREAKDOWN_HDR, "class", "n", "TTFT p50", "p90", "p99 ms", "TPOT p50", "p90", "p99 ms");
     for (int c = IM_CLASS_TEXT; c < IM_CLASS_COUNT_; c++)
       row(f, im_req_class_name((enum im_req_class)c), &b->cls[c]);
   }

@@ -157,26 +157,27 @@ enum im_err im_client_check_json(const struct im_client_check *c, json_t *audit)
   return IM_OK;
 }
 
-static void line(FILE *o, const char *label, const char *fmt, double v) {
+/* label, then v with `digits` decimals ("-" for NaN). */
+static void line(FILE *o, const char *label, int digits, double v) {
   fprintf(o, "%-40s", label);
   if (isnan(v))
     fputs("-", o);
   else
-    fprintf(o, fmt, v);
+    fprintf(o, "%.*f", digits, v);
   fputc('\n', o);
 }
 
-static void line2(FILE *o, const char *label, const char *fmt, double a, double b) {
+static void line2(FILE *o, const char *label, int digits, double a, double b) {
   fprintf(o, "%-40s", label);
   if (isnan(a))
     fputs("-", o);
   else
-    fprintf(o, fmt, a);
+    fprintf(o, "%.*f", digits, a);
   fputs(" / ", o);
   if (isnan(b))
     fputs("-", o);
   else
-    fprintf(o, fmt, b);
+    fprintf(o, "%.*f", digits, b);
   fputc('\n', o);
 }
 
@@ -192,30 +193,30 @@ static void vstat(FILE *o, const char *name, const struct im_vllm_stat *v,
                   const struct im_summary_config *cfg) {
   char label[64];
   snprintf(label, sizeof label, "Mean %s (ms):", name);
-  line(o, label, "%.2f", v->mean);
+  line(o, label, 2, v->mean);
   snprintf(label, sizeof label, "Median %s (ms):", name);
-  line(o, label, "%.2f", v->median);
+  line(o, label, 2, v->median);
   for (size_t i = 0; i < cfg->n_percentiles; i++) {
     if (cfg->percentiles[i] != 99) /* vLLM's table shows P99 (the median is above) */
       continue;
     snprintf(label, sizeof label, "P%g %s (ms):", cfg->percentiles[i], name);
-    line(o, label, "%.2f", v->pct[i]);
+    line(o, label, 2, v->pct[i]);
   }
 }
 
 void im_report_text(FILE *o, const struct im_summary *s, const struct im_summary_config *cfg,
                     const struct im_client_check *c) {
   fprintf(o, "============ Serving Benchmark Result ============\n");
-  line(o, "Successful requests:", "%.0f", (double)s->completed);
-  line(o, "Failed requests:", "%.0f", (double)s->failed);
-  line(o, "Benchmark duration (s):", "%.2f", s->duration_s);
-  line(o, "Total input tokens:", "%.0f", (double)s->total_input_tokens);
-  line(o, "Total generated tokens:", "%.0f", (double)s->total_output_tokens);
-  line(o, "Request throughput (req/s):", "%.2f", s->request_throughput);
+  line(o, "Successful requests:", 0, (double)s->completed);
+  line(o, "Failed requests:", 0, (double)s->failed);
+  line(o, "Benchmark duration (s):", 2, s->duration_s);
+  line(o, "Total input tokens:", 0, (double)s->total_input_tokens);
+  line(o, "Total generated tokens:", 0, (double)s->total_output_tokens);
+  line(o, "Request throughput (req/s):", 2, s->request_throughput);
   if (cfg->has_slo_ttft || cfg->has_slo_tpot || cfg->has_slo_e2el)
-    line(o, "Request goodput (req/s):", "%.2f", s->request_goodput);
-  line(o, "Output token throughput (tok/s):", "%.2f", s->output_throughput);
-  line(o, "Total Token throughput (tok/s):", "%.2f", s->total_token_throughput);
+    line(o, "Request goodput (req/s):", 2, s->request_goodput);
+  line(o, "Output token throughput (tok/s):", 2, s->output_throughput);
+  line(o, "Total Token throughput (tok/s):", 2, s->total_token_throughput);
   section(o, "Time to First Token");
   vstat(o, "TTFT", &s->v_ttft, cfg);
   section(o, "Time per Output Token (excl. 1st token)");
@@ -225,11 +226,11 @@ void im_report_text(FILE *o, const struct im_summary *s, const struct im_summary
   section(o, "End-to-end Latency");
   vstat(o, "E2EL", &s->v_e2el, cfg);
   fprintf(o, "============ infermeter: measured window =========\n");
-  line(o, "Window (s):", "%.2f", s->window_s);
-  line2(o, "Scheduled / dispatched rate (req/s):", "%.3f", s->scheduled_rate, s->dispatched_rate);
-  line(o, "Completed in window (req/s):", "%.3f", s->window_request_rate);
-  line(o, "Output tokens in window (tok/s):", "%.2f", s->window_output_tok_rate);
-  line2(o, "Raw / effective rate (req/s):", "%.3f", s->raw_qps, s->effective_qps);
+  line(o, "Window (s):", 2, s->window_s);
+  line2(o, "Scheduled / dispatched rate (req/s):", 3, s->scheduled_rate, s->dispatched_rate);
+  line(o, "Completed in window (req/s):", 3, s->window_request_rate);
+  line(o, "Output tokens in window (tok/s):", 2, s->window_output_tok_rate);
+  line2(o, "Raw / effective rate (req/s):", 3, s->raw_qps, s->effective_qps);
   if (s->raw_attempts > s->traffic[IM_TRAFFIC_MEASURED].count) {
     fprintf(o, "  %-38s", "traffic classes (count, p99 ms):");
     for (int t = 0; t < IM_TRAFFIC_COUNT_; t++)
@@ -238,21 +239,21 @@ void im_report_text(FILE *o, const struct im_summary *s, const struct im_summary
                 (unsigned long long)s->traffic[t].count, s->traffic[t].p99_latency_ms);
     fputc('\n', o);
   }
-  line2(o, "Concurrency mean / max:", "%.2f", s->concurrency_mean, (double)s->concurrency_max);
+  line2(o, "Concurrency mean / max:", 2, s->concurrency_mean, (double)s->concurrency_max);
   for (size_t i = 0; i < cfg->n_percentiles; i++) {
     if (cfg->percentiles[i] != 99.0)
       continue;
-    line2(o, "P99 TTFT from schedule / queue (ms):", "%.2f",
+    line2(o, "P99 TTFT from schedule / queue (ms):", 2,
           s->ttft_sched.n ? s->ttft_sched.pct[i] : NAN, s->queue_wait.n ? s->queue_wait.pct[i] : NAN);
   }
   if (cfg->has_slo_ttft || cfg->has_slo_tpot || cfg->has_slo_e2el) {
-    line(o, "SLO attainment, all (%):", "%.1f", 100.0 * s->slo_all_attain);
+    line(o, "SLO attainment, all (%):", 1, 100.0 * s->slo_all_attain);
     if (cfg->has_slo_ttft)
-      line(o, "  ttft (%):", "%.1f", 100.0 * s->slo_ttft_attain);
+      line(o, "  ttft (%):", 1, 100.0 * s->slo_ttft_attain);
     if (cfg->has_slo_tpot)
-      line(o, "  tpot (%):", "%.1f", 100.0 * s->slo_tpot_attain);
+      line(o, "  tpot (%):", 1, 100.0 * s->slo_tpot_attain);
     if (cfg->has_slo_e2el)
-      line(o, "  e2el (%):", "%.1f", 100.0 * s->slo_e2el_attain);
+      line(o, "  e2el (%):", 1, 100.0 * s->slo_e2el_attain);
   }
   uint64_t errs = 0;
   for (int e = 1; e < IM_EC_COUNT_; e++)

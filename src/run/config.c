@@ -46,20 +46,20 @@ void im_run_config_default(struct im_run_config *o) {
 }
 
 void im__run_default_warmup(struct im_run_config *o) {
-  if (!o->requests || o->warmup_given || o->sessions || o->session_rate)
+  if (!o->requests || o->warmup_given || o->sessions || o->session_rate > 0)
     return;
   o->warmup_ns = 0;
   o->warmup_requests = o->requests / 10;
 }
 
 const char *im__run_check_opts(const struct im_run_config *o, char *buf, size_t cap) {
-  bool sessions = o->sessions || o->session_rate, rate_given = o->rate_given;
+  bool sessions = o->sessions || o->session_rate > 0, rate_given = o->rate_given;
   const char *why = NULL;
   if (im_net_check(&o->net, buf, cap) || im__run_transport(o, o->url, buf, cap) < 0)
     why = buf;
   else if (o->concurrency && rate_given)
     why = "--rate and --concurrency exclude each other";
-  else if (o->sessions && o->session_rate)
+  else if (o->sessions && o->session_rate > 0)
     why = "--sessions and --session-rate exclude each other";
   else if (sessions && (o->concurrency || rate_given))
     why = "with sessions, --sessions N or --session-rate R replace --concurrency and --rate";

@@ -20,7 +20,7 @@ void im__run_apply_stage(struct im_run_config *so, const struct im_stage *st) {
   if (st->set & (1u << IM_PARAM_INPUT_LEN))
     so->input_len = (uint32_t)st->values[IM_PARAM_INPUT_LEN];
   if (st->set & (1u << IM_PARAM_RATE)) {
-    if (so->sessions || so->session_rate) {
+    if (so->sessions || so->session_rate > 0) {
       so->sessions = 0;
       so->session_rate = st->values[IM_PARAM_RATE];
     } else {
@@ -29,7 +29,7 @@ void im__run_apply_stage(struct im_run_config *so, const struct im_stage *st) {
     }
   }
   if (st->set & (1u << IM_PARAM_CONCURRENCY)) {
-    if (so->sessions || so->session_rate) {
+    if (so->sessions || so->session_rate > 0) {
       so->session_rate = 0;
       so->sessions = (uint32_t)st->values[IM_PARAM_CONCURRENCY];
     } else {

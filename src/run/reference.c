@@ -134,7 +134,7 @@ int im__run_reference(const struct im_run_config *o, struct im__run_ref *ref) {
         ref->value[g] = v[g];
   }
   for (int f = 0; f < IM_RF_COUNT_; f++)
-    ref->n += !isnan(ref->value[f]);
+    ref->n += isnan(ref->value[f]) ? 0u : 1u;
   if (o->n_reference && !ref->n) {
     im__run_say(IM_RUN_SAY_ERROR, "--reference %s: no headline figure has a value there",
             ref->source);

@@ -298,7 +298,7 @@ static int load_dataset(struct run *r) {
   env->use_ds = o->dataset && strcmp(o->dataset, "synthetic") && strcmp(o->dataset, "random");
   if (!env->use_ds)
     return 0;
-  if (o->sessions || o->session_rate) {
+  if (o->sessions || o->session_rate > 0) {
     im__run_say(IM_RUN_SAY_ERROR, "sessions build their own prompts; drop --dataset");
     return -1;
   }
@@ -420,7 +420,7 @@ static int confirm_remote(const struct run *r) {
   char red[2048];
   im_url_redact(r->url, red, sizeof red);
   uint64_t per_stage = o->requests ? o->requests
-                       : (o->concurrency || o->sessions || o->session_rate)
+                       : (o->concurrency || o->sessions || o->session_rate > 0)
                            ? 0
                            : (uint64_t)(o->rate * (double)o->duration_ns / 1e9);
   uint64_t planned = per_stage * r->env.n_stages;
@@ -662,7 +662,7 @@ static json_t *manifest_json(const struct run *r) {
   if (env->has_mix)
     json_object_set_new(wl, "mix", json_pack("{s:f, s:f}", "text", env->mix.weight[IM_CONTENT_TEXT],
                                              "code", env->mix.weight[IM_CONTENT_CODE]));
-  if (o->sessions || o->session_rate)
+  if (o->sessions || o->session_rate > 0)
     json_object_set_new(wl, "sessions",
                         json_pack("{s:I, s:f, s:I, s:I, s:I, s:f}", "concurrent", (json_int_t)o->sessions,
                                   "rate", o->session_rate, "turns", (json_int_t)o->turns,

@@ -60,7 +60,7 @@ int im__run_size(struct im_run_config *o) {
   }
   bool closed = o->concurrency != 0;
   const char *refuse = NULL;
-  if (o->sessions || o->session_rate)
+  if (o->sessions || o->session_rate > 0)
     refuse = "sessions have no request count known before the run";
   else if (o->sched_kind >= IM_SCHED_RAMP)
     refuse = "a ramp's request count is not sized; use --requests N";
@@ -96,7 +96,7 @@ int im__run_size(struct im_run_config *o) {
     }
     return 0;
   }
-  double measured_s = (need + 3.0 * sqrt((double)need)) / lo;
+  double measured_s = ((double)need + 3.0 * sqrt((double)need)) / lo;
   int64_t want_ns = (int64_t)ceil((warm_s + measured_s) * 1e3) * 1000000;
   if (o->duration_ns < want_ns) {
     if (!o->quiet)

@@ -157,7 +157,9 @@ static int stage_share(struct stage *st) {
   if (!sh->count || !st->times)
     return 0;
   return im_shard_thin(st->times, st->n_times, st->o->seed + st->index, sh->index, sh->count,
-                        &st->mine, &st->mine_index, &st->n_mine);
+                        &st->mine, &st->mine_index, &st->n_mine) == IM_OK
+             ? 0
+             : -1;
 }
 
 /* The workload of each loader thread: the same prompts, its own tokenizer. */
@@ -562,7 +564,7 @@ int im__run_stage(struct run_env *env, const struct im_run_config *so, uint32_t 
                   const char *label, json_t *params, struct stage_res *out) {
   memset(out, 0, sizeof *out);
   struct stage st = {.env = env, .o = env->o, .so = so, .index = index, .out = out,
-                     .label = label, .sessions = so->sessions || so->session_rate};
+                     .label = label, .sessions = so->sessions || so->session_rate > 0};
   st.closed = st.sessions ? so->sessions : so->concurrency;
   int rc = -1;
   struct im_window_rule rule = window_rule(&st);

@@ -249,7 +249,7 @@ enum im_err im_engine_submit(struct im_engine *e, const struct im_seq_params *p,
     s->capped = true;
   }
   if (e->prof->reasoning) { /* serve/reasoning.h: grows with difficulty and temperature */
-    struct im_reasoning_ask ask = {p->effort, p->thinking, p->n_prompt, p->code, p->temperature};
+    struct im_reasoning_ask ask = {(enum im_effort)p->effort, p->thinking, p->n_prompt, p->code, p->temperature};
     im_reasoning_split(&s->rng, e->prof, &ask, s->target_out, max_tokens, p->ignore_eos,
                        &s->n_reasoning, &s->target_out, &s->capped);
   }

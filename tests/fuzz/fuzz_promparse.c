@@ -117,10 +117,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   for (int c = 0; c < IM_NM_CONCEPT_COUNT_; c++) {
     const struct im_nm_value *v = &s->v[c];
     REQUIRE(!v->present || v->n > 0);
-    if (!im_nm_concept_is_hist(c))
+    if (!im_nm_concept_is_hist((enum im_nm_concept)c))
       continue;
     double v2, q = (double)(data[0] % 101) / 100;
-    enum im_err e = im_nm_hist_quantile(NULL, s, c, q, &v2);
+    enum im_err e = im_nm_hist_quantile(NULL, s, (enum im_nm_concept)c, q, &v2);
     REQUIRE(e == IM_OK || e == IM_NOTFOUND || e == IM_INVAL);
     const struct im_nm_hist *h = &s->h[c];
     for (size_t i = 1; i < h->n; i++)

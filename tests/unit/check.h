@@ -60,6 +60,13 @@ static int im_test_checks;
                im__b ? im__b : "(null)");                                    \
   } while (0)
 
+/* A check that failed where it stands (a branch that must not be taken). */
+#define CHECK_FAIL(msg)                                                      \
+  do {                                                                       \
+    im_test_checks++;                                                        \
+    IM__FAIL("%s", msg);                                                     \
+  } while (0)
+
 #define CHECK_OK(expr)                                                       \
   do {                                                                       \
     int im__e = (int)(expr);                                                 \

@@ -94,7 +94,7 @@ static int64_t run(struct im_engine *e, int64_t t, int max_ticks) {
     t = d > t ? d : t;
     im_engine_tick(e, t);
   }
-  CHECK(!"engine did not become idle");
+  CHECK_FAIL("engine did not become idle");
   return t;
 }
 

@@ -564,7 +564,7 @@ int main(void) {
     fprintf(stderr, "test_gpu: SKIP fake NVML tests: IM_FAKE_NVML not set "
                     "(add_subdirectory(tests/fake_nvml) wires it)\n");
   } else if (fake_load(&f, path) != 0) {
-    CHECK(!"fake NVML loads");
+    CHECK_FAIL("fake NVML loads");
   } else {
     test_init_fail(path, &f);
     test_sample_default(path, &f);

@@ -77,7 +77,7 @@ static void test_writer_keeps_all(void) {
   CHECK(res.writer_waits == 0 || res.writer_wait_ns > 0);
   for (size_t i = 0; i < res.n_records; i++)
     if (res.records[i].id != i + 1 || res.records[i].n_chunks != 1)
-      CHECK(!"records kept in order with their chunks");
+      CHECK_FAIL("records kept in order with their chunks");
   im_load_result_cleanup(&res);
 }
 

@@ -73,10 +73,10 @@ static void test_validity_and_counts(void) {
   struct im_moe_seq seqs[8];
   uint16_t ids[L * K];
   for (int i = 0; i < 8; i++)
-    CHECK_OK(im_moe_seq_init(m, &seqs[i], 100 + i));
+    CHECK_OK(im_moe_seq_init(m, &seqs[i], (uint64_t)(100 + i)));
   for (int step = 0; step < 300; step++) {
     im_moe_step_begin(m);
-    uint32_t n = 1 + step % 3;
+    uint32_t n = (uint32_t)(1 + step % 3);
     for (int i = 0; i < 8; i++) {
       im_moe_route(m, &seqs[i], (uint32_t)(i == 0 ? n : 1), ids);
       check_sets(c, ids);
@@ -145,7 +145,7 @@ static void test_skew(void) {
   struct im_moe *m = make(0.5, 0.0, 11);
   struct im_moe_seq seqs[64];
   for (int i = 0; i < 64; i++)
-    CHECK_OK(im_moe_seq_init(m, &seqs[i], 5000 + i));
+    CHECK_OK(im_moe_seq_init(m, &seqs[i], (uint64_t)(5000 + i)));
   im_moe_step_begin(m);
   for (int t = 0; t < 200; t++)
     for (int i = 0; i < 64; i++)
