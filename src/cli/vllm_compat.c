@@ -97,14 +97,194 @@ static bool flag_is(const char *arg, const char *flag, size_t *len) {
   return true;
 }
 
+/* The translation's state: the argv being built and what is combined at
+ * the end (host and port, the ramp, the SLOs of --goodput). */
+struct tr {
+  struct out o;
+  struct im__vllm *v;
+  const char *host, *port, *ramp, *ramp_start, *ramp_end;
+  char slo[256];
+};
+
+enum { TR_OK, TR_FAIL, TR_OOM, TR_MISSING };
+
+/* --goodput KEY:VALUE... (vLLM's SLOs, into t->slo) and --metadata
+ * KEY=VALUE... (tags): nargs='+', the values up to the next flag. */
+static int translate_multi(struct tr *t, int argc, char **argv, int *ip, const char *a) {
+  bool goodput = a[2] == 'g';
+  t->v->used = true;
+  /* nargs='+': the values up to the next flag. */
+  int n = 0;
+  while (*ip + 1 < argc && strncmp(argv[*ip + 1], "--", 2)) {
+    const char *x = argv[++*ip];
+    n++;
+    if (goodput) {
+      const char *c = strchr(x, ':');
+      if (!c || (strncmp(x, "ttft:", 5) && strncmp(x, "tpot:", 5) && strncmp(x, "e2el:", 5)) ||
+          !c[1]) {
+        fprintf(stderr, "infermeter run: --goodput %s: KEY:VALUE with KEY ttft, tpot or e2el "
+                        "and VALUE in ms\n", x);
+        return TR_FAIL;
+      }
+      size_t at = strlen(t->slo);
+      snprintf(t->slo + at, sizeof t->slo - at, "%s%.4s=%sms", at ? "," : "", x, c + 1);
+    } else {
+      if (!strchr(x, '=') || t->v->n_metadata == 32) {
+        fprintf(stderr, "infermeter run: --metadata %s: KEY=VALUE (at most 32)\n", x);
+        return TR_FAIL;
+      }
+      t->v->metadata[t->v->n_metadata++] = x;
+      if (push(&t->o, "--tag") || push(&t->o, x))
+        return TR_OOM;
+    }
+  }
+  if (!n) {
+    fprintf(stderr, "infermeter run: %s needs at least one value\n", goodput ? "--goodput" : "--metadata");
+    return TR_FAIL;
+  }
+  return TR_OK;
+}
+
+/* One argument that is not a plain rename or refusal: vLLM's flags whose
+ * meaning takes more than a new name, else infermeter's own (kept). */
+static int translate_flag(struct tr *t, int argc, char **argv, int *ip, const char *a) {
+  size_t fl = 0;
+  const char *val;
+  if (flag_is(a, "--host", &fl) || flag_is(a, "--port", &fl)) {
+    bool is_host = a[2] == 'h';
+    if (!(val = value_of(argc, argv, ip, a, fl)))
+      return TR_MISSING;
+    *(is_host ? &t->host : &t->port) = val;
+    t->v->used = true;
+  } else if (flag_is(a, "--endpoint", &fl)) {
+    if (!(val = value_of(argc, argv, ip, a, fl)))
+      return TR_MISSING;
+    const char *be = !strcmp(val, "/v1/chat/completions") ? "openai-chat"
+                     : !strcmp(val, "/v1/completions")    ? "openai-completions"
+                                                          : NULL;
+    if (!be) {
+      fprintf(stderr, "infermeter run: --endpoint %s: only /v1/chat/completions and "
+                      "/v1/completions are driven\n", val);
+      return TR_FAIL;
+    }
+    if (push(&t->o, "--backend") || push(&t->o, be))
+      return TR_OOM;
+    t->v->used = true;
+  } else if (flag_is(a, "--backend", &fl)) {
+    if (!(val = value_of(argc, argv, ip, a, fl)))
+      return TR_MISSING;
+    t->v->backend = val;
+    const char *be = !strcmp(val, "openai-chat") || !strcmp(val, "openai-completions") ? val
+                     : !strcmp(val, "openai") || !strcmp(val, "vllm")               ? "openai-completions"
+                                                                                   : NULL;
+    if (!be) {
+      fprintf(stderr, "infermeter run: --backend %s: infermeter drives openai-chat and "
+                      "openai-completions (vLLM's openai and vllm)\n", val);
+      return TR_FAIL;
+    }
+    if (push(&t->o, "--backend") || push(&t->o, be))
+      return TR_OOM;
+  } else if (flag_is(a, "--dataset-name", &fl)) {
+    if (!(val = value_of(argc, argv, ip, a, fl)))
+      return TR_MISSING;
+    if (strcmp(val, "random") && strcmp(val, "sharegpt")) {
+      fprintf(stderr, "infermeter run: --dataset-name %s: infermeter reads random and sharegpt "
+                      "(and its own: docs/datasets.md)\n", val);
+      return TR_FAIL;
+    }
+    /* vLLM ignores EOS on random datasets so generation runs to length. */
+    if (push(&t->o, "--dataset") || push(&t->o, val) ||
+        (!strcmp(val, "random") && push(&t->o, "--ignore-eos")))
+      return TR_OOM;
+    t->v->used = true;
+  } else if (flag_is(a, "--random-prefix-len", &fl)) {
+    if (!(val = value_of(argc, argv, ip, a, fl)))
+      return TR_MISSING;
+    if (strcmp(val, "0") && (push(&t->o, "--prefix-groups") || push(&t->o, "1") ||
+                             push(&t->o, "--prefix-len") || push(&t->o, val) ||
+                             push(&t->o, "--prefix-share") || push(&t->o, "1")))
+      return TR_OOM;
+    t->v->used = true;
+  } else if (flag_is(a, "--goodput", &fl) || flag_is(a, "--metadata", &fl)) {
+    int r = translate_multi(t, argc, argv, ip, a);
+    if (r != TR_OK)
+      return r;
+  } else if (flag_is(a, "--header", &fl) && strchr(a + fl, '=') == NULL && *ip + 1 < argc &&
+             strchr(argv[*ip + 1], '=') && !strchr(argv[*ip + 1], ':')) {
+    /* vLLM's KEY=VALUE header; infermeter's is "Key: value". */
+    const char *x = argv[++*ip];
+    const char *eq = strchr(x, '=');
+    char key[256];
+    snprintf(key, sizeof key, "%.*s", (int)(eq - x), x);
+    char *h = keep(t->v, key, ": ", eq + 1, NULL);
+    if (!h || push(&t->o, "--header") || push(&t->o, h))
+      return TR_OOM;
+    t->v->used = true;
+  } else if (flag_is(a, "--ramp-up-strategy", &fl)) {
+    if (!(val = value_of(argc, argv, ip, a, fl)))
+      return TR_MISSING;
+    if (strcmp(val, "linear") && strcmp(val, "exponential")) {
+      fprintf(stderr, "infermeter run: --ramp-up-strategy %s: linear or exponential\n", val);
+      return TR_FAIL;
+    }
+    t->ramp = val;
+    t->v->used = true;
+  } else if (flag_is(a, "--ramp-up-start-rps", &fl) || flag_is(a, "--ramp-up-end-rps", &fl)) {
+    if (!(val = value_of(argc, argv, ip, a, fl)))
+      return TR_MISSING;
+    *(a[10] == 's' ? &t->ramp_start : &t->ramp_end) = val;
+    t->v->used = true;
+  } else if (flag_is(a, "--ready-check-timeout-sec", &fl)) {
+    if (!(val = value_of(argc, argv, ip, a, fl)))
+      return TR_MISSING;
+    char *d = keep(t->v, val, "s", NULL, NULL);
+    if (!d || push(&t->o, "--ready-timeout") || push(&t->o, d))
+      return TR_OOM;
+    t->v->used = true;
+  } else if (flag_is(a, "--profile", &fl) && !a[fl]) {
+    if (push(&t->o, "--profile-server"))
+      return TR_OOM;
+    t->v->used = true;
+  } else if (flag_is(a, "--percentile-metrics", &fl)) {
+    if (!(val = value_of(argc, argv, ip, a, fl)))
+      return TR_MISSING;
+    t->v->used = true; /* every metric's percentiles are reported */
+  } else if (flag_is(a, "--disable-tqdm", &fl)) {
+    t->v->used = true;
+    if (push(&t->o, "--no-progress"))
+      return TR_OOM;
+  } else if (flag_is(a, "--save-result", &fl) || flag_is(a, "--save-detailed", &fl)) {
+    t->v->used = t->v->save_result = true;
+    t->v->save_detailed |= a[7] == 'd';
+  } else if (flag_is(a, "--result-dir", &fl) || flag_is(a, "--result-filename", &fl) ||
+             flag_is(a, "--label", &fl)) {
+    const char **dst = a[2] == 'l' ? &t->v->label : a[9] == 'd' ? &t->v->result_dir : &t->v->result_filename;
+    if (!(val = value_of(argc, argv, ip, a, fl)))
+      return TR_MISSING;
+    *dst = val;
+    t->v->used = true;
+  } else if (flag_is(a, "--tokenizer", &fl)) {
+    if (!(val = value_of(argc, argv, ip, a, fl)))
+      return TR_MISSING;
+    struct stat st;
+    if (strcmp(val, "built-in") && strcmp(val, "server") && stat(val, &st)) {
+      fprintf(stderr, "infermeter run: --tokenizer %s: give a tokenizer.json file (a Hugging "
+                      "Face id is not downloaded)\n", val);
+      return TR_FAIL;
+    }
+    if (push(&t->o, "--tokenizer") || push(&t->o, val))
+      return TR_OOM;
+  } else if (push(&t->o, a)) {
+    return TR_OOM;
+  }
+  return TR_OK;
+}
+
 int im__vllm_translate(int argc, char **argv, int *out_argc, char ***out_argv,
                        struct im__vllm *v) {
   memset(v, 0, sizeof *v);
-  struct out o = {0};
-  const char *host = NULL, *port = NULL;
-  const char *ramp = NULL, *ramp_start = NULL, *ramp_end = NULL;
-  char slo[256] = "";
-  if (push(&o, argv[0]))
+  struct tr t = {.v = v};
+  if (push(&t.o, argv[0]))
     goto oom;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -126,7 +306,7 @@ int im__vllm_translate(int argc, char **argv, int *out_argc, char ***out_argv,
                         "once; --max-concurrency still applies)\n");
         val = "100000";
       }
-      if (push(&o, renames[k].ours) || push(&o, val))
+      if (push(&t.o, renames[k].ours) || push(&t.o, val))
         goto oom;
     }
     for (size_t k = 0; k < sizeof refused / sizeof refused[0] && !done; k++)
@@ -137,188 +317,37 @@ int im__vllm_translate(int argc, char **argv, int *out_argc, char ***out_argv,
       }
     if (done)
       continue;
-    const char *val;
-    if (flag_is(a, "--host", &fl) || flag_is(a, "--port", &fl)) {
-      bool is_host = a[2] == 'h';
-      if (!(val = value_of(argc, argv, &i, a, fl)))
-        goto missing;
-      *(is_host ? &host : &port) = val;
-      v->used = true;
-    } else if (flag_is(a, "--endpoint", &fl)) {
-      if (!(val = value_of(argc, argv, &i, a, fl)))
-        goto missing;
-      const char *be = !strcmp(val, "/v1/chat/completions") ? "openai-chat"
-                       : !strcmp(val, "/v1/completions")    ? "openai-completions"
-                                                            : NULL;
-      if (!be) {
-        fprintf(stderr, "infermeter run: --endpoint %s: only /v1/chat/completions and "
-                        "/v1/completions are driven\n", val);
-        goto fail;
-      }
-      if (push(&o, "--backend") || push(&o, be))
-        goto oom;
-      v->used = true;
-    } else if (flag_is(a, "--backend", &fl)) {
-      if (!(val = value_of(argc, argv, &i, a, fl)))
-        goto missing;
-      v->backend = val;
-      const char *be = !strcmp(val, "openai-chat") || !strcmp(val, "openai-completions") ? val
-                       : !strcmp(val, "openai") || !strcmp(val, "vllm")               ? "openai-completions"
-                                                                                     : NULL;
-      if (!be) {
-        fprintf(stderr, "infermeter run: --backend %s: infermeter drives openai-chat and "
-                        "openai-completions (vLLM's openai and vllm)\n", val);
-        goto fail;
-      }
-      if (push(&o, "--backend") || push(&o, be))
-        goto oom;
-    } else if (flag_is(a, "--dataset-name", &fl)) {
-      if (!(val = value_of(argc, argv, &i, a, fl)))
-        goto missing;
-      if (strcmp(val, "random") && strcmp(val, "sharegpt")) {
-        fprintf(stderr, "infermeter run: --dataset-name %s: infermeter reads random and sharegpt "
-                        "(and its own: docs/datasets.md)\n", val);
-        goto fail;
-      }
-      /* vLLM ignores EOS on random datasets so generation runs to length. */
-      if (push(&o, "--dataset") || push(&o, val) ||
-          (!strcmp(val, "random") && push(&o, "--ignore-eos")))
-        goto oom;
-      v->used = true;
-    } else if (flag_is(a, "--random-prefix-len", &fl)) {
-      if (!(val = value_of(argc, argv, &i, a, fl)))
-        goto missing;
-      if (strcmp(val, "0") && (push(&o, "--prefix-groups") || push(&o, "1") ||
-                               push(&o, "--prefix-len") || push(&o, val) ||
-                               push(&o, "--prefix-share") || push(&o, "1")))
-        goto oom;
-      v->used = true;
-    } else if (flag_is(a, "--goodput", &fl) || flag_is(a, "--metadata", &fl)) {
-      bool goodput = a[2] == 'g';
-      v->used = true;
-      /* nargs='+': the values up to the next flag. */
-      int n = 0;
-      while (i + 1 < argc && strncmp(argv[i + 1], "--", 2)) {
-        const char *x = argv[++i];
-        n++;
-        if (goodput) {
-          const char *c = strchr(x, ':');
-          if (!c || (strncmp(x, "ttft:", 5) && strncmp(x, "tpot:", 5) && strncmp(x, "e2el:", 5)) ||
-              !c[1]) {
-            fprintf(stderr, "infermeter run: --goodput %s: KEY:VALUE with KEY ttft, tpot or e2el "
-                            "and VALUE in ms\n", x);
-            goto fail;
-          }
-          size_t at = strlen(slo);
-          snprintf(slo + at, sizeof slo - at, "%s%.4s=%sms", at ? "," : "", x, c + 1);
-        } else {
-          if (!strchr(x, '=') || v->n_metadata == 32) {
-            fprintf(stderr, "infermeter run: --metadata %s: KEY=VALUE (at most 32)\n", x);
-            goto fail;
-          }
-          v->metadata[v->n_metadata++] = x;
-          if (push(&o, "--tag") || push(&o, x))
-            goto oom;
-        }
-      }
-      if (!n) {
-        fprintf(stderr, "infermeter run: %s needs at least one value\n", goodput ? "--goodput" : "--metadata");
-        goto fail;
-      }
-    } else if (flag_is(a, "--header", &fl) && strchr(a + fl, '=') == NULL && i + 1 < argc &&
-               strchr(argv[i + 1], '=') && !strchr(argv[i + 1], ':')) {
-      /* vLLM's KEY=VALUE header; infermeter's is "Key: value". */
-      const char *x = argv[++i];
-      const char *eq = strchr(x, '=');
-      char key[256];
-      snprintf(key, sizeof key, "%.*s", (int)(eq - x), x);
-      char *h = keep(v, key, ": ", eq + 1, NULL);
-      if (!h || push(&o, "--header") || push(&o, h))
-        goto oom;
-      v->used = true;
-    } else if (flag_is(a, "--ramp-up-strategy", &fl)) {
-      if (!(val = value_of(argc, argv, &i, a, fl)))
-        goto missing;
-      if (strcmp(val, "linear") && strcmp(val, "exponential")) {
-        fprintf(stderr, "infermeter run: --ramp-up-strategy %s: linear or exponential\n", val);
-        goto fail;
-      }
-      ramp = val;
-      v->used = true;
-    } else if (flag_is(a, "--ramp-up-start-rps", &fl) || flag_is(a, "--ramp-up-end-rps", &fl)) {
-      if (!(val = value_of(argc, argv, &i, a, fl)))
-        goto missing;
-      *(a[10] == 's' ? &ramp_start : &ramp_end) = val;
-      v->used = true;
-    } else if (flag_is(a, "--ready-check-timeout-sec", &fl)) {
-      if (!(val = value_of(argc, argv, &i, a, fl)))
-        goto missing;
-      char *d = keep(v, val, "s", NULL, NULL);
-      if (!d || push(&o, "--ready-timeout") || push(&o, d))
-        goto oom;
-      v->used = true;
-    } else if (flag_is(a, "--profile", &fl) && !a[fl]) {
-      if (push(&o, "--profile-server"))
-        goto oom;
-      v->used = true;
-    } else if (flag_is(a, "--percentile-metrics", &fl)) {
-      if (!(val = value_of(argc, argv, &i, a, fl)))
-        goto missing;
-      v->used = true; /* every metric's percentiles are reported */
-    } else if (flag_is(a, "--disable-tqdm", &fl)) {
-      v->used = true;
-      if (push(&o, "--no-progress"))
-        goto oom;
-    } else if (flag_is(a, "--save-result", &fl) || flag_is(a, "--save-detailed", &fl)) {
-      v->used = v->save_result = true;
-      v->save_detailed |= a[7] == 'd';
-    } else if (flag_is(a, "--result-dir", &fl) || flag_is(a, "--result-filename", &fl) ||
-               flag_is(a, "--label", &fl)) {
-      const char **dst = a[2] == 'l' ? &v->label : a[9] == 'd' ? &v->result_dir : &v->result_filename;
-      if (!(val = value_of(argc, argv, &i, a, fl)))
-        goto missing;
-      *dst = val;
-      v->used = true;
-    } else if (flag_is(a, "--tokenizer", &fl)) {
-      if (!(val = value_of(argc, argv, &i, a, fl)))
-        goto missing;
-      struct stat st;
-      if (strcmp(val, "built-in") && strcmp(val, "server") && stat(val, &st)) {
-        fprintf(stderr, "infermeter run: --tokenizer %s: give a tokenizer.json file (a Hugging "
-                        "Face id is not downloaded)\n", val);
-        goto fail;
-      }
-      if (push(&o, "--tokenizer") || push(&o, val))
-        goto oom;
-    } else if (push(&o, a)) {
+    int r = translate_flag(&t, argc, argv, &i, a);
+    if (r == TR_OOM)
       goto oom;
-    }
-    continue;
-  missing:
-    fprintf(stderr, "infermeter run: %s needs a value\n", a);
+    if (r == TR_FAIL)
+      goto fail;
+    if (r == TR_OK)
+      continue;
+    fprintf(stderr, "infermeter run: %s needs a value\n", a); /* TR_MISSING */
     goto fail;
   }
   /* vLLM's ramp: both rates required, the strategy steps the rate with the
    * request index (vllm/benchmarks/serve.py); --request-rate is then unused. */
-  if (ramp || ramp_start || ramp_end) {
-    if (!ramp || !ramp_start || !ramp_end) {
+  if (t.ramp || t.ramp_start || t.ramp_end) {
+    if (!t.ramp || !t.ramp_start || !t.ramp_end) {
       fprintf(stderr, "infermeter run: --ramp-up-strategy needs --ramp-up-start-rps and "
                       "--ramp-up-end-rps (and they need it)\n");
       goto fail;
     }
-    char *k = keep(v, "vllm-ramp-", ramp, NULL, NULL);
-    if (!k || push(&o, "--schedule") || push(&o, k) || push(&o, "--rate") ||
-        push(&o, ramp_start) || push(&o, "--rate-end") || push(&o, ramp_end))
+    char *k = keep(v, "vllm-ramp-", t.ramp, NULL, NULL);
+    if (!k || push(&t.o, "--schedule") || push(&t.o, k) || push(&t.o, "--rate") ||
+        push(&t.o, t.ramp_start) || push(&t.o, "--rate-end") || push(&t.o, t.ramp_end))
       goto oom;
   }
-  if (host || port) {
-    char *url = keep(v, "http://", host ? host : "127.0.0.1", ":", port ? port : "8000");
-    if (!url || push(&o, "--url") || push(&o, url))
+  if (t.host || t.port) {
+    char *url = keep(v, "http://", t.host ? t.host : "127.0.0.1", ":", t.port ? t.port : "8000");
+    if (!url || push(&t.o, "--url") || push(&t.o, url))
       goto oom;
   }
-  if (slo[0]) {
-    char *s = keep(v, slo, NULL, NULL, NULL);
-    if (!s || push(&o, "--slo") || push(&o, s))
+  if (t.slo[0]) {
+    char *s = keep(v, t.slo, NULL, NULL, NULL);
+    if (!s || push(&t.o, "--slo") || push(&t.o, s))
       goto oom;
   }
   if (v->save_result && !v->result_dir && !v->result_filename)
@@ -328,13 +357,13 @@ int im__vllm_translate(int argc, char **argv, int *out_argc, char ***out_argv,
                     "defaults kept where vLLM's differ: a 5 s warm-up excluded from the figures "
                     "(--num-warmups N or --warmup 0s to change), requests counted from the "
                     "schedule, percentiles as docs/metrics.md defines them\n");
-  *out_argc = o.n;
-  *out_argv = o.v;
+  *out_argc = t.o.n;
+  *out_argv = t.o.v;
   return 0;
 oom:
   fprintf(stderr, "infermeter run: out of memory\n");
 fail:
-  free(o.v);
+  free(t.o.v);
   im__vllm_free(v);
   return -1;
 }

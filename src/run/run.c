@@ -889,13 +889,13 @@ enum im_err im_run(const struct im_run_config *c, const struct im_run_hooks *h,
   im_health_stop(&r->health);
   im_health_stop(&r->probe);
   load_end(r); /* a run that stopped between on_start and its load */
-  say_hooks = outer;
   snprintf(out->dir, sizeof out->dir, "%s", r->o.out_dir ? r->o.out_dir : "");
   snprintf(out->salt, sizeof out->salt, "%s", r->env.salt);
   out->started = r->started;
   out->failed = r->failed;
   out->engine_failed = r->env.engine_failed;
-  run_cleanup(r);
+  run_cleanup(r); /* it says a few things too (the target's token counts) */
+  say_hooks = outer;
   free(r);
   if (out->exit >= 0) {
     im_errf(out->err, sizeof out->err, IM_STATE, "the run did not start (exit %d)", out->exit);
