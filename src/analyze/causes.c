@@ -84,11 +84,6 @@ __attribute__((format(printf, 3, 4))) static void verdict(struct im_cause_check 
   va_end(ap);
 }
 
-static int cmp_double(const void *x, const void *y) {
-  double a = *(const double *)x, b = *(const double *)y;
-  return (a > b) - (a < b);
-}
-
 static int cmp_i64(const void *x, const void *y) {
   int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
   return (a > b) - (a < b);
@@ -101,7 +96,7 @@ static int cmp_span(const void *x, const void *y) {
 
 /* The median of n values (sorted in place); NaN when n == 0. */
 static double median(double *v, size_t n) {
-  qsort(v, n, sizeof *v, cmp_double);
+  im_stats_sort(v, n);
   return im_stats_pct_linear(v, n, 0.5);
 }
 

@@ -7,11 +7,6 @@
 
 #include "core/stats.h"
 
-static int cmp_double(const void *x, const void *y) {
-  double a = *(const double *)x, b = *(const double *)y;
-  return (a > b) - (a < b);
-}
-
 enum im_err im_probes_compute(const struct im_population *pop, double stall_k,
                               struct im_probes *out) {
   memset(out, 0, sizeof *out);
@@ -38,7 +33,7 @@ enum im_err im_probes_compute(const struct im_population *pop, double stall_k,
       return IM_NOMEM;
     }
     memcpy(s, v, n * sizeof *s);
-    qsort(s, n, sizeof *s, cmp_double);
+    im_stats_sort(s, n);
     out->p50_ms = im_stats_pct_linear(s, n, 0.50);
     out->p99_ms = im_stats_pct_linear(s, n, 0.99);
     out->max_ms = s[n - 1];

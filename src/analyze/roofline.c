@@ -1,6 +1,7 @@
 /* Roofline of the decode step (contract in roofline.h; worked examples in
  * docs/deepseek.md, checked by tests/unit/test_roofline.c). */
 #include "analyze/roofline.h"
+#include "core/stats.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -121,11 +122,6 @@ static bool tpot_of(const struct im_record *r, int64_t ws, int64_t we, double *t
   return true;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 /* The q-quantile of sorted v (nearest rank). */
 static double quantile(const double *v, size_t n, double q) {
   size_t i = (size_t)ceil(q * (double)n);
@@ -169,7 +165,7 @@ static enum im_err itl_median(const struct im_record *r, size_t n, int64_t ws, i
       g[k++] = (d > 0 ? d : 0) / 1e6 / tok;
     }
   }
-  qsort(g, k, sizeof *g, cmp_double);
+  im_stats_sort(g, k);
   *out = k ? quantile(g, k, 0.5) : NAN;
   free(g);
   return IM_OK;
@@ -199,7 +195,7 @@ static enum im_err per_request(const struct im_roofline_sys *s, const struct im_
   }
   o->n_users = k;
   if (k) {
-    qsort(speed, k, sizeof *speed, cmp_double);
+    im_stats_sort(speed, k);
     o->tpot_mean_s = tsum / (double)k;
     o->user_tok_s_mean = ssum / (double)k;
     o->user_tok_s_p10 = quantile(speed, k, 0.10);

@@ -75,11 +75,6 @@ static int cmp_i64(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 /* Median of v[0..n) (sorts it). */
 static double median_i64(int64_t *v, size_t n) {
   qsort(v, n, sizeof *v, cmp_i64);
@@ -190,7 +185,7 @@ static void figures_check(const struct im_population *pop, int64_t cap_ns,
     }
     for (int m = 0; m < 2; m++)
       for (int j = 0; j < V_COUNT; j++)
-        qsort(v[m][j], n, sizeof(double), cmp_double);
+        im_stats_sort(v[m][j], n);
     static const struct {
       int m;
       double p;

@@ -10,11 +10,7 @@
 #include <jansson.h>
 
 #include "cli/import_int.h"
-
-static double num(const json_t *o, const char *k) {
-  const json_t *v = json_object_get(o, k);
-  return json_is_number(v) ? json_number_value(v) : NAN;
-}
+#include "record/json_get.h"
 
 int im__otlp_summary(const char *dir, FILE *text) {
   char path[4200];
@@ -29,11 +25,11 @@ int im__otlp_summary(const char *dir, FILE *text) {
     return -1;
   }
   if (text) {
-    double att = num(er, "attempts");
+    double att = im_json_num_of(er, "attempts", NAN);
     fprintf(text, "---------- Traffic of the trace (docs/metrics.md §3) ----------\n");
     fprintf(text, "%-40s%.3f / %.3f (%.1f%% user work)\n",
-            "Raw / effective rate (req/s):", num(er, "raw_qps"), num(er, "effective_qps"),
-            100 * num(er, "effective_ratio"));
+            "Raw / effective rate (req/s):", im_json_num_of(er, "raw_qps", NAN), im_json_num_of(er, "effective_qps", NAN),
+            100 * im_json_num_of(er, "effective_ratio", NAN));
     fprintf(text, "%-16s %8s %8s %14s %14s\n", "class", "spans", "share", "mean lat (ms)",
             "p99 lat (ms)");
     static const char *const rows[][2] = {{"measured", "user requests"},
@@ -43,11 +39,11 @@ int im__otlp_summary(const char *dir, FILE *text) {
                                           {"dup_fail", "dup_fail"}};
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
       const json_t *c = json_object_get(cl, rows[i][0]);
-      fprintf(text, "%-16s %8.0f %7.1f%% %14.2f %14.2f\n", rows[i][1], num(c, "count"),
-              100 * num(c, "share"), num(c, "mean_latency_ms"), num(c, "p99_latency_ms"));
+      fprintf(text, "%-16s %8.0f %7.1f%% %14.2f %14.2f\n", rows[i][1], im_json_num_of(c, "count", NAN),
+              100 * im_json_num_of(c, "share", NAN), im_json_num_of(c, "mean_latency_ms", NAN), im_json_num_of(c, "p99_latency_ms", NAN));
     }
     /* Errors cut across the classes (a failed retry is a retry). */
-    double none = num(errs, "none"), total = 0;
+    double none = im_json_num_of(errs, "none", NAN), total = 0;
     const char *k;
     const json_t *v;
     json_object_foreach((json_t *)errs, k, v) total += json_is_number(v) ? json_number_value(v) : 0;
@@ -55,7 +51,7 @@ int im__otlp_summary(const char *dir, FILE *text) {
             "%-16s %8.0f %7.1f%%   (of %.0f spans: http_5xx %.0f, http_429 %.0f, "
             "http_4xx %.0f)\n",
             "errors", total - none, total > 0 ? 100 * (total - none) / total : 0.0, att,
-            num(errs, "http_5xx"), num(errs, "http_429"), num(errs, "http_4xx"));
+            im_json_num_of(errs, "http_5xx", NAN), im_json_num_of(errs, "http_429", NAN), im_json_num_of(errs, "http_4xx", NAN));
   }
   json_decref(root);
   return 0;

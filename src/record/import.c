@@ -3,6 +3,7 @@
  * result file; import_tools.c has GuideLLM and AIPerf, import_otlp.c the
  * OpenTelemetry traces. */
 #include "record/import.h"
+#include "record/json_get.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -155,12 +156,8 @@ enum im_errclass im__import_errclass(const char *text, int status) {
   return IM_EC_ERROR_EVENT;
 }
 
-double im__json_num(const json_t *v, double dflt) {
-  return json_is_number(v) ? json_number_value(v) : dflt;
-}
-
 uint32_t im__json_count(const json_t *v) {
-  double d = im__json_num(v, -1);
+  double d = im_json_num(v, -1);
   return d >= 0 && d <= 4294967295.0 ? (uint32_t)d : 0;
 }
 
@@ -221,8 +218,8 @@ static enum im_err vllm_request(struct im_import *im, size_t i, const json_t *in
   if (!r)
     return e;
   const char *etext = json_string_value(json_array_get(er, i));
-  double ttft = im__json_num(json_array_get(tt, i), NAN);
-  double start = st ? im__json_num(json_array_get(st, i), NAN) : 0.0;
+  double ttft = im_json_num(json_array_get(tt, i), NAN);
+  double start = st ? im_json_num(json_array_get(st, i), NAN) : 0.0;
   const json_t *gaps = json_array_get(it, i);
   if (!(start >= 0 && start < 9.2e9) || !json_is_array(gaps) ||
       json_array_size(gaps) >= IM_IMPORT_MAX_CHUNKS)
@@ -247,7 +244,7 @@ static enum im_err vllm_request(struct im_import *im, size_t i, const json_t *in
     return e;
   r->t_answer = t;
   for (size_t k = 0; k < json_array_size(gaps); k++) {
-    double g = im__json_num(json_array_get(gaps, k), NAN);
+    double g = im_json_num(json_array_get(gaps, k), NAN);
     if (!(g >= 0 && g < 1e6))
       return im_errf(err, errlen, IM_PARSE,
                      "vLLM result: request %zu: itls[%zu] must be seconds >= 0", i, k);
@@ -281,8 +278,8 @@ enum im_err im__import_vllm(const json_t *root, struct im_import *im, char *err,
   const json_t *rate = json_object_get(root, "request_rate");
   im->rate = json_is_string(rate) && !strcmp(json_string_value(rate), "inf")
                  ? INFINITY
-                 : im__json_num(rate, NAN);
-  im->burstiness = im__json_num(json_object_get(root, "burstiness"), NAN);
+                 : im_json_num(rate, NAN);
+  im->burstiness = im_json_num(json_object_get(root, "burstiness"), NAN);
   const json_t *mc = json_object_get(root, "max_concurrency");
   im->max_concurrency =
       json_is_integer(mc) && json_integer_value(mc) > 0 ? json_integer_value(mc) : -1;

@@ -103,7 +103,6 @@ enum im_err im__import_stage(struct im_import *im, size_t first, const char *lab
 enum im_err im__import_chunk(struct im_record *r, int64_t t, uint32_t tokens);
 /* An error class for an error text / HTTP status of another tool. */
 enum im_errclass im__import_errclass(const char *text, int status);
-double im__json_num(const json_t *v, double dflt);
 /* A token count: a number in [0, 2^32 - 1] (truncated), else 0 (absent, negative,
  * too large or not a number). */
 uint32_t im__json_count(const json_t *v);

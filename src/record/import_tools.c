@@ -5,6 +5,7 @@
  * MetricRecordInfo (docs/tutorials/working-with-profile-exports.md,
  * epoch nanoseconds and {"value", "unit"} metrics). */
 #include "record/import.h"
+#include "record/json_get.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -16,7 +17,7 @@
 /* The first of keys present as a number in o (seconds -> ns), or -1. */
 static int64_t secs_of(const json_t *o, const char *const *keys) {
   for (; *keys; keys++) {
-    double v = im__json_num(json_object_get(o, *keys), NAN);
+    double v = im_json_num(json_object_get(o, *keys), NAN);
     if (v >= 0 && v < 9.2e9)
       return llround(v * 1e9);
   }
@@ -109,7 +110,7 @@ static void guidellm_label(const json_t *b, size_t i, char *label, size_t cap, d
   const char *type = json_string_value(json_object_get(s, "type_"));
   if (!type)
     type = json_string_value(json_object_get(s, "type"));
-  *rate = im__json_num(json_object_get(s, "rate"), NAN);
+  *rate = im_json_num(json_object_get(s, "rate"), NAN);
   if (!type)
     snprintf(label, cap, "benchmark %zu", i);
   else if (isfinite(*rate))
@@ -190,7 +191,7 @@ static double metric_ns(const json_t *metrics, const char *key, size_t index) {
   const char *unit = json_string_value(json_object_get(m, "unit"));
   if (json_is_array(v))
     v = json_array_get(v, index);
-  double x = im__json_num(v, NAN), f = 1e6;
+  double x = im_json_num(v, NAN), f = 1e6;
   if (unit && !strcmp(unit, "ns"))
     f = 1;
   else if (unit && !strcmp(unit, "us"))
@@ -235,7 +236,7 @@ static enum im_err aiperf_record(struct im_import *im, const json_t *o, bool *ha
     r->prompt_tokens = metric_count(mt, "error_isl");
   r->context_tokens = r->prompt_tokens;
   if (json_is_object(er)) {
-    double code = im__json_num(json_object_get(er, "code"), 0);
+    double code = im_json_num(json_object_get(er, "code"), 0);
     r->http_status = code >= 100 && code <= 599 ? (int)code : 0;
     const char *type = json_string_value(json_object_get(er, "type"));
     r->error =

@@ -1,5 +1,6 @@
 /* The run directory's manifest and stage events: see record/rundir.h. */
 #include "record/rundir.h"
+#include "record/json_get.h"
 
 #include <errno.h>
 #include <math.h>
@@ -127,20 +128,6 @@ json_t *im_rundir_run_end_json(bool stopped_early, bool interrupted) {
 
 /* ---- reading */
 
-static int64_t get_int(const json_t *o, const char *key, int64_t dflt) {
-  json_t *v = json_object_get(o, key);
-  return json_is_integer(v) ? (int64_t)json_integer_value(v) : dflt;
-}
-
-static double get_num(const json_t *o, const char *key, double dflt) {
-  json_t *v = json_object_get(o, key);
-  return json_is_number(v) ? json_number_value(v) : dflt;
-}
-
-static bool get_bool(const json_t *o, const char *key) {
-  return json_is_true(json_object_get(o, key));
-}
-
 static int read_analysis(struct im_rundir *rd, const json_t *a, char *err, size_t errlen) {
   static const double def[] = {50, 90, 95, 99, 99.9};
   struct im_rundir_analysis *an = &rd->an;
@@ -166,22 +153,22 @@ static int read_analysis(struct im_rundir *rd, const json_t *a, char *err, size_
     *has[i] = json_is_number(v);
     *val[i] = *has[i] ? json_number_value(v) : 0;
   }
-  an->slo_target = get_num(a, "slo_target", 0.99);
-  int64_t sp = get_int(a, "stages_planned", 1);
+  an->slo_target = im_json_num_of(a, "slo_target", 0.99);
+  int64_t sp = im_json_int_of(a, "stages_planned", 1);
   an->stages_planned = sp > 0 ? (size_t)sp : 1;
-  an->rate_sweep = get_bool(a, "rate_sweep");
-  an->autosweep = get_bool(a, "autosweep");
-  an->kv_residency_ref = get_num(a, "kv_residency_ref", 0.68);
-  an->bw_util_ref = get_num(a, "bw_util_ref", 0.78);
-  an->kv_bytes_per_token = get_num(a, "kv_bytes_per_token", 0);
-  an->gpu_memory_bytes = get_num(a, "gpu_memory_bytes", 0);
-  an->scrape_interval_ns = get_int(a, "scrape_interval_ns", 1000000000);
-  int64_t w = get_int(a, "segment_window", 0), st = get_int(a, "segment_stride", 0);
+  an->rate_sweep = im_json_true_of(a, "rate_sweep");
+  an->autosweep = im_json_true_of(a, "autosweep");
+  an->kv_residency_ref = im_json_num_of(a, "kv_residency_ref", 0.68);
+  an->bw_util_ref = im_json_num_of(a, "bw_util_ref", 0.78);
+  an->kv_bytes_per_token = im_json_num_of(a, "kv_bytes_per_token", 0);
+  an->gpu_memory_bytes = im_json_num_of(a, "gpu_memory_bytes", 0);
+  an->scrape_interval_ns = im_json_int_of(a, "scrape_interval_ns", 1000000000);
+  int64_t w = im_json_int_of(a, "segment_window", 0), st = im_json_int_of(a, "segment_stride", 0);
   an->segment_window = w > 0 && w <= 1000000 ? (uint32_t)w : 0;
   an->segment_stride = st > 0 && st <= 1000000 ? (uint32_t)st : 0;
-  double k = get_num(a, "stall_k", 0);
+  double k = im_json_num_of(a, "stall_k", 0);
   an->stall_k = k > 1 ? k : 0;
-  int64_t ts = get_int(a, "timeslice_ns", 0);
+  int64_t ts = im_json_int_of(a, "timeslice_ns", 0);
   an->timeslice_ns = ts > 0 ? ts : 0;
   return 0;
 }
@@ -230,11 +217,11 @@ int im_rundir_apply_event(struct im_rundir *rd, const json_t *ev) {
     return 1;
   if (!strcmp(kind, "run_end")) {
     rd->run_ended = true;
-    rd->stopped_early = get_bool(ev, "stopped_early");
-    rd->run_interrupted = get_bool(ev, "interrupted");
+    rd->stopped_early = im_json_true_of(ev, "stopped_early");
+    rd->run_interrupted = im_json_true_of(ev, "interrupted");
     return 0;
   }
-  struct im_rundir_stage *s = stage_at(rd, get_int(ev, "stage", -1));
+  struct im_rundir_stage *s = stage_at(rd, im_json_int_of(ev, "stage", -1));
   if (!s)
     return 1;
   if (!strcmp(kind, "start")) {
@@ -245,28 +232,28 @@ int im_rundir_apply_event(struct im_rundir *rd, const json_t *ev) {
     json_t *p = json_object_get(ev, "params");
     json_decref(s->params);
     s->params = json_is_object(p) ? json_incref(p) : NULL;
-    s->rule.warmup_ns = get_int(rule, "warmup_ns", 0);
-    s->rule.warmup_by_requests = get_bool(rule, "warmup_by_requests");
-    s->rule.closed = get_bool(rule, "closed");
-    s->rule.duration_ns = get_int(rule, "duration_ns", 0);
-    s->threads = (uint32_t)get_int(ev, "threads", 1);
-    s->by_class = get_bool(ev, "by_class");
-    s->sessions = get_bool(ev, "sessions");
+    s->rule.warmup_ns = im_json_int_of(rule, "warmup_ns", 0);
+    s->rule.warmup_by_requests = im_json_true_of(rule, "warmup_by_requests");
+    s->rule.closed = im_json_true_of(rule, "closed");
+    s->rule.duration_ns = im_json_int_of(rule, "duration_ns", 0);
+    s->threads = (uint32_t)im_json_int_of(ev, "threads", 1);
+    s->by_class = im_json_true_of(ev, "by_class");
+    s->sessions = im_json_true_of(ev, "sessions");
   } else if (!strcmp(kind, "t0")) {
     s->has_t0 = true;
-    s->t0_mono = get_int(ev, "t0_monotonic_ns", -1);
-    s->wall_start_ns = get_int(ev, "wall_start_ns", -1);
+    s->t0_mono = im_json_int_of(ev, "t0_monotonic_ns", -1);
+    s->wall_start_ns = im_json_int_of(ev, "wall_start_ns", -1);
   } else if (!strcmp(kind, "end")) {
     s->ended = true;
-    s->elapsed_ns = get_int(ev, "elapsed_ns", 0);
-    s->rule.interrupted = get_bool(ev, "interrupted");
+    s->elapsed_ns = im_json_int_of(ev, "elapsed_ns", 0);
+    s->rule.interrupted = im_json_true_of(ev, "interrupted");
     s->rule.elapsed_ns = s->elapsed_ns;
-    s->counters.scheduled = (uint64_t)get_int(ev, "scheduled", 0);
-    s->counters.dispatched = (uint64_t)get_int(ev, "dispatched", 0);
-    s->counters.cpu_share = get_num(ev, "cpu_share", 0);
-    s->counters.fd_exhausted = (uint64_t)get_int(ev, "fd_exhausted", 0);
-    s->counters.port_exhausted = (uint64_t)get_int(ev, "port_exhausted", 0);
-    s->connections_opened = (uint64_t)get_int(ev, "connections_opened", 0);
+    s->counters.scheduled = (uint64_t)im_json_int_of(ev, "scheduled", 0);
+    s->counters.dispatched = (uint64_t)im_json_int_of(ev, "dispatched", 0);
+    s->counters.cpu_share = im_json_num_of(ev, "cpu_share", 0);
+    s->counters.fd_exhausted = (uint64_t)im_json_int_of(ev, "fd_exhausted", 0);
+    s->counters.port_exhausted = (uint64_t)im_json_int_of(ev, "port_exhausted", 0);
+    s->connections_opened = (uint64_t)im_json_int_of(ev, "connections_opened", 0);
     const char *fe = json_string_value(json_object_get(ev, "first_error"));
     snprintf(s->first_error, sizeof s->first_error, "%s", fe ? fe : "");
     const char *er = json_string_value(json_object_get(ev, "error"));

@@ -2,6 +2,7 @@
  * jansson into plain arrays; whatever a line lacks or gets wrong makes it
  * a counted bad line, never a half-added point. */
 #include "record/series.h"
+#include "record/json_get.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -86,15 +87,11 @@ static void *room(struct im_series_set *s, void **arr, size_t *cap, size_t n, si
 
 /* ---- field readers: false when the field is missing or of a wrong type */
 
-static double jnum(const json_t *v) {
-  return json_is_number(v) ? json_number_value(v) : NAN;
-}
-
 static bool get_num(const json_t *o, const char *k, double *out) {
   const json_t *v = json_object_get(o, k);
   if (!json_is_number(v) && !json_is_null(v))
     return false;
-  *out = jnum(v);
+  *out = im_json_num(v, NAN);
   return true;
 }
 
@@ -162,7 +159,7 @@ static bool read_hist(const json_t *o, struct im_series_hist *h) {
       h->b[i].le = json_number_value(l);
     else
       return false;
-    h->b[i].count = jnum(json_array_get(cnt, i));
+    h->b[i].count = im_json_num(json_array_get(cnt, i), NAN);
   }
   h->n = n;
   return get_num(o, "sum", &h->sum) && get_num(o, "count_total", &h->count);
@@ -211,7 +208,7 @@ static bool read_labelled(const json_t *arr, struct im_series_labelled **out, si
     snprintf(l[i].concept, sizeof l[i].concept, "%s", c);
     snprintf(l[i].engine, sizeof l[i].engine, "%s", g);
     snprintf(l[i].key, sizeof l[i].key, "%s", k);
-    l[i].value = jnum(v);
+    l[i].value = im_json_num(v, NAN);
   }
   *out = l;
   *n_out = n;
@@ -230,7 +227,7 @@ static bool read_raw(const json_t *arr, struct im_series_raw *raw, size_t *n_out
       return false;
     snprintf(raw[i].metric, sizeof raw[i].metric, "%s", m);
     snprintf(raw[i].label, sizeof raw[i].label, "%s", l);
-    raw[i].value = jnum(v);
+    raw[i].value = im_json_num(v, NAN);
   }
   *n_out = n;
   return true;
@@ -248,7 +245,7 @@ static bool read_values(struct im_series_set *s, const json_t *v, struct im_seri
       return false;
     int i = name_intern(s, k);
     if (i >= 0)
-      p->v[i] = jnum(x);
+      p->v[i] = im_json_num(x, NAN);
   }
   return true;
 }

@@ -2,6 +2,7 @@
  * in sysdesc.h). The table itself is model/desc.c; this file only reads
  * JSON, which the model module may not. */
 #include "record/sysdesc.h"
+#include "record/json_get.h"
 
 #include <sys/stat.h>
 #include <stdio.h>
@@ -12,13 +13,8 @@
 /* A model-config file is a few KiB; refuse anything absurd. */
 #define MAX_CONFIG_BYTES (4u << 20)
 
-static double num(const json_t *o, const char *key, double dflt) {
-  const json_t *v = json_object_get(o, key);
-  return json_is_number(v) ? json_number_value(v) : dflt;
-}
-
 static uint32_t u32(const json_t *o, const char *key, uint32_t dflt) {
-  double v = num(o, key, (double)dflt);
+  double v = im_json_num_of(o, key, (double)dflt);
   return v >= 0 && v <= 1e9 ? (uint32_t)v : dflt;
 }
 
@@ -41,10 +37,10 @@ static void parse_own(const json_t *o, struct im_model_desc *m) {
   m->shared_experts = u32(o, "shared_experts", 0);
   m->top_k = u32(o, "top_k", 0);
   m->expert_intermediate = u32(o, "expert_intermediate_size", 0);
-  m->weight_bytes = num(o, "weight_bytes", 2.0);
-  m->kv_bytes = num(o, "kv_bytes", 2.0);
-  m->total_params = num(o, "total_params", 0);
-  m->active_params = num(o, "active_params", m->total_params);
+  m->weight_bytes = im_json_num_of(o, "weight_bytes", 2.0);
+  m->kv_bytes = im_json_num_of(o, "kv_bytes", 2.0);
+  m->total_params = im_json_num_of(o, "total_params", 0);
+  m->active_params = im_json_num_of(o, "active_params", m->total_params);
   if (!m->routed_experts && !json_object_get(o, "dense_layers"))
     m->dense_layers = m->layers;
 }
@@ -83,18 +79,18 @@ static void parse_hf(const json_t *c, struct im_model_desc *m) {
   memset(m, 0, sizeof *m);
   const char *arch = json_string_value(json_array_get(json_object_get(c, "architectures"), 0));
   snprintf(m->name, sizeof m->name, "%s", arch ? arch : "config.json");
-  double L = num(c, "num_hidden_layers", 0), H = num(c, "hidden_size", 0);
-  double heads = num(c, "num_attention_heads", 0);
-  double kvh = num(c, "num_key_value_heads", heads);
-  double hd = num(c, "head_dim", heads > 0 ? H / heads : 0);
-  double routed = num(c, "n_routed_experts",
-                      num(c, "num_local_experts", num(c, "num_experts", 0)));
-  double topk = num(c, "num_experts_per_tok", 0);
-  double shared = num(c, "n_shared_experts", 0);
-  double moe_i = num(c, "moe_intermediate_size", routed > 0 ? num(c, "intermediate_size", 0) : 0);
-  double dense_i = num(c, "intermediate_size", 0);
-  double dense_l = routed > 0 ? num(c, "first_k_dense_replace", 0) : L;
-  double vocab = num(c, "vocab_size", 0);
+  double L = im_json_num_of(c, "num_hidden_layers", 0), H = im_json_num_of(c, "hidden_size", 0);
+  double heads = im_json_num_of(c, "num_attention_heads", 0);
+  double kvh = im_json_num_of(c, "num_key_value_heads", heads);
+  double hd = im_json_num_of(c, "head_dim", heads > 0 ? H / heads : 0);
+  double routed = im_json_num_of(c, "n_routed_experts",
+                      im_json_num_of(c, "num_local_experts", im_json_num_of(c, "num_experts", 0)));
+  double topk = im_json_num_of(c, "num_experts_per_tok", 0);
+  double shared = im_json_num_of(c, "n_shared_experts", 0);
+  double moe_i = im_json_num_of(c, "moe_intermediate_size", routed > 0 ? im_json_num_of(c, "intermediate_size", 0) : 0);
+  double dense_i = im_json_num_of(c, "intermediate_size", 0);
+  double dense_l = routed > 0 ? im_json_num_of(c, "first_k_dense_replace", 0) : L;
+  double vocab = im_json_num_of(c, "vocab_size", 0);
   m->layers = (uint32_t)L;
   m->dense_layers = (uint32_t)dense_l;
   m->hidden = (uint32_t)H;
@@ -110,9 +106,9 @@ static void parse_hf(const json_t *c, struct im_model_desc *m) {
   double attn;
   if (json_is_number(json_object_get(c, "kv_lora_rank"))) {
     m->attn = IM_ATTN_MLA;
-    double kvr = num(c, "kv_lora_rank", 0), rope = num(c, "qk_rope_head_dim", 0);
-    double nope = num(c, "qk_nope_head_dim", 0), vd = num(c, "v_head_dim", 0);
-    double qr = num(c, "q_lora_rank", 0);
+    double kvr = im_json_num_of(c, "kv_lora_rank", 0), rope = im_json_num_of(c, "qk_rope_head_dim", 0);
+    double nope = im_json_num_of(c, "qk_nope_head_dim", 0), vd = im_json_num_of(c, "v_head_dim", 0);
+    double qr = im_json_num_of(c, "q_lora_rank", 0);
     m->kv_lora_rank = (uint32_t)kvr;
     m->qk_rope_head_dim = (uint32_t)rope;
     double q = qr > 0 ? H * qr + qr + qr * heads * (nope + rope) : H * heads * (nope + rope);
@@ -125,8 +121,8 @@ static void parse_hf(const json_t *c, struct im_model_desc *m) {
   bool tied = json_is_true(json_object_get(c, "tie_word_embeddings"));
   double total = vocab * H * (tied ? 1.0 : 2.0) + L * attn + dense_l * 3.0 * H * dense_i +
                  (routed > 0 ? moe_l * ((routed + shared) * expert + H * routed) : 0.0);
-  m->total_params = num(c, "total_params", total);
-  m->active_params = num(c, "active_params",
+  m->total_params = im_json_num_of(c, "total_params", total);
+  m->active_params = im_json_num_of(c, "active_params",
                          routed > 0 ? total - moe_l * (routed - topk) * expert : total);
 }
 
@@ -320,7 +316,7 @@ static double read_valsrc(const json_t *o, const char *key, char *src, size_t sr
   const json_t *v = json_object_get(o, key);
   const char *s = json_string_value(json_object_get(v, "source"));
   snprintf(src, srclen, "%s", s ? s : "");
-  return num(v, "value", 0);
+  return im_json_num_of(v, "value", 0);
 }
 
 void im_sysdesc_from_json(const json_t *j, struct im_sysdesc *s) {
@@ -338,10 +334,10 @@ void im_sysdesc_from_json(const json_t *j, struct im_sysdesc *s) {
     const char *src = json_string_value(json_object_get(h, "source"));
     snprintf(s->hw.name, sizeof s->hw.name, "%s", name ? name : "custom");
     snprintf(s->hw_src, sizeof s->hw_src, "%s", src ? src : "");
-    s->hw.hbm_bw = num(h, "hbm_bandwidth_bytes_per_s", 0);
-    s->hw.flops_bf16 = num(h, "bf16_flops", 0);
-    s->hw.flops_fp8 = num(h, "fp8_flops", 0);
-    s->hw.mem_bytes = num(h, "memory_bytes", 0);
+    s->hw.hbm_bw = im_json_num_of(h, "hbm_bandwidth_bytes_per_s", 0);
+    s->hw.flops_bf16 = im_json_num_of(h, "bf16_flops", 0);
+    s->hw.flops_fp8 = im_json_num_of(h, "fp8_flops", 0);
+    s->hw.mem_bytes = im_json_num_of(h, "memory_bytes", 0);
     s->has_hw = im_hw_desc_valid(&s->hw, NULL, 0);
   }
   s->gpus = (uint32_t)read_valsrc(j, "gpus", s->gpus_src, sizeof s->gpus_src);
@@ -350,5 +346,5 @@ void im_sysdesc_from_json(const json_t *j, struct im_sysdesc *s) {
   s->kv_bytes_per_token_per_gpu =
       read_valsrc(j, "kv_bytes_per_token_per_gpu", s->kv_src, sizeof s->kv_src);
   s->gpu_memory_bytes = read_valsrc(j, "gpu_memory_bytes", s->mem_src, sizeof s->mem_src);
-  s->mfu_ref = num(j, "mfu_ref", 0.32);
+  s->mfu_ref = im_json_num_of(j, "mfu_ref", 0.32);
 }

@@ -1,5 +1,6 @@
 /* The HTML report: see report/html.h. */
 #include "report/html.h"
+#include "record/json_get.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -14,12 +15,12 @@
 
 /* ---- output --------------------------------------------------------------- */
 
-void put(struct page *p, const char *s) {
+void im__html_put(struct page *p, const char *s) {
   if (!p->err)
     p->err = im_buf_puts(p->b, s);
 }
 
-void putf(struct page *p, const char *fmt, ...) {
+void im__html_putf(struct page *p, const char *fmt, ...) {
   if (p->err)
     return;
   char tmp[1024];
@@ -46,14 +47,14 @@ void putf(struct page *p, const char *fmt, ...) {
 }
 
 /* Text into HTML (element content and quoted attribute values). */
-void esc(struct page *p, const char *s) {
+void im__html_esc(struct page *p, const char *s) {
   for (; s && *s && !p->err; s++) {
     switch (*s) {
-    case '<': put(p, "&lt;"); break;
-    case '>': put(p, "&gt;"); break;
-    case '&': put(p, "&amp;"); break;
-    case '"': put(p, "&quot;"); break;
-    case '\'': put(p, "&#39;"); break;
+    case '<': im__html_put(p, "&lt;"); break;
+    case '>': im__html_put(p, "&gt;"); break;
+    case '&': im__html_put(p, "&amp;"); break;
+    case '"': im__html_put(p, "&quot;"); break;
+    case '\'': im__html_put(p, "&#39;"); break;
     default: p->err = im_buf_append(p->b, s, 1);
     }
   }
@@ -73,33 +74,27 @@ static void fmt_num(char *buf, size_t n, double v) {
     snprintf(buf, n, "%.3g", v);
 }
 
-void num(struct page *p, double v) {
+void im__html_num(struct page *p, double v) {
   char b[64];
   fmt_num(b, sizeof b, v);
-  put(p, b);
+  im__html_put(p, b);
 }
 
-void put_figs(struct page *p, const json_t *o, const char *const (*pairs)[2], size_t n) {
+void im__html_put_figs(struct page *p, const json_t *o, const char *const (*pairs)[2], size_t n) {
   for (size_t i = 0; i < n; i++) {
-    put(p, pairs[i][0]);
-    num(p, jnum(at(o, pairs[i][1])));
+    im__html_put(p, pairs[i][0]);
+    im__html_num(p, im_json_num(im__html_at(o, pairs[i][1]), NAN));
   }
 }
 
 /* ---- JSON access ---------------------------------------------------------- */
 
-const json_t *at(const json_t *o, const char *key) {
+const json_t *im__html_at(const json_t *o, const char *key) {
   return json_is_object(o) ? json_object_get(o, key) : NULL;
 }
 
-const json_t *path(const json_t *o, const char *a, const char *b) {
-  return at(at(o, a), b);
-}
-
-double jnum(const json_t *v) { return json_is_number(v) ? json_number_value(v) : NAN; }
-
-const char *jstr(const json_t *v, const char *dflt) {
-  return json_is_string(v) ? json_string_value(v) : dflt;
+const json_t *im__html_path(const json_t *o, const char *a, const char *b) {
+  return im__html_at(im__html_at(o, a), b);
 }
 
 /* ---- charts --------------------------------------------------------------- */
@@ -111,7 +106,7 @@ static size_t colour_of(const struct chart *c, size_t i) {
   return c->s[i].colour ? (size_t)(c->s[i].colour - 1) % 6 : i % 6;
 }
 
-void series_free(struct chart *c) {
+void im__html_series_free(struct chart *c) {
   for (size_t i = 0; i < c->ns; i++) {
     free(c->s[i].x);
     free(c->s[i].y);
@@ -121,7 +116,7 @@ void series_free(struct chart *c) {
 }
 
 /* Appends a series of n points (copies of x, y); NaN y are skipped. */
-struct series *add_series(struct chart *c, const char *name, size_t cap) {
+struct series *im__html_add_series(struct chart *c, const char *name, size_t cap) {
   if (c->ns == sizeof c->s / sizeof c->s[0])
     return NULL;
   struct series *s = &c->s[c->ns];
@@ -141,29 +136,29 @@ struct series *add_series(struct chart *c, const char *name, size_t cap) {
   return s;
 }
 
-void push_pt(struct series *s, double x, double y) {
+void im__html_push_pt(struct series *s, double x, double y) {
   if (isfinite(x) && isfinite(y))
     s->x[s->n] = x, s->y[s->n] = y, s->n++;
 }
 
 /* Round tick steps: 1, 2, 5 x 10^k giving about `want` ticks. */
-double nice_step(double span, int want) {
+double im__html_nice_step(double span, int want) {
   double raw = span / want, mag = pow(10, floor(log10(raw))), f = raw / mag;
   return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * mag;
 }
 
 
-double ax_map(const struct axis *a, double v, double from, double to) {
+double im__html_ax_map(const struct axis *a, double v, double from, double to) {
   double t = a->log ? (log10(v) - log10(a->lo)) / (log10(a->hi) - log10(a->lo))
                     : (v - a->lo) / (a->hi - a->lo);
   return from + t * (to - from);
 }
 
 /* A tick label: at most 4 significant digits, no trailing zeros. */
-void fmt_tick(char *buf, size_t n, double v) { snprintf(buf, n, "%.4g", v); }
+void im__html_fmt_tick(char *buf, size_t n, double v) { snprintf(buf, n, "%.4g", v); }
 
 static void draw_ticks(struct page *p, const struct axis *a, bool x) {
-  double px0 = x ? ML : H - MB, px1 = x ? W - MR : MT;
+  double px0 = x ? IM_HTML_ML : IM_HTML_H - IM_HTML_MB, px1 = x ? IM_HTML_W - IM_HTML_MR : IM_HTML_MT;
   /* Within about a decade every mantissa gets a label, else 1, 2 and 5. */
   bool dense = a->log && log10(a->hi / a->lo) < 1.2;
   if (a->log) {
@@ -172,74 +167,74 @@ static void draw_ticks(struct page *p, const struct axis *a, bool x) {
         double v = d * m;
         if (v < a->lo * 0.9999 || v > a->hi * 1.0001)
           continue;
-        double q = ax_map(a, v, px0, px1);
+        double q = im__html_ax_map(a, v, px0, px1);
         bool major = dense || m == 1 || m == 2 || m == 5;
         if (x)
-          putf(p, "<line class=\"grid\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>", q, MT, q,
-               H - MB);
+          im__html_putf(p, "<line class=\"grid\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>", q, IM_HTML_MT, q,
+               IM_HTML_H - IM_HTML_MB);
         if (!major)
           continue;
         char b[32];
-        fmt_tick(b, sizeof b, v);
+        im__html_fmt_tick(b, sizeof b, v);
         if (x)
-          putf(p, "<text class=\"tick\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>", q,
-               H - MB + 14, b);
+          im__html_putf(p, "<text class=\"tick\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>", q,
+               IM_HTML_H - IM_HTML_MB + 14, b);
       }
     return;
   }
-  double step = nice_step(a->hi - a->lo, x ? 6 : 5);
+  double step = im__html_nice_step(a->hi - a->lo, x ? 6 : 5);
   if (a->integer && step < 1)
     step = 1;
   for (double v = ceil(a->lo / step) * step; v <= a->hi + step * 1e-9; v += step) {
-    double q = ax_map(a, v, px0, px1);
+    double q = im__html_ax_map(a, v, px0, px1);
     char b[32];
-    fmt_tick(b, sizeof b, fabs(v) < step * 1e-9 ? 0 : v);
+    im__html_fmt_tick(b, sizeof b, fabs(v) < step * 1e-9 ? 0 : v);
     if (x)
-      putf(p,
+      im__html_putf(p,
            "<line class=\"grid\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>"
            "<text class=\"tick\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>",
-           q, MT, q, H - MB, q, H - MB + 14, b);
+           q, IM_HTML_MT, q, IM_HTML_H - IM_HTML_MB, q, IM_HTML_H - IM_HTML_MB + 14, b);
     else
-      putf(p,
+      im__html_putf(p,
            "<line class=\"grid\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\"/>"
            "<text class=\"tick\" x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>",
-           ML, q, W - MR, q, ML - 4, q + 4, b);
+           IM_HTML_ML, q, IM_HTML_W - IM_HTML_MR, q, IM_HTML_ML - 4, q + 4, b);
   }
 }
 
 /* The table behind a chart. */
 static void chart_table(struct page *p, const struct chart *c) {
-  put(p, "<details><summary>table</summary><div class=\"tw\"><table><tr><th>series</th><th>");
-  esc(p, c->xlabel);
-  put(p, "</th><th>");
-  esc(p, c->ylabel);
-  put(p, "</th></tr>");
+  im__html_put(p, "<details><summary>table</summary><div class=\"tw\"><table><tr><th>series</th><th>");
+  im__html_esc(p, c->xlabel);
+  im__html_put(p, "</th><th>");
+  im__html_esc(p, c->ylabel);
+  im__html_put(p, "</th></tr>");
   for (size_t i = 0; i < c->ns; i++)
     for (size_t k = 0; k < c->s[i].n; k++) {
-      put(p, "<tr><td>");
-      esc(p, c->s[i].name);
+      im__html_put(p, "<tr><td>");
+      im__html_esc(p, c->s[i].name);
       if (c->s[i].labels) {
-        put(p, " ");
-        esc(p, c->s[i].labels[k]);
+        im__html_put(p, " ");
+        im__html_esc(p, c->s[i].labels[k]);
       }
-      put(p, "</td><td>");
-      num(p, c->s[i].x[k]);
-      put(p, "</td><td>");
-      num(p, c->s[i].y[k]);
-      put(p, "</td></tr>");
+      im__html_put(p, "</td><td>");
+      im__html_num(p, c->s[i].x[k]);
+      im__html_put(p, "</td><td>");
+      im__html_num(p, c->s[i].y[k]);
+      im__html_put(p, "</td></tr>");
     }
-  put(p, "</table></div></details>");
+  im__html_put(p, "</table></div></details>");
 }
 
-void empty_chart(struct page *p, const char *title, const char *why) {
-  put(p, "<figure class=\"chart empty\"><figcaption>");
-  esc(p, title);
-  put(p, "</figcaption><p class=\"why\">");
-  esc(p, why);
-  put(p, "</p></figure>");
+void im__html_empty_chart(struct page *p, const char *title, const char *why) {
+  im__html_put(p, "<figure class=\"chart empty\"><figcaption>");
+  im__html_esc(p, title);
+  im__html_put(p, "</figcaption><p class=\"why\">");
+  im__html_esc(p, why);
+  im__html_put(p, "</p></figure>");
 }
 
-void line_chart(struct page *p, struct chart *c) {
+void im__html_line_chart(struct page *p, struct chart *c) {
   size_t pts = 0;
   struct axis ax = {INFINITY, -INFINITY, c->logx, c->intx}, ay = {0, -INFINITY, false, false};
   for (size_t i = 0; i < c->ns; i++)
@@ -252,7 +247,7 @@ void line_chart(struct page *p, struct chart *c) {
       ay.lo = fmin(ay.lo, y), ay.hi = fmax(ay.hi, y);
     }
   if (!pts) {
-    empty_chart(p, c->title, c->why_empty ? c->why_empty : "no data");
+    im__html_empty_chart(p, c->title, c->why_empty ? c->why_empty : "no data");
     return;
   }
   if (ax.hi <= ax.lo)
@@ -261,112 +256,112 @@ void line_chart(struct page *p, struct chart *c) {
     ay.hi = ay.lo + 1;
   ay.hi += (ay.hi - ay.lo) * 0.05;
   if (!c->logx) {
-    double st = nice_step(ax.hi - ax.lo, 6);
+    double st = im__html_nice_step(ax.hi - ax.lo, 6);
     ax.lo = floor(ax.lo / st) * st, ax.hi = ceil(ax.hi / st) * st;
   }
   if (c->pad_x)
     ax.lo -= 0.5, ax.hi += 0.5;
   p->charts++;
-  putf(p, "<figure class=\"chart\" data-points=\"%zu\"><figcaption>", pts);
-  esc(p, c->title);
-  put(p, "</figcaption><div class=\"legend\">");
+  im__html_putf(p, "<figure class=\"chart\" data-points=\"%zu\"><figcaption>", pts);
+  im__html_esc(p, c->title);
+  im__html_put(p, "</figcaption><div class=\"legend\">");
   for (size_t i = 0; i < c->ns; i++) {
-    putf(p, "<span><i class=\"c%zu\"></i>", colour_of(c, i));
-    esc(p, c->s[i].name);
-    put(p, "</span>");
+    im__html_putf(p, "<span><i class=\"c%zu\"></i>", colour_of(c, i));
+    im__html_esc(p, c->s[i].name);
+    im__html_put(p, "</span>");
   }
-  put(p, "</div>");
+  im__html_put(p, "</div>");
   if (c->note) {
-    put(p, "<div class=\"note\">");
-    esc(p, c->note);
-    put(p, "</div>");
+    im__html_put(p, "<div class=\"note\">");
+    im__html_esc(p, c->note);
+    im__html_put(p, "</div>");
   }
-  putf(p, "<svg viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"", W, H);
-  esc(p, c->title);
-  put(p, "\">");
+  im__html_putf(p, "<svg viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"", IM_HTML_W, IM_HTML_H);
+  im__html_esc(p, c->title);
+  im__html_put(p, "\">");
   draw_ticks(p, &ax, true);
   draw_ticks(p, &ay, false);
-  putf(p, "<line class=\"axis\" x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\"/>", ML, H - MB, W - MR,
-       H - MB);
-  putf(p, "<line class=\"axis\" x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\"/>", ML, MT, ML, H - MB);
-  putf(p, "<text class=\"label\" x=\"%d\" y=\"%d\" text-anchor=\"middle\">", (ML + W - MR) / 2,
-       H - 8);
-  esc(p, c->xlabel);
-  putf(p, "</text><text class=\"label\" transform=\"translate(14,%d) rotate(-90)\" "
+  im__html_putf(p, "<line class=\"axis\" x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\"/>", IM_HTML_ML, IM_HTML_H - IM_HTML_MB, IM_HTML_W - IM_HTML_MR,
+       IM_HTML_H - IM_HTML_MB);
+  im__html_putf(p, "<line class=\"axis\" x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\"/>", IM_HTML_ML, IM_HTML_MT, IM_HTML_ML, IM_HTML_H - IM_HTML_MB);
+  im__html_putf(p, "<text class=\"label\" x=\"%d\" y=\"%d\" text-anchor=\"middle\">", (IM_HTML_ML + IM_HTML_W - IM_HTML_MR) / 2,
+       IM_HTML_H - 8);
+  im__html_esc(p, c->xlabel);
+  im__html_putf(p, "</text><text class=\"label\" transform=\"translate(14,%d) rotate(-90)\" "
           "text-anchor=\"middle\">",
-       (MT + H - MB) / 2);
-  esc(p, c->ylabel);
-  put(p, "</text>");
+       (IM_HTML_MT + IM_HTML_H - IM_HTML_MB) / 2);
+  im__html_esc(p, c->ylabel);
+  im__html_put(p, "</text>");
   bool shade = c->shade_hi > c->shade_lo; /* false for NaN and the zero default */
   if (shade && c->shade_lo > ax.lo) {
-    double q = ax_map(&ax, fmin(c->shade_lo, ax.hi), ML, W - MR);
-    putf(p, "<rect class=\"shade\" x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%d\"><title>"
+    double q = im__html_ax_map(&ax, fmin(c->shade_lo, ax.hi), IM_HTML_ML, IM_HTML_W - IM_HTML_MR);
+    im__html_putf(p, "<rect class=\"shade\" x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%d\"><title>"
             "warm-up: before the measured window</title></rect>",
-         ML, MT, q - ML, H - MB - MT);
+         IM_HTML_ML, IM_HTML_MT, q - IM_HTML_ML, IM_HTML_H - IM_HTML_MB - IM_HTML_MT);
   }
   if (shade && c->shade_hi < ax.hi) {
-    double q = ax_map(&ax, fmax(c->shade_hi, ax.lo), ML, W - MR);
-    putf(p, "<rect class=\"shade\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\"><title>"
+    double q = im__html_ax_map(&ax, fmax(c->shade_hi, ax.lo), IM_HTML_ML, IM_HTML_W - IM_HTML_MR);
+    im__html_putf(p, "<rect class=\"shade\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\"><title>"
             "after the measured window (draining)</title></rect>",
-         q, MT, (double)(W - MR) - q, H - MB - MT);
+         q, IM_HTML_MT, (double)(IM_HTML_W - IM_HTML_MR) - q, IM_HTML_H - IM_HTML_MB - IM_HTML_MT);
   }
   if (!isnan(c->mark_x) && c->mark_x >= ax.lo && c->mark_x <= ax.hi) {
-    double q = ax_map(&ax, c->mark_x, ML, W - MR);
-    putf(p, "<line class=\"mark\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>", q, MT, q,
-         H - MB);
+    double q = im__html_ax_map(&ax, c->mark_x, IM_HTML_ML, IM_HTML_W - IM_HTML_MR);
+    im__html_putf(p, "<line class=\"mark\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>", q, IM_HTML_MT, q,
+         IM_HTML_H - IM_HTML_MB);
     if (c->mark_label) {
-      putf(p, "<text class=\"tick\" x=\"%.1f\" y=\"%d\">", q + 3, MT + 10);
-      esc(p, c->mark_label);
-      put(p, "</text>");
+      im__html_putf(p, "<text class=\"tick\" x=\"%.1f\" y=\"%d\">", q + 3, IM_HTML_MT + 10);
+      im__html_esc(p, c->mark_label);
+      im__html_put(p, "</text>");
     }
   }
   for (size_t i = 0; i < c->ns; i++) {
     const struct series *s = &c->s[i];
     if (s->dots)
       goto points;
-    putf(p, "<path class=\"line c%zu\" d=\"", colour_of(c, i));
+    im__html_putf(p, "<path class=\"line c%zu\" d=\"", colour_of(c, i));
     double prev_y = NAN;
     bool first = true;
     for (size_t k = 0; k < s->n; k++) {
       if (c->logx && !(s->x[k] > 0))
         continue;
-      double x = ax_map(&ax, s->x[k], ML, W - MR), y = ax_map(&ay, s->y[k], H - MB, MT);
+      double x = im__html_ax_map(&ax, s->x[k], IM_HTML_ML, IM_HTML_W - IM_HTML_MR), y = im__html_ax_map(&ay, s->y[k], IM_HTML_H - IM_HTML_MB, IM_HTML_MT);
       if (c->step && !s->linear && !first)
-        putf(p, "L%.1f %.1f", x, prev_y);
-      putf(p, "%s%.1f %.1f", first ? "M" : "L", x, y);
+        im__html_putf(p, "L%.1f %.1f", x, prev_y);
+      im__html_putf(p, "%s%.1f %.1f", first ? "M" : "L", x, y);
       prev_y = y;
       first = false;
     }
-    put(p, "\"/>");
+    im__html_put(p, "\"/>");
   points:
     if (s->n <= 60 || s->dots)
       for (size_t k = 0; k < s->n; k++) {
         if (c->logx && !(s->x[k] > 0))
           continue;
-        putf(p, "<circle class=\"pt c%zu\" cx=\"%.1f\" cy=\"%.1f\" r=\"%s\"><title>",
-             colour_of(c, i), ax_map(&ax, s->x[k], ML, W - MR),
-             ax_map(&ay, s->y[k], H - MB, MT), s->dots ? "3.5" : "2.5");
-        esc(p, s->name);
+        im__html_putf(p, "<circle class=\"pt c%zu\" cx=\"%.1f\" cy=\"%.1f\" r=\"%s\"><title>",
+             colour_of(c, i), im__html_ax_map(&ax, s->x[k], IM_HTML_ML, IM_HTML_W - IM_HTML_MR),
+             im__html_ax_map(&ay, s->y[k], IM_HTML_H - IM_HTML_MB, IM_HTML_MT), s->dots ? "3.5" : "2.5");
+        im__html_esc(p, s->name);
         if (s->labels) {
-          put(p, " ");
-          esc(p, s->labels[k]);
+          im__html_put(p, " ");
+          im__html_esc(p, s->labels[k]);
         }
-        put(p, ": ");
-        num(p, s->x[k]);
-        put(p, ", ");
-        num(p, s->y[k]);
-        put(p, "</title></circle>");
+        im__html_put(p, ": ");
+        im__html_num(p, s->x[k]);
+        im__html_put(p, ", ");
+        im__html_num(p, s->y[k]);
+        im__html_put(p, "</title></circle>");
         if (s->labels && s->n <= 16) {
-          putf(p, "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\">",
-               ax_map(&ax, s->x[k], ML, W - MR) + 5, ax_map(&ay, s->y[k], H - MB, MT) - 5);
-          esc(p, s->labels[k]);
-          put(p, "</text>");
+          im__html_putf(p, "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\">",
+               im__html_ax_map(&ax, s->x[k], IM_HTML_ML, IM_HTML_W - IM_HTML_MR) + 5, im__html_ax_map(&ay, s->y[k], IM_HTML_H - IM_HTML_MB, IM_HTML_MT) - 5);
+          im__html_esc(p, s->labels[k]);
+          im__html_put(p, "</text>");
         }
       }
   }
-  put(p, "</svg>");
+  im__html_put(p, "</svg>");
   chart_table(p, c);
-  put(p, "</figure>");
+  im__html_put(p, "</figure>");
 }
 
 /* Vertical bars, one per label. */
@@ -380,58 +375,58 @@ static void bar_chart(struct page *p, const char *title, const char *xlabel, con
       pts++;
     }
   if (!pts || !(hi > 0)) {
-    empty_chart(p, title, why);
+    im__html_empty_chart(p, title, why);
     return;
   }
   p->charts++;
   struct axis ay = {0, hi * 1.08, false, false};
-  putf(p, "<figure class=\"chart\" data-points=\"%zu\"><figcaption>", pts);
-  esc(p, title);
-  putf(p, "</figcaption><svg viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"", W, H);
-  esc(p, title);
-  put(p, "\">");
+  im__html_putf(p, "<figure class=\"chart\" data-points=\"%zu\"><figcaption>", pts);
+  im__html_esc(p, title);
+  im__html_putf(p, "</figcaption><svg viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"", IM_HTML_W, IM_HTML_H);
+  im__html_esc(p, title);
+  im__html_put(p, "\">");
   draw_ticks(p, &ay, false);
-  double slot = (double)(W - ML - MR) / (double)n;
+  double slot = (double)(IM_HTML_W - IM_HTML_ML - IM_HTML_MR) / (double)n;
   for (size_t i = 0; i < n; i++) {
-    double x = ML + slot * (double)i + slot * 0.15;
+    double x = IM_HTML_ML + slot * (double)i + slot * 0.15;
     if (isfinite(v[i])) {
-      double y = ax_map(&ay, v[i], H - MB, MT);
-      putf(p, "<rect class=\"bar\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\"><title>",
-           x, y, slot * 0.7, (double)(H - MB) - y);
-      esc(p, labels[i]);
-      put(p, ": ");
-      num(p, v[i]);
-      put(p, "</title></rect>");
+      double y = im__html_ax_map(&ay, v[i], IM_HTML_H - IM_HTML_MB, IM_HTML_MT);
+      im__html_putf(p, "<rect class=\"bar\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\"><title>",
+           x, y, slot * 0.7, (double)(IM_HTML_H - IM_HTML_MB) - y);
+      im__html_esc(p, labels[i]);
+      im__html_put(p, ": ");
+      im__html_num(p, v[i]);
+      im__html_put(p, "</title></rect>");
     }
     if (n <= 24 || i % (n / 12 + 1) == 0) {
-      putf(p, "<text class=\"tick\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">",
-           x + slot * 0.35, H - MB + 14);
-      esc(p, labels[i]);
-      put(p, "</text>");
+      im__html_putf(p, "<text class=\"tick\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">",
+           x + slot * 0.35, IM_HTML_H - IM_HTML_MB + 14);
+      im__html_esc(p, labels[i]);
+      im__html_put(p, "</text>");
     }
   }
-  putf(p, "<line class=\"axis\" x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\"/>", ML, H - MB, W - MR,
-       H - MB);
-  putf(p, "<text class=\"label\" x=\"%d\" y=\"%d\" text-anchor=\"middle\">", (ML + W - MR) / 2,
-       H - 8);
-  esc(p, xlabel);
-  putf(p, "</text><text class=\"label\" transform=\"translate(14,%d) rotate(-90)\" "
+  im__html_putf(p, "<line class=\"axis\" x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\"/>", IM_HTML_ML, IM_HTML_H - IM_HTML_MB, IM_HTML_W - IM_HTML_MR,
+       IM_HTML_H - IM_HTML_MB);
+  im__html_putf(p, "<text class=\"label\" x=\"%d\" y=\"%d\" text-anchor=\"middle\">", (IM_HTML_ML + IM_HTML_W - IM_HTML_MR) / 2,
+       IM_HTML_H - 8);
+  im__html_esc(p, xlabel);
+  im__html_putf(p, "</text><text class=\"label\" transform=\"translate(14,%d) rotate(-90)\" "
           "text-anchor=\"middle\">",
-       (MT + H - MB) / 2);
-  esc(p, ylabel);
-  put(p, "</text></svg><details><summary>table</summary><div class=\"tw\"><table><tr><th>");
-  esc(p, xlabel);
-  put(p, "</th><th>");
-  esc(p, ylabel);
-  put(p, "</th></tr>");
+       (IM_HTML_MT + IM_HTML_H - IM_HTML_MB) / 2);
+  im__html_esc(p, ylabel);
+  im__html_put(p, "</text></svg><details><summary>table</summary><div class=\"tw\"><table><tr><th>");
+  im__html_esc(p, xlabel);
+  im__html_put(p, "</th><th>");
+  im__html_esc(p, ylabel);
+  im__html_put(p, "</th></tr>");
   for (size_t i = 0; i < n; i++) {
-    put(p, "<tr><td>");
-    esc(p, labels[i]);
-    put(p, "</td><td>");
-    num(p, v[i]);
-    put(p, "</td></tr>");
+    im__html_put(p, "<tr><td>");
+    im__html_esc(p, labels[i]);
+    im__html_put(p, "</td><td>");
+    im__html_num(p, v[i]);
+    im__html_put(p, "</td></tr>");
   }
-  put(p, "</table></div></details></figure>");
+  im__html_put(p, "</table></div></details></figure>");
 }
 
 /* ---- sections ------------------------------------------------------------- */
@@ -476,156 +471,156 @@ static const char *const css =
     "ul.checks{list-style:none;padding:0}ul.checks li{margin:6px 0}.fix{color:var(--mut)}"
     "@media print{.tw{max-height:none}details{display:block}}";
 
-void verdict_badge(struct page *p, const char *v) {
-  put(p, "<span class=\"verdict ");
-  esc(p, v);
-  put(p, "\">");
-  esc(p, v);
-  put(p, "</span>");
+void im__html_verdict_badge(struct page *p, const char *v) {
+  im__html_put(p, "<span class=\"verdict ");
+  im__html_esc(p, v);
+  im__html_put(p, "\">");
+  im__html_esc(p, v);
+  im__html_put(p, "</span>");
 }
 
 static void header(struct page *p, const json_t *root, const char *title) {
-  const json_t *m = at(root, "manifest");
-  put(p, "<h1>infermeter report: ");
-  esc(p, title);
-  put(p, "</h1><p class=\"meta\">");
-  put(p, "target <b>");
-  esc(p, jstr(path(m, "target", "url"), "?"));
-  put(p, "</b> · model <b>");
-  esc(p, jstr(path(m, "target", "model"), "?"));
-  put(p, "</b> · started <b>");
-  esc(p, jstr(at(m, "started_at"), "?"));
-  put(p, "</b> · infermeter <b>");
-  esc(p, jstr(at(m, "version"), "?"));
-  put(p, "</b><br>");
-  const json_t *sch = at(m, "schedule"), *wl = at(m, "workload");
-  put(p, "schedule <b>");
-  esc(p, jstr(at(sch, "kind"), "?"));
-  double rate = jnum(at(sch, "rate")), dur = jnum(at(sch, "duration_s")),
-         req = jnum(at(sch, "requests"));
+  const json_t *m = im__html_at(root, "manifest");
+  im__html_put(p, "<h1>infermeter report: ");
+  im__html_esc(p, title);
+  im__html_put(p, "</h1><p class=\"meta\">");
+  im__html_put(p, "target <b>");
+  im__html_esc(p, im_json_str(im__html_path(m, "target", "url"), "?"));
+  im__html_put(p, "</b> · model <b>");
+  im__html_esc(p, im_json_str(im__html_path(m, "target", "model"), "?"));
+  im__html_put(p, "</b> · started <b>");
+  im__html_esc(p, im_json_str(im__html_at(m, "started_at"), "?"));
+  im__html_put(p, "</b> · infermeter <b>");
+  im__html_esc(p, im_json_str(im__html_at(m, "version"), "?"));
+  im__html_put(p, "</b><br>");
+  const json_t *sch = im__html_at(m, "schedule"), *wl = im__html_at(m, "workload");
+  im__html_put(p, "schedule <b>");
+  im__html_esc(p, im_json_str(im__html_at(sch, "kind"), "?"));
+  double rate = im_json_num(im__html_at(sch, "rate"), NAN), dur = im_json_num(im__html_at(sch, "duration_s"), NAN),
+         req = im_json_num(im__html_at(sch, "requests"), NAN);
   if (!isnan(rate)) {
-    put(p, " ");
-    num(p, rate);
-    put(p, " req/s");
+    im__html_put(p, " ");
+    im__html_num(p, rate);
+    im__html_put(p, " req/s");
   }
   if (!isnan(dur)) {
-    put(p, ", ");
-    num(p, dur);
-    put(p, " s");
+    im__html_put(p, ", ");
+    im__html_num(p, dur);
+    im__html_put(p, " s");
   }
   if (!isnan(req)) {
-    put(p, ", ");
-    num(p, req);
-    put(p, " requests");
+    im__html_put(p, ", ");
+    im__html_num(p, req);
+    im__html_put(p, " requests");
   }
-  put(p, "</b> · workload <b>");
-  esc(p, jstr(at(wl, "dataset"), "?"));
-  double in = jnum(at(wl, "input_len")), out = jnum(at(wl, "output_len"));
+  im__html_put(p, "</b> · workload <b>");
+  im__html_esc(p, im_json_str(im__html_at(wl, "dataset"), "?"));
+  double in = im_json_num(im__html_at(wl, "input_len"), NAN), out = im_json_num(im__html_at(wl, "output_len"), NAN);
   if (!isnan(in)) {
-    put(p, ", input ");
-    num(p, in);
+    im__html_put(p, ", input ");
+    im__html_num(p, in);
   }
   if (!isnan(out)) {
-    put(p, ", output ");
-    num(p, out);
+    im__html_put(p, ", output ");
+    im__html_num(p, out);
   }
-  put(p, " tokens</b>");
-  const char *sweep = jstr(path(root, "sweep", "param"), NULL);
+  im__html_put(p, " tokens</b>");
+  const char *sweep = im_json_str(im__html_path(root, "sweep", "param"), NULL);
   if (sweep) {
-    put(p, " · sweep over <b>");
-    esc(p, sweep);
-    put(p, "</b> (the schedule above is the base)");
+    im__html_put(p, " · sweep over <b>");
+    im__html_esc(p, sweep);
+    im__html_put(p, "</b> (the schedule above is the base)");
   }
-  const json_t *tags = at(m, "tags");
+  const json_t *tags = im__html_at(m, "tags");
   if (json_is_object(tags) && json_object_size(tags)) {
-    put(p, " · tags <b>");
+    im__html_put(p, " · tags <b>");
     const char *k;
     const json_t *v;
     bool first = true;
     json_object_foreach((json_t *)tags, k, v) {
       if (!first)
-        put(p, ", ");
+        im__html_put(p, ", ");
       first = false;
-      esc(p, k);
-      put(p, "=");
-      esc(p, jstr(v, "?"));
+      im__html_esc(p, k);
+      im__html_put(p, "=");
+      im__html_esc(p, im_json_str(v, "?"));
     }
-    put(p, "</b>");
+    im__html_put(p, "</b>");
   }
-  put(p, "</p>");
+  im__html_put(p, "</p>");
 }
 
 static void audit_section(struct page *p, const json_t *audit) {
   /* A run's audit holds "publishable"; a repeat set's is the verdict itself. */
-  const json_t *pub = at(audit, "publishable") ? at(audit, "publishable") : audit;
-  const char *cv = jstr(path(audit, "client_check", "verdict"), NULL);
-  const char *pv = jstr(at(pub, "verdict"), NULL);
+  const json_t *pub = im__html_at(audit, "publishable") ? im__html_at(audit, "publishable") : audit;
+  const char *cv = im_json_str(im__html_path(audit, "client_check", "verdict"), NULL);
+  const char *pv = im_json_str(im__html_at(pub, "verdict"), NULL);
   if (!cv && !pv)
     return;
-  put(p, "<h2>Verdict</h2><p>");
+  im__html_put(p, "<h2>Verdict</h2><p>");
   if (cv) {
-    put(p, "client self-check ");
-    verdict_badge(p, cv);
-    put(p, " ");
+    im__html_put(p, "client self-check ");
+    im__html_verdict_badge(p, cv);
+    im__html_put(p, " ");
   }
   if (pv) {
-    put(p, "publishable audit ");
-    verdict_badge(p, pv);
+    im__html_put(p, "publishable audit ");
+    im__html_verdict_badge(p, pv);
   }
-  put(p, "</p><ul class=\"checks\">");
+  im__html_put(p, "</p><ul class=\"checks\">");
   size_t i;
   const json_t *c;
   size_t shown = 0;
-  json_array_foreach(at(pub, "checks"), i, c) {
-    const char *st = jstr(at(c, "status"), "?");
+  json_array_foreach(im__html_at(pub, "checks"), i, c) {
+    const char *st = im_json_str(im__html_at(c, "status"), "?");
     if (!strcmp(st, "PASS"))
       continue;
     shown++;
-    put(p, "<li>");
-    verdict_badge(p, st);
-    put(p, " <b>");
-    esc(p, jstr(at(c, "id"), "?"));
-    put(p, "</b> ");
-    esc(p, jstr(at(c, "evidence"), ""));
-    const char *fix = jstr(at(c, "fix"), NULL);
+    im__html_put(p, "<li>");
+    im__html_verdict_badge(p, st);
+    im__html_put(p, " <b>");
+    im__html_esc(p, im_json_str(im__html_at(c, "id"), "?"));
+    im__html_put(p, "</b> ");
+    im__html_esc(p, im_json_str(im__html_at(c, "evidence"), ""));
+    const char *fix = im_json_str(im__html_at(c, "fix"), NULL);
     if (fix) {
-      put(p, "<br><span class=\"fix\">fix: ");
-      esc(p, fix);
-      put(p, "</span>");
+      im__html_put(p, "<br><span class=\"fix\">fix: ");
+      im__html_esc(p, fix);
+      im__html_put(p, "</span>");
     }
-    put(p, "</li>");
+    im__html_put(p, "</li>");
   }
   if (!shown)
-    put(p, "<li>every check passed</li>");
-  put(p, "</ul>");
+    im__html_put(p, "<li>every check passed</li>");
+  im__html_put(p, "</ul>");
 }
 
 static void tile(struct page *p, const char *label, double v, const char *unit) {
-  put(p, "<div class=\"tile\"><div class=\"v\">");
-  num(p, v);
-  put(p, " <small>");
-  esc(p, unit);
-  put(p, "</small></div><div class=\"k\">");
-  esc(p, label);
-  put(p, "</div></div>");
+  im__html_put(p, "<div class=\"tile\"><div class=\"v\">");
+  im__html_num(p, v);
+  im__html_put(p, " <small>");
+  im__html_esc(p, unit);
+  im__html_put(p, "</small></div><div class=\"k\">");
+  im__html_esc(p, label);
+  im__html_put(p, "</div></div>");
 }
 
 static void tiles(struct page *p, const json_t *sum) {
-  put(p, "<h2>Headline</h2><div class=\"tiles\">");
-  tile(p, "request throughput", jnum(at(sum, "request_throughput")), "req/s");
-  tile(p, "goodput", jnum(at(sum, "request_goodput")), "req/s");
-  tile(p, "output throughput", jnum(at(sum, "output_throughput")), "tok/s");
-  tile(p, "completed", jnum(at(sum, "completed")), "requests");
-  tile(p, "failed", jnum(at(sum, "failed")), "requests");
+  im__html_put(p, "<h2>Headline</h2><div class=\"tiles\">");
+  tile(p, "request throughput", im_json_num(im__html_at(sum, "request_throughput"), NAN), "req/s");
+  tile(p, "goodput", im_json_num(im__html_at(sum, "request_goodput"), NAN), "req/s");
+  tile(p, "output throughput", im_json_num(im__html_at(sum, "output_throughput"), NAN), "tok/s");
+  tile(p, "completed", im_json_num(im__html_at(sum, "completed"), NAN), "requests");
+  tile(p, "failed", im_json_num(im__html_at(sum, "failed"), NAN), "requests");
   static const char *const m[] = {"ttft", "tpot", "itl", "e2el"};
   for (size_t i = 0; i < 4; i++)
     for (int q = 0; q < 2; q++) {
       char key[32], label[40];
       snprintf(key, sizeof key, "%s_%s_ms", q ? "p99" : "p50", m[i]);
       snprintf(label, sizeof label, "%s %s", m[i], q ? "p99" : "p50");
-      tile(p, label, jnum(at(sum, key)), "ms");
+      tile(p, label, im_json_num(im__html_at(sum, key), NAN), "ms");
     }
-  put(p, "</div>");
+  im__html_put(p, "</div>");
 }
 
 #define CDF_POINTS 250
@@ -645,12 +640,12 @@ static void cdf_series(struct chart *c, const char *name, const json_t *hj) {
     /* At most ~CDF_POINTS points: every k-th bucket and the last, so the
      * page stays small however many distinct values a long run holds. */
     size_t k = cap > CDF_POINTS ? (cap + CDF_POINTS - 1) / CDF_POINTS : 1, i = 0;
-    struct series *s = add_series(c, name, cap / k + 2);
+    struct series *s = im__html_add_series(c, name, cap / k + 2);
     if (s) {
       im_hist_iter_init(&it, &h);
       while (im_hist_iter_next(&it))
         if (++i % k == 0 || it.cumulative == n)
-          push_pt(s, (double)it.highest / 1e6, (double)it.cumulative / (double)n);
+          im__html_push_pt(s, (double)it.highest / 1e6, (double)it.cumulative / (double)n);
     }
   }
   im_hist_cleanup(&h);
@@ -659,8 +654,8 @@ static void cdf_series(struct chart *c, const char *name, const json_t *hj) {
 /* A CDF series of a scraped histogram {"le_ms", "cumulative", "count"}
  * (metrics.server.server_*_histogram): the share at each bucket bound. */
 static void server_cdf_series(struct chart *c, const char *name, const json_t *h) {
-  const json_t *le = at(h, "le_ms"), *cum = at(h, "cumulative");
-  double total = jnum(at(h, "count"));
+  const json_t *le = im__html_at(h, "le_ms"), *cum = im__html_at(h, "cumulative");
+  double total = im_json_num(im__html_at(h, "count"), NAN);
   size_t n = json_array_size(le);
   if (!(total > 0) || !n || json_array_size(cum) != n)
     return;
@@ -668,21 +663,21 @@ static void server_cdf_series(struct chart *c, const char *name, const json_t *h
    * say nothing and would stretch the axis over decades. */
   size_t lo = 0, hi = n - 1;
   for (size_t i = 0; i < n; i++)
-    if (!(jnum(json_array_get(cum, i)) > 0))
+    if (!(im_json_num(json_array_get(cum, i), NAN) > 0))
       lo = i;
   for (size_t i = n; i-- > lo;)
-    if (jnum(json_array_get(cum, i)) >= total)
+    if (im_json_num(json_array_get(cum, i), NAN) >= total)
       hi = i;
-  struct series *s = add_series(c, name, hi - lo + 1);
+  struct series *s = im__html_add_series(c, name, hi - lo + 1);
   if (s)
     s->linear = true;
   for (size_t i = lo; s && i <= hi; i++)
-    push_pt(s, jnum(json_array_get(le, i)), jnum(json_array_get(cum, i)) / total);
+    im__html_push_pt(s, im_json_num(json_array_get(le, i), NAN), im_json_num(json_array_get(cum, i), NAN) / total);
 }
 
 static void latency_section(struct page *p, const json_t *stage) {
-  const json_t *hs = path(stage, "metrics", "histograms"), *srv = path(stage, "metrics", "server");
-  put(p, "<h2>Latency distributions</h2><div class=\"charts\">");
+  const json_t *hs = im__html_path(stage, "metrics", "histograms"), *srv = im__html_path(stage, "metrics", "server");
+  im__html_put(p, "<h2>Latency distributions</h2><div class=\"charts\">");
   static const struct {
     const char *title, *keys[2], *names[2], *server;
   } cdfs[] = {
@@ -694,7 +689,7 @@ static void latency_section(struct page *p, const json_t *stage) {
       {"E2E latency (cumulative share)", {"e2el_ns", "e2el_sched_ns"}, {"from send", "from schedule"},
        NULL},
   };
-  const char *no_srv = srv ? jstr(at(srv, "not_collected"), NULL) : "no server metrics scraped";
+  const char *no_srv = srv ? im_json_str(im__html_at(srv, "not_collected"), NULL) : "no server metrics scraped";
   char note[256];
   for (size_t i = 0; i < sizeof cdfs / sizeof cdfs[0]; i++) {
     struct chart c = {.title = cdfs[i].title, .xlabel = "latency (ms, log scale)",
@@ -702,11 +697,11 @@ static void latency_section(struct page *p, const json_t *stage) {
                       .why_empty = "no completed request in the measured window", .mark_x = NAN};
     for (int k = 0; k < 2; k++)
       if (cdfs[i].keys[k])
-        cdf_series(&c, cdfs[i].names[k], at(hs, cdfs[i].keys[k]));
+        cdf_series(&c, cdfs[i].names[k], im__html_at(hs, cdfs[i].keys[k]));
     if (cdfs[i].server) {
       size_t before = c.ns;
       server_cdf_series(&c, "server (its scraped histogram)",
-                        at(srv, cdfs[i].server));
+                        im__html_at(srv, cdfs[i].server));
       if (c.ns == before) {
         snprintf(note, sizeof note, "server's histogram: not collected: %s",
                  no_srv ? no_srv : "the scraped page has no such histogram, or it counted "
@@ -714,40 +709,40 @@ static void latency_section(struct page *p, const json_t *stage) {
         c.note = note;
       }
     }
-    line_chart(p, &c);
-    series_free(&c);
+    im__html_line_chart(p, &c);
+    im__html_series_free(&c);
   }
-  put(p, "</div>");
+  im__html_put(p, "</div>");
 }
 
 /* Series from parallel arrays obj.t_s and obj.<key>. */
 static void arr_series(struct chart *c, const char *name, const json_t *obj, const char *key,
                        double scale) {
-  const json_t *t = at(obj, "t_s"), *v = at(obj, key);
+  const json_t *t = im__html_at(obj, "t_s"), *v = im__html_at(obj, key);
   if (!json_is_array(t) || !json_is_array(v))
     return;
   size_t n = json_array_size(t) < json_array_size(v) ? json_array_size(t) : json_array_size(v);
-  struct series *s = n ? add_series(c, name, n) : NULL;
+  struct series *s = n ? im__html_add_series(c, name, n) : NULL;
   for (size_t i = 0; s && i < n; i++)
-    push_pt(s, jnum(json_array_get(t, i)), jnum(json_array_get(v, i)) * scale);
+    im__html_push_pt(s, im_json_num(json_array_get(t, i), NAN), im_json_num(json_array_get(v, i), NAN) * scale);
 }
 
 static void slice_series(struct chart *c, const char *name, const json_t *slices, const char *a,
                          const char *b) {
   size_t n = json_array_size(slices);
-  struct series *s = n ? add_series(c, name, n) : NULL;
+  struct series *s = n ? im__html_add_series(c, name, n) : NULL;
   for (size_t i = 0; s && i < n; i++) {
     const json_t *e = json_array_get(slices, i);
-    double x = (jnum(at(e, "start_s")) + jnum(at(e, "end_s"))) / 2;
-    push_pt(s, x, b ? jnum(path(e, a, b)) : jnum(at(e, a)));
+    double x = (im_json_num(im__html_at(e, "start_s"), NAN) + im_json_num(im__html_at(e, "end_s"), NAN)) / 2;
+    im__html_push_pt(s, x, b ? im_json_num(im__html_path(e, a, b), NAN) : im_json_num(im__html_at(e, a), NAN));
   }
 }
 
 static void time_section(struct page *p, const json_t *stage) {
-  const json_t *sl = at(path(stage, "metrics", "timeslices"), "slices");
-  const json_t *win = path(stage, "metrics", "window");
-  double w0 = jnum(at(win, "start_ns")) / 1e9, w1 = jnum(at(win, "end_ns")) / 1e9;
-  put(p, "<h2>Over time</h2><p class=\"meta\">Shaded: outside the measured window (warm-up "
+  const json_t *sl = im__html_at(im__html_path(stage, "metrics", "timeslices"), "slices");
+  const json_t *win = im__html_path(stage, "metrics", "window");
+  double w0 = im_json_num(im__html_at(win, "start_ns"), NAN) / 1e9, w1 = im_json_num(im__html_at(win, "end_ns"), NAN) / 1e9;
+  im__html_put(p, "<h2>Over time</h2><p class=\"meta\">Shaded: outside the measured window (warm-up "
          "before it, draining after it).</p><div class=\"charts\">");
   const char *none = "no time slice (--timeslice): no measured window";
 #define TIMECHART(title_, ylabel_, why_)                                                         \
@@ -759,13 +754,13 @@ static void time_section(struct page *p, const json_t *stage) {
   if (c.ns == 2)
     for (size_t i = 0; i < c.s[1].n; i++)
       c.s[1].y[i] /= 100;
-  line_chart(p, &c);
-  series_free(&c);
+  im__html_line_chart(p, &c);
+  im__html_series_free(&c);
   /* The other charts: series of time slices (src NULL) or of a sampled
    * source's parallel arrays. */
-  const json_t *srv = json_array_get(path(stage, "series", "server"), 0);
-  const json_t *cl = json_array_get(path(stage, "series", "client"), 0);
-  const json_t *tcp = path(stage, "series", "tcp");
+  const json_t *srv = json_array_get(im__html_path(stage, "series", "server"), 0);
+  const json_t *cl = json_array_get(im__html_path(stage, "series", "client"), 0);
+  const json_t *tcp = im__html_path(stage, "series", "tcp");
   const char *no_srv = "no server metrics scraped (--scrape URL, or the target has none)";
   const struct {
     const char *title, *ylabel, *why;
@@ -800,29 +795,29 @@ static void time_section(struct page *p, const json_t *stage) {
       else
         slice_series(&ch, charts[i].s[k].name, sl, charts[i].s[k].key, charts[i].s[k].sub);
     }
-    line_chart(p, &ch);
-    series_free(&ch);
+    im__html_line_chart(p, &ch);
+    im__html_series_free(&ch);
   }
 #undef TIMECHART
-  put(p, "</div>");
+  im__html_put(p, "</div>");
 }
 
 static void breakdown_section(struct page *p, const json_t *stage) {
-  const json_t *bc = path(stage, "metrics", "by_context");
+  const json_t *bc = im__html_path(stage, "metrics", "by_context");
   size_t n = json_array_size(bc);
   if (!n)
     return;
-  put(p, "<h2>By context length</h2><div class=\"charts\">");
+  im__html_put(p, "<h2>By context length</h2><div class=\"charts\">");
   const char *labels[16];
   double v50[16], v99[16], tp[16];
   if (n > 16)
     n = 16;
   for (size_t i = 0; i < n; i++) {
     const json_t *b = json_array_get(bc, i);
-    labels[i] = jstr(at(b, "bucket"), "?");
-    v50[i] = jnum(path(b, "ttft_ms", "p50"));
-    v99[i] = jnum(path(b, "ttft_ms", "p99"));
-    tp[i] = jnum(path(b, "tpot_ms", "p50"));
+    labels[i] = im_json_str(im__html_at(b, "bucket"), "?");
+    v50[i] = im_json_num(im__html_path(b, "ttft_ms", "p50"), NAN);
+    v99[i] = im_json_num(im__html_path(b, "ttft_ms", "p99"), NAN);
+    tp[i] = im_json_num(im__html_path(b, "tpot_ms", "p50"), NAN);
   }
   bar_chart(p, "TTFT p50 by prompt length", "context bucket (tokens)", "ms", labels, v50, n,
             "no completed request");
@@ -830,7 +825,7 @@ static void breakdown_section(struct page *p, const json_t *stage) {
             "no completed request");
   bar_chart(p, "TPOT p50 by prompt length", "context bucket (tokens)", "ms", labels, tp, n,
             "no completed request");
-  put(p, "</div>");
+  im__html_put(p, "</div>");
 }
 
 /* The slowest requests as a Gantt-like strip (analysis.timeline): one row
@@ -842,141 +837,141 @@ static void tl_bar(struct page *p, const struct axis *ax, double y, double a, do
                    const char *cls, const char *what, const char *hint) {
   if (!(b > a) || isnan(a))
     return;
-  double x0 = ax_map(ax, a, ML, TL_W - MR), x1 = ax_map(ax, b, ML, TL_W - MR);
-  putf(p, "<rect class=\"%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\"><title>", cls, x0,
+  double x0 = im__html_ax_map(ax, a, IM_HTML_ML, IM_HTML_TL_W - IM_HTML_MR), x1 = im__html_ax_map(ax, b, IM_HTML_ML, IM_HTML_TL_W - IM_HTML_MR);
+  im__html_putf(p, "<rect class=\"%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\"><title>", cls, x0,
        y, fmax(x1 - x0, 1.0), TL_ROW - 4);
-  esc(p, what);
-  put(p, ": ");
-  num(p, b - a);
-  put(p, " ms");
+  im__html_esc(p, what);
+  im__html_put(p, ": ");
+  im__html_num(p, b - a);
+  im__html_put(p, " ms");
   if (hint)
-    esc(p, hint);
-  put(p, "</title></rect>");
+    im__html_esc(p, hint);
+  im__html_put(p, "</title></rect>");
 }
 
 static void timeline_chart(struct page *p, const json_t *tl) {
-  const json_t *rq = at(tl, "requests");
+  const json_t *rq = im__html_at(tl, "requests");
   size_t n = json_array_size(rq);
   const char *title = "Slowest requests by E2EL: where their time went";
   if (!n) {
-    empty_chart(p, title, tl ? "no completed request" : "not collected: no timeline in results.json");
+    im__html_empty_chart(p, title, tl ? "no completed request" : "not collected: no timeline in results.json");
     return;
   }
   struct axis ax = {0, 0, false, false};
   for (size_t i = 0; i < n; i++)
-    ax.hi = fmax(ax.hi, jnum(at(json_array_get(rq, i), "last_ms")));
+    ax.hi = fmax(ax.hi, im_json_num(im__html_at(json_array_get(rq, i), "last_ms"), NAN));
   if (!(ax.hi > 0))
     ax.hi = 1;
-  ax.hi = ceil(ax.hi / nice_step(ax.hi, 6)) * nice_step(ax.hi, 6);
-  int h = MT + (int)n * TL_ROW + MB;
+  ax.hi = ceil(ax.hi / im__html_nice_step(ax.hi, 6)) * im__html_nice_step(ax.hi, 6);
+  int h = IM_HTML_MT + (int)n * TL_ROW + IM_HTML_MB;
   p->charts++;
-  putf(p, "<figure class=\"chart wide\" data-points=\"%zu\"><figcaption>", n);
-  esc(p, title);
-  put(p, "</figcaption><div class=\"legend\"><span><i class=\"c5\"></i>waiting on the client "
+  im__html_putf(p, "<figure class=\"chart wide\" data-points=\"%zu\"><figcaption>", n);
+  im__html_esc(p, title);
+  im__html_put(p, "</figcaption><div class=\"legend\"><span><i class=\"c5\"></i>waiting on the client "
          "(schedule → start)</span><span><i class=\"c4\"></i>connect</span><span><i "
          "class=\"c0\"></i>to the first token</span><span><i class=\"c2\"></i>decode</span>"
          "<span><i class=\"c1\"></i>stall (gap above ");
-  num(p, jnum(at(tl, "stall_k")));
-  put(p, " × the request's median)</span></div>");
-  putf(p, "<svg viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"", TL_W, h);
-  esc(p, title);
-  put(p, "\">");
+  im__html_num(p, im_json_num(im__html_at(tl, "stall_k"), NAN));
+  im__html_put(p, " × the request's median)</span></div>");
+  im__html_putf(p, "<svg viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"", IM_HTML_TL_W, h);
+  im__html_esc(p, title);
+  im__html_put(p, "\">");
   /* The x ticks of draw_ticks sit under a chart of height H: draw ours. */
-  double step = nice_step(ax.hi, 6);
+  double step = im__html_nice_step(ax.hi, 6);
   for (double v = 0; v <= ax.hi + step * 1e-9; v += step) {
-    double q = ax_map(&ax, v, ML, TL_W - MR);
+    double q = im__html_ax_map(&ax, v, IM_HTML_ML, IM_HTML_TL_W - IM_HTML_MR);
     char b[32];
-    fmt_tick(b, sizeof b, v);
-    putf(p, "<line class=\"grid\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>"
+    im__html_fmt_tick(b, sizeof b, v);
+    im__html_putf(p, "<line class=\"grid\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>"
             "<text class=\"tick\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>",
-         q, MT, q, h - MB, q, h - MB + 14, b);
+         q, IM_HTML_MT, q, h - IM_HTML_MB, q, h - IM_HTML_MB + 14, b);
   }
   for (size_t i = 0; i < n; i++) {
-    const json_t *e = json_array_get(rq, i), *st = at(e, "stalls_listed");
-    double y = MT + (double)i * TL_ROW + 2;
-    double s = jnum(at(e, "start_ms")), c = jnum(at(e, "send_ms")), f = jnum(at(e, "first_ms")),
-           l = jnum(at(e, "last_ms"));
-    putf(p, "<text class=\"tick\" x=\"%d\" y=\"%.1f\" text-anchor=\"end\">#%.0f</text>", ML - 4,
-         y + TL_ROW - 6, jnum(at(e, "id")));
+    const json_t *e = json_array_get(rq, i), *st = im__html_at(e, "stalls_listed");
+    double y = IM_HTML_MT + (double)i * TL_ROW + 2;
+    double s = im_json_num(im__html_at(e, "start_ms"), NAN), c = im_json_num(im__html_at(e, "send_ms"), NAN), f = im_json_num(im__html_at(e, "first_ms"), NAN),
+           l = im_json_num(im__html_at(e, "last_ms"), NAN);
+    im__html_putf(p, "<text class=\"tick\" x=\"%d\" y=\"%.1f\" text-anchor=\"end\">#%.0f</text>", IM_HTML_ML - 4,
+         y + TL_ROW - 6, im_json_num(im__html_at(e, "id"), NAN));
     tl_bar(p, &ax, y, 0, s, "c5", "waiting on the client", NULL);
     tl_bar(p, &ax, y, s, c, "c4", "connect", NULL);
     tl_bar(p, &ax, y, isnan(c) ? s : c, f, "c0", "to the first token", NULL);
     char hint[96];
-    snprintf(hint, sizeof hint, ", %.0f tokens, %.0f stalls", jnum(at(e, "output_tokens")),
-             jnum(at(e, "stalls")));
+    snprintf(hint, sizeof hint, ", %.0f tokens, %.0f stalls", im_json_num(im__html_at(e, "output_tokens"), NAN),
+             im_json_num(im__html_at(e, "stalls"), NAN));
     tl_bar(p, &ax, y, f, l, "c2", "decode", hint);
     for (size_t k = 0; k < json_array_size(st); k++) {
       const json_t *g = json_array_get(st, k);
-      snprintf(hint, sizeof hint, " gap after %.0f tokens", jnum(json_array_get(g, 2)));
-      tl_bar(p, &ax, y - 1, jnum(json_array_get(g, 0)), jnum(json_array_get(g, 1)), "c1 stall",
+      snprintf(hint, sizeof hint, " gap after %.0f tokens", im_json_num(json_array_get(g, 2), NAN));
+      tl_bar(p, &ax, y - 1, im_json_num(json_array_get(g, 0), NAN), im_json_num(json_array_get(g, 1), NAN), "c1 stall",
              "stall", hint);
     }
   }
-  putf(p, "<line class=\"axis\" x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\"/>", ML, h - MB, TL_W - MR,
-       h - MB);
-  putf(p, "<line class=\"axis\" x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\"/>", ML, MT, ML, h - MB);
-  putf(p, "<text class=\"label\" x=\"%d\" y=\"%d\" text-anchor=\"middle\">ms since the "
+  im__html_putf(p, "<line class=\"axis\" x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\"/>", IM_HTML_ML, h - IM_HTML_MB, IM_HTML_TL_W - IM_HTML_MR,
+       h - IM_HTML_MB);
+  im__html_putf(p, "<line class=\"axis\" x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\"/>", IM_HTML_ML, IM_HTML_MT, IM_HTML_ML, h - IM_HTML_MB);
+  im__html_putf(p, "<text class=\"label\" x=\"%d\" y=\"%d\" text-anchor=\"middle\">ms since the "
           "request was scheduled</text>",
-       (ML + TL_W - MR) / 2, h - 8);
-  putf(p, "<text class=\"label\" transform=\"translate(14,%d) rotate(-90)\" "
+       (IM_HTML_ML + IM_HTML_TL_W - IM_HTML_MR) / 2, h - 8);
+  im__html_putf(p, "<text class=\"label\" transform=\"translate(14,%d) rotate(-90)\" "
           "text-anchor=\"middle\">request (logical id)</text></svg>",
-       (MT + h - MB) / 2);
-  put(p, "<details><summary>table</summary><div class=\"tw\"><table><tr><th>request</th>"
+       (IM_HTML_MT + h - IM_HTML_MB) / 2);
+  im__html_put(p, "<details><summary>table</summary><div class=\"tw\"><table><tr><th>request</th>"
          "<th>scheduled at (s)</th><th>waiting (ms)</th><th>connect (ms)</th><th>TTFT (ms)</th>"
          "<th>decode (ms)</th><th>E2EL (ms)</th><th>output tokens</th><th>stalls</th>"
          "<th>stalls at (ms from schedule)</th></tr>");
   for (size_t i = 0; i < n; i++) {
-    const json_t *e = json_array_get(rq, i), *st = at(e, "stalls_listed");
-    double s = jnum(at(e, "start_ms")), c = jnum(at(e, "send_ms")), f = jnum(at(e, "first_ms")),
-           l = jnum(at(e, "last_ms"));
-    double cells[] = {jnum(at(e, "scheduled_s")), s, c - s, f - s, l - f,
-                      jnum(at(e, "e2el_ms")), jnum(at(e, "output_tokens")), jnum(at(e, "stalls"))};
-    put(p, "<tr><td>#");
-    num(p, jnum(at(e, "id")));
-    put(p, " ");
-    esc(p, jstr(at(e, "request_id"), ""));
+    const json_t *e = json_array_get(rq, i), *st = im__html_at(e, "stalls_listed");
+    double s = im_json_num(im__html_at(e, "start_ms"), NAN), c = im_json_num(im__html_at(e, "send_ms"), NAN), f = im_json_num(im__html_at(e, "first_ms"), NAN),
+           l = im_json_num(im__html_at(e, "last_ms"), NAN);
+    double cells[] = {im_json_num(im__html_at(e, "scheduled_s"), NAN), s, c - s, f - s, l - f,
+                      im_json_num(im__html_at(e, "e2el_ms"), NAN), im_json_num(im__html_at(e, "output_tokens"), NAN), im_json_num(im__html_at(e, "stalls"), NAN)};
+    im__html_put(p, "<tr><td>#");
+    im__html_num(p, im_json_num(im__html_at(e, "id"), NAN));
+    im__html_put(p, " ");
+    im__html_esc(p, im_json_str(im__html_at(e, "request_id"), ""));
     for (size_t k = 0; k < sizeof cells / sizeof cells[0]; k++) {
-      put(p, "</td><td>");
-      num(p, cells[k]);
+      im__html_put(p, "</td><td>");
+      im__html_num(p, cells[k]);
     }
-    put(p, "</td><td>");
+    im__html_put(p, "</td><td>");
     for (size_t k = 0; k < json_array_size(st); k++) {
       if (k)
-        put(p, ", ");
-      num(p, jnum(json_array_get(json_array_get(st, k), 0)));
-      put(p, "–");
-      num(p, jnum(json_array_get(json_array_get(st, k), 1)));
+        im__html_put(p, ", ");
+      im__html_num(p, im_json_num(json_array_get(json_array_get(st, k), 0), NAN));
+      im__html_put(p, "–");
+      im__html_num(p, im_json_num(json_array_get(json_array_get(st, k), 1), NAN));
     }
-    put(p, "</td></tr>");
+    im__html_put(p, "</td></tr>");
   }
-  put(p, "</table></div></details></figure>");
+  im__html_put(p, "</table></div></details></figure>");
 }
 
 static void tokens_section(struct page *p, const json_t *stage) {
-  const json_t *an = at(stage, "analysis"), *st = at(an, "stalls");
-  put(p, "<h2>Token latency and stalls</h2><div class=\"charts\">");
-  timeline_chart(p, at(an, "timeline"));
-  const json_t *tl = at(an, "token_latency");
+  const json_t *an = im__html_at(stage, "analysis"), *st = im__html_at(an, "stalls");
+  im__html_put(p, "<h2>Token latency and stalls</h2><div class=\"charts\">");
+  timeline_chart(p, im__html_at(an, "timeline"));
+  const json_t *tl = im__html_at(an, "token_latency");
   static const char *const q[] = {"p50", "p90", "p95", "p99", "p99.9"};
   double v[3][5];
   const char *keys[3] = {"window_mean_ms", "window_max_ms", NULL};
   for (int k = 0; k < 2; k++)
     for (int i = 0; i < 5; i++)
-      v[k][i] = jnum(path(tl, keys[k], q[i]));
+      v[k][i] = im_json_num(im__html_path(tl, keys[k], q[i]), NAN);
   for (int i = 0; i < 5; i++)
-    v[2][i] = jnum(path(path(stage, "metrics", "latency_ms"), "itl", q[i]));
+    v[2][i] = im_json_num(im__html_path(im__html_path(stage, "metrics", "latency_ms"), "itl", q[i]), NAN);
   struct chart c = {.title = "Segmented windows vs pooled ITL", .xlabel = "percentile",
                     .ylabel = "ms", .why_empty = "no request with enough tokens for a window",
                     .mark_x = NAN};
   const char *names[3] = {"window mean", "window max", "pooled ITL"};
   for (int k = 0; k < 3; k++) {
-    struct series *s = add_series(&c, names[k], 5);
+    struct series *s = im__html_add_series(&c, names[k], 5);
     for (int i = 0; s && i < 5; i++)
-      push_pt(s, atof(q[i] + 1), v[k][i]);
+      im__html_push_pt(s, atof(q[i] + 1), v[k][i]);
   }
-  line_chart(p, &c);
-  series_free(&c);
-  const json_t *bp = at(st, "by_position");
+  im__html_line_chart(p, &c);
+  im__html_series_free(&c);
+  const json_t *bp = im__html_at(st, "by_position");
   size_t n = json_array_size(bp);
   char lab[64][24];
   const char *labels[64];
@@ -985,120 +980,120 @@ static void tokens_section(struct page *p, const json_t *stage) {
     n = 64;
   for (size_t i = 0; i < n; i++) {
     const json_t *e = json_array_get(bp, i);
-    snprintf(lab[i], sizeof lab[i], "%.0f", jnum(json_array_get(e, 0)));
+    snprintf(lab[i], sizeof lab[i], "%.0f", im_json_num(json_array_get(e, 0), NAN));
     labels[i] = lab[i];
-    cnt[i] = jnum(json_array_get(e, 1));
+    cnt[i] = im_json_num(json_array_get(e, 1), NAN);
   }
   bar_chart(p, "Stalls by token position", "first token index of the bucket", "stalls", labels,
             cnt, n, "no stall (no gap above k x its request's median)");
-  const json_t *pr = at(an, "probes");
+  const json_t *pr = im__html_at(an, "probes");
   if (pr) {
-    const json_t *ls = at(pr, "stalls_listed");
+    const json_t *ls = im__html_at(pr, "stalls_listed");
     struct chart s = {.title = "Probe stalls", .xlabel = "time since start (s)",
                       .ylabel = "probe latency (ms)", .why_empty = "no probe stall", .mark_x = NAN,
                       .shade_lo = NAN, .shade_hi = NAN};
-    struct series *se = add_series(&s, "stalled probe", json_array_size(ls));
+    struct series *se = im__html_add_series(&s, "stalled probe", json_array_size(ls));
     for (size_t i = 0; se && i < json_array_size(ls); i++)
-      push_pt(se, jnum(at(json_array_get(ls, i), "at_s")),
-              jnum(at(json_array_get(ls, i), "latency_ms")));
-    line_chart(p, &s);
-    series_free(&s);
+      im__html_push_pt(se, im_json_num(im__html_at(json_array_get(ls, i), "at_s"), NAN),
+              im_json_num(im__html_at(json_array_get(ls, i), "latency_ms"), NAN));
+    im__html_line_chart(p, &s);
+    im__html_series_free(&s);
   }
-  put(p, "</div>");
+  im__html_put(p, "</div>");
 }
 
 /* A series of parallel arrays at key of obj against the array index. */
 static void index_series(struct chart *c, const char *name, const json_t *arr, double x0) {
   size_t n = json_array_size(arr);
-  struct series *s = n ? add_series(c, name, n) : NULL;
+  struct series *s = n ? im__html_add_series(c, name, n) : NULL;
   for (size_t i = 0; s && i < n; i++)
-    push_pt(s, x0 + (double)i, jnum(json_array_get(arr, i)));
+    im__html_push_pt(s, x0 + (double)i, im_json_num(json_array_get(arr, i), NAN));
 }
 
 /* Roofline, in-flight contexts and MoE skew (docs/deepseek.md). */
 static void deepseek_section(struct page *p, const json_t *stage) {
-  const json_t *rl = path(stage, "metrics", "roofline"), *moe = path(stage, "metrics", "moe");
+  const json_t *rl = im__html_path(stage, "metrics", "roofline"), *moe = im__html_path(stage, "metrics", "moe");
   if (!rl && !moe)
     return;
-  put(p, "<h2>Model and hardware (roofline, MoE)</h2><p class=\"meta\">");
+  im__html_put(p, "<h2>Model and hardware (roofline, MoE)</h2><p class=\"meta\">");
   if (rl) {
-    put(p, "achieved bandwidth utilisation <b>");
-    num(p, jnum(at(rl, "achieved_bandwidth_utilisation")));
-    put(p, "</b> (reference ");
-    num(p, jnum(at(rl, "bw_util_ref")));
-    put(p, ") · MFU <b>");
-    num(p, jnum(at(rl, "mfu")));
-    put(p, "</b> (reference ");
-    num(p, jnum(at(rl, "mfu_ref")));
-    put(p, ") · output tok/s per GPU <b>");
-    num(p, jnum(at(rl, "output_tok_per_s_per_gpu")));
-    put(p, "</b> · per-user output speed p50 <b>");
-    num(p, jnum(path(rl, "per_user_output_tok_per_s", "p50")));
-    put(p, " tok/s</b>");
+    im__html_put(p, "achieved bandwidth utilisation <b>");
+    im__html_num(p, im_json_num(im__html_at(rl, "achieved_bandwidth_utilisation"), NAN));
+    im__html_put(p, "</b> (reference ");
+    im__html_num(p, im_json_num(im__html_at(rl, "bw_util_ref"), NAN));
+    im__html_put(p, ") · MFU <b>");
+    im__html_num(p, im_json_num(im__html_at(rl, "mfu"), NAN));
+    im__html_put(p, "</b> (reference ");
+    im__html_num(p, im_json_num(im__html_at(rl, "mfu_ref"), NAN));
+    im__html_put(p, ") · output tok/s per GPU <b>");
+    im__html_num(p, im_json_num(im__html_at(rl, "output_tok_per_s_per_gpu"), NAN));
+    im__html_put(p, "</b> · per-user output speed p50 <b>");
+    im__html_num(p, im_json_num(im__html_path(rl, "per_user_output_tok_per_s", "p50"), NAN));
+    im__html_put(p, " tok/s</b>");
   }
-  put(p, "</p><div class=\"charts\">");
-  const json_t *ic = at(rl, "inflight_context");
+  im__html_put(p, "</p><div class=\"charts\">");
+  const json_t *ic = im__html_at(rl, "inflight_context");
   struct chart c = {.title = "In-flight context lengths (rebuilt from the records)",
                     .xlabel = "time since start (s)", .ylabel = "tokens",
                     .why_empty = "no request in flight at a sample instant", .mark_x = NAN};
   arr_series(&c, "max", ic, "max", 1);
   arr_series(&c, "mean", ic, "mean", 1);
   arr_series(&c, "min", ic, "min", 1);
-  line_chart(p, &c);
-  series_free(&c);
-  const json_t *bc = at(rl, "by_context");
+  im__html_line_chart(p, &c);
+  im__html_series_free(&c);
+  const json_t *bc = im__html_at(rl, "by_context");
   size_t n = json_array_size(bc);
   struct chart b = {.title = "Decode step: measured against the roofline",
                     .xlabel = "mean context (tokens)", .ylabel = "ms per step",
                     .why_empty = "no decode measured", .mark_x = NAN};
-  struct series *m = add_series(&b, "measured TPOT", n), *bw = add_series(&b, "bandwidth-bound", n),
-                *cp = add_series(&b, "compute-bound", n);
+  struct series *m = im__html_add_series(&b, "measured TPOT", n), *bw = im__html_add_series(&b, "bandwidth-bound", n),
+                *cp = im__html_add_series(&b, "compute-bound", n);
   for (size_t i = 0; m && bw && cp && i < n; i++) {
     const json_t *e = json_array_get(bc, i);
-    double x = jnum(at(e, "context_mean"));
-    push_pt(m, x, jnum(at(e, "tpot_mean_ms")));
-    push_pt(bw, x, jnum(path(e, "predicted", "bandwidth_bound_step_ms")));
-    push_pt(cp, x, jnum(path(e, "predicted", "compute_bound_step_ms")));
+    double x = im_json_num(im__html_at(e, "context_mean"), NAN);
+    im__html_push_pt(m, x, im_json_num(im__html_at(e, "tpot_mean_ms"), NAN));
+    im__html_push_pt(bw, x, im_json_num(im__html_path(e, "predicted", "bandwidth_bound_step_ms"), NAN));
+    im__html_push_pt(cp, x, im_json_num(im__html_path(e, "predicted", "compute_bound_step_ms"), NAN));
   }
-  line_chart(p, &b);
-  series_free(&b);
-  const json_t *pl = at(moe, "per_layer");
+  im__html_line_chart(p, &b);
+  im__html_series_free(&b);
+  const json_t *pl = im__html_at(moe, "per_layer");
   struct chart l = {.title = "MoE load per layer (scraped)", .xlabel = "MoE layer",
                     .ylabel = "balancedness (mean/max) · G1 / 10",
-                    .why_empty = jstr(path(moe, "null_reasons", "per_layer"),
+                    .why_empty = im_json_str(im__html_path(moe, "null_reasons", "per_layer"),
                                       "no per-layer expert load scraped"),
                     .mark_x = NAN};
-  index_series(&l, "balancedness", at(pl, "balancedness"), 0);
-  index_series(&l, "G1 skewness / 10", at(pl, "g1"), 0);
+  index_series(&l, "balancedness", im__html_at(pl, "balancedness"), 0);
+  index_series(&l, "G1 skewness / 10", im__html_at(pl, "g1"), 0);
   if (l.ns == 2)
     for (size_t i = 0; i < l.s[1].n; i++)
       l.s[1].y[i] /= 10;
-  line_chart(p, &l);
-  series_free(&l);
+  im__html_line_chart(p, &l);
+  im__html_series_free(&l);
   if (moe)
-    empty_chart(p, "MoE expert × time heat map",
+    im__html_empty_chart(p, "MoE expert × time heat map",
                 "not collected: a run scrapes per-layer load only; the expert × time map "
                 "needs per-step expert counts, which a routing trace has (serve "
                 "--routing-log FILE, then infermeter analyze-routing FILE --html OUT)");
-  put(p, "</div>");
+  im__html_put(p, "</div>");
 }
 
 /* Reasoning models and agent chains (docs/agents.md). */
 static void agents_section(struct page *p, const json_t *stage) {
-  const json_t *rs = path(stage, "metrics", "reasoning"), *ag = path(stage, "metrics", "agents");
+  const json_t *rs = im__html_path(stage, "metrics", "reasoning"), *ag = im__html_path(stage, "metrics", "agents");
   if (!rs && !ag)
     return;
-  put(p, "<h2>Reasoning and agents</h2><div class=\"charts\">");
-  const json_t *bc = at(rs, "by_context");
+  im__html_put(p, "<h2>Reasoning and agents</h2><div class=\"charts\">");
+  const json_t *bc = im__html_at(rs, "by_context");
   size_t n = json_array_size(bc) < 16 ? json_array_size(bc) : 16;
   const char *labels[16];
   double share[16], ttfa[16], ttft[16];
   for (size_t i = 0; i < n; i++) {
     const json_t *b = json_array_get(bc, i);
-    labels[i] = jstr(at(b, "bucket"), "?");
-    share[i] = 100 * jnum(path(b, "reasoning_share", "p50"));
-    ttfa[i] = jnum(path(b, "ttfa_ms", "p50"));
-    ttft[i] = jnum(path(b, "ttft_ms", "p50"));
+    labels[i] = im_json_str(im__html_at(b, "bucket"), "?");
+    share[i] = 100 * im_json_num(im__html_path(b, "reasoning_share", "p50"), NAN);
+    ttfa[i] = im_json_num(im__html_path(b, "ttfa_ms", "p50"), NAN);
+    ttft[i] = im_json_num(im__html_path(b, "ttft_ms", "p50"), NAN);
   }
   if (rs) {
     bar_chart(p, "Share of E2E spent reasoning (p50) by prompt length", "context bucket (tokens)",
@@ -1108,55 +1103,55 @@ static void agents_section(struct page *p, const json_t *stage) {
     bar_chart(p, "TTFT (p50, first reasoning token) by prompt length", "context bucket (tokens)",
               "ms", labels, ttft, n, "no first token");
   }
-  const json_t *hops = at(ag, "per_hop");
+  const json_t *hops = im__html_at(ag, "per_hop");
   size_t h = json_array_size(hops) < 16 ? json_array_size(hops) : 16;
   char hl[16][16];
   const char *hlabels[16];
   double call[16], httft[16];
   for (size_t i = 0; i < h; i++) {
     const json_t *e = json_array_get(hops, i);
-    snprintf(hl[i], sizeof hl[i], "hop %.0f", jnum(at(e, "hop")));
+    snprintf(hl[i], sizeof hl[i], "hop %.0f", im_json_num(im__html_at(e, "hop"), NAN));
     hlabels[i] = hl[i];
-    call[i] = jnum(path(e, "tool_call_ms", "p50"));
-    httft[i] = jnum(path(e, "ttft_ms", "p50"));
+    call[i] = im_json_num(im__html_path(e, "tool_call_ms", "p50"), NAN);
+    httft[i] = im_json_num(im__html_path(e, "ttft_ms", "p50"), NAN);
   }
   if (ag) {
     bar_chart(p, "Time to the complete tool call (p50) per hop", "hop of the chain", "ms", hlabels,
               call, h, "no tool call");
     bar_chart(p, "TTFT (p50) per hop", "hop of the chain", "ms", hlabels, httft, h,
               "no tool call");
-    const json_t *pc = at(ag, "per_chain");
+    const json_t *pc = im__html_at(ag, "per_chain");
     const char *pl[2] = {"model", "tools"};
-    double pv[2] = {jnum(path(pc, "model_ms", "p50")), jnum(path(pc, "tool_ms", "p50"))};
+    double pv[2] = {im_json_num(im__html_path(pc, "model_ms", "p50"), NAN), im_json_num(im__html_path(pc, "tool_ms", "p50"), NAN)};
     bar_chart(p, "Where a chain's time goes (p50)", "", "ms", pl, pv, 2, "no complete chain");
   }
-  put(p, "</div>");
+  im__html_put(p, "</div>");
 }
 
 static void causes_section(struct page *p, const json_t *stage) {
-  const json_t *rc = path(stage, "analysis", "root_causes");
-  put(p, "<h2>Root causes of SLO violations</h2>");
+  const json_t *rc = im__html_path(stage, "analysis", "root_causes");
+  im__html_put(p, "<h2>Root causes of SLO violations</h2>");
   if (!json_array_size(rc)) {
-    put(p, "<p class=\"meta\">no SLO was violated (or none was given with --slo)</p>");
+    im__html_put(p, "<p class=\"meta\">no SLO was violated (or none was given with --slo)</p>");
     return;
   }
-  put(p, "<ul class=\"checks\">");
+  im__html_put(p, "<ul class=\"checks\">");
   size_t i;
   const json_t *e;
   json_array_foreach(rc, i, e) {
-    put(p, "<li><b>");
-    esc(p, jstr(at(e, "slo"), "?"));
-    put(p, "</b>: <b>");
-    esc(p, jstr(at(e, "cause"), "?"));
-    put(p, "</b> ");
-    esc(p, jstr(path(e, "evidence", "why"), ""));
-    put(p, "</li>");
+    im__html_put(p, "<li><b>");
+    im__html_esc(p, im_json_str(im__html_at(e, "slo"), "?"));
+    im__html_put(p, "</b>: <b>");
+    im__html_esc(p, im_json_str(im__html_at(e, "cause"), "?"));
+    im__html_put(p, "</b> ");
+    im__html_esc(p, im_json_str(im__html_path(e, "evidence", "why"), ""));
+    im__html_put(p, "</li>");
   }
-  put(p, "</ul>");
+  im__html_put(p, "</ul>");
 }
 
 static void stage_sections(struct page *p, const json_t *stage, const json_t *urls) {
-  tiles(p, at(stage, "summary"));
+  tiles(p, im__html_at(stage, "summary"));
   im__html_targets_section(p, stage, urls);
   latency_section(p, stage);
   time_section(p, stage);
@@ -1174,31 +1169,31 @@ static void pareto_chart(struct page *p, const json_t *st) {
   size_t n = json_array_size(st);
   bool per_gpu = n > 0;
   for (size_t i = 0; i < n; i++)
-    per_gpu &= jnum(at(path(json_array_get(st, i), "metrics", "roofline"), "gpus")) > 0;
+    per_gpu &= im_json_num(im__html_at(im__html_path(json_array_get(st, i), "metrics", "roofline"), "gpus"), NAN) > 0;
   struct chart c = {.title = "Throughput against per-user speed (Pareto)",
                     .xlabel = "per-user output speed p50 (tok/s, 1 / TPOT)",
                     .ylabel = per_gpu ? "output tok/s per GPU" : "output tok/s (GPUs not declared)",
                     .why_empty = "not collected: no stage decoded a request (per-user speed needs "
                                  "two output tokens)",
                     .mark_x = NAN};
-  struct series *pts = add_series(&c, "stage", n);
+  struct series *pts = im__html_add_series(&c, "stage", n);
   if (!pts)
     return;
   pts->dots = true;
   pts->labels = malloc((n ? n : 1) * sizeof *pts->labels);
   for (size_t i = 0; i < n; i++) {
-    const json_t *e = json_array_get(st, i), *rl = path(e, "metrics", "roofline");
+    const json_t *e = json_array_get(st, i), *rl = im__html_path(e, "metrics", "roofline");
     size_t before = pts->n;
-    push_pt(pts, jnum(path(rl, "per_user_output_tok_per_s", "p50")),
-            per_gpu ? jnum(at(rl, "output_tok_per_s_per_gpu"))
-                    : jnum(path(e, "summary", "output_throughput")));
+    im__html_push_pt(pts, im_json_num(im__html_path(rl, "per_user_output_tok_per_s", "p50"), NAN),
+            per_gpu ? im_json_num(im__html_at(rl, "output_tok_per_s_per_gpu"), NAN)
+                    : im_json_num(im__html_path(e, "summary", "output_throughput"), NAN));
     if (pts->labels && pts->n > before)
-      pts->labels[before] = jstr(at(e, "label"), "?");
+      pts->labels[before] = im_json_str(im__html_at(e, "label"), "?");
   }
   /* The frontier: by speed descending, each point with more throughput
    * than every faster one. */
   size_t m = pts->n, *ord = malloc((m ? m : 1) * sizeof *ord);
-  struct series *fr = ord ? add_series(&c, "Pareto frontier", m) : NULL;
+  struct series *fr = ord ? im__html_add_series(&c, "Pareto frontier", m) : NULL;
   if (fr) {
     for (size_t i = 0; i < m; i++)
       ord[i] = i;
@@ -1212,115 +1207,115 @@ static void pareto_chart(struct page *p, const json_t *st) {
     for (size_t i = 0; i < m; i++)
       if (pts->y[ord[i]] > best) {
         best = pts->y[ord[i]];
-        push_pt(fr, pts->x[ord[i]], best);
+        im__html_push_pt(fr, pts->x[ord[i]], best);
       }
   }
   free(ord);
-  line_chart(p, &c);
-  series_free(&c);
+  im__html_line_chart(p, &c);
+  im__html_series_free(&c);
 }
 
 /* A run of stages: the throughput-latency curve, then each stage. */
 static void stages_section(struct page *p, const json_t *root) {
-  const json_t *st = at(root, "stages");
+  const json_t *st = im__html_at(root, "stages");
   size_t n = json_array_size(st);
-  put(p, "<h2>Stages</h2><div class=\"charts\">");
+  im__html_put(p, "<h2>Stages</h2><div class=\"charts\">");
   struct chart c = {.title = "Latency against throughput", .xlabel = "request throughput (req/s)",
                     .ylabel = "ms", .why_empty = "no stage completed a request", .mark_x = NAN};
   const char *names[3] = {"TTFT p99", "TPOT p99", "ITL p99"};
   const char *keys[3] = {"p99_ttft_ms", "p99_tpot_ms", "p99_itl_ms"};
   for (int k = 0; k < 3; k++) {
-    struct series *s = add_series(&c, names[k], n);
+    struct series *s = im__html_add_series(&c, names[k], n);
     for (size_t i = 0; s && i < n; i++) {
-      const json_t *sum = at(json_array_get(st, i), "summary");
-      push_pt(s, jnum(at(sum, "request_throughput")), jnum(at(sum, keys[k])));
+      const json_t *sum = im__html_at(json_array_get(st, i), "summary");
+      im__html_push_pt(s, im_json_num(im__html_at(sum, "request_throughput"), NAN), im_json_num(im__html_at(sum, keys[k]), NAN));
     }
   }
-  const json_t *sat = path(root, "sweep", "saturation_point");
-  double sat_stage = jnum(at(sat, "stage"));
+  const json_t *sat = im__html_path(root, "sweep", "saturation_point");
+  double sat_stage = im_json_num(im__html_at(sat, "stage"), NAN);
   if (!isnan(sat_stage) && sat_stage >= 0 && (size_t)sat_stage < n) {
-    c.mark_x = jnum(path(json_array_get(st, (size_t)sat_stage), "summary", "request_throughput"));
+    c.mark_x = im_json_num(im__html_path(json_array_get(st, (size_t)sat_stage), "summary", "request_throughput"), NAN);
     c.mark_label = "saturation";
   }
-  line_chart(p, &c);
-  series_free(&c);
+  im__html_line_chart(p, &c);
+  im__html_series_free(&c);
   pareto_chart(p, st);
-  const json_t *knee = at(root, "bandwidth_knee");
+  const json_t *knee = im__html_at(root, "bandwidth_knee");
   if (knee) {
     struct chart k = {.title = "Decode throughput against context (bandwidth knee)",
                       .xlabel = "mean context (tokens)", .ylabel = "decode tok/s",
                       .why_empty = "no context sweep",
-                      .mark_x = jnum(path(knee, "knee", "context_mean"))};
+                      .mark_x = im_json_num(im__html_path(knee, "knee", "context_mean"), NAN)};
     k.mark_label = "knee";
-    const json_t *pts = at(knee, "points");
-    struct series *s = add_series(&k, "decode throughput", json_array_size(pts));
+    const json_t *pts = im__html_at(knee, "points");
+    struct series *s = im__html_add_series(&k, "decode throughput", json_array_size(pts));
     for (size_t i = 0; s && i < json_array_size(pts); i++) {
       const json_t *e = json_array_get(pts, i);
-      push_pt(s, jnum(at(e, "context_mean")), jnum(at(e, "decode_tok_per_s")));
+      im__html_push_pt(s, im_json_num(im__html_at(e, "context_mean"), NAN), im_json_num(im__html_at(e, "decode_tok_per_s"), NAN));
     }
-    line_chart(p, &k);
-    series_free(&k);
+    im__html_line_chart(p, &k);
+    im__html_series_free(&k);
   }
-  put(p, "</div><table><tr><th>stage</th><th>req/s</th><th>tok/s</th><th>TTFT p50</th>"
+  im__html_put(p, "</div><table><tr><th>stage</th><th>req/s</th><th>tok/s</th><th>TTFT p50</th>"
          "<th>TTFT p99</th><th>TPOT p50</th><th>TPOT p99</th><th>failed</th></tr>");
   for (size_t i = 0; i < n; i++) {
-    const json_t *s = json_array_get(st, i), *sum = at(s, "summary");
-    put(p, "<tr><td>");
-    esc(p, jstr(at(s, "label"), "?"));
+    const json_t *s = json_array_get(st, i), *sum = im__html_at(s, "summary");
+    im__html_put(p, "<tr><td>");
+    im__html_esc(p, im_json_str(im__html_at(s, "label"), "?"));
     static const char *const cols[] = {"request_throughput", "output_throughput", "p50_ttft_ms",
                                        "p99_ttft_ms",        "p50_tpot_ms",       "p99_tpot_ms",
                                        "failed"};
     for (size_t k = 0; k < sizeof cols / sizeof cols[0]; k++) {
-      put(p, "</td><td>");
-      num(p, jnum(at(sum, cols[k])));
+      im__html_put(p, "</td><td>");
+      im__html_num(p, im_json_num(im__html_at(sum, cols[k]), NAN));
     }
-    put(p, "</td></tr>");
+    im__html_put(p, "</td></tr>");
   }
-  put(p, "</table>");
+  im__html_put(p, "</table>");
   for (size_t i = 0; i < n; i++) {
     const json_t *s = json_array_get(st, i);
-    put(p, "<details><summary><h3 style=\"display:inline\">stage ");
-    esc(p, jstr(at(s, "label"), "?"));
-    put(p, "</h3></summary>");
-    audit_section(p, at(s, "audit"));
-    stage_sections(p, s, path(at(root, "manifest"), "target", "urls"));
-    put(p, "</details>");
+    im__html_put(p, "<details><summary><h3 style=\"display:inline\">stage ");
+    im__html_esc(p, im_json_str(im__html_at(s, "label"), "?"));
+    im__html_put(p, "</h3></summary>");
+    audit_section(p, im__html_at(s, "audit"));
+    stage_sections(p, s, im__html_path(im__html_at(root, "manifest"), "target", "urls"));
+    im__html_put(p, "</details>");
   }
 }
 
 /* A tile of a repeated figure: the mean and its 95 % CI. */
 static void ci_tile(struct page *p, const char *label, const json_t *f) {
-  put(p, "<div class=\"tile\"><div class=\"v\">");
-  num(p, jnum(at(f, "mean")));
-  put(p, "</div><div class=\"k\">");
-  esc(p, label);
-  put(p, " (mean of ");
-  num(p, jnum(at(f, "n")));
-  put(p, " runs)<br>95% CI ");
-  double lo = jnum(at(f, "ci95_lo")), hi = jnum(at(f, "ci95_hi"));
+  im__html_put(p, "<div class=\"tile\"><div class=\"v\">");
+  im__html_num(p, im_json_num(im__html_at(f, "mean"), NAN));
+  im__html_put(p, "</div><div class=\"k\">");
+  im__html_esc(p, label);
+  im__html_put(p, " (mean of ");
+  im__html_num(p, im_json_num(im__html_at(f, "n"), NAN));
+  im__html_put(p, " runs)<br>95% CI ");
+  double lo = im_json_num(im__html_at(f, "ci95_lo"), NAN), hi = im_json_num(im__html_at(f, "ci95_hi"), NAN);
   if (isnan(lo) || isnan(hi)) {
-    put(p, "– (fewer than 2 runs with a value)");
+    im__html_put(p, "– (fewer than 2 runs with a value)");
   } else {
-    num(p, lo);
-    put(p, " – ");
-    num(p, hi);
+    im__html_num(p, lo);
+    im__html_put(p, " – ");
+    im__html_num(p, hi);
   }
-  put(p, "</div></div>");
+  im__html_put(p, "</div></div>");
 }
 
 /* A repeat set: each figure's mean and CI as a tile, then its runs as dots
  * with the mean and its CI. */
 static void repeat_section(struct page *p, const json_t *root) {
-  const json_t *figs = at(root, "figures");
+  const json_t *figs = im__html_at(root, "figures");
   const char *k;
   const json_t *f;
-  put(p, "<h2>Headline (mean over the runs, 95% CI of the mean)</h2><div class=\"tiles\">");
+  im__html_put(p, "<h2>Headline (mean over the runs, 95% CI of the mean)</h2><div class=\"tiles\">");
   json_object_foreach((json_t *)figs, k, f)
     ci_tile(p, k, f);
-  put(p, "</div>");
-  const json_t *pool = at(root, "pooled_ms");
+  im__html_put(p, "</div>");
+  const json_t *pool = im__html_at(root, "pooled_ms");
   if (pool) {
-    put(p, "<h2>Latency percentiles over every request of every run (95% CI, "
+    im__html_put(p, "<h2>Latency percentiles over every request of every run (95% CI, "
            "distribution-free)</h2><div class=\"tiles\">");
     static const char *const m[] = {"ttft", "tpot", "itl", "e2el"}, *const q[] = {"p50", "p99"};
     for (size_t i = 0; i < 4; i++)
@@ -1328,95 +1323,95 @@ static void repeat_section(struct page *p, const json_t *root) {
         char ci[16], label[32];
         snprintf(ci, sizeof ci, "%s_ci", q[j]);
         snprintf(label, sizeof label, "%s %s (ms)", m[i], q[j]);
-        const json_t *d = at(pool, m[i]), *c = at(d, ci);
-        put(p, "<div class=\"tile\"><div class=\"v\">");
-        num(p, jnum(at(d, q[j])));
-        put(p, " <small>ms</small></div><div class=\"k\">");
-        esc(p, label);
-        put(p, "<br>95% CI ");
-        if (isnan(jnum(at(c, "lo"))) || isnan(jnum(at(c, "hi")))) {
-          put(p, "– (too few values)");
+        const json_t *d = im__html_at(pool, m[i]), *c = im__html_at(d, ci);
+        im__html_put(p, "<div class=\"tile\"><div class=\"v\">");
+        im__html_num(p, im_json_num(im__html_at(d, q[j]), NAN));
+        im__html_put(p, " <small>ms</small></div><div class=\"k\">");
+        im__html_esc(p, label);
+        im__html_put(p, "<br>95% CI ");
+        if (isnan(im_json_num(im__html_at(c, "lo"), NAN)) || isnan(im_json_num(im__html_at(c, "hi"), NAN))) {
+          im__html_put(p, "– (too few values)");
         } else {
-          num(p, jnum(at(c, "lo")));
-          put(p, " – ");
-          num(p, jnum(at(c, "hi")));
+          im__html_num(p, im_json_num(im__html_at(c, "lo"), NAN));
+          im__html_put(p, " – ");
+          im__html_num(p, im_json_num(im__html_at(c, "hi"), NAN));
         }
-        put(p, "</div></div>");
+        im__html_put(p, "</div></div>");
       }
-    put(p, "</div>");
+    im__html_put(p, "</div>");
   }
-  put(p, "<h2>Repeated runs</h2><div class=\"charts\">");
+  im__html_put(p, "<h2>Repeated runs</h2><div class=\"charts\">");
   json_object_foreach((json_t *)figs, k, f) {
-    const json_t *vals = at(f, "values");
+    const json_t *vals = im__html_at(f, "values");
     size_t n = json_array_size(vals);
     struct chart c = {.title = k, .xlabel = "run", .ylabel = k, .intx = true,
                       .why_empty = "no run gave a value", .mark_x = NAN};
-    struct series *s = add_series(&c, "runs", n);
+    struct series *s = im__html_add_series(&c, "runs", n);
     if (s)
       s->dots = true;
     for (size_t i = 0; s && i < n; i++)
-      push_pt(s, (double)(i + 1), jnum(json_array_get(vals, i)));
-    struct series *lo = add_series(&c, "95% CI of the mean, low", 2),
-                  *hi = add_series(&c, "high", 2), *mean = add_series(&c, "mean", 2);
+      im__html_push_pt(s, (double)(i + 1), im_json_num(json_array_get(vals, i), NAN));
+    struct series *lo = im__html_add_series(&c, "95% CI of the mean, low", 2),
+                  *hi = im__html_add_series(&c, "high", 2), *mean = im__html_add_series(&c, "mean", 2);
     if (lo && hi && mean)
       lo->colour = hi->colour = 2, mean->colour = 4;
-    double a = jnum(at(f, "ci95_lo")), b = jnum(at(f, "ci95_hi")), mu = jnum(at(f, "mean"));
+    double a = im_json_num(im__html_at(f, "ci95_lo"), NAN), b = im_json_num(im__html_at(f, "ci95_hi"), NAN), mu = im_json_num(im__html_at(f, "mean"), NAN);
     for (int e = 0; e < 2 && lo && hi && mean; e++) {
       double x = e ? (double)n : 1.0;
-      push_pt(lo, x, a);
-      push_pt(hi, x, b);
-      push_pt(mean, x, mu);
+      im__html_push_pt(lo, x, a);
+      im__html_push_pt(hi, x, b);
+      im__html_push_pt(mean, x, mu);
     }
-    line_chart(p, &c);
-    series_free(&c);
+    im__html_line_chart(p, &c);
+    im__html_series_free(&c);
   }
-  put(p, "</div>");
+  im__html_put(p, "</div>");
 }
 
-void page_head(struct page *p, const char *title) {
-  put(p, "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+void im__html_page_head(struct page *p, const char *title) {
+  im__html_put(p, "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
          "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
          "<meta name=\"color-scheme\" content=\"light dark\"><title>infermeter: ");
-  esc(p, title);
-  put(p, "</title><style>");
-  put(p, css);
-  put(p, "</style></head><body>");
+  im__html_esc(p, title);
+  im__html_put(p, "</title><style>");
+  im__html_put(p, css);
+  im__html_put(p, "</style></head><body>");
 }
 
 enum im_err im_html_report(const json_t *root, const char *title, struct im_buf *out) {
   if (!json_is_object(root))
     return IM_INVAL;
   struct page pg = {.b = out}, *p = &pg;
-  page_head(p, title);
-  const char *schema = jstr(at(root, "schema"), "");
-  if (json_is_object(at(root, "manifest")) || !strstr(schema, "repeat")) {
+  im__html_page_head(p, title);
+  const char *schema = im_json_str(im__html_at(root, "schema"), "");
+  if (json_is_object(im__html_at(root, "manifest")) || !strstr(schema, "repeat")) {
     header(p, root, title);
   } else {
-    put(p, "<h1>infermeter report: ");
-    esc(p, title);
-    putf(p, "</h1><p class=\"meta\">a set of <b>%zu</b> repeated runs of one configuration (each "
+    im__html_put(p, "<h1>infermeter report: ");
+    im__html_esc(p, title);
+    im__html_putf(p, "</h1><p class=\"meta\">a set of <b>%zu</b> repeated runs of one configuration (each "
             "run's own report is in its directory: ",
-         json_array_size(at(root, "runs")));
+         json_array_size(im__html_at(root, "runs")));
     size_t i;
     const json_t *r;
-    json_array_foreach(at(root, "runs"), i, r) {
+    json_array_foreach(im__html_at(root, "runs"), i, r) {
       if (i)
-        put(p, ", ");
-      esc(p, jstr(at(r, "dir"), "?"));
-      put(p, "/report.html");
+        im__html_put(p, ", ");
+      im__html_esc(p, im_json_str(im__html_at(r, "dir"), "?"));
+      im__html_put(p, "/report.html");
     }
-    put(p, ")</p>");
+    im__html_put(p, ")</p>");
   }
-  audit_section(p, at(root, "audit"));
+  audit_section(p, im__html_at(root, "audit"));
   if (strstr(schema, "repeat"))
     repeat_section(p, root);
-  else if (at(root, "stages"))
+  else if (im__html_at(root, "stages"))
     stages_section(p, root);
   else
-    stage_sections(p, root, path(at(root, "manifest"), "target", "urls"));
-  putf(p, "<p class=\"meta\">%u charts · generated by infermeter from results.json (",
+    stage_sections(p, root, im__html_path(im__html_at(root, "manifest"), "target", "urls"));
+  im__html_putf(p, "<p class=\"meta\">%u charts · generated by infermeter from results.json (",
        p->charts);
-  esc(p, jstr(at(root, "generated_at"), ""));
-  put(p, "); every figure is defined in docs/metrics.md</p></body></html>\n");
+  im__html_esc(p, im_json_str(im__html_at(root, "generated_at"), ""));
+  im__html_put(p, "); every figure is defined in docs/metrics.md</p></body></html>\n");
   return pg.err;
 }

@@ -1,8 +1,7 @@
 /* Internal to the HTML renderers (report/html.c: the run, stage and repeat
  * pages and the drawing; report/html_pages.c: the routing and compare
  * pages): the page being written, the chart model and the drawing helpers
- * they share. The short names are macros for prefixed symbols, so nothing
- * outside these files can collide with them. */
+ * they share, under the im__html_ prefix (private to report/). */
 #ifndef IM_REPORT_HTML_INT_H
 #define IM_REPORT_HTML_INT_H
 
@@ -12,26 +11,7 @@
 
 #include "core/buf.h"
 #include "core/err.h"
-
-#define put im__html_put
-#define putf im__html_putf
-#define esc im__html_esc
-#define num im__html_num
-#define at im__html_at
-#define path im__html_path
-#define jnum im__html_jnum
-#define jstr im__html_jstr
-#define series_free im__html_series_free
-#define add_series im__html_add_series
-#define push_pt im__html_push_pt
-#define nice_step im__html_nice_step
-#define ax_map im__html_ax_map
-#define fmt_tick im__html_fmt_tick
-#define empty_chart im__html_empty_chart
-#define line_chart im__html_line_chart
-#define verdict_badge im__html_verdict_badge
-#define page_head im__html_page_head
-#define put_figs im__html_put_figs
+#include "record/json_get.h"
 
 /* The page being written: the first error sticks, later writes are skipped. */
 struct page {
@@ -41,14 +21,14 @@ struct page {
 };
 
 /* Chart geometry (SVG user units): width, height, margins. */
-#define W 640
-#define H 280
-#define ML 64
-#define MR 16
-#define MT 16
-#define MB 44
+#define IM_HTML_W 640
+#define IM_HTML_H 280
+#define IM_HTML_ML 64
+#define IM_HTML_MR 16
+#define IM_HTML_MT 16
+#define IM_HTML_MB 44
 
-#define TL_W (2 * W) /* charts drawn across the page: twice a chart's width */
+#define IM_HTML_TL_W (2 * IM_HTML_W) /* charts drawn across the page: twice a chart's width */
 
 struct series {
   const char *name;
@@ -83,40 +63,38 @@ struct axis {
 };
 
 /* Output: text as is, printf-style, escaped for HTML, a number for people. */
-void put(struct page *p, const char *s);
-__attribute__((format(printf, 2, 3))) void putf(struct page *p, const char *fmt, ...);
-void esc(struct page *p, const char *s);
-void num(struct page *p, double v);
+void im__html_put(struct page *p, const char *s);
+__attribute__((format(printf, 2, 3))) void im__html_putf(struct page *p, const char *fmt, ...);
+void im__html_esc(struct page *p, const char *s);
+void im__html_num(struct page *p, double v);
 
 /* For each of the n pairs {text, key}: the text as is, then o[key] as a
  * number for people. */
-void put_figs(struct page *p, const json_t *o, const char *const (*pairs)[2], size_t n);
+void im__html_put_figs(struct page *p, const json_t *o, const char *const (*pairs)[2], size_t n);
 
 /* JSON access that tolerates absent keys: NULL, NaN, or the default. */
-const json_t *at(const json_t *o, const char *key);
-const json_t *path(const json_t *o, const char *a, const char *b);
-double jnum(const json_t *v);
-const char *jstr(const json_t *v, const char *dflt);
+const json_t *im__html_at(const json_t *o, const char *key);
+const json_t *im__html_path(const json_t *o, const char *a, const char *b);
 
 /* Series of a chart: a new one (room for cap points; NULL when full or out
  * of memory), a point (NaN skipped), and freeing every series. */
-struct series *add_series(struct chart *c, const char *name, size_t cap);
-void push_pt(struct series *s, double x, double y);
-void series_free(struct chart *c);
+struct series *im__html_add_series(struct chart *c, const char *name, size_t cap);
+void im__html_push_pt(struct series *s, double x, double y);
+void im__html_series_free(struct chart *c);
 
 /* Axes: a round tick step for about `want` ticks, a value to pixels, a
  * tick label. */
-double nice_step(double span, int want);
-double ax_map(const struct axis *a, double v, double from, double to);
-void fmt_tick(char *buf, size_t n, double v);
+double im__html_nice_step(double span, int want);
+double im__html_ax_map(const struct axis *a, double v, double from, double to);
+void im__html_fmt_tick(char *buf, size_t n, double v);
 
 /* Charts: one that says why it is empty, and the line/step chart. */
-void empty_chart(struct page *p, const char *title, const char *why);
-void line_chart(struct page *p, struct chart *c);
+void im__html_empty_chart(struct page *p, const char *title, const char *why);
+void im__html_line_chart(struct page *p, struct chart *c);
 
 /* A verdict as a coloured badge; the document's head (styles) and <body>. */
-void verdict_badge(struct page *p, const char *v);
-void page_head(struct page *p, const char *title);
+void im__html_verdict_badge(struct page *p, const char *v);
+void im__html_page_head(struct page *p, const char *title);
 
 /* The per-target section (html_targets.c): metrics.by_target of a run with
  * several --url; urls is manifest.target.urls (labels), NULL if absent. */

@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "report/html_int.h"
+#include "record/json_get.h"
 
 /* Latency percentiles per target, one series each, drawn as dots over the
  * target index so an outlier replica stands out. */
@@ -21,19 +22,19 @@ static void target_latency_chart(struct page *p, const json_t *bt) {
                     .why_empty = "no target completed a request"};
   size_t n = json_array_size(bt);
   for (size_t f = 0; f < sizeof fig / sizeof fig[0]; f++) {
-    struct series *s = add_series(&c, fig[f][0], n);
+    struct series *s = im__html_add_series(&c, fig[f][0], n);
     if (!s)
       break;
     s->dots = true;
     for (size_t i = 0; i < n; i++) {
       const json_t *t = json_array_get(bt, i);
-      double v = jnum(path(t, fig[f][1], fig[f][2]));
+      double v = im_json_num(im__html_path(t, fig[f][1], fig[f][2]), NAN);
       if (isfinite(v))
-        push_pt(s, jnum(at(t, "target")), v);
+        im__html_push_pt(s, im_json_num(im__html_at(t, "target"), NAN), v);
     }
   }
-  line_chart(p, &c);
-  series_free(&c);
+  im__html_line_chart(p, &c);
+  im__html_series_free(&c);
 }
 
 /* Completed and failed requests per target: the split of the load. */
@@ -42,50 +43,50 @@ static void target_split_chart(struct page *p, const json_t *bt) {
                     .ylabel = "requests", .intx = true, .pad_x = true, .mark_x = NAN,
                     .why_empty = "no request reached a target"};
   size_t n = json_array_size(bt);
-  struct series *done = add_series(&c, "completed", n), *bad = add_series(&c, "failed", n);
+  struct series *done = im__html_add_series(&c, "completed", n), *bad = im__html_add_series(&c, "failed", n);
   for (size_t i = 0; done && bad && i < n; i++) {
     const json_t *t = json_array_get(bt, i);
-    double x = jnum(at(t, "target"));
-    push_pt(done, x, jnum(at(t, "completed")));
-    push_pt(bad, x, jnum(at(t, "failed")));
+    double x = im_json_num(im__html_at(t, "target"), NAN);
+    im__html_push_pt(done, x, im_json_num(im__html_at(t, "completed"), NAN));
+    im__html_push_pt(bad, x, im_json_num(im__html_at(t, "failed"), NAN));
   }
   if (done)
     done->dots = true;
   if (bad)
     bad->dots = true;
-  line_chart(p, &c);
-  series_free(&c);
+  im__html_line_chart(p, &c);
+  im__html_series_free(&c);
 }
 
 void im__html_targets_section(struct page *p, const json_t *stage, const json_t *urls) {
-  const json_t *bt = path(stage, "metrics", "by_target");
+  const json_t *bt = im__html_path(stage, "metrics", "by_target");
   if (!json_is_array(bt) || json_array_size(bt) == 0)
     return;
-  put(p, "<h2>Targets</h2><p class=\"note\">Requests went round-robin over the targets "
+  im__html_put(p, "<h2>Targets</h2><p class=\"note\">Requests went round-robin over the targets "
          "(sessions and retries stay on theirs); every other figure on this page is over all "
          "targets together.</p><div class=\"charts\">");
   target_split_chart(p, bt);
   target_latency_chart(p, bt);
-  put(p, "</div><table><tr><th>target</th><th>URL</th><th>completed</th><th>failed</th>"
+  im__html_put(p, "</div><table><tr><th>target</th><th>URL</th><th>completed</th><th>failed</th>"
          "<th>output tokens</th><th>TTFT p50</th><th>TTFT p99</th><th>TPOT p50</th>"
          "<th>ITL p99</th></tr>");
   size_t i;
   const json_t *t;
   json_array_foreach(bt, i, t) {
-    double idx = jnum(at(t, "target"));
-    put(p, "<tr><td>");
-    num(p, idx);
-    put(p, "</td><td>");
-    esc(p, isfinite(idx) && idx >= 0 ? jstr(json_array_get(urls, (size_t)idx), "?") : "?");
+    double idx = im_json_num(im__html_at(t, "target"), NAN);
+    im__html_put(p, "<tr><td>");
+    im__html_num(p, idx);
+    im__html_put(p, "</td><td>");
+    im__html_esc(p, isfinite(idx) && idx >= 0 ? im_json_str(json_array_get(urls, (size_t)idx), "?") : "?");
     static const char *const cols[][2] = {{"completed", NULL},    {"failed", NULL},
                                           {"output_tokens", NULL}, {"ttft_ms", "p50"},
                                           {"ttft_ms", "p99"},      {"tpot_ms", "p50"},
                                           {"itl_ms", "p99"}};
     for (size_t k = 0; k < sizeof cols / sizeof cols[0]; k++) {
-      put(p, "</td><td>");
-      num(p, jnum(cols[k][1] ? path(t, cols[k][0], cols[k][1]) : at(t, cols[k][0])));
+      im__html_put(p, "</td><td>");
+      im__html_num(p, im_json_num(cols[k][1] ? im__html_path(t, cols[k][0], cols[k][1]) : im__html_at(t, cols[k][0]), NAN));
     }
-    put(p, "</td></tr>");
+    im__html_put(p, "</td></tr>");
   }
-  put(p, "</table>");
+  im__html_put(p, "</table>");
 }

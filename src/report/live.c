@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "analyze/tokens.h"
+#include "core/stats.h"
 #include "proto/promexp.h"
 #include "report/live.h"
 
@@ -53,11 +54,6 @@ static double round3(double v) {
   return round(v / e) * e;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 static void make_bounds(void) {
   static const double thr[] = IM_LIVE_THRESHOLDS;
   size_t n = 0;
@@ -70,7 +66,7 @@ static void make_bounds(void) {
     if (!have)
       bounds[n++] = thr[i];
   }
-  qsort(bounds, n, sizeof bounds[0], cmp_double);
+  im_stats_sort(bounds, n);
   n_bounds = n;
 }
 
