@@ -125,6 +125,68 @@ json_t *im_rundir_run_end_json(bool stopped_early, bool interrupted) {
                    "interrupted", interrupted);
 }
 
+json_t *im_rundir_host_json(const struct im_hostlat *h) {
+  json_t *bounds = json_array(), *over = json_array(), *stalls = json_array();
+  for (int i = 0; bounds && over && i < IM_HOSTLAT_NBOUNDS; i++)
+    if (json_array_append_new(bounds, json_integer(im_hostlat_bounds_ns[i])) ||
+        json_array_append_new(over, json_integer((json_int_t)h->over[i]))) {
+      json_decref(stalls);
+      stalls = NULL;
+    }
+  for (uint32_t i = 0; stalls && i < h->n_stalls; i++)
+    if (json_array_append_new(stalls, json_pack("[I, I]", (json_int_t)h->stalls[i].t,
+                                                (json_int_t)h->stalls[i].late_ns))) {
+      json_decref(stalls);
+      stalls = NULL;
+    }
+  if (!bounds || !over || !stalls) {
+    json_decref(bounds);
+    json_decref(over);
+    json_decref(stalls);
+    return NULL;
+  }
+  return json_pack("{s:I, s:I, s:o, s:o, s:I, s:I, s:o}", "period_ns", (json_int_t)h->period_ns,
+                   "wakes", (json_int_t)h->wakes, "over_ns", bounds, "over", over, "max_ns",
+                   (json_int_t)h->max_ns, "stalls_total", (json_int_t)h->stalls_total, "stalls",
+                   stalls);
+}
+
+enum im_err im_rundir_host_from_json(const json_t *j, struct im_hostlat *h) {
+  memset(h, 0, sizeof *h);
+  json_t *wakes = json_object_get(j, "wakes"), *bounds = json_object_get(j, "over_ns"),
+         *over = json_object_get(j, "over"), *stalls = json_object_get(j, "stalls");
+  if (!json_is_object(j) || !json_is_integer(wakes) || json_integer_value(wakes) < 0)
+    return IM_PARSE;
+  im_hostlat_init(h, (int64_t)json_integer_value(json_object_get(j, "period_ns")));
+  h->wakes = (uint64_t)json_integer_value(wakes);
+  h->max_ns = (int64_t)json_integer_value(json_object_get(j, "max_ns"));
+  /* Counts by bound, matched by value: a file of a version with other
+   * bounds keeps the ones both know (the others stay 0). */
+  for (size_t i = 0; i < json_array_size(bounds) && i < json_array_size(over); i++) {
+    json_int_t b = json_integer_value(json_array_get(bounds, i));
+    for (int k = 0; k < IM_HOSTLAT_NBOUNDS; k++)
+      if (im_hostlat_bounds_ns[k] == b)
+        h->over[k] = (uint64_t)json_integer_value(json_array_get(over, i));
+  }
+  size_t n = json_array_size(stalls);
+  if (n > IM_HOSTLAT_MAX_STALLS)
+    n = IM_HOSTLAT_MAX_STALLS;
+  if (n && !(h->stalls = calloc(n, sizeof *h->stalls)))
+    return IM_NOMEM;
+  h->cap_stalls = (uint32_t)n;
+  for (size_t i = 0; i < n; i++) {
+    json_t *e = json_array_get(stalls, i);
+    if (!json_is_array(e) || json_array_size(e) != 2)
+      continue;
+    h->stalls[h->n_stalls++] = (struct im_host_stall){
+        (int64_t)json_integer_value(json_array_get(e, 0)),
+        (int64_t)json_integer_value(json_array_get(e, 1))};
+  }
+  int64_t total = (int64_t)json_integer_value(json_object_get(j, "stalls_total"));
+  h->stalls_total = total > (int64_t)h->n_stalls ? (uint64_t)total : h->n_stalls;
+  return IM_OK;
+}
+
 /* ---- reading */
 
 static int64_t get_int(const json_t *o, const char *key, int64_t dflt) {
@@ -280,6 +342,12 @@ int im_rundir_apply_event(struct im_rundir *rd, const json_t *ev) {
       im_hist_cleanup(&s->receive_lag);
     s->has_receive_lag =
         im_hist_from_json(&s->receive_lag, json_object_get(ev, "receive_lag")) == IM_OK;
+    /* The host probe's figures (absent before it was recorded: not measured). */
+    im_hostlat_cleanup(&s->host);
+    enum im_err he = im_rundir_host_from_json(json_object_get(ev, "host"), &s->host);
+    if (he == IM_NOMEM)
+      return -1;
+    s->has_host = he == IM_OK;
   } else {
     return 1;
   }
@@ -365,6 +433,7 @@ void im_rundir_free(struct im_rundir *rd) {
     free(rd->st[i].samples);
     if (rd->st[i].has_receive_lag)
       im_hist_cleanup(&rd->st[i].receive_lag);
+    im_hostlat_cleanup(&rd->st[i].host);
   }
   free(rd->st);
   memset(rd, 0, sizeof *rd);

@@ -25,6 +25,7 @@
 
 #include "core/err.h"
 #include "core/hist.h"
+#include "core/hostlat.h"
 
 /* What the load engine counted over a stage (not derivable from records:
  * an arrival that was never dispatched leaves no record). */
@@ -92,6 +93,11 @@ struct im_rundir_stage {
   char error[300];                /* why the stage failed ("" when it did not) */
   struct im_hist receive_lag;     /* the engine's (ns), when has_receive_lag */
   bool has_receive_lag;
+  /* The host probe's wake-up lateness through the stage (load/hostprobe.h),
+   * stalls on the stage's clock; has_host false: not measured (directories
+   * of older versions, --no-host-probe). Owned. */
+  struct im_hostlat host;
+  bool has_host;
   struct im_client_sample *samples; /* owned */
   size_t n_samples;
 };
@@ -129,5 +135,12 @@ json_t *im_rundir_end_json(size_t stage, int64_t elapsed_ns, bool interrupted,
                             const char *first_error, const struct im_client_sample *samples,
                             size_t n_samples);
 json_t *im_rundir_run_end_json(bool stopped_early, bool interrupted);
+/* The host probe's figures, as the end event's "host" (NULL when out of
+ * memory): {"period_ns", "wakes", "over_ns": [bounds], "over": [counts],
+ * "max_ns", "stalls_total", "stalls": [[t, late_ns], ...]}. */
+json_t *im_rundir_host_json(const struct im_hostlat *h);
+/* Reads it back into h (zero-filled by the call): IM_OK, IM_PARSE when j
+ * is not such an object (h then empty), IM_NOMEM. */
+enum im_err im_rundir_host_from_json(const json_t *j, struct im_hostlat *h) IM_WUR;
 
 #endif

@@ -434,6 +434,7 @@ static int report_stage(struct rep *p, size_t i, bool single) {
                               .samples = s->samples, .n_samples = s->n_samples,
                               .threads = s->threads ? s->threads : 1,
                               .receive_lag = s->has_receive_lag ? &s->receive_lag : NULL,
+                              .host = s->has_host ? &s->host : NULL,
                               .timeslice_ns = p->rd.an.timeslice_ns};
   im_tokens_config_default(&in.tokens);
   if (p->rd.an.segment_window)
