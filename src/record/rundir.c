@@ -42,7 +42,9 @@ int im_rundir_write_manifest(const char *dir, json_t *manifest,
               json_object_set_new(a, "segment_stride", json_integer(an->segment_stride))) ||
              (an->stall_k > 0 && json_object_set_new(a, "stall_k", json_real(an->stall_k))) ||
              (an->timeslice_ns > 0 &&
-              json_object_set_new(a, "timeslice_ns", json_integer(an->timeslice_ns))))) {
+              json_object_set_new(a, "timeslice_ns", json_integer(an->timeslice_ns))) ||
+             (an->max_error_rate > 0 &&
+              json_object_set_new(a, "max_error_rate", json_real(an->max_error_rate))))) {
     json_decref(a);
     a = NULL;
   }
@@ -245,6 +247,8 @@ static int read_analysis(struct im_rundir *rd, const json_t *a, char *err, size_
   an->stall_k = k > 1 ? k : 0;
   int64_t ts = get_int(a, "timeslice_ns", 0);
   an->timeslice_ns = ts > 0 ? ts : 0;
+  double mer = get_num(a, "max_error_rate", 0);
+  an->max_error_rate = mer > 0 && mer <= 1 ? mer : 0;
   return 0;
 }
 

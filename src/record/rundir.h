@@ -76,6 +76,10 @@ struct im_rundir_analysis {
   uint32_t segment_window, segment_stride;
   double stall_k;
   int64_t timeslice_ns;
+  /* --max-error-rate as a share (0: not given, the default applies;
+   * absent from manifests of older versions), so that `report DIR` judges
+   * a failing server by the run's own limit. */
+  double max_error_rate;
 };
 
 struct im_rundir_stage {

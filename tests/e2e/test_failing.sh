@@ -3,7 +3,8 @@
 # killed mid-run, one answering HTML, one refusing everything with 400 and
 # one whose streams never end (aborted at the end-of-run grace) each exit 6,
 # with the verdict line naming the failures; --max-error-rate 100 lets them
-# through; a healthy server does not exit 6.
+# through, and `report DIR` keeps the run's limit (its manifest); a healthy
+# server does not exit 6.
 . "$(dirname "$0")/lib.sh"
 
 # failing MODE WHAT: a run against chaos_server.py MODE exits 6 and its
@@ -35,6 +36,17 @@ start_chaos refuse400
 rc=$?
 check "--max-error-rate 100: not exit 6 (got $rc)" test "$rc" != 6
 stop_chaos
+# ... and the limit is the run's: kept in the manifest, `report DIR` judges
+# with it (a manifest without it, the default: the refusals fail).
+"$BIN" report --quiet --no-html "$TMP/run-limit" >/dev/null 2>&1
+rc=$?
+check "report DIR of a --max-error-rate 100 run: not exit 6 (got $rc)" test "$rc" != 6
+check "report DIR: audit.error_rate.limit is the run's" \
+  jq -e '[.. | .error_rate? // empty | .limit == 1] | all' "$TMP/run-limit/results.json"
+jq 'del(.analysis.max_error_rate)' "$TMP/run-limit/manifest.json" >"$TMP/m.json" &&
+  mv "$TMP/m.json" "$TMP/run-limit/manifest.json"
+"$BIN" report --quiet --no-html "$TMP/run-limit" >/dev/null 2>&1
+check_eq "report DIR of the same run, its limit removed from the manifest: exit" "$?" 6
 
 # A healthy server is no failing server.
 start_server --time-scale 20
