@@ -285,7 +285,7 @@ static void describe(struct im_client_check *c) {
   char *s = c->summary;
   if (c->burst)
     say(s, cap, &n, "a burst (every request due at once): dispatch lag not judged, latency "
-                    "counts from dispatch; ");
+                    "counts from dispatch");
   bool client = !c->pass_lag || !c->pass_growth || !c->pass_recv || !c->pass_dispatched ||
                 !c->pass_cpu || !c->pass_fd || !c->pass_port;
   bool figs_client = false, figs_stall = false;

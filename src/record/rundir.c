@@ -86,12 +86,19 @@ int im_rundir_append(int fd, json_t *line) {
 json_t *im_rundir_start_json(size_t stage, const char *label, json_t *params,
                               const struct im_window_rule *rule, uint32_t threads, bool by_class,
                               bool sessions) {
-  return json_pack("{s:s, s:I, s:s, s:O?, s:{s:I, s:b, s:b, s:I}, s:I, s:b, s:b}", "event", "start",
-                   "stage", (json_int_t)stage, "label", label ? label : "", "params", params,
-                   "rule", "warmup_ns", (json_int_t)rule->warmup_ns, "warmup_by_requests",
-                   rule->warmup_by_requests, "closed", rule->closed, "duration_ns",
-                   (json_int_t)rule->duration_ns, "threads", (json_int_t)threads, "by_class",
-                   by_class, "sessions", sessions);
+  json_t *ev = json_pack("{s:s, s:I, s:s, s:O?, s:{s:I, s:b, s:b, s:I}, s:I, s:b, s:b}", "event",
+                         "start", "stage", (json_int_t)stage, "label", label ? label : "",
+                         "params", params, "rule", "warmup_ns", (json_int_t)rule->warmup_ns,
+                         "warmup_by_requests", rule->warmup_by_requests, "closed", rule->closed,
+                         "duration_ns", (json_int_t)rule->duration_ns, "threads",
+                         (json_int_t)threads, "by_class", by_class, "sessions", sessions);
+  /* Only a burst says so: the start events of other stages stay as they were. */
+  if (ev && rule->burst &&
+      json_object_set_new(json_object_get(ev, "rule"), "burst", json_true())) {
+    json_decref(ev);
+    return NULL;
+  }
+  return ev;
 }
 
 json_t *im_rundir_t0_json(size_t stage, int64_t t0_mono, int64_t wall_start_ns) {
@@ -315,6 +322,7 @@ int im_rundir_apply_event(struct im_rundir *rd, const json_t *ev) {
     s->rule.warmup_by_requests = get_bool(rule, "warmup_by_requests");
     s->rule.closed = get_bool(rule, "closed");
     s->rule.duration_ns = get_int(rule, "duration_ns", 0);
+    s->rule.burst = get_bool(rule, "burst");
     s->threads = (uint32_t)get_int(ev, "threads", 1);
     s->by_class = get_bool(ev, "by_class");
     s->sessions = get_bool(ev, "sessions");

@@ -50,6 +50,8 @@ struct im_window_rule {
   bool warmup_by_requests;    /* --warmup-requests N: the window starts at arrival N */
   bool closed;                /* closed loop: the window ends at duration_ns */
   int64_t duration_ns;        /* closed loop's duration (0: until the requests run out) */
+  bool burst;                 /* every request due at once (--rate inf): the window ends
+                                 at the last attempt's end, as vLLM's duration does */
   bool interrupted;           /* the stage was cut short ... */
   int64_t elapsed_ns;         /* ... after this long (the window ends there at the latest) */
 };

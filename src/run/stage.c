@@ -454,7 +454,9 @@ static struct im_window_rule window_rule(const struct stage *st) {
   return (struct im_window_rule){.warmup_ns = so->warmup_ns,
                                  .warmup_by_requests = so->warmup_requests && !st->sessions &&
                                                        !st->closed,
-                                 .closed = st->closed != 0, .duration_ns = so->duration_ns};
+                                 .closed = st->closed != 0, .duration_ns = so->duration_ns,
+                                 /* --rate inf: every request due at once */
+                                 .burst = !st->closed && !st->env->replay && isinf(so->rate)};
 }
 
 /* The client's own samples of every loader thread, on the stage's clock. */

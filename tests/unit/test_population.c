@@ -451,6 +451,25 @@ static void test_window(void) {
   rule = (struct im_window_rule){.warmup_ns = 20 * SEC};
   im_stage_window(r, N, &rule, &a, &b);
   CHECK_EQ(a, 0); /* nothing after the warm-up: the whole stage */
+  /* A burst (--rate inf): every arrival at 0; the window runs to the end
+   * of the last attempt, not to the last arrival (it would be empty). */
+  int64_t last_end = 0;
+  for (int i = 0; i < N; i++) {
+    r[i].t_sched = 0;
+    if (r[i].t_end > last_end)
+      last_end = r[i].t_end;
+  }
+  CHECK(last_end > 0);
+  rule = (struct im_window_rule){.burst = true};
+  im_stage_window(r, N, &rule, &a, &b);
+  CHECK_EQ(a, 0);
+  CHECK_EQ(b, last_end);
+  rule.burst = false;
+  im_stage_window(r, N, &rule, &a, &b);
+  CHECK_EQ(b, 0); /* the same records read as a schedule: an empty window */
+  rule = (struct im_window_rule){.burst = true, .interrupted = true, .elapsed_ns = last_end / 2};
+  im_stage_window(r, N, &rule, &a, &b);
+  CHECK_EQ(b, last_end / 2); /* a cut burst ends at the cut */
 }
 
 int main(void) {
