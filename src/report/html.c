@@ -451,6 +451,10 @@ static const char *const css =
     ".verdict{display:inline-block;padding:2px 10px;border-radius:12px;font-weight:700;"
     "color:#fff}.PASS,.VALID,.PUBLISHABLE{background:var(--pass)}.WARN{background:var(--warn)}"
     ".FAIL,.INVALID,.NOT_PUBLISHABLE{background:var(--fail)}.NONE,.NOT_JUDGED{background:var(--mut)}"
+    /* A run that failed shows no green badge (docs/report.md) */
+    ".verdict.muted{background:var(--mut)}"
+    ".failbox{border:2px solid var(--fail);border-radius:8px;padding:8px 12px;margin:8px 0}"
+    ".failbox .big{font-size:17px;font-weight:700}"
     ".tiles{display:grid;grid-template-columns:repeat(auto-fill,minmax(170px,1fr));gap:8px}"
     ".tile{background:var(--card);border-radius:8px;padding:8px 10px}.tile .v{font-size:20px;"
     "font-weight:650}.tile .k{color:var(--mut);font-size:12px}"
@@ -555,22 +559,88 @@ static void header(struct page *p, const json_t *root, const char *title) {
   put(p, "</p>");
 }
 
-static void audit_section(struct page *p, const json_t *audit) {
+/* The audit.error_rate of a stage whose server failed (docs/audit.md
+ * "Failing server"), or NULL. */
+static const json_t *failing_of(const json_t *audit) {
+  const json_t *er = at(audit, "error_rate");
+  return json_is_true(at(er, "failing")) ? er : NULL;
+}
+
+/* The worst failing stage of a run (the run's own audit, or its stages'),
+ * or NULL when no stage's server failed. */
+static const json_t *run_failing(const json_t *root) {
+  const json_t *worst = failing_of(at(root, "audit"));
+  size_t i;
+  const json_t *s;
+  json_array_foreach(at(root, "stages"), i, s) {
+    const json_t *er = failing_of(at(s, "audit"));
+    if (er && (!worst || jnum(at(er, "share")) > jnum(at(worst, "share"))))
+      worst = er;
+  }
+  return worst;
+}
+
+/* A failing server, first and in red: how many requests failed of how
+ * many, against which limit, their classes and the first error. */
+static void failure_box(struct page *p, const json_t *er) {
+  put(p, "<div class=\"failbox\" id=\"failing\"><span class=\"verdict FAIL\">FAILING SERVER"
+         "</span> <span class=\"big\">");
+  num(p, jnum(at(er, "failed")) + jnum(at(er, "aborted")));
+  put(p, " of ");
+  num(p, jnum(at(er, "requests")));
+  put(p, " requests failed, were refused or aborted</span> (");
+  num(p, 100.0 * jnum(at(er, "share")));
+  put(p, " %, above the limit of ");
+  num(p, 100.0 * jnum(at(er, "limit")));
+  put(p, " %: exit 6)");
+  const char *cl = jstr(at(er, "classes"), "");
+  if (cl[0]) {
+    put(p, "<br>classes: <b>");
+    esc(p, cl);
+    put(p, "</b>");
+  }
+  const char *fe = jstr(at(er, "first_error"), NULL);
+  put(p, "<br>first error: <b>");
+  esc(p, fe && fe[0] ? fe : "(none recorded)");
+  put(p, "</b><br><span class=\"fix\">the figures below describe a server that did not "
+         "answer; the client's own checks are shown grey</span></div>");
+}
+
+/* A verdict badge, grey instead of green when the run failed. */
+static void run_badge(struct page *p, const char *v, bool failed) {
+  bool green = !strcmp(v, "VALID") || !strcmp(v, "PASS") || !strcmp(v, "PUBLISHABLE");
+  if (!failed || !green) {
+    verdict_badge(p, v);
+    return;
+  }
+  put(p, "<span class=\"verdict muted ");
+  esc(p, v);
+  put(p, "\" title=\"the server failed: this verdict is the client's alone\">");
+  esc(p, v);
+  put(p, "</span>");
+}
+
+/* failing: the error_rate of a failing stage of this audit's scope (NULL:
+ * none failed). */
+static void audit_section(struct page *p, const json_t *audit, const json_t *failing) {
   /* A run's audit holds "publishable"; a repeat set's is the verdict itself. */
   const json_t *pub = at(audit, "publishable") ? at(audit, "publishable") : audit;
   const char *cv = jstr(path(audit, "client_check", "verdict"), NULL);
   const char *pv = jstr(at(pub, "verdict"), NULL);
-  if (!cv && !pv)
+  if (!cv && !pv && !failing)
     return;
-  put(p, "<h2>Verdict</h2><p>");
+  put(p, "<h2>Verdict</h2>");
+  if (failing)
+    failure_box(p, failing);
+  put(p, "<p>");
   if (cv) {
     put(p, "client self-check ");
-    verdict_badge(p, cv);
+    run_badge(p, cv, failing != NULL);
     put(p, " ");
   }
   if (pv) {
     put(p, "publishable audit ");
-    verdict_badge(p, pv);
+    run_badge(p, pv, failing != NULL);
   }
   put(p, "</p><ul class=\"checks\">");
   size_t i;
@@ -1282,7 +1352,7 @@ static void stages_section(struct page *p, const json_t *root) {
     put(p, "<details><summary><h3 style=\"display:inline\">stage ");
     esc(p, jstr(at(s, "label"), "?"));
     put(p, "</h3></summary>");
-    audit_section(p, at(s, "audit"));
+    audit_section(p, at(s, "audit"), failing_of(at(s, "audit")));
     stage_sections(p, s, path(at(root, "manifest"), "target", "urls"));
     put(p, "</details>");
   }
@@ -1407,7 +1477,7 @@ enum im_err im_html_report(const json_t *root, const char *title, struct im_buf 
     }
     put(p, ")</p>");
   }
-  audit_section(p, at(root, "audit"));
+  audit_section(p, at(root, "audit"), run_failing(root));
   if (strstr(schema, "repeat"))
     repeat_section(p, root);
   else if (at(root, "stages"))

@@ -2,7 +2,8 @@
 # A failing server never passes (docs/audit.md "Failing server"): a server
 # killed mid-run, one answering HTML, one refusing everything with 400 and
 # one whose streams never end (aborted at the end-of-run grace) each exit 6,
-# with the verdict line naming the failures; --max-error-rate 100 lets them
+# with the verdict line naming the failures and the HTML report opening
+# with the failure (count, classes, first error), no green badge; --max-error-rate 100 lets them
 # through, and `report DIR` keeps the run's limit (its manifest); a healthy
 # server does not exit 6.
 . "$(dirname "$0")/lib.sh"
@@ -21,6 +22,14 @@ failing() {
   check "$1: the verdict line names a failing server: $line" grep -q 'failing server: [0-9]* of [0-9]* requests failed' <<<"$line"
   check "$1: the verdict line says $2: $line" grep -q -- "$2" <<<"$line"
   check "$1: audit.error_rate.failing" jq -e '[.. | .error_rate? // empty | .failing] | any' "$d/results.json"
+  # The report opens with the failure, never a green badge.
+  local h="$d/report.html" body
+  body=$(sed -n '/<body>/,$p' "$h")
+  check "$1: report.html shows the failing server first" \
+    grep -q '<h2>Verdict</h2><div class="failbox" id="failing"><span class="verdict FAIL">FAILING SERVER' <<<"$body"
+  check "$1: ... with its count" grep -Eq '[0-9]+ of [0-9]+ requests failed, were refused or aborted' <<<"$body"
+  check "$1: ... its first error" grep -q 'first error: <b>[^(]' <<<"$body"
+  check "$1: ... and no green badge" bash -c "! grep -Eq 'class=\"verdict (VALID|PASS|PUBLISHABLE)\"' <<<\"\$1\"" _ "$body"
   stop_chaos
 }
 
@@ -55,4 +64,5 @@ start_server --time-scale 20
 rc=$?
 check "healthy server: not exit 6 (got $rc)" test "$rc" != 6
 check "healthy server: audit.error_rate.failing false" jq -e '[.. | .error_rate? // empty | .failing] | any | not' "$TMP/run-ok/results.json"
+check "healthy server: no failure in its report" bash -c "! grep -q 'FAILING SERVER' '$TMP/run-ok/report.html'"
 finish
