@@ -11,7 +11,8 @@
 # the client 1 % of a headline figure: of a sub-millisecond TTFT, nothing).
 # Server on CPU 0, client on CPU 1 (taskset), when there are two.
 #
-# Capacity C: a closed loop (--concurrency 64, 6 s) of the same requests.
+# Capacity C: a closed loop (--concurrency 256, 6 s: the client, not the
+# concurrency, bounds it) of the same requests.
 # CAPACITY=wall (default): its completions per second, what the thread
 # sustains on this host with the CPU it gets; CAPACITY=cpu: the same over
 # its generator CPU share (audit.client_check's generator_cpu_share: the
@@ -48,7 +49,7 @@ URL="http://127.0.0.1:${line##*:}"
 COMMON=(--url "$URL" --model m --input-len 16 --output-len "$OUT_LEN" --no-gpu --no-history
         --no-progress --no-scrape)
 
-$CLI "$BIN" run "${COMMON[@]}" --concurrency 64 --duration 6s --warmup 1s --out "$OUT/cal" \
+$CLI "$BIN" run "${COMMON[@]}" --concurrency 256 --duration 6s --warmup 1s --out "$OUT/cal" \
   >"$OUT/cal.log" 2>&1
 if [ "${CAPACITY:-wall}" = cpu ]; then
   C=$(jq -r '.summary.request_throughput / ([.audit.client_check.checks[]
