@@ -46,13 +46,15 @@ EXIT_TABLE = [
           "(docs/audit.md; infermeter audit DIR says why)"),
     ("5", "run: the load engine failed (e.g. requests.jsonl could not be "
           "written); results.json is still written for the stages that ran"),
+    ("6", "run, report: a failing server: a stage's failed, refused or aborted "
+          "requests are above --max-error-rate (default 5 %; docs/audit.md)"),
     ("99", "an SLO's attainment is below --slo-target (a rate sweep: no "
            "saturation point)"),
     ("130", "interrupted (SIGINT/SIGTERM, or a run directory whose run did not "
             "end); results are written for what reached the disk"),
 ]
 EXIT_NOTE = ("When several apply, run, report and audit exit with the first in "
-             "this order: 130, 2, 1, 5, 3, 4, 99, 0.")
+             "this order: 130, 2, 1, 5, 6, 3, 4, 99, 0.")
 
 ENVIRONMENT = [
     ("INFERMETER_API_KEY", "the API key sent as a Bearer token (after "
