@@ -35,7 +35,7 @@ FIRST_MS=${FIRST_MS:-100}
 HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=${OUT:-$(mktemp -d /tmp/im-detect.XXXXXX)}
 mkdir -p "$OUT"
-cc -O2 -std=c17 -D_GNU_SOURCE -o "$OUT/sse_stub" "$HERE/sse_stub.c" 2>/dev/null || exit 1
+cc -O2 -std=c17 -o "$OUT/sse_stub" "$HERE/sse_stub.c" || exit 1
 SRV="taskset -c 0" CLI="taskset -c 1"
 [ "$(nproc)" -lt 2 ] && SRV= CLI=
 rm -f "$OUT/fifo"
