@@ -19,7 +19,10 @@
  * (the same shape as `infermeter serve --truth-log`, so bench/join_truth.c
  * reads both). Buffered; flushed at exit (SIGINT/SIGTERM).
  *
- *   sse_stub [--port P] [--gap-ms G] [--per-write K] [--truth-log FILE]
+ * --first-ms F: the first event F ms after the request arrived (a server's
+ * TTFT; default: one GAP), the others as above.
+ *
+ *   sse_stub [--port P] [--gap-ms G] [--per-write K] [--first-ms F] [--truth-log FILE]
  *
  * Prints "listening on http://127.0.0.1:PORT" first.
  * Build: cc -O2 -o sse_stub bench/sse_stub.c */
@@ -59,6 +62,7 @@ struct conn {
 };
 
 static int64_t gap_ns = 10000000;
+static int64_t first_ns = -1; /* --first-ms (-1: one gap) */
 static int per_write = 1;
 static FILE *truth;
 static volatile sig_atomic_t stop;
@@ -276,7 +280,7 @@ static bool on_input(struct conn *c) {
       c->out_len += sizeof hdr - 1;
       c->streaming = true;
       c->sent = 0;
-      c->due = now_ns() + gap_ns;
+      c->due = now_ns() + (first_ns >= 0 ? first_ns : gap_ns);
       heap_push(c);
     } else {
       const char *body = "";
@@ -314,13 +318,15 @@ int main(int argc, char **argv) {
       port = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--gap-ms") && i + 1 < argc)
       gap_ns = (int64_t)(atof(argv[++i]) * 1e6);
+    else if (!strcmp(argv[i], "--first-ms") && i + 1 < argc)
+      first_ns = (int64_t)(atof(argv[++i]) * 1e6);
     else if (!strcmp(argv[i], "--per-write") && i + 1 < argc)
       per_write = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--truth-log") && i + 1 < argc)
       truth_path = argv[++i];
     else {
       fprintf(stderr, "usage: sse_stub [--port P] [--gap-ms G] [--per-write K] "
-                      "[--truth-log FILE]\n");
+                      "[--first-ms F] [--truth-log FILE]\n");
       return 2;
     }
   }
@@ -385,7 +391,9 @@ int main(int argc, char **argv) {
     }
     int timeout = -1;
     if (heap_n) {
-      if (!gap_ns) {
+      /* A stream already due (gap 0: every turn) spins; one due later (a
+       * gap, or --first-ms) waits on the timer. */
+      if (heap[0]->due <= now_ns()) {
         timeout = 0;
       } else if (heap[0]->due != armed) {
         struct itimerspec its = {0};

@@ -46,9 +46,8 @@ EXIT_TABLE = [
           "(docs/audit.md; infermeter audit DIR says why)"),
     ("5", "run: the load engine failed (e.g. requests.jsonl could not be "
           "written); results.json is still written for the stages that ran"),
-    ("6", "run, report: a failing server: more than --max-error-rate (default "
-          "5 %) of a stage's requests failed, were refused or aborted; the verdict "
-          "line names the count, the classes and the first error"),
+    ("6", "run, report: a failing server: a stage's failed, refused or aborted "
+          "requests are above --max-error-rate (default 5 %; docs/audit.md)"),
     ("99", "an SLO's attainment is below --slo-target (a rate sweep: no "
            "saturation point)"),
     ("130", "interrupted (SIGINT/SIGTERM, or a run directory whose run did not "

@@ -280,7 +280,7 @@ static void describe(struct im_client_check *c) {
   char *s = c->summary;
   if (c->burst)
     say(s, cap, &n, "a burst (every request due at once): dispatch lag not judged, latency "
-                    "counts from dispatch; ");
+                    "counts from dispatch");
   bool client = !c->pass_lag || !c->pass_growth || !c->pass_recv || !c->pass_dispatched ||
                 !c->pass_cpu || !c->pass_fd || !c->pass_port;
   bool figs_client = false, figs_stall = false;
@@ -303,11 +303,16 @@ static void describe(struct im_client_check *c) {
   if (c->host_wakes)
     say(s, cap, &n, " (probe saw %.1f%% late wake-ups, max %.1f ms)",
         100.0 * (double)c->host_late / (double)c->host_wakes, c->host_max_ms);
-  if (c->stalls_host)
-    say(s, cap, &n, "; %llu host stall%s past %.1f ms%s", (unsigned long long)c->stalls_host,
-        c->stalls_host == 1 ? "" : "s", c->dispatch_lag_cap_ms,
-        c->host_wakes ? (c->stalls_host_seen ? " (the probe saw it too)" : " (not seen by the probe)")
-                      : "");
+  if (c->stalls_host) {
+    say(s, cap, &n, "; %llu host stall%s past %.1f ms", (unsigned long long)c->stalls_host,
+        c->stalls_host == 1 ? "" : "s", c->dispatch_lag_cap_ms);
+    if (c->host_wakes && c->stalls_host_seen == c->stalls_host)
+      say(s, cap, &n, c->stalls_host == 1 ? " (seen by the probe)" : " (all seen by the probe)");
+    else if (c->host_wakes && c->stalls_host_seen)
+      say(s, cap, &n, " (%llu seen by the probe)", (unsigned long long)c->stalls_host_seen);
+    else if (c->host_wakes)
+      say(s, cap, &n, " (not seen by the probe)");
+  }
   if (c->recv_late)
     say(s, cap, &n, "; %llu of %llu reads later than %.3f ms, %llu by the client's work",
         (unsigned long long)c->recv_late, (unsigned long long)c->recv_n, c->dispatch_lag_limit_ms,

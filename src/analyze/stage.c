@@ -21,6 +21,13 @@ void im_stage_window(const struct im_record *recs, size_t n, const struct im_win
   if (rule->warmup_by_requests && !rule->closed && first_measured >= 0)
     start = first_measured;
   int64_t end = rule->closed && rule->duration_ns ? rule->duration_ns : last_sched;
+  if (rule->burst && !rule->closed) {
+    /* A burst (every request due at once): the window runs to the end of
+     * the last attempt, as vLLM's duration does. */
+    for (size_t i = 0; i < n; i++)
+      if (recs[i].t_end > end)
+        end = recs[i].t_end;
+  }
   if (rule->interrupted && end > rule->elapsed_ns)
     end = rule->elapsed_ns;
   if (end <= start)

@@ -64,7 +64,8 @@ static const struct usage_part usage_parts[] = {
 "                            libcurl (docs/architecture.md, Transports)\n"
 "\n"
 "Schedule:\n"
-"  --rate R                  open loop, R requests/s (default 2)\n"
+"  --rate R                  open loop, R requests/s (default 2); inf: a burst, every\n"
+"                            request due at once (needs --requests N; vLLM's default)\n"
 "  --burstiness B            gamma-distributed gaps of shape B (1 = Poisson, the\n"
 "                            default; larger = smoother), as vLLM's --burstiness\n"
 "  --schedule KIND           poisson (default), gamma, constant, or ramp (with --rate-end)\n"
@@ -522,7 +523,14 @@ static int apply_target(struct im_run_config *o, int opt, const char *arg) {
     }
     return 0;
   case O_MODEL: o->model = arg; return 0;
-  case O_RATE: o->rate_given = true; return im_arg_double("--rate", arg, 1e-6, 1e7, &o->rate);
+  case O_RATE:
+    o->rate_given = true;
+    /* inf: a burst, every request due at once (vLLM's default). */
+    if (!strcasecmp(arg, "inf") || !strcasecmp(arg, "infinity")) {
+      o->rate = INFINITY;
+      return 0;
+    }
+    return im_arg_double("--rate", arg, 1e-6, 1e7, &o->rate);
   case O_BURST:
     if (o->sched_kind < IM_SCHED_RAMP_REQ_LINEAR) /* the vLLM ramps keep it as their shape */
       o->sched_kind = IM_SCHED_GAMMA;

@@ -299,13 +299,8 @@ int im__vllm_translate(int argc, char **argv, int *out_argc, char ***out_argv,
         goto fail;
       }
       v->used = done = true;
-      /* vLLM's default rate, inf, sends everything at once: the nearest
-       * open loop is a rate no server sustains. */
-      if (!strcmp(renames[k].vllm, "--request-rate") && !strcmp(val, "inf")) {
-        fprintf(stderr, "infermeter: --request-rate inf: sent as --rate 100000 (everything at "
-                        "once; --max-concurrency still applies)\n");
-        val = "100000";
-      }
+      /* vLLM's default rate, inf, sends everything at once: --rate inf,
+       * a burst (dispatch lag is then not judged). */
       if (push(&t.o, renames[k].ours) || push(&t.o, val))
         goto oom;
     }
@@ -410,7 +405,9 @@ int im__vllm_save(const char *dir, const struct im__vllm *v) {
     snprintf(key, sizeof key, "%.*s", (int)(eq - v->metadata[i]), v->metadata[i]);
     json_object_set_new(out, key, json_string(eq + 1));
   }
-  json_object_set_new(out, "request_rate", rate >= 100000 ? json_string("inf") : json_real(rate));
+  json_object_set_new(out, "request_rate",
+                      json_is_number(json_object_get(sch, "rate")) ? json_real(rate)
+                                                                  : json_string("inf")); /* a burst */
   json_object_set_new(out, "burstiness", json_is_number(json_object_get(sch, "burstiness"))
                                              ? json_deep_copy(json_object_get(sch, "burstiness"))
                                              : json_real(1.0));
@@ -467,7 +464,7 @@ int im__vllm_save(const char *dir, const struct im__vllm *v) {
   else {
     const char *base = model ? strrchr(model, '/') : NULL;
     char rs[32], conc[48] = "";
-    if (rate >= 100000)
+    if (!json_is_number(json_object_get(sch, "rate")) || rate >= 100000) /* a burst */
       snprintf(rs, sizeof rs, "inf");
     else
       snprintf(rs, sizeof rs, "%g", rate);

@@ -252,6 +252,9 @@ int64_t im__load_client_part(const struct loader *L, int64_t due, int64_t now) {
   int64_t ref;
   if (due >= L->sleep_t)
     ref = L->turn_cpu; /* due while the loop slept, or during this turn */
+  else if (due >= L->tail_t && L->tail_t >= L->prev_turn_t)
+    ref = L->tail_cpu; /* due after the last turn's work (a preemption before
+                          the loop slept is the host's, not that work's) */
   else if (due >= L->prev_turn_t)
     ref = L->prev_turn_cpu; /* due during the previous turn's work */
   else
@@ -819,6 +822,12 @@ static enum im_err loop(struct loader *L) {
     L->turn_cpu = im__load_client_clock(L);
     /* receive_lag's origin: a read callback's clock read minus this. */
     L->t_wake = n ? L->turn_t : -1;
+    /* Arrivals already due go out first: the sockets that became readable
+     * while the loop slept (a backlog after the host held it off) would
+     * otherwise delay them by the loop's own work, charged to the client.
+     * The timer's event, later in evs, then finds nothing due. */
+    if (next_due(L) >= 0 && next_due(L) <= L->turn_t)
+      dispatch_due(L);
     for (int i = 0; i < n; i++) {
       int fd = evs[i].data.fd;
       if (fd == L->tfd_sched) {
@@ -840,12 +849,19 @@ static enum im_err loop(struct loader *L) {
       }
       process_done(L);
       kick_curl(L);
+      /* ... and those that came due while this event was handled: a long
+       * turn (many readable streams) delays an arrival by one event's
+       * work, not by the whole turn's. */
+      if (next_due(L) >= 0 && next_due(L) <= rel_now(L))
+        dispatch_due(L);
     }
     /* Arrivals that came due while events were handled. */
     if (next_due(L) >= 0 && next_due(L) <= rel_now(L))
       dispatch_due(L);
     process_done(L);
     kick_curl(L);
+    L->tail_t = rel_now(L);
+    L->tail_cpu = im__load_client_clock(L);
   }
   publish_progress(L);
   return L->fatal;

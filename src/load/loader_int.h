@@ -192,6 +192,9 @@ struct loader {
   int64_t sleep_t;               /* the current turn's epoll_wait began */
   int64_t turn_t, turn_cpu;      /* ... and returned */
   int64_t prev_turn_t, prev_turn_cpu;
+  int64_t tail_t, tail_cpu;      /* the last turn's work ended (its last dispatch
+                                    check): the loop worked only on its own
+                                    housekeeping from there to sleep_t */
   int64_t own_wait_ns;           /* the loop's waits for its builder */
   int32_t read_lag_us, read_client_us; /* the buffer being read */
   struct im_hist ttft_hist;

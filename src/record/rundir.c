@@ -43,7 +43,9 @@ int im_rundir_write_manifest(const char *dir, json_t *manifest,
               json_object_set_new(a, "segment_stride", json_integer(an->segment_stride))) ||
              (an->stall_k > 0 && json_object_set_new(a, "stall_k", json_real(an->stall_k))) ||
              (an->timeslice_ns > 0 &&
-              json_object_set_new(a, "timeslice_ns", json_integer(an->timeslice_ns))))) {
+              json_object_set_new(a, "timeslice_ns", json_integer(an->timeslice_ns))) ||
+             (an->max_error_rate > 0 &&
+              json_object_set_new(a, "max_error_rate", json_real(an->max_error_rate))))) {
     json_decref(a);
     a = NULL;
   }
@@ -85,12 +87,19 @@ int im_rundir_append(int fd, json_t *line) {
 json_t *im_rundir_start_json(size_t stage, const char *label, json_t *params,
                               const struct im_window_rule *rule, uint32_t threads, bool by_class,
                               bool sessions) {
-  return json_pack("{s:s, s:I, s:s, s:O?, s:{s:I, s:b, s:b, s:I}, s:I, s:b, s:b}", "event", "start",
-                   "stage", (json_int_t)stage, "label", label ? label : "", "params", params,
-                   "rule", "warmup_ns", (json_int_t)rule->warmup_ns, "warmup_by_requests",
-                   rule->warmup_by_requests, "closed", rule->closed, "duration_ns",
-                   (json_int_t)rule->duration_ns, "threads", (json_int_t)threads, "by_class",
-                   by_class, "sessions", sessions);
+  json_t *ev = json_pack("{s:s, s:I, s:s, s:O?, s:{s:I, s:b, s:b, s:I}, s:I, s:b, s:b}", "event",
+                         "start", "stage", (json_int_t)stage, "label", label ? label : "",
+                         "params", params, "rule", "warmup_ns", (json_int_t)rule->warmup_ns,
+                         "warmup_by_requests", rule->warmup_by_requests, "closed", rule->closed,
+                         "duration_ns", (json_int_t)rule->duration_ns, "threads",
+                         (json_int_t)threads, "by_class", by_class, "sessions", sessions);
+  /* Only a burst says so: the start events of other stages stay as they were. */
+  if (ev && rule->burst &&
+      json_object_set_new(json_object_get(ev, "rule"), "burst", json_true())) {
+    json_decref(ev);
+    return NULL;
+  }
+  return ev;
 }
 
 json_t *im_rundir_t0_json(size_t stage, int64_t t0_mono, int64_t wall_start_ns) {
@@ -124,6 +133,68 @@ json_t *im_rundir_end_json(size_t stage, int64_t elapsed_ns, bool interrupted,
 json_t *im_rundir_run_end_json(bool stopped_early, bool interrupted) {
   return json_pack("{s:s, s:b, s:b}", "event", "run_end", "stopped_early", stopped_early,
                    "interrupted", interrupted);
+}
+
+json_t *im_rundir_host_json(const struct im_hostlat *h) {
+  json_t *bounds = json_array(), *over = json_array(), *stalls = json_array();
+  for (int i = 0; bounds && over && i < IM_HOSTLAT_NBOUNDS; i++)
+    if (json_array_append_new(bounds, json_integer(im_hostlat_bounds_ns[i])) ||
+        json_array_append_new(over, json_integer((json_int_t)h->over[i]))) {
+      json_decref(stalls);
+      stalls = NULL;
+    }
+  for (uint32_t i = 0; stalls && i < h->n_stalls; i++)
+    if (json_array_append_new(stalls, json_pack("[I, I]", (json_int_t)h->stalls[i].t,
+                                                (json_int_t)h->stalls[i].late_ns))) {
+      json_decref(stalls);
+      stalls = NULL;
+    }
+  if (!bounds || !over || !stalls) {
+    json_decref(bounds);
+    json_decref(over);
+    json_decref(stalls);
+    return NULL;
+  }
+  return json_pack("{s:I, s:I, s:o, s:o, s:I, s:I, s:o}", "period_ns", (json_int_t)h->period_ns,
+                   "wakes", (json_int_t)h->wakes, "over_ns", bounds, "over", over, "max_ns",
+                   (json_int_t)h->max_ns, "stalls_total", (json_int_t)h->stalls_total, "stalls",
+                   stalls);
+}
+
+enum im_err im_rundir_host_from_json(const json_t *j, struct im_hostlat *h) {
+  memset(h, 0, sizeof *h);
+  json_t *wakes = json_object_get(j, "wakes"), *bounds = json_object_get(j, "over_ns"),
+         *over = json_object_get(j, "over"), *stalls = json_object_get(j, "stalls");
+  if (!json_is_object(j) || !json_is_integer(wakes) || json_integer_value(wakes) < 0)
+    return IM_PARSE;
+  im_hostlat_init(h, (int64_t)json_integer_value(json_object_get(j, "period_ns")));
+  h->wakes = (uint64_t)json_integer_value(wakes);
+  h->max_ns = (int64_t)json_integer_value(json_object_get(j, "max_ns"));
+  /* Counts by bound, matched by value: a file of a version with other
+   * bounds keeps the ones both know (the others stay 0). */
+  for (size_t i = 0; i < json_array_size(bounds) && i < json_array_size(over); i++) {
+    json_int_t b = json_integer_value(json_array_get(bounds, i));
+    for (int k = 0; k < IM_HOSTLAT_NBOUNDS; k++)
+      if (im_hostlat_bounds_ns[k] == b)
+        h->over[k] = (uint64_t)json_integer_value(json_array_get(over, i));
+  }
+  size_t n = json_array_size(stalls);
+  if (n > IM_HOSTLAT_MAX_STALLS)
+    n = IM_HOSTLAT_MAX_STALLS;
+  if (n && !(h->stalls = calloc(n, sizeof *h->stalls)))
+    return IM_NOMEM;
+  h->cap_stalls = (uint32_t)n;
+  for (size_t i = 0; i < n; i++) {
+    json_t *e = json_array_get(stalls, i);
+    if (!json_is_array(e) || json_array_size(e) != 2)
+      continue;
+    h->stalls[h->n_stalls++] = (struct im_host_stall){
+        (int64_t)json_integer_value(json_array_get(e, 0)),
+        (int64_t)json_integer_value(json_array_get(e, 1))};
+  }
+  int64_t total = (int64_t)json_integer_value(json_object_get(j, "stalls_total"));
+  h->stalls_total = total > (int64_t)h->n_stalls ? (uint64_t)total : h->n_stalls;
+  return IM_OK;
 }
 
 /* ---- reading */
@@ -170,6 +241,8 @@ static int read_analysis(struct im_rundir *rd, const json_t *a, char *err, size_
   an->stall_k = k > 1 ? k : 0;
   int64_t ts = im_json_int_of(a, "timeslice_ns", 0);
   an->timeslice_ns = ts > 0 ? ts : 0;
+  double mer = im_json_num_of(a, "max_error_rate", 0);
+  an->max_error_rate = mer > 0 && mer <= 1 ? mer : 0;
   return 0;
 }
 
@@ -236,6 +309,7 @@ int im_rundir_apply_event(struct im_rundir *rd, const json_t *ev) {
     s->rule.warmup_by_requests = im_json_true_of(rule, "warmup_by_requests");
     s->rule.closed = im_json_true_of(rule, "closed");
     s->rule.duration_ns = im_json_int_of(rule, "duration_ns", 0);
+    s->rule.burst = im_json_true_of(rule, "burst");
     s->threads = (uint32_t)im_json_int_of(ev, "threads", 1);
     s->by_class = im_json_true_of(ev, "by_class");
     s->sessions = im_json_true_of(ev, "sessions");
@@ -267,6 +341,12 @@ int im_rundir_apply_event(struct im_rundir *rd, const json_t *ev) {
       im_hist_cleanup(&s->receive_lag);
     s->has_receive_lag =
         im_hist_from_json(&s->receive_lag, json_object_get(ev, "receive_lag")) == IM_OK;
+    /* The host probe's figures (absent before it was recorded: not measured). */
+    im_hostlat_cleanup(&s->host);
+    enum im_err he = im_rundir_host_from_json(json_object_get(ev, "host"), &s->host);
+    if (he == IM_NOMEM)
+      return -1;
+    s->has_host = he == IM_OK;
   } else {
     return 1;
   }
@@ -352,6 +432,7 @@ void im_rundir_free(struct im_rundir *rd) {
     free(rd->st[i].samples);
     if (rd->st[i].has_receive_lag)
       im_hist_cleanup(&rd->st[i].receive_lag);
+    im_hostlat_cleanup(&rd->st[i].host);
   }
   free(rd->st);
   memset(rd, 0, sizeof *rd);

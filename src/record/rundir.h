@@ -25,6 +25,7 @@
 
 #include "core/err.h"
 #include "core/hist.h"
+#include "core/hostlat.h"
 
 /* What the load engine counted over a stage (not derivable from records:
  * an arrival that was never dispatched leaves no record). */
@@ -49,6 +50,8 @@ struct im_window_rule {
   bool warmup_by_requests;    /* --warmup-requests N: the window starts at arrival N */
   bool closed;                /* closed loop: the window ends at duration_ns */
   int64_t duration_ns;        /* closed loop's duration (0: until the requests run out) */
+  bool burst;                 /* every request due at once (--rate inf): the window ends
+                                 at the last attempt's end, as vLLM's duration does */
   bool interrupted;           /* the stage was cut short ... */
   int64_t elapsed_ns;         /* ... after this long (the window ends there at the latest) */
 };
@@ -75,6 +78,10 @@ struct im_rundir_analysis {
   uint32_t segment_window, segment_stride;
   double stall_k;
   int64_t timeslice_ns;
+  /* --max-error-rate as a share (0: not given, the default applies;
+   * absent from manifests of older versions), so that `report DIR` judges
+   * a failing server by the run's own limit. */
+  double max_error_rate;
 };
 
 struct im_rundir_stage {
@@ -92,6 +99,11 @@ struct im_rundir_stage {
   char error[300];                /* why the stage failed ("" when it did not) */
   struct im_hist receive_lag;     /* the engine's (ns), when has_receive_lag */
   bool has_receive_lag;
+  /* The host probe's wake-up lateness through the stage (load/hostprobe.h),
+   * stalls on the stage's clock; has_host false: not measured (directories
+   * of older versions, --no-host-probe). Owned. */
+  struct im_hostlat host;
+  bool has_host;
   struct im_client_sample *samples; /* owned */
   size_t n_samples;
 };
@@ -129,5 +141,12 @@ json_t *im_rundir_end_json(size_t stage, int64_t elapsed_ns, bool interrupted,
                             const char *first_error, const struct im_client_sample *samples,
                             size_t n_samples);
 json_t *im_rundir_run_end_json(bool stopped_early, bool interrupted);
+/* The host probe's figures, as the end event's "host" (NULL when out of
+ * memory): {"period_ns", "wakes", "over_ns": [bounds], "over": [counts],
+ * "max_ns", "stalls_total", "stalls": [[t, late_ns], ...]}. */
+json_t *im_rundir_host_json(const struct im_hostlat *h);
+/* Reads it back into h (zero-filled by the call): IM_OK, IM_PARSE when j
+ * is not such an object (h then empty), IM_NOMEM. */
+enum im_err im_rundir_host_from_json(const json_t *j, struct im_hostlat *h) IM_WUR;
 
 #endif

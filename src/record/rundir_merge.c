@@ -50,6 +50,24 @@ enum im_err im_rundir_stage_merge(struct im_rundir_stage *dst, const struct im_r
     if (e != IM_OK)
       return e;
   }
+  if (src->has_host) {
+    /* The probes of several processes: counts add, stalls on dst's clock. */
+    struct im_hostlat h = src->host;
+    h.stalls = src->host.n_stalls ? malloc(src->host.n_stalls * sizeof *h.stalls) : NULL;
+    if (src->host.n_stalls && !h.stalls)
+      return IM_NOMEM;
+    h.cap_stalls = h.n_stalls;
+    for (uint32_t i = 0; i < h.n_stalls; i++)
+      h.stalls[i] = (struct im_host_stall){src->host.stalls[i].t + offset_ns,
+                                           src->host.stalls[i].late_ns};
+    if (!dst->has_host)
+      im_hostlat_init(&dst->host, 0);
+    dst->has_host = true;
+    enum im_err e = im_hostlat_merge(&dst->host, &h);
+    im_hostlat_cleanup(&h);
+    if (e != IM_OK)
+      return e;
+  }
   if (src->n_samples) {
     struct im_client_sample *v =
         realloc(dst->samples, (dst->n_samples + src->n_samples) * sizeof *v);
@@ -71,6 +89,7 @@ void im_rundir_stage_cleanup(struct im_rundir_stage *s) {
   free(s->samples);
   if (s->has_receive_lag)
     im_hist_cleanup(&s->receive_lag);
+  im_hostlat_cleanup(&s->host);
   memset(s, 0, sizeof *s);
 }
 
@@ -87,6 +106,8 @@ int im_rundir_stage_write(int fd, const struct im_rundir_stage *s, size_t index)
   json_t *rl = NULL;
   if (end && s->has_receive_lag && im_hist_to_json(&s->receive_lag, &rl) == IM_OK)
     json_object_set_new(end, "receive_lag", rl);
+  if (end && s->has_host)
+    json_object_set_new(end, "host", im_rundir_host_json(&s->host));
   if (end && s->error[0])
     json_object_set_new(end, "error", json_string(s->error));
   return im_rundir_append(fd, end);

@@ -446,6 +446,10 @@ static const char *const css =
     ".verdict{display:inline-block;padding:2px 10px;border-radius:12px;font-weight:700;"
     "color:#fff}.PASS,.VALID,.PUBLISHABLE{background:var(--pass)}.WARN{background:var(--warn)}"
     ".FAIL,.INVALID,.NOT_PUBLISHABLE{background:var(--fail)}.NONE,.NOT_JUDGED{background:var(--mut)}"
+    /* A run that failed shows no green badge (docs/report.md) */
+    ".verdict.muted{background:var(--mut)}"
+    ".failbox{border:2px solid var(--fail);border-radius:8px;padding:8px 12px;margin:8px 0}"
+    ".failbox .big{font-size:17px;font-weight:700}"
     ".tiles{display:grid;grid-template-columns:repeat(auto-fill,minmax(170px,1fr));gap:8px}"
     ".tile{background:var(--card);border-radius:8px;padding:8px 10px}.tile .v{font-size:20px;"
     "font-weight:650}.tile .k{color:var(--mut);font-size:12px}"
@@ -550,22 +554,88 @@ static void header(struct page *p, const json_t *root, const char *title) {
   im__html_put(p, "</p>");
 }
 
-static void audit_section(struct page *p, const json_t *audit) {
+/* The audit.error_rate of a stage whose server failed (docs/audit.md
+ * "Failing server"), or NULL. */
+static const json_t *failing_of(const json_t *audit) {
+  const json_t *er = im__html_at(audit, "error_rate");
+  return json_is_true(im__html_at(er, "failing")) ? er : NULL;
+}
+
+/* The worst failing stage of a run (the run's own audit, or its stages'),
+ * or NULL when no stage's server failed. */
+static const json_t *run_failing(const json_t *root) {
+  const json_t *worst = failing_of(im__html_at(root, "audit"));
+  size_t i;
+  const json_t *s;
+  json_array_foreach(im__html_at(root, "stages"), i, s) {
+    const json_t *er = failing_of(im__html_at(s, "audit"));
+    if (er && (!worst || im_json_num(im__html_at(er, "share"), NAN) > im_json_num(im__html_at(worst, "share"), NAN)))
+      worst = er;
+  }
+  return worst;
+}
+
+/* A failing server, first and in red: how many requests failed of how
+ * many, against which limit, their classes and the first error. */
+static void failure_box(struct page *p, const json_t *er) {
+  im__html_put(p, "<div class=\"failbox\" id=\"failing\"><span class=\"verdict FAIL\">FAILING SERVER"
+         "</span> <span class=\"big\">");
+  im__html_num(p, im_json_num(im__html_at(er, "failed"), NAN) + im_json_num(im__html_at(er, "aborted"), NAN));
+  im__html_put(p, " of ");
+  im__html_num(p, im_json_num(im__html_at(er, "requests"), NAN));
+  im__html_put(p, " requests failed, were refused or aborted</span> (");
+  im__html_num(p, 100.0 * im_json_num(im__html_at(er, "share"), NAN));
+  im__html_put(p, " %, above the limit of ");
+  im__html_num(p, 100.0 * im_json_num(im__html_at(er, "limit"), NAN));
+  im__html_put(p, " %: exit 6)");
+  const char *cl = im_json_str(im__html_at(er, "classes"), "");
+  if (cl[0]) {
+    im__html_put(p, "<br>classes: <b>");
+    im__html_esc(p, cl);
+    im__html_put(p, "</b>");
+  }
+  const char *fe = im_json_str(im__html_at(er, "first_error"), NULL);
+  im__html_put(p, "<br>first error: <b>");
+  im__html_esc(p, fe && fe[0] ? fe : "(none recorded)");
+  im__html_put(p, "</b><br><span class=\"fix\">the figures below describe a server that did not "
+         "answer; the client's own checks are shown grey</span></div>");
+}
+
+/* A verdict badge, grey instead of green when the run failed. */
+static void run_badge(struct page *p, const char *v, bool failed) {
+  bool green = !strcmp(v, "VALID") || !strcmp(v, "PASS") || !strcmp(v, "PUBLISHABLE");
+  if (!failed || !green) {
+    im__html_verdict_badge(p, v);
+    return;
+  }
+  im__html_put(p, "<span class=\"verdict muted ");
+  im__html_esc(p, v);
+  im__html_put(p, "\" title=\"the server failed: this verdict is the client's alone\">");
+  im__html_esc(p, v);
+  im__html_put(p, "</span>");
+}
+
+/* failing: the error_rate of a failing stage of this audit's scope (NULL:
+ * none failed). */
+static void audit_section(struct page *p, const json_t *audit, const json_t *failing) {
   /* A run's audit holds "publishable"; a repeat set's is the verdict itself. */
   const json_t *pub = im__html_at(audit, "publishable") ? im__html_at(audit, "publishable") : audit;
   const char *cv = im_json_str(im__html_path(audit, "client_check", "verdict"), NULL);
   const char *pv = im_json_str(im__html_at(pub, "verdict"), NULL);
-  if (!cv && !pv)
+  if (!cv && !pv && !failing)
     return;
-  im__html_put(p, "<h2>Verdict</h2><p>");
+  im__html_put(p, "<h2>Verdict</h2>");
+  if (failing)
+    failure_box(p, failing);
+  im__html_put(p, "<p>");
   if (cv) {
     im__html_put(p, "client self-check ");
-    im__html_verdict_badge(p, cv);
+    run_badge(p, cv, failing != NULL);
     im__html_put(p, " ");
   }
   if (pv) {
     im__html_put(p, "publishable audit ");
-    im__html_verdict_badge(p, pv);
+    run_badge(p, pv, failing != NULL);
   }
   im__html_put(p, "</p><ul class=\"checks\">");
   size_t i;
@@ -1277,7 +1347,7 @@ static void stages_section(struct page *p, const json_t *root) {
     im__html_put(p, "<details><summary><h3 style=\"display:inline\">stage ");
     im__html_esc(p, im_json_str(im__html_at(s, "label"), "?"));
     im__html_put(p, "</h3></summary>");
-    audit_section(p, im__html_at(s, "audit"));
+    audit_section(p, im__html_at(s, "audit"), failing_of(im__html_at(s, "audit")));
     stage_sections(p, s, im__html_path(im__html_at(root, "manifest"), "target", "urls"));
     im__html_put(p, "</details>");
   }
@@ -1402,7 +1472,7 @@ enum im_err im_html_report(const json_t *root, const char *title, struct im_buf 
     }
     im__html_put(p, ")</p>");
   }
-  audit_section(p, im__html_at(root, "audit"));
+  audit_section(p, im__html_at(root, "audit"), run_failing(root));
   if (strstr(schema, "repeat"))
     repeat_section(p, root);
   else if (im__html_at(root, "stages"))

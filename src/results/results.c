@@ -275,7 +275,11 @@ static const char *declared(const json_t *manifest, const char *key) {
  * counts go to the verdict. Non-zero when out of memory. */
 static int stage_error_rate(struct rep *p, const struct im_stage_figures *f,
                             const struct im_rundir_stage *s, json_t *audit) {
-  double limit = p->ro->max_error_rate > 0 ? p->ro->max_error_rate : IM_VERDICT_MAX_ERROR_RATE;
+  /* --max-error-rate of `report DIR`, else the run's own (its manifest),
+   * else the default. */
+  double limit = p->ro->max_error_rate > 0  ? p->ro->max_error_rate
+                 : p->rd.an.max_error_rate > 0 ? p->rd.an.max_error_rate
+                                                : IM_VERDICT_MAX_ERROR_RATE;
   uint64_t bad = f->sum.failed + f->sum.aborted;
   uint64_t n = f->sum.completed + bad;
   double share = n ? (double)bad / (double)n : 0.0;
@@ -434,6 +438,7 @@ static int report_stage(struct rep *p, size_t i, bool single) {
                               .samples = s->samples, .n_samples = s->n_samples,
                               .threads = s->threads ? s->threads : 1,
                               .receive_lag = s->has_receive_lag ? &s->receive_lag : NULL,
+                              .host = s->has_host ? &s->host : NULL,
                               .timeslice_ns = p->rd.an.timeslice_ns};
   im_tokens_config_default(&in.tokens);
   if (p->rd.an.segment_window)

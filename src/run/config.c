@@ -48,6 +48,13 @@ void im_run_config_default(struct im_run_config *o) {
 void im__run_default_warmup(struct im_run_config *o) {
   if (!o->requests || o->warmup_given || o->sessions || o->session_rate > 0)
     return;
+  if (isinf(o->rate) && !o->concurrency) {
+    /* A burst: the warm-up's requests would go out with the measured ones
+     * and warm nothing (vLLM's burst has none either). */
+    o->warmup_ns = 0;
+    o->warmup_requests = 0;
+    return;
+  }
   o->warmup_ns = 0;
   o->warmup_requests = o->requests / 10;
 }
@@ -65,6 +72,10 @@ const char *im__run_check_opts(const struct im_run_config *o, char *buf, size_t 
     why = "with sessions, --sessions N or --session-rate R replace --concurrency and --rate";
   else if (!sessions && (o->ctx_start || o->think_ns))
     why = "--context-growth and --think-time need --sessions or --session-rate";
+  else if (isinf(o->rate) && !o->concurrency && !sessions && !o->requests)
+    why = "--rate inf (a burst: every request at once) needs --requests N";
+  else if (isinf(o->rate) && !o->concurrency && !sessions && o->sched_kind >= IM_SCHED_RAMP)
+    why = "--rate inf (a burst) cannot ramp: drop --schedule ramp or give a finite --rate";
   else if (o->sched_kind == IM_SCHED_RAMP && o->rate_end <= 0)
     why = "--schedule ramp needs --rate-end";
   else if (o->sched_kind >= IM_SCHED_RAMP_REQ_LINEAR && (o->rate_end < o->rate || !o->requests))

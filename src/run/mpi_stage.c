@@ -231,7 +231,8 @@ static int analyse(const struct im_run_config *o, uint32_t stage, char **ev, con
                               .slo_target = o->slo_target, .counters = m.counters,
                               .samples = m.samples, .n_samples = m.n_samples,
                               .threads = m.threads ? m.threads : 1,
-                              .receive_lag = m.has_receive_lag ? &m.receive_lag : NULL};
+                              .receive_lag = m.has_receive_lag ? &m.receive_lag : NULL,
+                              .host = m.has_host ? &m.host : NULL};
   struct im_stage_figures f;
   if (!rc) {
     im_stage_window(all, n_all, &m.rule, &in.cfg.window_start_ns, &in.cfg.window_end_ns);

@@ -717,7 +717,8 @@ static int open_run_files(struct run *r) {
                                   .segment_window = o->segment_window,
                                   .segment_stride = o->segment_stride,
                                   .stall_k = o->stall_k,
-                                  .timeslice_ns = o->timeslice_ns};
+                                  .timeslice_ns = o->timeslice_ns,
+                                  .max_error_rate = o->max_error_rate};
   memcpy(an.percentiles, o->scfg.percentiles, sizeof an.percentiles);
   int rc = m ? im_rundir_write_manifest(o->out_dir, m, &an) : -1;
   json_decref(m);

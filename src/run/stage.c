@@ -456,7 +456,9 @@ static struct im_window_rule window_rule(const struct stage *st) {
   return (struct im_window_rule){.warmup_ns = so->warmup_ns,
                                  .warmup_by_requests = so->warmup_requests && !st->sessions &&
                                                        !st->closed,
-                                 .closed = st->closed != 0, .duration_ns = so->duration_ns};
+                                 .closed = st->closed != 0, .duration_ns = so->duration_ns,
+                                 /* --rate inf: every request due at once */
+                                 .burst = !st->closed && !st->env->replay && isinf(so->rate)};
 }
 
 /* The client's own samples of every loader thread, on the stage's clock. */
@@ -515,6 +517,13 @@ static int stage_finish(struct stage *st) {
   json_t *rlj = NULL;
   if (end && have_rl && im_hist_to_json(&rl, &rlj) == IM_OK)
     json_object_set_new(end, "receive_lag", rlj);
+  /* The host probe beside shard 0's loop (docs/metrics.md §10): its
+   * figures go to disk so `report DIR` judges with them too. */
+  const struct im_hostlat *host = o->threads && st->shards[0].res.host.period_ns
+                                      ? &st->shards[0].res.host
+                                      : NULL;
+  if (end && host)
+    json_object_set_new(end, "host", im_rundir_host_json(host));
   if (!samples || im_rundir_append(env->stages_fd, end)) {
     im_hist_cleanup(&rl);
     im__run_say(IM_RUN_SAY_ERROR, "cannot write stages.jsonl: %s", strerror(errno));
@@ -527,7 +536,7 @@ static int stage_finish(struct stage *st) {
   struct im_stage_input in = {.recs = all->records, .n_recs = all->n_records, .cfg = o->scfg,
                               .slo_target = o->slo_target, .counters = k, .samples = samples,
                               .n_samples = n_samples, .threads = o->threads,
-                              .receive_lag = have_rl ? &rl : NULL};
+                              .receive_lag = have_rl ? &rl : NULL, .host = host};
   im_stage_window(all->records, all->n_records, &rule, &in.cfg.window_start_ns,
                   &in.cfg.window_end_ns);
   struct im_stage_figures f;

@@ -153,8 +153,10 @@ json_t *im__run_manifest_json(const struct im_run_config *o, const char *url, bo
     json_object_set_new(sched, "kind", json_string("closed"));
     json_object_set_new(sched, "concurrency", json_integer(o->concurrency));
   } else {
-    json_object_set_new(sched, "kind", json_string(sched_name(o->sched_kind)));
-    json_object_set_new(sched, "rate", json_real(o->rate));
+    bool burst = isinf(o->rate); /* --rate inf: every request due at once */
+    json_object_set_new(sched, "kind", json_string(burst ? "burst" : sched_name(o->sched_kind)));
+    if (!burst) /* a burst has no rate: the key stays a number where present */
+      json_object_set_new(sched, "rate", json_real(o->rate));
     if (o->sched_kind == IM_SCHED_GAMMA || o->sched_kind >= IM_SCHED_RAMP_REQ_LINEAR)
       json_object_set_new(sched, "burstiness", json_real(o->burstiness));
     if (o->sched_kind >= IM_SCHED_RAMP)

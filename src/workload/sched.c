@@ -15,8 +15,18 @@
 const char *im_sched_check(const struct im_sched_spec *spec) {
   if (!spec)
     return "schedule: no spec";
+  if (spec->rate > 0.0 && isinf(spec->rate)) {
+    if (spec->kind != IM_SCHED_POISSON && spec->kind != IM_SCHED_GAMMA &&
+        spec->kind != IM_SCHED_CONSTANT)
+      return "schedule: a rate of inf (a burst) cannot ramp";
+    if (spec->max_requests == 0)
+      return "schedule: a rate of inf (a burst: every request at once) needs a request count";
+    if (spec->max_requests > IM_SCHED_MAX_ARRIVALS)
+      return "schedule: request count above the limit of 2^26 arrivals";
+    return NULL;
+  }
   if (!(spec->rate > 0.0) || !isfinite(spec->rate))
-    return "schedule: rate must be a finite number > 0 (requests/s)";
+    return "schedule: rate must be a finite number > 0 (requests/s), or inf (a burst)";
   if (spec->duration_ns < 0)
     return "schedule: duration must not be negative";
   if (spec->duration_ns == 0 && spec->max_requests == 0)
@@ -126,6 +136,12 @@ enum im_err im_sched_generate(const struct im_sched_spec *spec, int64_t **out, s
   if (im_sched_check(spec))
     return IM_INVAL;
 
+  if (isinf(spec->rate)) { /* a burst: every arrival at 0 */
+    if (!(*out = calloc(spec->max_requests, sizeof **out)))
+      return IM_NOMEM;
+    *n = spec->max_requests;
+    return IM_OK;
+  }
   struct im_rng rng;
   im_rng_seed(&rng, spec->seed);
   struct arr a = {0};

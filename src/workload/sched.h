@@ -32,7 +32,7 @@ enum im_sched_kind {
 
 struct im_sched_spec {
   enum im_sched_kind kind;
-  double rate;         /* requests/s (> 0) */
+  double rate;         /* requests/s (> 0); INFINITY: a burst (below) */
   double rate_end;     /* RAMP only */
   double burstiness;   /* GAMMA shape (> 0); 1 = Poisson */
   int64_t duration_ns; /* arrivals in [0, duration) ... */
@@ -44,7 +44,11 @@ struct im_sched_spec {
  * the allocation, whatever rate and duration the user gives. */
 #define IM_SCHED_MAX_ARRIVALS ((uint64_t)1 << 26)
 
-/* Fills *out (malloc'ed, caller frees; NULL when *n is 0) with the sorted
+/* A rate of INFINITY (`--rate inf`, vLLM's default --request-rate) is a
+ * burst: max_requests arrivals (it needs them), every one at 0, whatever
+ * the kind (poisson, gamma and constant alike); a ramp cannot be one.
+ *
+ * Fills *out (malloc'ed, caller frees; NULL when *n is 0) with the sorted
  * arrival times and *n with their number. Poisson, gamma and ramp: the first
  * arrival comes one random gap after 0; constant: the first is at 0. IM_INVAL
  * for a bad spec (message via im_sched_check), IM_LIMIT when more than

@@ -206,6 +206,8 @@ void im_synth_perturb(const struct im_synth *s, uint64_t index, struct im_req_sp
                    ? s->sched->rate_end
                    : s->sched->rate;
   }
+  if (!isfinite(rate) || !isfinite(max_rate)) /* a burst: one rate throughout */
+    rate = max_rate = 1.0;
   im_perturb(id, isnan(s->temperature) ? 1.0 : s->temperature, isnan(s->top_p) ? 1.0 : s->top_p,
              rate, max_rate, &spec->temperature, &spec->top_p);
 }

@@ -7,7 +7,7 @@
 # dark; the slowest requests' strip and the server's TTFT histogram beside
 # the client's drawn; analyze-routing --html's page with its expert x time
 # heat map. Screenshots of a one-stage run, a rate sweep and the routing
-# page (and of each chart named with --need) are kept in
+# page, a failing server's page (and of each chart named with --need) are kept in
 # BUILD/test-artifacts/html/ for a person to look at.
 . "$(dirname "$0")/lib.sh"
 RUN() { "$BIN" run --no-progress --quiet --no-gpu "$@"; }
@@ -52,6 +52,14 @@ check "--no-html writes none" test ! -e "$TMP/one/report.html"
 "$BIN" report "$TMP/one" --html /nonexistent/dir/r.html --quiet 2>"$TMP/err"
 check_eq "an unwritable --html path: exit 1" $? 1
 check "and says why" grep -q 'cannot write /nonexistent/dir/r.html' "$TMP/err"
+# A failing server's page (docs/report.md): the failure first, rendered too
+# (its screenshot, failing-light.png, is the one to look at).
+start_chaos refuse400
+RUN --url "$CBASE" --model chaos --requests 8 --rate 20 --retries 0 --no-history \
+  --out "$TMP/failing" >/dev/null 2>&1
+check_eq "a refusing server: exit 6" $? 6
+stop_chaos
+cp "$TMP/failing/report.html" "$TMP/failing.html"
 rm -rf "$SHOTS"
 IM_NPM_CACHE=$(cd "$(dirname "$BIN")" && pwd)/npm-cache \
   bash "$E2E_DIR/../html/check.sh" "$SHOTS" 8 --need '@elsewhere Slowest requests' \
@@ -63,7 +71,9 @@ cat "$TMP/browser.out"
 if [ $rc -ne 77 ]; then
   IM_NPM_CACHE=$(cd "$(dirname "$BIN")" && pwd)/npm-cache \
     bash "$E2E_DIR/../html/check.sh" "$SHOTS" 3 --need 'Expert × time' --need 'Load skew per' \
-    --need 'Routing jitter' "$TMP/routing.html" >>"$TMP/browser.out" 2>&1
+    --need 'Routing jitter' "$TMP/routing.html" >>"$TMP/browser.out" 2>&1 &&
+    IM_NPM_CACHE=$(cd "$(dirname "$BIN")" && pwd)/npm-cache \
+      bash "$E2E_DIR/../html/check.sh" "$SHOTS" 0 "$TMP/failing.html" >>"$TMP/browser.out" 2>&1
   rc=$?
   tail -n 2 "$TMP/browser.out"
 fi
@@ -72,5 +82,6 @@ if [ $rc -eq 77 ]; then
 else
   check_eq "rendered in Chromium: no console error, every chart drawn or explained" $rc 0
   check "screenshots kept" test -s "$SHOTS/sweep-light.png"
+  check "... the failing server's too" test -s "$SHOTS/failing-light.png"
 fi
 finish

@@ -45,6 +45,28 @@ fi
 check_eq "a vLLM flag infermeter cannot honour: exit 1" $? 1
 check "... naming it" grep -q -- "--top-k is not supported" "$TMP/err2"
 
+# --request-rate inf (vLLM's default) is --rate inf: a burst, every request
+# due at once; dispatch lag is not judged (the self-check says so), the
+# file says "inf" as vLLM's does. Prompts long enough for a TTFT of tens of
+# ms: the 1 % a headline figure may move is then above the loop's reading
+# of 20 answers that come at once.
+"$BIN" run --base-url "$BASE" --dataset-name random --random-input-len 2048 --random-output-len 4 \
+  --request-rate inf --num-prompts 20 --num-warmups 0 --save-result --result-dir "$TMP/resinf" \
+  --out "$TMP/inf" >/dev/null 2>"$TMP/errinf"
+rc=$?
+check "--request-rate inf runs VALID (exit 0) ($rc): $(tail -n 3 "$TMP/errinf")" test $rc -eq 0
+check "a burst: every request due at 0" jq -es '[.[] | select(.kind == "measured") | .t_sched]
+  | length == 20 and unique == [0]' "$TMP/inf/requests.jsonl"
+check "the manifest says burst, with no rate" jq -e '.manifest.schedule.kind == "burst"
+  and (.manifest.schedule | has("rate") | not)' "$TMP/inf/results.json"
+check "dispatch lag not judged, and said" jq -e '.audit.client_check.attribution.burst
+  and (.audit.client_check.summary | test("a burst"))' "$TMP/inf/results.json"
+F=$(ls "$TMP"/resinf/*-infqps-*.json 2>/dev/null | head -n 1)
+check "vLLM's file: request_rate \"inf\", named infqps" jq -e '.request_rate == "inf"' "$F"
+"$BIN" run --base-url "$BASE" --rate inf --out "$TMP/bad" 2>"$TMP/errinf2"
+check_eq "--rate inf without a request count: exit 1" $? 1
+check "... saying it needs --requests" grep -q -- "needs --requests N" "$TMP/errinf2"
+
 # --ramp-up-*: the rate steps with the request index (vLLM's rule); an
 # exponential ramp from 2 to 200 req/s over 60 requests: the first gaps are
 # long, the last short. --profile: the server's profiler endpoints are

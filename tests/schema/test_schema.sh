@@ -74,8 +74,8 @@ jq -r '."$defs".record.properties | keys_unsorted[]' "$SCHEMA" >"$TMP/schema_key
 check_eq "record properties = the keys of the docs' table" \
   "$(tr '\n' ' ' <"$TMP/schema_keys")" "$(tr '\n' ' ' <"$TMP/doc_keys")"
 # Optional keys (absent when not applicable): chunk_tokens, reasoning_effort, thinking, tools, model,
-# target; shard (merged directories only); the client/host split of the lag
-# (absent when not measured: older files, other tools).
+# target; shard (merged directories only); who was late (dispatch_lag_client_us, read_lag_us,
+# late_reads, late_reads_client: absent in files of older versions and other tools).
 OPTIONAL='chunk_tokens|reasoning_effort|thinking|tools|model|target|shard|dispatch_lag_client_us|read_lag_us|late_reads|late_reads_client'
 check_eq "required = every key but the optional ones" \
   "$(jq -r '."$defs".record.required[]' "$SCHEMA" | tr '\n' ' ')" "$(grep -vxE "$OPTIONAL" "$TMP/doc_keys" | tr '\n' ' ')"

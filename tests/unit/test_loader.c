@@ -220,7 +220,45 @@ static void test_start_barrier(void) {
   CHECK_EQ(im_load_start_init(&s, 0, NULL, NULL), IM_INVAL);
 }
 
+/* Who was late (docs/metrics.md §10): the client's part of a lag is the
+ * loop's work since the last mark before the due time. Marks on the run's
+ * clock (ms) and the client clock (the thread's CPU, read now and set back
+ * by hand): the last turn woke at 10 (its CPU 5 ms ago), ended its work at
+ * 12 (0.3 ms ago), slept at 13, woke at 20 (0.1 ms ago). The CPU clock
+ * moves by the few µs of the calls themselves: bounds of 0.5 ms. */
+static void test_client_part(void) {
+  struct im_load_result res;
+  memset(&res, 0, sizeof res);
+  struct loader L;
+  memset(&L, 0, sizeof L);
+  L.res = &res;
+  const int64_t ms = 1000000;
+  int64_t cpu = im__load_client_clock(&L);
+  L.prev_turn_t = 10 * ms;
+  L.prev_turn_cpu = cpu - 5 * ms;
+  L.tail_t = 12 * ms;
+  L.tail_cpu = cpu - 3 * ms / 10;
+  L.sleep_t = 13 * ms;
+  L.turn_t = 20 * ms;
+  L.turn_cpu = cpu - ms / 10;
+  /* Due while the loop slept: this turn's work only. */
+  int64_t c = im__load_client_part(&L, 15 * ms, 21 * ms);
+  CHECK(c >= ms / 10 && c < ms / 10 + ms / 2);
+  /* Due after the last turn's work, before it slept (the host held the
+   * loop off there): the work since the end of that turn, not the turn's. */
+  c = im__load_client_part(&L, 12 * ms + ms / 2, 21 * ms);
+  CHECK(c >= 3 * ms / 10 && c < 3 * ms / 10 + ms / 2);
+  /* Due during the last turn's work: that work counts. */
+  c = im__load_client_part(&L, 11 * ms, 21 * ms);
+  CHECK(c >= 5 * ms && c < 5 * ms + ms / 2);
+  /* Due before the last turn woke: turns behind, all the client's. */
+  CHECK_EQ(im__load_client_part(&L, 9 * ms, 21 * ms), 12 * ms);
+  /* Never more than the lag. */
+  CHECK_EQ(im__load_client_part(&L, 11 * ms, 11 * ms + ms), ms);
+}
+
 int main(void) {
+  test_client_part();
   test_writer_keeps_all();
   test_writer_disk_full();
   test_start_barrier();

@@ -364,7 +364,24 @@ static void test_self_check_attribution(void) {
   CHECK_EQ(f.check.host_wakes, 1001);
   CHECK_EQ(f.check.host_late, 1);
   CHECK(strstr(f.check.summary, "probe saw 0.1% late wake-ups") != NULL);
+  CHECK(strstr(f.check.summary, "1 host stall past ") != NULL);
+  CHECK(strstr(f.check.summary, " ms (seen by the probe)") != NULL);
   im_stage_figures_cleanup(&f);
+  /* A second host stall the probe did not see: 1 of 2 seen, said so. */
+  late(&r[80], 20 * MS, 50000);
+  analyze_attr(r, &host, &f);
+  CHECK(f.check.valid);
+  CHECK_EQ(f.check.stalls_host, 2);
+  CHECK_EQ(f.check.stalls_host_seen, 1);
+  CHECK(strstr(f.check.summary, "2 host stalls past ") != NULL);
+  CHECK(strstr(f.check.summary, " ms (1 seen by the probe)") != NULL);
+  im_stage_figures_cleanup(&f);
+  /* Without a probe, nothing is said of one. */
+  analyze_attr(r, NULL, &f);
+  CHECK(strstr(f.check.summary, "probe") == NULL);
+  im_stage_figures_cleanup(&f);
+  attributed(r, 0); /* back to the one stall */
+  late(&r[50], 30 * MS, 50000);
   /* The same stall worked through by the client: INVALID by the cap. */
   r[50].lag_client_us = 30000;
   analyze_attr(r, &host, &f);
@@ -451,6 +468,25 @@ static void test_window(void) {
   rule = (struct im_window_rule){.warmup_ns = 20 * SEC};
   im_stage_window(r, N, &rule, &a, &b);
   CHECK_EQ(a, 0); /* nothing after the warm-up: the whole stage */
+  /* A burst (--rate inf): every arrival at 0; the window runs to the end
+   * of the last attempt, not to the last arrival (it would be empty). */
+  int64_t last_end = 0;
+  for (int i = 0; i < N; i++) {
+    r[i].t_sched = 0;
+    if (r[i].t_end > last_end)
+      last_end = r[i].t_end;
+  }
+  CHECK(last_end > 0);
+  rule = (struct im_window_rule){.burst = true};
+  im_stage_window(r, N, &rule, &a, &b);
+  CHECK_EQ(a, 0);
+  CHECK_EQ(b, last_end);
+  rule.burst = false;
+  im_stage_window(r, N, &rule, &a, &b);
+  CHECK_EQ(b, 0); /* the same records read as a schedule: an empty window */
+  rule = (struct im_window_rule){.burst = true, .interrupted = true, .elapsed_ns = last_end / 2};
+  im_stage_window(r, N, &rule, &a, &b);
+  CHECK_EQ(b, last_end / 2); /* a cut burst ends at the cut */
 }
 
 int main(void) {

@@ -276,6 +276,28 @@ static void test_seeds(void) {
   }
 }
 
+/* --rate inf: a burst, every arrival at 0, as many as the request cap,
+ * whatever the kind and the duration. */
+static void test_burst(void) {
+  enum im_sched_kind kinds[] = {IM_SCHED_POISSON, IM_SCHED_GAMMA, IM_SCHED_CONSTANT};
+  for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+    struct im_sched_spec s = spec_of(kinds[k], INFINITY, 30 * (int64_t)1000000000, 7, 1);
+    int64_t *t = NULL;
+    size_t n = 0;
+    CHECK_OK(im_sched_generate(&s, &t, &n));
+    CHECK_EQ(n, 7);
+    for (size_t i = 0; t && i < n; i++)
+      CHECK_EQ(t[i], 0);
+    free(t);
+  }
+  struct im_sched_spec s = spec_of(IM_SCHED_POISSON, INFINITY, 1000000000, 0, 1);
+  int64_t *t = NULL;
+  size_t n = 5;
+  CHECK_EQ(im_sched_generate(&s, &t, &n), IM_INVAL); /* no count: no burst */
+  CHECK(t == NULL && n == 0);
+  CHECK(strstr(im_sched_check(&s), "request count") != NULL);
+}
+
 static void test_check(void) {
   struct im_sched_spec ok = spec_of(IM_SCHED_POISSON, 10.0, 1000000000, 0, 0);
   CHECK(im_sched_check(&ok) == NULL);
@@ -286,8 +308,13 @@ static void test_check(void) {
   CHECK(im_sched_check(&s) != NULL);
   s.rate = NAN;
   CHECK(im_sched_check(&s) != NULL);
-  s.rate = INFINITY;
+  s.rate = INFINITY; /* a burst needs a request count */
   CHECK(im_sched_check(&s) != NULL);
+  s.max_requests = 3;
+  CHECK(im_sched_check(&s) == NULL);
+  s.kind = IM_SCHED_RAMP;
+  s.rate_end = 5;
+  CHECK(im_sched_check(&s) != NULL); /* a burst cannot ramp */
 
   s = ok;
   s.kind = IM_SCHED_GAMMA;
@@ -407,6 +434,7 @@ int main(void) {
   test_caps();
   test_seeds();
   test_check();
+  test_burst();
   test_length();
   return CHECK_DONE();
 }

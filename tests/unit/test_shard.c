@@ -150,6 +150,64 @@ static void test_stage_merge(void) {
   im_hist_cleanup(&b.receive_lag);
 }
 
+/* The host probe's figures: stages.jsonl's end event carries them and the
+ * reader gives them back (counts by bound, stalls in order); an end event
+ * without them (directories of older versions) reads as not measured; the
+ * probes of two processes add, their stalls on the common clock. */
+static void test_host(void) {
+  struct im_hostlat h;
+  im_hostlat_init(&h, 2000000);
+  im_hostlat_add(&h, 1000, 0);
+  im_hostlat_add(&h, 2000, 1500000);  /* late, not a stall */
+  im_hostlat_add(&h, 9000, 4000000);  /* a stall */
+  struct im_client_counters k = {.scheduled = 1, .dispatched = 1};
+  json_t *end = im_rundir_end_json(0, 10000, false, &k, 1, "", NULL, 0);
+  CHECK(end != NULL);
+  CHECK_EQ(json_object_set_new(end, "host", im_rundir_host_json(&h)), 0);
+  struct im_rundir rd = {0};
+  CHECK_EQ(im_rundir_apply_event(&rd, end), 0);
+  CHECK_EQ(rd.n_st, 1);
+  const struct im_rundir_stage *s = &rd.st[0];
+  CHECK(s->has_host);
+  CHECK_EQ(s->host.period_ns, 2000000);
+  CHECK_EQ(s->host.wakes, 3);
+  CHECK_EQ(im_hostlat_late(&s->host), 2);
+  CHECK_EQ(s->host.max_ns, 4000000);
+  CHECK_EQ(s->host.n_stalls, 1);
+  CHECK_EQ(s->host.stalls_total, 1);
+  CHECK_EQ(s->host.stalls[0].t, 9000);
+  CHECK_EQ(im_hostlat_stall_within(&s->host, 5000, 6000), 4000000); /* held off 5000..9000 */
+  CHECK_EQ(im_hostlat_stall_within(&s->host, 9001, 20000), 0);
+  for (int i = 0; i < IM_HOSTLAT_NBOUNDS; i++)
+    CHECK_EQ(s->host.over[i], h.over[i]);
+  /* An end event of an older version: not measured. */
+  json_object_del(end, "host");
+  CHECK_EQ(im_rundir_apply_event(&rd, end), 0);
+  CHECK(!rd.st[0].has_host);
+  CHECK_EQ(rd.st[0].host.wakes, 0);
+  /* Two processes: counts add, the second's stall moved by its offset. */
+  struct im_rundir_stage a = {0}, b = {0}, m = {0};
+  a.started = b.started = a.ended = b.ended = true;
+  a.has_host = b.has_host = true;
+  a.host = h;
+  im_hostlat_init(&b.host, 2000000);
+  im_hostlat_add(&b.host, 500, 3000000);
+  CHECK_OK(im_rundir_stage_merge(&m, &a, 0, 0));
+  CHECK_OK(im_rundir_stage_merge(&m, &b, 100, 1));
+  CHECK(m.has_host);
+  CHECK_EQ(m.host.wakes, 4);
+  CHECK_EQ(m.host.n_stalls, 2);
+  CHECK_EQ(m.host.stalls[0].t, 600);
+  CHECK_EQ(m.host.stalls[1].t, 9000);
+  /* Written back as one directory's end event, read the same. */
+  CHECK(m.host.stalls != a.host.stalls);
+  im_rundir_stage_cleanup(&m);
+  im_hostlat_cleanup(&b.host);
+  im_hostlat_cleanup(&h);
+  json_decref(end);
+  im_rundir_free(&rd);
+}
+
 static void test_clock(void) {
   struct im_valid_check c;
   struct im_clock_shard s[2] = {{.index = 0, .measured = true},
@@ -174,6 +232,7 @@ int main(void) {
   test_parse();
   test_thin();
   test_stage_merge();
+  test_host();
   test_clock();
   return CHECK_DONE();
 }
