@@ -74,13 +74,14 @@ static int stalls(json_t *a, const struct im_tokens *t) {
                                          "placed by token index (tokens before it ended) and "
                                          "context (prompt + that index); time-aligned when stalls "
                                          "of at least two other requests end within "
-                                         "align_tolerance_ms of it; peak_position: the median "
-                                         "index of the densest 5-token window of indices, "
-                                         "peak_stalls the stalls within 2 tokens of it, "
-                                         "peak_spread their largest distance; by_index: counts "
-                                         "by index in bins of index_width tokens (the last bin "
-                                         "takes every index beyond 64 bins), by_position: the "
-                                         "same in bins of position_width"));
+                                         "align_tolerance_ms of it")) ||
+         json_object_set_new(o, "localisation_definition",
+                             json_string("peak_position: the median index of the densest 5-token "
+                                         "window of stall indices; peak_stalls: the stalls within "
+                                         "2 tokens of it; peak_spread: their largest distance to "
+                                         "it; by_index: stalls by index in bins of index_width "
+                                         "tokens (the last bin takes every index beyond 64 bins); "
+                                         "by_position: the same in bins of position_width"));
 }
 
 /* analysis.probes: present only when probes were sent (--probe-rate). */
