@@ -12,7 +12,8 @@
 static const char *const cause_names[IM_CAUSE_RULES_ + 1] = {
     "temperature_overload", "top_p_collapse",       "queueing",
     "kv_pressure",          "client_saturation",    "connection_churn",
-    "server_stall",         "prefill_interference", "unexplained"};
+    "server_stall",         "prefill_interference", "host_noise",
+    "unexplained"};
 
 const char *im_cause_name(enum im_cause c) {
   return (unsigned)c <= IM_CAUSE_RULES_ ? cause_names[c] : "?";
@@ -30,6 +31,7 @@ struct req {
   const struct im_record *r;
   double v[IM_SLO_ALL]; /* ms: TTFT, TPOT, E2EL, as summary.c's SLO check */
   bool stalled;         /* holds a stall */
+  double stall_ms;      /* its stalls' time beyond its median gap */
 };
 
 /* A stall: the gap [t0, t1] (run-relative ns) of request `req`. */
@@ -139,6 +141,7 @@ static enum im_err stalls_of(struct ctx *c, size_t i, int64_t *g, int64_t *sorte
     if (!((double)g[j] > k * (double)med))
       continue;
     c->req[i].stalled = true;
+    c->req[i].stall_ms += (double)(g[j] - med) / 1e6;
     enum im_err err = push_gap(c, (struct gap){r->t_start + (int64_t)r->chunk_us[j] * 1000,
                                                r->t_start + (int64_t)r->chunk_us[j + 1] * 1000, i});
     if (err)
@@ -314,12 +317,31 @@ static void check_temperature(const struct ctx *c, const struct slo_view *s,
     fig(ck, "hot_entropy_mean", h_hot);
     fig(ck, "cold_entropy_mean", h_cold);
   }
-  bool fires = o_hot > 0 && p_hot >= IM_CAUSE_TEMP_RATIO * p_cold && out_hot > out_cold;
+  /* Against chance: were the thirds alike, each of their violations would
+   * fall in the hottest with probability 1/2. */
+  double p = o_hot ? im_stats_binom_sf((int64_t)o_hot, (int64_t)(o_hot + o_cold), 0.5) : 1.0;
+  /* Lengths carry it: the violating requests answered longer than the
+   * others (a TTFT is not lengthened by the answer: not asked there). */
+  double len_v = 0, len_o = 0;
+  uint64_t nv = 0, no = 0;
+  for (size_t i = 0; i < c->n; i++)
+    if (over(c, s, i))
+      len_v += c->req[i].r->output_tokens, nv++;
+    else
+      len_o += c->req[i].r->output_tokens, no++;
+  len_v = nv ? len_v / (double)nv : NAN;
+  len_o = no ? len_o / (double)no : 0.0;
+  fig(ck, "p_value", p);
+  fig(ck, "violating_output_tokens_mean", len_v);
+  bool longer = s->k == IM_SLO_TTFT || len_v > len_o;
+  bool fires = o_hot > 0 && ck->score >= IM_CAUSE_TEMP_RATIO && p < IM_CAUSE_TEMP_P &&
+               out_hot > out_cold && longer;
   verdict(ck, fires ? IM_CAUSE_FIRED : IM_CAUSE_NOT_FIRED,
           "%.0f%% of the hottest third (T >= %.3g) over the limit against %.0f%% of the coldest "
-          "(T <= %.3g): ratio %.2f (fires at >= %.0f); mean output %.0f against %.0f tokens",
+          "(T <= %.3g): ratio %.2f (fires at >= %.0f), P = %.3g against chance (fires below "
+          "%.2f); mean output %.0f against %.0f tokens, %.0f in violating requests against %.0f",
           100 * p_hot, t[m - n3].t, 100 * p_cold, t[n3 - 1].t, ck->score, IM_CAUSE_TEMP_RATIO,
-          out_hot, out_cold);
+          p, IM_CAUSE_TEMP_P, out_hot, out_cold, len_v, len_o);
   free(t);
 }
 
@@ -356,13 +378,25 @@ static void check_top_p(const struct ctx *c, const struct slo_view *s, const str
     return;
   }
   ck->score = rep_over / IM_CAUSE_REPETITION;
-  bool bimodal = o->bimodality > IM_CAUSE_BIMODAL;
-  bool fires = rep_over > IM_CAUSE_REPETITION && bimodal;
+  /* Two groups: looping answers run to max_tokens, the others end. Said
+   * by the values' bimodality, or directly by the finish reasons (a
+   * sample dominated by the loops is not bimodal by its moments). */
+  uint64_t loops = 0;
+  for (size_t i = 0; i < c->n; i++) {
+    const struct im_record *r = c->req[i].r;
+    loops += over(c, s, i) && !r->ignore_eos && !strcmp(r->finish_reason, "length");
+  }
+  double loop_share = s->over ? (double)loops / (double)s->over : NAN;
+  fig(ck, "over_limit_share_at_max_tokens", loop_share);
+  bool bimodal = o->bimodality > IM_CAUSE_BIMODAL, ran_out = loop_share >= IM_CAUSE_LOOP_SHARE;
+  bool fires = rep_over > IM_CAUSE_REPETITION && (bimodal || ran_out);
   verdict(ck, fires ? IM_CAUSE_FIRED : IM_CAUSE_NOT_FIRED,
           "answers over the limit repeat %.0f%% of their 4-grams (fires above %.0f%%; %.0f%% within "
-          "the limit) and the values' bimodality coefficient is %.3f (%s %.3f)",
+          "the limit); the values' bimodality coefficient is %.3f (%s %.3f) and %.0f%% of the "
+          "answers over the limit ran to max_tokens (two groups at >= %.0f%%)",
           100 * rep_over, 100 * IM_CAUSE_REPETITION, 100 * (n_within ? rep_within : 0.0),
-          o->bimodality, bimodal ? "above" : "not above", IM_CAUSE_BIMODAL);
+          o->bimodality, bimodal ? "above" : "not above", IM_CAUSE_BIMODAL, 100 * loop_share,
+          100 * IM_CAUSE_LOOP_SHARE);
 }
 
 /* The first sample of src at or after t_s (s; n_series when none), or
@@ -453,17 +487,20 @@ static void check_queueing(const struct ctx *c, const struct slo_view *s,
           n_o ? "" : " (none met the limit)", IM_CAUSE_ITL_FLAT);
 }
 
-/* Whether the samples overlapping [t0, t1] (s) show KV pressure. */
-static bool kv_pressed(const struct im_server_source_figs *src, double t0, double t1) {
+/* Whether the samples overlapping [t0, t1] (s) show KV pressure; *preempted:
+ * whether preemptions rose over them. */
+static bool kv_pressed(const struct im_server_source_figs *src, double t0, double t1,
+                       bool *preempted) {
   size_t a = sample_from(src, t0, true), b = sample_from(src, t1, false);
   a = a ? a - 1 : 0;                             /* the last at or before t0 */
   b = b < src->n_series ? b : src->n_series - 1; /* the first at or after t1 */
   if (b < a)
     b = a;
+  *preempted = src->series[b].preemptions > src->series[a].preemptions;
   for (size_t j = a; j <= b; j++)
     if (src->series[j].kv_cache_usage >= IM_CAUSE_KV_USAGE)
       return true;
-  return src->series[b].preemptions > src->series[a].preemptions;
+  return *preempted;
 }
 
 static void check_kv(const struct ctx *c, const struct slo_view *s, struct im_cause_check *ck) {
@@ -471,13 +508,15 @@ static void check_kv(const struct ctx *c, const struct slo_view *s, struct im_ca
     verdict(ck, IM_CAUSE_NOT_APPLICABLE, "no server samples (KV usage and preemptions)");
     return;
   }
-  uint64_t pv = 0, po = 0, no = 0;
+  uint64_t pv = 0, po = 0, no = 0, pre_v = 0;
   for (size_t i = 0; i < c->n; i++) {
     const struct im_record *r = c->req[i].r;
+    bool preempted;
     bool p = kv_pressed(c->src, (double)r->t_start / 1e9,
-                        (double)(r->t_end >= r->t_last ? r->t_end : r->t_last) / 1e9);
+                        (double)(r->t_end >= r->t_last ? r->t_end : r->t_last) / 1e9, &preempted);
     if (over(c, s, i)) {
       pv += p;
+      pre_v += preempted;
     } else {
       po += p;
       no++;
@@ -490,11 +529,19 @@ static void check_kv(const struct ctx *c, const struct slo_view *s, struct im_ca
   fig(ck, "others_share_pressed", so);
   fig(ck, "kv_cache_usage_max", c->src->kv_cache_usage_max);
   fig(ck, "preemptions", c->src->preemptions);
-  bool fires = sv >= IM_CAUSE_KV_SHARE && sv >= IM_CAUSE_KV_CONTRAST * so;
+  /* A full cache all the time explains nothing by itself (the contrast);
+   * preemptions during the violating requests do: a preempted sequence
+   * waits and is computed again, whatever the others went through. */
+  double sp = s->over ? (double)pre_v / (double)s->over : NAN;
+  fig(ck, "violating_share_preempted", sp);
+  bool fires = (sv >= IM_CAUSE_KV_SHARE && sv >= IM_CAUSE_KV_CONTRAST * so) ||
+               sp >= IM_CAUSE_KV_SHARE;
   verdict(ck, fires ? IM_CAUSE_FIRED : IM_CAUSE_NOT_FIRED,
           "%.0f%% of violating requests ran while preemptions rose or KV usage reached %.2f, "
-          "against %.0f%% of the others (fires at >= %.0f%% and >= %.0fx)",
-          100 * sv, IM_CAUSE_KV_USAGE, 100 * so, 100 * IM_CAUSE_KV_SHARE, IM_CAUSE_KV_CONTRAST);
+          "against %.0f%% of the others (fires at >= %.0f%% and >= %.0fx); preemptions rose "
+          "during %.0f%% of them (fires at >= %.0f%%)",
+          100 * sv, IM_CAUSE_KV_USAGE, 100 * so, 100 * IM_CAUSE_KV_SHARE, IM_CAUSE_KV_CONTRAST,
+          100 * sp, 100 * IM_CAUSE_KV_SHARE);
 }
 
 static void check_client(const struct ctx *c, struct im_cause_check *ck) {
@@ -553,6 +600,43 @@ static double stalled_share(const struct ctx *c, const struct slo_view *s, bool 
   return n ? (double)st / (double)n : NAN;
 }
 
+/* What a delay of request q (ms, the part of its SLO value it added) is
+ * for the SLO: its stalls' time beyond the median gap, or the host's part
+ * of its late reads (record/record.h). */
+static double stall_delay(const struct req *q, enum im_slo_kind k) {
+  uint32_t n = q->r->output_tokens;
+  return k == IM_SLO_E2EL ? q->stall_ms : k == IM_SLO_TPOT && n >= 2 ? q->stall_ms / (n - 1) : 0.0;
+}
+
+static double host_ms(int32_t all_us, int32_t client_us) {
+  return all_us > 0 && client_us >= 0 && all_us > client_us ? (all_us - client_us) / 1e3 : 0.0;
+}
+
+static double host_delay(const struct req *q, enum im_slo_kind k) {
+  const struct im_record *r = q->r;
+  double first = host_ms(r->read_first_us, r->read_first_client_us);
+  double last = host_ms(r->read_last_us, r->read_last_client_us);
+  if (k == IM_SLO_TTFT)
+    return first;
+  if (k == IM_SLO_E2EL)
+    return last;
+  return r->output_tokens >= 2 && last > first ? (last - first) / (r->output_tokens - 1) : 0.0;
+}
+
+/* The share of the violating requests that their delay alone put over the
+ * limit (value - delay <= L): the delay carries the violation, by the same
+ * limit-relative measure for every cause. NaN without a violation. */
+static double carried(const struct ctx *c, const struct slo_view *s,
+                      double (*delay)(const struct req *, enum im_slo_kind)) {
+  uint64_t n = 0, k = 0;
+  for (size_t i = 0; i < c->n; i++)
+    if (over(c, s, i)) {
+      n++;
+      k += c->req[i].v[s->k] - delay(&c->req[i], s->k) <= s->lim;
+    }
+  return n ? (double)k / (double)n : NAN;
+}
+
 static void check_stall(const struct ctx *c, const struct slo_view *s, struct im_cause_check *ck) {
   const struct im_tokens *t = &c->in->f->tokens;
   if (s->k == IM_SLO_TTFT) {
@@ -569,12 +653,16 @@ static void check_stall(const struct ctx *c, const struct slo_view *s, struct im
     verdict(ck, IM_CAUSE_NOT_FIRED, "no stall in the stage");
     return;
   }
-  bool fires = t->aligned_share >= IM_CAUSE_STALL_ALIGNED && sv >= IM_CAUSE_STALL_SHARE;
+  double cs = carried(c, s, stall_delay);
+  fig(ck, "violating_share_carried", cs);
+  bool fires = t->aligned_share >= IM_CAUSE_STALL_ALIGNED && sv >= IM_CAUSE_STALL_SHARE &&
+               cs >= IM_CAUSE_CARRY_SHARE;
   verdict(ck, fires ? IM_CAUSE_FIRED : IM_CAUSE_NOT_FIRED,
           "%llu stalls, %.0f%% time-aligned (fires at >= %.0f%%); %.0f%% of violating requests "
-          "hold a stall (fires at >= %.0f%%)",
+          "hold a stall (fires at >= %.0f%%); without their stalls %.0f%% would meet the limit "
+          "(fires at >= %.0f%%)",
           (unsigned long long)t->stalls, 100 * t->aligned_share, 100 * IM_CAUSE_STALL_ALIGNED,
-          100 * sv, 100 * IM_CAUSE_STALL_SHARE);
+          100 * sv, 100 * IM_CAUSE_STALL_SHARE, 100 * cs, 100 * IM_CAUSE_CARRY_SHARE);
 }
 
 static void check_prefill(const struct ctx *c, const struct slo_view *s,
@@ -601,13 +689,62 @@ static void check_prefill(const struct ctx *c, const struct slo_view *s,
     verdict(ck, IM_CAUSE_NOT_FIRED, "no stall inside a violating request");
     return;
   }
-  bool fires = share >= IM_CAUSE_PREFILL_SHARE && p < IM_CAUSE_PREFILL_P;
+  double cs = carried(c, s, stall_delay);
+  fig(ck, "violating_share_carried", cs);
+  bool fires = share >= IM_CAUSE_PREFILL_SHARE && p < IM_CAUSE_PREFILL_P &&
+               cs >= IM_CAUSE_CARRY_SHARE;
   verdict(ck, fires ? IM_CAUSE_FIRED : IM_CAUSE_NOT_FIRED,
           "%.0f%% of %llu stalls in violating requests began during another request's prefill "
           "(fires at >= %.0f%%), against %.0f%% of the time covered by prefills: P = %.3g "
-          "(fires below %.2f)",
+          "(fires below %.2f); without their stalls %.0f%% of violating requests would meet the "
+          "limit (fires at >= %.0f%%)",
           100 * share, (unsigned long long)n, 100 * IM_CAUSE_PREFILL_SHARE, 100 * c->pre_cover, p,
-          IM_CAUSE_PREFILL_P);
+          IM_CAUSE_PREFILL_P, 100 * cs, 100 * IM_CAUSE_CARRY_SHARE);
+}
+
+/* Host noise: the host's part of the late reads that ended the SLO's
+ * values (the first token's read for TTFT, the last's for E2E, their
+ * difference per token for TPOT; record/record.h). It is a cause only when
+ * it carries the violation by the rule every delay meets (at least half the
+ * violating requests within the limit without it); otherwise its share of
+ * the violations' excess over the limit is reported beside the causes. */
+static void check_host(const struct ctx *c, const struct slo_view *s, struct im_cause_check *ck) {
+  double excess = 0, host = 0, worst = 0;
+  uint64_t measured = 0, n = 0;
+  for (size_t i = 0; i < c->n; i++) {
+    const struct im_record *r = c->req[i].r;
+    if (!over(c, s, i))
+      continue;
+    n++;
+    if (r->read_first_client_us < 0 || r->read_last_client_us < 0)
+      continue;
+    measured++;
+    double e = c->req[i].v[s->k] - s->lim, h = host_delay(&c->req[i], s->k);
+    excess += e;
+    host += h < e ? h : e;
+    worst = h > worst ? h : worst;
+  }
+  const struct im_client_check *k = &c->in->f->check;
+  fig(ck, "host_share_of_excess", excess > 0 ? host / excess : NAN);
+  fig(ck, "host_lag_max_ms", measured ? worst : NAN);
+  fig(ck, "late_dispatches_host", (double)k->lag_late_host);
+  fig(ck, "probe_late_share",
+      k->host_wakes ? (double)k->host_late / (double)k->host_wakes : NAN);
+  if (!measured) {
+    verdict(ck, IM_CAUSE_NOT_APPLICABLE,
+            n ? "the records do not say who was late (other tools, older versions)"
+              : "no completed request is over the limit");
+    return;
+  }
+  double cs = carried(c, s, host_delay);
+  ck->score = excess > 0 ? host / excess : 0.0;
+  fig(ck, "violating_share_carried", cs);
+  bool fires = cs >= IM_CAUSE_CARRY_SHARE;
+  verdict(ck, fires ? IM_CAUSE_FIRED : IM_CAUSE_NOT_FIRED,
+          "the host's late reads are %.1f%% of the violations' excess over the limit (at most "
+          "%.3g ms in a request); without them %.0f%% of violating requests would meet it (a "
+          "cause at >= %.0f%%)",
+          100 * ck->score, worst, 100 * cs, 100 * IM_CAUSE_CARRY_SHARE);
 }
 
 /* ---- one violated SLO */
@@ -617,7 +754,21 @@ static void check_prefill(const struct ctx *c, const struct slo_view *s,
  * their [t_start, t_first)) and of an engine stall (every prefill under
  * way is held up with the decodes): prefill interference is then not
  * reported as a cause of its own. */
+static void explained_by(struct im_cause_slo *o, enum im_cause what, enum im_cause by) {
+  struct im_cause_check *ck = &o->checks[what];
+  if (ck->status != IM_CAUSE_FIRED || o->checks[by].status != IM_CAUSE_FIRED)
+    return;
+  char was[sizeof ck->why];
+  memcpy(was, ck->why, sizeof was);
+  verdict(ck, IM_CAUSE_NOT_FIRED, "explained by %s, which fired: %s", im_cause_name(by), was);
+}
+
 static void precedence(struct im_cause_slo *o) {
+  /* Late reads of a busy host look like stalls of every stream at once. */
+  explained_by(o, IM_CAUSE_SERVER_STALL, IM_CAUSE_HOST_NOISE);
+  explained_by(o, IM_CAUSE_PREFILL_INTERFERENCE, IM_CAUSE_HOST_NOISE);
+  /* Preempted sequences stall together when the cache runs out. */
+  explained_by(o, IM_CAUSE_SERVER_STALL, IM_CAUSE_KV_PRESSURE);
   struct im_cause_check *pf = &o->checks[IM_CAUSE_PREFILL_INTERFERENCE];
   enum im_cause by = o->checks[IM_CAUSE_KV_PRESSURE].status == IM_CAUSE_FIRED
                          ? IM_CAUSE_KV_PRESSURE
@@ -656,6 +807,7 @@ static void explain(const struct ctx *c, enum im_slo_kind k, double lim, double 
   check_churn(c, &s, &o->checks[IM_CAUSE_CONNECTION_CHURN]);
   check_stall(c, &s, &o->checks[IM_CAUSE_SERVER_STALL]);
   check_prefill(c, &s, &o->checks[IM_CAUSE_PREFILL_INTERFERENCE]);
+  check_host(c, &s, &o->checks[IM_CAUSE_HOST_NOISE]);
   precedence(o);
   for (int r = 0; r < IM_CAUSE_RULES_; r++) {
     struct im_cause_check *ck = &o->checks[r];

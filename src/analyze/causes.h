@@ -62,7 +62,7 @@
 #include "analyze/stage.h"
 
 /* Thresholds (docs/audit.md "Root causes", docs/metrics.md §7). */
-#define IM_CAUSE_TEMP_RATIO 3.0      /* hottest third's violation share over the coldest's */
+#define IM_CAUSE_TEMP_RATIO 2.0      /* hottest third's violation share over the coldest's */
 #define IM_CAUSE_REPETITION 0.45     /* 4-gram repetition rate of the outputs */
 #define IM_CAUSE_BIMODAL (5.0 / 9.0) /* bimodality coefficient of a uniform sample */
 #define IM_CAUSE_QUEUE_R 0.5         /* Pearson r of TTFT and the waiting queue */
@@ -76,6 +76,9 @@
 #define IM_CAUSE_PREFILL_SHARE 0.5   /* stalls that began during another's prefill */
 #define IM_CAUSE_PREFILL_P 0.05      /* binomial tail against chance */
 #define IM_CAUSE_EMPTY_GROUP 0.5     /* violations credited to a group without any */
+#define IM_CAUSE_TEMP_P 0.05         /* hottest vs coldest third's violations against chance */
+#define IM_CAUSE_LOOP_SHARE 0.5      /* over-limit answers that ran to max_tokens (top-p) */
+#define IM_CAUSE_CARRY_SHARE 0.5     /* violating requests a cause's delay alone put over L */
 
 enum im_cause {
   IM_CAUSE_TEMPERATURE_OVERLOAD,
@@ -86,6 +89,7 @@ enum im_cause {
   IM_CAUSE_CONNECTION_CHURN,
   IM_CAUSE_SERVER_STALL,
   IM_CAUSE_PREFILL_INTERFERENCE,
+  IM_CAUSE_HOST_NOISE,
   IM_CAUSE_RULES_, /* the rules above; unexplained is their absence */
   IM_CAUSE_UNEXPLAINED = IM_CAUSE_RULES_
 };

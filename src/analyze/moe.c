@@ -3,6 +3,7 @@
 #include "analyze/moe.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -396,6 +397,29 @@ void im_moe_result_cleanup(struct im_moe_result *r) {
 #define SIM_IMBALANCE "infermeter_sim_expert_window_imbalance"
 #define SIM_G1 "infermeter_sim_expert_window_g1"
 #define SGL_BAL "sglang:eplb_balancedness"
+#define SIM_PICKS "infermeter_sim_expert_window_picks"
+
+double im_moe_chance_max_over_mean(double picks, uint32_t n_experts) {
+  if (!(picks > 0) || !n_experts || !isfinite(picks))
+    return NAN;
+  const double lam = picks / n_experts, e = n_experts;
+  /* Start where the mass below is negligible (12 standard deviations). */
+  double lo = floor(lam - 12 * sqrt(lam) - 5);
+  int64_t m = lo > 0 ? (int64_t)lo : 0;
+  double cdf = 0, emax = (double)m;
+  /* F(m - 1), the mass below the start, is taken as 0. */
+  /* Past the mean, stop once P(max > j) or the term is negligible (the
+   * summed mass stays a few ulps short of 1); a bound besides. */
+  for (int64_t j = m; j < m + 100000 + (int64_t)(40 * sqrt(lam)); j++) {
+    double pmf = exp((double)j * log(lam) - lam - lgamma((double)j + 1));
+    cdf += pmf;
+    double fe = pow(cdf > 1 ? 1 : cdf, e);
+    emax += 1 - fe; /* P(max > j) */
+    if ((double)j > lam && (1 - fe < 1e-9 || pmf < 1e-17))
+      break;
+  }
+  return emax / lam;
+}
 
 struct page_acc {
   struct im_moe_scrape *s;
@@ -403,6 +427,9 @@ struct page_acc {
   bool has_mom[IM_MOE_MAX_LAYERS], has_g1[IM_MOE_MAX_LAYERS];
   double sgl_sum, sgl_count;
   bool sgl;
+  double picks;
+  uint32_t experts;
+  bool has_picks;
   double frag;
   bool has_frag;
 };
@@ -422,6 +449,15 @@ static enum im_err on_sample(void *ud, const struct im_prom_sample *x) {
     } else {
       p->g1[l] = x->value;
       p->has_g1[l] = true;
+    }
+  } else if (!strcmp(x->name, SIM_PICKS) && isfinite(x->value)) {
+    const char *es = im_prom_sample_label(x, "experts");
+    char *end = NULL;
+    unsigned long ne = es ? strtoul(es, &end, 10) : 0;
+    if (es && end != es && !*end && ne > 0 && ne <= IM_MOE_MAX_EXPERTS) {
+      p->picks = x->value;
+      p->experts = (uint32_t)ne;
+      p->has_picks = true;
     }
   } else if (!strcmp(x->name, "infermeter_sim_kv_fragmentation") && isfinite(x->value)) {
     p->frag = x->value;
@@ -464,6 +500,13 @@ enum im_err im_moe_scrape_page(struct im_moe_scrape *s, const char *page, size_t
     if (busy) {
       s->source = "infermeter_sim";
       s->pages++;
+      double c = p->has_picks ? im_moe_chance_max_over_mean(p->picks, p->experts) : NAN;
+      if (!isnan(c)) {
+        s->chance_pages++;
+        s->picks_mean += p->picks;          /* sums until im_moe_scrape_finish */
+        s->chance_max_over_mean += c;
+        s->n_experts = p->experts;
+      }
       for (uint32_t l = 0; l < IM_MOE_MAX_LAYERS; l++) {
         if (!p->has_mom[l])
           continue;
@@ -499,6 +542,11 @@ size_t im_moe_scrape_finish(struct im_moe_scrape *s, double ref, uint32_t *low, 
   if (!s->source || strcmp(s->source, "infermeter_sim") || !s->pages)
     return 0;
   double np = (double)s->pages, bal = 0, g1 = 0, mom = 0;
+  s->judged_against_chance = s->chance_pages == s->pages;
+  if (s->chance_pages) {
+    s->picks_mean /= (double)s->chance_pages;
+    s->chance_max_over_mean /= (double)s->chance_pages;
+  }
   for (uint32_t l = 0; l < s->n_layers; l++) {
     s->max_over_mean[l] /= np;
     s->balancedness[l] /= np;
@@ -506,7 +554,14 @@ size_t im_moe_scrape_finish(struct im_moe_scrape *s, double ref, uint32_t *low, 
     bal += s->balancedness[l];
     g1 += s->g1[l];
     mom += s->max_over_mean[l];
-    if (s->balancedness[l] < ref && n_low < max_low)
+    if (s->balancedness[l] < s->balancedness[s->worst_layer])
+      s->worst_layer = l;
+    if (!(s->balancedness[l] < ref))
+      continue;
+    s->below_ref++;
+    bool beyond = !s->judged_against_chance ||
+                  s->max_over_mean[l] - 1 >= IM_MOE_CHANCE_FACTOR * (s->chance_max_over_mean - 1);
+    if (beyond && n_low < max_low)
       low[n_low++] = l;
   }
   if (s->n_layers) {
@@ -517,25 +572,48 @@ size_t im_moe_scrape_finish(struct im_moe_scrape *s, double ref, uint32_t *low, 
   return n_low;
 }
 
+void im_moe_scrape_summary(const struct im_moe_scrape *s, double ref, size_t n_low, char *buf,
+                           size_t len) {
+  if (!s->source) {
+    snprintf(buf, len, "not collected");
+    return;
+  }
+  char chance[160] = "";
+  if (s->judged_against_chance)
+    snprintf(chance, sizeof chance, " (uniform routing of the %.0f picks per window: %.2f)",
+             s->picks_mean, 1 / s->chance_max_over_mean);
+  else if (s->n_layers)
+    snprintf(chance, sizeof chance, " (not judged against chance: the server exports no count "
+                                    "of routed picks)");
+  if (!s->n_layers) {
+    snprintf(buf, len, "expert-load balancedness %.3f (mean over the stage)", s->balancedness_mean);
+    return;
+  }
+  if (n_low)
+    snprintf(buf, len, "%zu of %u layers skewed (balancedness below %.2f%s), worst: layer %u at "
+                       "%.2f%s",
+             n_low, s->n_layers, ref,
+             s->judged_against_chance ? ", excess over chance at least 3x" : "", s->worst_layer,
+             s->balancedness[s->worst_layer], chance);
+  else
+    snprintf(buf, len, "balancedness %.2f over %u layers, worst: layer %u at %.2f%s; none "
+                       "skewed%s",
+             s->balancedness_mean, s->n_layers, s->worst_layer, s->balancedness[s->worst_layer],
+             chance, s->below_ref ? " (its excess under 3x chance's)" : "");
+}
+
 bool im_moe_audit_check(const struct im_moe_scrape *s, double ref, const uint32_t *low,
                         size_t n_low, struct im_valid_check *c) {
+  (void)low;
   if (!s->source)
     return false;
   memset(c, 0, sizeof *c);
   c->id = "moe_balance";
   c->status = n_low ? IM_CHECK_WARN : IM_CHECK_PASS;
-  int w = snprintf(c->evidence, sizeof c->evidence, "expert-load balancedness %.3f (mean over "
-                   "%s)%s", s->balancedness_mean, s->n_layers ? "layers" : "the stage",
-                   n_low ? "; below " : "");
-  if (n_low) {
-    size_t len = w > 0 ? (size_t)w : 0;
-    len += (size_t)snprintf(c->evidence + len, sizeof c->evidence - len, "%.2f on %zu layer(s):",
-                            ref, n_low);
-    for (size_t i = 0; i < n_low && len + 12 < sizeof c->evidence; i++)
-      len += (size_t)snprintf(c->evidence + len, sizeof c->evidence - len, " %u", low[i]);
+  im_moe_scrape_summary(s, ref, n_low, c->evidence, sizeof c->evidence);
+  if (n_low)
     snprintf(c->fix, sizeof c->fix,
              "the load is skewed over the experts: report it with the figures; expert-parallel "
              "load balancing (EPLB, redundant experts) spreads it");
-  }
   return true;
 }

@@ -98,6 +98,18 @@ void im_moe_result_cleanup(struct im_moe_result *r);
 
 /* ---- what a run scraped ---------------------------------------------- */
 
+/* Skew against chance (docs/metrics.md §8). Under uniform routing, a
+ * window of N independent picks over E experts loads each expert about
+ * Poisson(N/E); im_moe_chance_max_over_mean is the expected max/mean of
+ * such a load, E[max] / (N/E) with P(max <= m) = F(m)^E (NaN when N or E is
+ * 0). A layer is skewed when its balancedness is below the reference AND
+ * its excess max/mean - 1 is at least IM_MOE_CHANCE_FACTOR times chance's
+ * (routing of real and simulated engines is stickier than independent
+ * draws: consecutive tokens of a sequence share experts, which about
+ * doubles the excess of a balanced load, bench/README.md "MoE skew"). */
+#define IM_MOE_CHANCE_FACTOR 3.0
+double im_moe_chance_max_over_mean(double picks, uint32_t n_experts);
+
 /* Per-layer load figures over a stage's scrapes. */
 struct im_moe_scrape {
   const char *source;          /* static: "infermeter_sim", "sglang" or NULL (none) */
@@ -107,6 +119,15 @@ struct im_moe_scrape {
   double balancedness[IM_MOE_MAX_LAYERS];   /* mean over pages of 1/(max/mean) (sim) */
   double g1[IM_MOE_MAX_LAYERS];             /* mean over pages (sim) */
   double balancedness_mean;    /* over layers (sim) or SGLang's summary sum/count */
+  /* Chance (sim pages carrying infermeter_sim_expert_window_picks): the
+   * window's picks and the expected max/mean of a uniform load of as many,
+   * means over the pages that had them; judged only when every page did. */
+  size_t chance_pages;
+  double picks_mean, chance_max_over_mean;
+  uint32_t n_experts;          /* the experts label of the picks gauge */
+  bool judged_against_chance;  /* set by im_moe_scrape_finish */
+  size_t below_ref;            /* layers below the reference (skewed or not) */
+  uint32_t worst_layer;        /* the lowest balancedness */
   double g1_mean, max_over_mean_mean;
   double sglang_sum0, sglang_count0; /* the first page's summary, for the delta */
   bool sglang_seen;
@@ -119,9 +140,17 @@ struct im_moe_scrape {
 void im_moe_scrape_init(struct im_moe_scrape *s);
 /* One /metrics page (Prometheus text). IM_NOMEM. */
 enum im_err im_moe_scrape_page(struct im_moe_scrape *s, const char *page, size_t len) IM_WUR;
-/* Means over the pages added; layers below `ref` balancedness are
- * written to low[] (at most max_low), their count returned. */
+/* Means over the pages added; the skewed layers (below `ref`
+ * balancedness, and beyond chance when it can be judged) are written to
+ * low[] (at most max_low), their count returned. */
 size_t im_moe_scrape_finish(struct im_moe_scrape *s, double ref, uint32_t *low, size_t max_low);
+
+/* One phrase for every renderer (JSON, terminal, the audit's evidence):
+ * "balancedness 0.62 over 58 layers (chance 0.58 for 5,700 picks per
+ * window); none skewed" or "58 of 58 layers skewed, worst: layer 0 at
+ * 0.04 (chance 0.55 ...)". */
+void im_moe_scrape_summary(const struct im_moe_scrape *s, double ref, size_t n_low, char *buf,
+                           size_t len);
 
 struct im_valid_check;
 /* The publishable audit's `moe_balance` check (docs/audit.md) of scraped

@@ -2,6 +2,7 @@
 #include "analyze/tokens.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,6 +10,16 @@ void im_tokens_config_default(struct im_tokens_config *cfg) {
   cfg->window = IM_TOKENS_DEFAULT_WINDOW;
   cfg->stride = IM_TOKENS_DEFAULT_STRIDE;
   cfg->stall_k = IM_TOKENS_DEFAULT_STALL_K;
+}
+
+void im_tokens_peak_text(const struct im_tokens *t, char *buf, size_t len) {
+  if (!t->stalls || t->peak_position < 0) {
+    snprintf(buf, len, "no stall");
+    return;
+  }
+  snprintf(buf, len, "%llu of %llu stall%s at token %lld +- %u", (unsigned long long)t->peak_stalls,
+           (unsigned long long)t->stalls, t->stalls == 1 ? "" : "s", (long long)t->peak_position,
+           t->peak_spread);
 }
 
 void im_tokens_cleanup(struct im_tokens *t) {
@@ -26,6 +37,11 @@ struct stall {
 
 static int cmp_i64(const void *a, const void *b) {
   int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
   return (x > y) - (x < y);
 }
 
@@ -68,6 +84,8 @@ static void windows_of(struct im_tokens *t, const int64_t *g, size_t n) {
 
 struct pass {
   int64_t *gaps, *scratch;  /* per request, room for the longest */
+  uint64_t *idx;            /* token index of every stall */
+  size_t n_idx, cap_idx;
   struct stall *stalls;     /* every stall */
   size_t n_stalls, cap_stalls;
   int64_t *all_gaps;        /* every gap, for the global median */
@@ -84,6 +102,19 @@ static enum im_err push_stall(struct pass *p, struct stall s) {
     p->cap_stalls = cap;
   }
   p->stalls[p->n_stalls++] = s;
+  return IM_OK;
+}
+
+static enum im_err push_idx(struct pass *p, uint64_t i) {
+  if (p->n_idx == p->cap_idx) {
+    size_t cap = p->cap_idx ? p->cap_idx * 2 : 256;
+    uint64_t *v = realloc(p->idx, cap * sizeof *v);
+    if (!v)
+      return IM_NOMEM;
+    p->idx = v;
+    p->cap_idx = cap;
+  }
+  p->idx[p->n_idx++] = i;
   return IM_OK;
 }
 
@@ -104,6 +135,8 @@ static enum im_err stalls_of(struct im_tokens *t, struct pass *p, const struct i
       any = true;
       enum im_err err = push_stall(
           p, (struct stall){r->t_start + (int64_t)r->chunk_us[chunk] * 1000, req});
+      if (!err)
+        err = push_idx(p, tokens);
       if (err)
         return err;
     }
@@ -139,6 +172,47 @@ static void align(struct im_tokens *t, struct pass *p) {
   }
 }
 
+/* The histogram's width: the smallest power of two covering `longest`
+ * tokens in IM_TOKENS_HIST_BINS bins. */
+static uint32_t hist_width(uint64_t longest) {
+  uint32_t w = 1;
+  while ((uint64_t)w * IM_TOKENS_HIST_BINS < longest && w < (UINT32_C(1) << 30))
+    w *= 2;
+  return w;
+}
+
+/* Where the stalls cluster: over the sorted indices, the window
+ * [v, v + 2 tol] holding the most (ties: the earliest); peak_position is the
+ * median index inside it (lower median), peak_stalls those within +-tol of
+ * that index, peak_spread their largest distance to it. */
+static void localise(struct im_tokens *t, uint64_t *v, size_t n) {
+  qsort(v, n, sizeof *v, cmp_u64);
+  size_t best_lo = 0, best_n = 0;
+  for (size_t lo = 0, hi = 0; lo < n; lo++) {
+    if (hi < lo)
+      hi = lo;
+    while (hi < n && v[hi] <= v[lo] + 2 * IM_TOKENS_PEAK_TOL)
+      hi++;
+    if (hi - lo > best_n) {
+      best_n = hi - lo;
+      best_lo = lo;
+    }
+  }
+  uint64_t peak = v[best_lo + (best_n - 1) / 2];
+  t->peak_position = (int64_t)peak;
+  for (size_t i = 0; i < n; i++) {
+    uint64_t d = v[i] > peak ? v[i] - peak : peak - v[i];
+    if (d > IM_TOKENS_PEAK_TOL)
+      continue;
+    t->peak_stalls++;
+    t->peak_spread = (uint32_t)d > t->peak_spread ? (uint32_t)d : t->peak_spread;
+  }
+  for (size_t i = 0; i < n; i++) {
+    uint64_t b = v[i] / t->hist_width;
+    t->by_index[b < IM_TOKENS_HIST_BINS ? b : IM_TOKENS_HIST_BINS]++;
+  }
+}
+
 enum im_err im_tokens_compute(const struct im_population *pop, const struct im_tokens_config *cfg,
                               struct im_tokens *t) {
   memset(t, 0, sizeof *t);
@@ -150,12 +224,17 @@ enum im_err im_tokens_compute(const struct im_population *pop, const struct im_t
   struct pass p;
   memset(&p, 0, sizeof p);
   size_t longest = 1, total = 1;
+  uint64_t longest_out = 1;
   for (size_t i = 0; i < pop->n_req; i++)
     if (pop->req[i].outcome == IM_OUTCOME_COMPLETED) {
-      uint32_t n = pop->req[i].final->n_chunks;
+      const struct im_record *r = pop->req[i].final;
+      uint32_t n = r->n_chunks;
       longest = n > longest ? n : longest;
       total += n;
+      uint64_t out = r->output_tokens > n ? r->output_tokens : n;
+      longest_out = out > longest_out ? out : longest_out;
     }
+  t->hist_width = hist_width(longest_out);
   enum im_err err = IM_NOMEM;
   if (im_hist_init_default(&t->win_mean) || im_hist_init_default(&t->win_max) ||
       !(p.gaps = malloc(longest * sizeof *p.gaps)) ||
@@ -185,16 +264,14 @@ enum im_err im_tokens_compute(const struct im_population *pop, const struct im_t
   align(t, &p);
   if (t->stalls) {
     t->aligned_share = (double)t->aligned / (double)t->stalls;
-    size_t best = 0;
-    for (size_t b = 1; b < IM_TOKENS_POS_BUCKETS; b++)
-      best = t->by_position[b] > t->by_position[best] ? b : best;
-    t->peak_position = (int64_t)best * IM_TOKENS_POS_WIDTH;
+    localise(t, p.idx, p.n_idx);
   }
   err = IM_OK;
 out:
   free(p.gaps);
   free(p.scratch);
   free(p.stalls);
+  free(p.idx);
   free(p.all_gaps);
   if (err)
     im_tokens_cleanup(t);

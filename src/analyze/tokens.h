@@ -10,7 +10,12 @@
  * A stall is a gap longer than k times its own request's median gap
  * (k = 5). Each stall is placed by its token index (tokens received before
  * the gap ends), the context length there (prompt tokens + that index) and
- * its time (the arrival that ends it). A stall is time-aligned when stalls
+ * its time (the arrival that ends it). Localisation: the exact index the
+ * stalls cluster at (peak_position: the median index of the densest
+ * +-IM_TOKENS_PEAK_TOL window of indices), how many lie within that window
+ * of it and their spread; a histogram by index whose width follows the
+ * longest output (a power of two, at most IM_TOKENS_HIST_BINS bins), beside
+ * the 64-token buckets of results.json v1. A stall is time-aligned when stalls
  * of at least two other requests end within +-tol of it, tol = max(2 ms,
  * 10 % of the median gap over all requests): a server-wide hiccup stalls
  * every stream at once, a per-request stall (a KV block boundary, a
@@ -39,6 +44,11 @@
  * every index beyond. */
 #define IM_TOKENS_POS_WIDTH 64
 #define IM_TOKENS_POS_BUCKETS 512
+/* Localisation: stalls within +-this many tokens of an index cluster at it. */
+#define IM_TOKENS_PEAK_TOL 2
+/* The histogram by index: its width is the smallest power of two that
+ * covers the longest output in this many bins. */
+#define IM_TOKENS_HIST_BINS 64
 
 struct im_tokens_config {
   uint32_t window;   /* w >= 1 */
@@ -55,7 +65,11 @@ struct im_tokens {
   int64_t median_gap_ns;            /* over every gap; 0 without gaps */
   uint64_t stalls, stalled_requests;
   uint64_t by_position[IM_TOKENS_POS_BUCKETS]; /* bucket i: [i*W, (i+1)*W) tokens */
-  int64_t peak_position;            /* start index of the fullest bucket; -1 without stalls */
+  int64_t peak_position;            /* the index the stalls cluster at; -1 without stalls */
+  uint64_t peak_stalls;             /* stalls within +-IM_TOKENS_PEAK_TOL of peak_position */
+  uint32_t peak_spread;             /* the largest |index - peak_position| among them */
+  uint32_t hist_width;              /* tokens per bin of by_index (>= 1) */
+  uint64_t by_index[IM_TOKENS_HIST_BINS + 1]; /* bin i: [i*width, (i+1)*width); the last: beyond */
   uint64_t by_context[IM_CTX_BUCKETS];
   int64_t align_tol_ns;
   uint64_t aligned;                 /* stalls aligned with >= 2 other requests' */
@@ -67,6 +81,9 @@ void im_tokens_config_default(struct im_tokens_config *cfg);
  * empty (cleanup is safe). */
 enum im_err im_tokens_compute(const struct im_population *pop, const struct im_tokens_config *cfg,
                               struct im_tokens *t) IM_WUR;
+/* Where the stalls cluster, one phrase for every renderer: "52 of 60
+ * stalls at token 50 +- 1" ("no stall" without any). */
+void im_tokens_peak_text(const struct im_tokens *t, char *buf, size_t len);
 /* Frees the histograms; NULL-safe. */
 void im_tokens_cleanup(struct im_tokens *t);
 

@@ -298,20 +298,31 @@ static void check_effective(const struct im_validity_input *in, struct im_validi
                                "are not user work");
 }
 
+/* Churn is the connections opened beyond those the simultaneous requests
+ * needed: N requests in flight at once hold N connections, which is reuse
+ * at its best, not churn. */
 static void check_connections(const struct im_validity_input *in, struct im_validity *v) {
   uint64_t attempts = in->f->pop.n_attempts;
-  double share = attempts ? (double)in->connections_opened / (double)attempts : 0.0;
-  bool churn = attempts >= 10 && share >= IM_VALID_NEW_CONN_SHARE;
+  uint64_t needed = in->f->sum.concurrency_max;
+  uint64_t extra = in->connections_opened > needed ? in->connections_opened - needed : 0;
+  uint64_t beyond = attempts > needed ? attempts - needed : 0;
+  double share = beyond ? (double)extra / (double)beyond : 0.0;
+  bool churn = beyond >= 10 && share >= IM_VALID_NEW_CONN_SHARE;
   bool tw = in->time_wait_growing;
   struct im_valid_check *c = add(v, "connections", churn || tw ? IM_CHECK_WARN : IM_CHECK_PASS);
-  say(c->evidence, sizeof c->evidence, "%llu connections opened for %llu attempts",
-      (unsigned long long)in->connections_opened, (unsigned long long)attempts);
+  say(c->evidence, sizeof c->evidence,
+      "%llu connections opened for %llu attempts, %llu in flight at most (%llu opened beyond "
+      "those)",
+      (unsigned long long)in->connections_opened, (unsigned long long)attempts,
+      (unsigned long long)needed, (unsigned long long)extra);
   if (!isnan(in->time_wait_slope))
     say(c->evidence, sizeof c->evidence, "; TIME_WAIT %+.1f sockets/s", in->time_wait_slope);
   if (churn || tw)
-    say(c->fix, sizeof c->fix, "connections are not reused: keep them alive (--keepalive on, "
-                               "and a server that does not send Connection: close); connect "
-                               "time is inside TTFT");
+    say(c->fix, sizeof c->fix,
+        "connections are not reused: infermeter closes a connection only under --keepalive "
+        "off (then: --keepalive on); otherwise the server closed it after each response "
+        "(Connection: close, or a close after the stream while announcing keep-alive): "
+        "configure its keep-alive; connect time is inside TTFT");
 }
 
 /* Requests the client abandoned must leave the server (docs/agents.md

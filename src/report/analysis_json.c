@@ -44,6 +44,21 @@ static int stalls(json_t *a, const struct im_tokens *t) {
   for (int k = 0; k < IM_CTX_BUCKETS; k++)
     json_array_append_new(ctx, json_pack("{s:s, s:I}", "bucket", im_breakdown_bucket_name(k),
                                          "count", (json_int_t)t->by_context[k]));
+  json_t *idx = json_array();
+  if (!idx || json_object_set_new(o, "by_index", idx))
+    return -1;
+  for (size_t b = 0; b <= IM_TOKENS_HIST_BINS; b++)
+    if (t->by_index[b])
+      json_array_append_new(idx, json_pack("[I, I]", (json_int_t)(b * t->hist_width),
+                                           (json_int_t)t->by_index[b]));
+  char where[96];
+  im_tokens_peak_text(t, where, sizeof where);
+  if (im_jw_uint(o, "index_width", t->hist_width) ||
+      im_jw_uint(o, "peak_stalls", t->peak_stalls) ||
+      json_object_set_new(o, "peak_spread",
+                          t->stalls ? json_integer(t->peak_spread) : json_null()) ||
+      json_object_set_new(o, "localisation", json_string(where)))
+    return -1;
   return im_jw_num(o, "k", t->cfg.stall_k, NULL) || im_jw_uint(o, "count", t->stalls) ||
          im_jw_uint(o, "stalled_requests", t->stalled_requests) ||
          im_jw_uint(o, "position_width", IM_TOKENS_POS_WIDTH) ||
@@ -59,7 +74,14 @@ static int stalls(json_t *a, const struct im_tokens *t) {
                                          "placed by token index (tokens before it ended) and "
                                          "context (prompt + that index); time-aligned when stalls "
                                          "of at least two other requests end within "
-                                         "align_tolerance_ms of it"));
+                                         "align_tolerance_ms of it")) ||
+         json_object_set_new(o, "localisation_definition",
+                             json_string("peak_position: the median index of the densest 5-token "
+                                         "window of stall indices; peak_stalls: the stalls within "
+                                         "2 tokens of it; peak_spread: their largest distance to "
+                                         "it; by_index: stalls by index in bins of index_width "
+                                         "tokens (the last bin takes every index beyond 64 bins); "
+                                         "by_position: the same in bins of position_width"));
 }
 
 /* analysis.probes: present only when probes were sent (--probe-rate). */
@@ -143,11 +165,13 @@ void im_analysis_text(FILE *o, const struct im_stage_figures *f, const struct im
   two(o, label, &t->win_mean);
   snprintf(label, sizeof label, "%u-gap window max, p50 / p99 (ms):", t->cfg.window);
   two(o, label, &t->win_max);
+  char where[96];
+  im_tokens_peak_text(t, where, sizeof where);
   if (t->stalls)
-    fprintf(o, "Stalls (gap > %g x request median):     %llu in %llu requests, most from token "
-               "%lld, %.0f%% time-aligned\n",
-            t->cfg.stall_k, (unsigned long long)t->stalls, (unsigned long long)t->stalled_requests,
-            (long long)t->peak_position, 100.0 * t->aligned_share);
+    fprintf(o, "Stalls (gap > %g x request median):     %s, in %llu requests, %.0f%% "
+               "time-aligned\n",
+            t->cfg.stall_k, where, (unsigned long long)t->stalled_requests,
+            100.0 * t->aligned_share);
   else
     fprintf(o, "Stalls (gap > %g x request median):     none\n", t->cfg.stall_k);
   const struct im_probes *p = &f->probes;

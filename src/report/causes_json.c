@@ -89,6 +89,14 @@ enum im_err im_causes_json(const struct im_causes *c, json_t *dst) {
   return IM_OK;
 }
 
+/* Host noise that is not a cause still has its share said, once, in the
+ * rule's own words. */
+static void host_share(FILE *o, const struct im_cause_slo *s) {
+  const struct im_cause_check *h = &s->checks[IM_CAUSE_HOST_NOISE];
+  if (h->status == IM_CAUSE_NOT_FIRED && h->score > 0.005)
+    fprintf(o, "  host noise, not a cause: %s\n", h->why);
+}
+
 void im_causes_text(FILE *o, const struct im_causes *c) {
   for (size_t i = 0; i < c->n; i++) {
     const struct im_cause_slo *s = &c->slo[i];
@@ -96,6 +104,7 @@ void im_causes_text(FILE *o, const struct im_causes *c) {
             100 * s->attainment);
     if (!s->n_fired) {
       fprintf(o, "unexplained (no rule fired; analysis.root_causes says why)\n");
+      host_share(o, s);
       continue;
     }
     const char *sep = "";
@@ -110,5 +119,7 @@ void im_causes_text(FILE *o, const struct im_causes *c) {
     for (int r = 0; r < IM_CAUSE_RULES_; r++)
       if (s->checks[r].status == IM_CAUSE_FIRED)
         fprintf(o, "  %s: %s\n", im_cause_name(s->checks[r].cause), s->checks[r].why);
+    host_share(o, s);
   }
 }
+

@@ -79,7 +79,17 @@ enum im_err im_moe_scrape_json(const struct im_moe_scrape *s, double ref, const 
                : IM_OK;
   }
   json_t *pl = im_jw_child(o, "per_layer");
+  char sum[400];
+  im_moe_scrape_summary(s, ref, n_low, sum, sizeof sum);
   if (!pl || im_jw_num(o, "g1_mean", s->g1_mean, NULL) ||
+      json_object_set_new(o, "summary", json_string(sum)) ||
+      json_object_set_new(o, "judged_against_chance", json_boolean(s->judged_against_chance)) ||
+      im_jw_num(o, "window_picks_mean", s->chance_pages ? s->picks_mean : NAN,
+                "the server exports no count of routed picks") ||
+      im_jw_num(o, "chance_max_over_mean", s->chance_pages ? s->chance_max_over_mean : NAN,
+                "the server exports no count of routed picks") ||
+      json_object_set_new(o, "chance_factor", json_real(IM_MOE_CHANCE_FACTOR)) ||
+      im_jw_uint(o, "layers_below_ref", s->below_ref) ||
       im_jw_num(o, "max_over_mean_mean", s->max_over_mean_mean, NULL) ||
       json_object_set_new(pl, "balancedness", num_array(s->balancedness, s->n_layers)) ||
       json_object_set_new(pl, "g1", num_array(s->g1, s->n_layers)) ||
@@ -93,17 +103,12 @@ void im_moe_scrape_text(FILE *f, const struct im_moe_scrape *s, double ref, cons
                         size_t n_low) {
   if (!f || !s->source)
     return;
-  fprintf(f, "MoE load (%s): balancedness %.3f (ref %.2f)", s->source, s->balancedness_mean, ref);
-  if (!strcmp(s->source, "infermeter_sim"))
-    fprintf(f, ", G1 %.2f, max/mean %.2f over %u layers", s->g1_mean, s->max_over_mean_mean,
-            s->n_layers);
-  fputc('\n', f);
-  if (n_low) {
-    fprintf(f, "WARN MoE load skew: balancedness below %.2f on layer(s)", ref);
-    for (size_t i = 0; i < n_low && i < 16; i++)
-      fprintf(f, " %u", low[i]);
-    fprintf(f, "%s\n", n_low > 16 ? " ..." : "");
-  }
+  (void)low;
+  /* The verdict (WARN or not) is the audit's moe_balance line, in the
+   * same words: said once. */
+  char sum[400];
+  im_moe_scrape_summary(s, ref, n_low, sum, sizeof sum);
+  fprintf(f, "MoE load (%s): %s\n", s->source, sum);
 }
 
 enum im_err im_kv_frag_json(const struct im_moe_scrape *s, json_t *metrics) {

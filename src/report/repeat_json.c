@@ -58,18 +58,55 @@ static json_t *check(const char *id, int status, const char *evidence, const cha
   return o;
 }
 
+/* Appends item to buf (joined by sep) only whole: an item that would not
+ * fit with room for the closing "and N more" is counted in *left instead,
+ * so no figure is ever cut. */
+static void add_item(char *buf, size_t len, const char *sep, const char *item, size_t *left) {
+  size_t have = strlen(buf), need = (have ? strlen(sep) : 0) + strlen(item);
+  if (*left || have + need + 24 >= len) {
+    (*left)++;
+    return;
+  }
+  snprintf(buf + have, len - have, "%s%s", have ? sep : "", item);
+}
+
+static void close_items(char *buf, size_t len, size_t left) {
+  size_t have = strlen(buf);
+  if (left)
+    snprintf(buf + have, len - have, ", and %zu more", left);
+}
+
 static json_t *audit(const struct im_repeat_set *set) {
-  char ev[600] = "", wide[400] = "", fails[400] = "";
-  size_t nw = 0, nf = 0;
+  char ev[600] = "", wide[400] = "", fails[400] = "", item[400];
+  size_t nw = 0, nf = 0, wl = 0, fl = 0;
+  /* The widest first: what the summary drops is the least wide. */
+  int order[IM_RF_COUNT_];
   for (int f = 0; f < IM_RF_COUNT_; f++)
-    if (set->stat[f].n >= 2 && set->stat[f].wide)
-      snprintf(wide + strlen(wide), sizeof wide - strlen(wide), "%s%s (%.1f%%, %zu runs)",
-               nw++ ? ", " : "", im_repeat_fig_name((enum im_repeat_fig)f),
-               100.0 * set->stat[f].rel_width, set->stat[f].runs_needed);
+    order[f] = f;
+  for (int i = 1; i < IM_RF_COUNT_; i++)
+    for (int j = i; j > 0 && set->stat[order[j]].rel_width > set->stat[order[j - 1]].rel_width;
+         j--) {
+      int t = order[j];
+      order[j] = order[j - 1];
+      order[j - 1] = t;
+    }
+  for (int i = 0; i < IM_RF_COUNT_; i++) {
+    int f = order[i];
+    if (!(set->stat[f].n >= 2 && set->stat[f].wide))
+      continue;
+    nw++;
+    snprintf(item, sizeof item, "%s (%.1f%%, %zu runs)", im_repeat_fig_name((enum im_repeat_fig)f),
+             100.0 * set->stat[f].rel_width, set->stat[f].runs_needed);
+    add_item(wide, sizeof wide, ", ", item, &wl);
+  }
+  close_items(wide, sizeof wide, wl);
   for (size_t r = 0; r < set->runs; r++)
-    if (!set->run[r].publishable_but_repeats)
-      snprintf(fails + strlen(fails), sizeof fails - strlen(fails), "%srun-%zu: %s",
-               nf++ ? "; " : "", r + 1, set->run[r].fails);
+    if (!set->run[r].publishable_but_repeats) {
+      nf++;
+      snprintf(item, sizeof item, "run-%zu: %s", r + 1, set->run[r].fails);
+      add_item(fails, sizeof fails, "; ", item, &fl);
+    }
+  close_items(fails, sizeof fails, fl);
   json_t *checks = json_array();
   char inside[96], fix[160];
   snprintf(inside, sizeof inside, "every figure's 95%% CI is within %g%% of its mean",

@@ -60,7 +60,9 @@ void im_engine_config_default(struct im_engine_config *cfg) {
   cfg->rope_slowdown = 1.5;
   cfg->mtp_accept = 0.8;
   cfg->moe_routing = true;
-  cfg->moe_zipf = 0.6;   /* = im_moe_config_default's */
+  /* Balanced routing, as a production deployment with expert-parallel load
+   * balancing shows: skew only when asked for (--moe-zipf, --moe-hot). */
+  cfg->moe_zipf = 0.0;
   cfg->moe_hot_factor = 1.0;
   cfg->moe_drift = 0.01;
   cfg->seed = 0;
@@ -157,6 +159,9 @@ enum im_err im_engine_new(struct im_engine **out, const struct im_engine_config 
     mc.hot_n = cfg->moe_hot_n;
     mc.hot_factor = cfg->moe_hot_factor;
     mc.drift = cfg->moe_drift;
+    /* Topics tilt popularity too: only beside a skew that was asked for. */
+    if (!(cfg->moe_zipf > 0) && !(cfg->moe_hot_n && cfg->moe_hot_factor != 1.0))
+      mc.topic_boost = 1.0;
     err = im_moe_new(&e->moe, &mc);
     if (err)
       goto fail;
@@ -733,6 +738,10 @@ const double *im_engine_window_expert_load(const struct im_engine *e, uint32_t *
   *n_layers = mc->n_layers;
   *n_experts = mc->n_experts;
   return im_moe_window(e->moe);
+}
+
+double im_engine_window_expert_picks(const struct im_engine *e) {
+  return e->moe ? im_moe_window_effective_picks(e->moe) : 0.0;
 }
 
 const uint32_t *im_engine_last_expert_counts(const struct im_engine *e, uint32_t *n_layers,

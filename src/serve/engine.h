@@ -48,7 +48,7 @@ struct im_engine_config {
   double mtp_accept;               /* acceptance probability of each draft */
   bool moe_routing;                /* simulate routing (MoE profiles) */
   uint32_t routing_detail;         /* sequences whose top-k ids are logged */
-  double moe_zipf;                 /* expert popularity exponent (0.6; serve --moe-zipf) */
+  double moe_zipf;                 /* expert popularity exponent (0: balanced; serve --moe-zipf) */
   uint32_t moe_hot_n;              /* experts per layer made moe_hot_factor x more popular */
   double moe_hot_factor;           /* (--moe-hot N:F; 0 / 1: none) */
   double moe_drift;                /* per-step probability of a popularity drift (0.01) */
@@ -198,6 +198,9 @@ enum im_err im_engine_resize_kv(struct im_engine *e, double fraction) IM_WUR;
 void im_engine_get_stats(const struct im_engine *e, struct im_engine_stats *out);
 /* Per-layer load over the recent steps (serve/moe.h im_moe_window; NULL
  * for dense profiles). */
+/* The windowed load's picks as independent draws (serve/moe.h); 0 without
+ * MoE routing or before any token. */
+double im_engine_window_expert_picks(const struct im_engine *e);
 const double *im_engine_window_expert_load(const struct im_engine *e, uint32_t *n_layers,
                                            uint32_t *n_experts);
 /* The comma-separated LoRA adapters of the running and of the waiting

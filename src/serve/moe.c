@@ -76,6 +76,10 @@ struct im_moe {
   uint16_t *tmp_distinct;
   uint64_t step_tokens;
   double *window;        /* [layer][expert] load decayed over IM_MOE_WINDOW_STEPS steps */
+  /* What the window's picks weigh, per layer (every layer routes the same
+   * tokens): this step's sum of pick weights and of their squares (a scaled
+   * prefill call's picks weigh its factor), and their decayed sums. */
+  double step_w1, step_w2, win_w1, win_w2;
 };
 
 /* Tables used only while the chains are generated. */
@@ -432,7 +436,10 @@ void im_moe_step_begin(struct im_moe *moe) {
     const double keep = 1.0 - 1.0 / IM_MOE_WINDOW_STEPS;
     for (size_t i = 0; i < (size_t)c->n_layers * c->n_experts; i++)
       moe->window[i] = moe->window[i] * keep + moe->counts[i];
+    moe->win_w1 = moe->win_w1 * keep + moe->step_w1;
+    moe->win_w2 = moe->win_w2 * keep * keep + moe->step_w2;
   }
+  moe->step_w1 = moe->step_w2 = 0;
   memset(moe->counts, 0, (size_t)c->n_layers * c->n_experts * sizeof *moe->counts);
   memset(moe->distinct, 0, (size_t)c->n_layers * sizeof *moe->distinct);
   moe->step_tokens = 0;
@@ -521,6 +528,9 @@ void im_moe_route(struct im_moe *moe, struct im_moe_seq *seq, uint32_t n_tokens,
   if (n_tokens == 0 || !seq->prev)
     return;
   uint32_t routed = n_tokens < c->max_routed_per_call ? n_tokens : c->max_routed_per_call;
+  const double f = (double)n_tokens / routed, picks = (double)routed * c->top_k;
+  moe->step_w1 += picks * f;
+  moe->step_w2 += picks * f * f;
   if (routed == n_tokens) {
     for (uint32_t t = 0; t < routed; t++)
       route_token(moe, seq, moe->counts, moe->distinct);
@@ -539,6 +549,10 @@ void im_moe_route(struct im_moe *moe, struct im_moe_seq *seq, uint32_t n_tokens,
 }
 
 const uint32_t *im_moe_counts(const struct im_moe *moe) { return moe->counts; }
+
+double im_moe_window_effective_picks(const struct im_moe *moe) {
+  return moe->win_w2 > 0 ? moe->win_w1 * moe->win_w1 / moe->win_w2 : 0.0;
+}
 
 const double *im_moe_window(const struct im_moe *moe) { return moe->window; }
 

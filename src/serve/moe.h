@@ -95,6 +95,13 @@ const uint16_t *im_moe_distinct(const struct im_moe *moe); /* [layer] */
  * each finished step's counts added after multiplying the sum so far by
  * 1 - 1/IM_MOE_WINDOW_STEPS (steps without tokens skipped). */
 const double *im_moe_window(const struct im_moe *moe);
+/* The window's picks as independent draws: (sum of pick weights)^2 / sum of
+ * squared weights, a pick of a step weighing (1 - 1/IM_MOE_WINDOW_STEPS)^age
+ * times its scale (n_tokens / routed for a prefill call routed in part).
+ * Under uniform routing a layer's window load per expert has the variance
+ * of a multinomial of this many picks (the client's chance level,
+ * analyze/moe.h); 0 before any token. */
+double im_moe_window_effective_picks(const struct im_moe *moe);
 void im_moe_step_stats(const struct im_moe *moe, struct im_moe_step_stats *out);
 
 /* Adjusted Fisher-Pearson skewness G1 of n values (pandas' skew); 0 when

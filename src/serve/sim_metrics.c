@@ -129,6 +129,18 @@ static enum im_err expert_gauges(struct im_buf *b, const struct im_engine *e, co
     err = im_prom_sample(b, "infermeter_sim_expert_window_imbalance", labels,
                          sum > 0 ? max / (sum / ne) : 0.0);
   }
+  /* How many independent picks the window's load weighs: the client's
+   * chance level of skew (analyze/moe.h, a multinomial of this many picks
+   * over the experts). */
+  if (!err && w)
+    err = im_prom_family(b, "infermeter_sim_expert_window_picks", "gauge",
+                         "Routed expert picks in the windowed load, as independent draws "
+                         "((sum of weights)^2 / sum of squared weights).");
+  if (!err && w) {
+    snprintf(labels, sizeof labels, "%s,experts=\"%u\"", base, ne);
+    err = im_prom_sample(b, "infermeter_sim_expert_window_picks", labels,
+                         im_engine_window_expert_picks(e));
+  }
   if (!err && w)
     err = im_prom_family(b, "infermeter_sim_expert_window_g1", "gauge",
                          "Skewness (G1) of the load per expert over the last ~128 engine steps, "

@@ -26,8 +26,14 @@ J="$TMP/stall/requests.jsonl"
 planted=$(jq -s '[.[] | select(.error == null) | [.chunks_us as $c | range(1; $c|length) | $c[.] - $c[.-1]] | max > 100000] | map(select(.)) | length' "$J")
 check_ge "some requests were stalled" "$planted" 1
 check_eq "every planted stall found" "$(jq .analysis.stalls.count "$A")" "$planted"
-check_eq "at token index 120 (bucket 64-127 starts at 64)" "$(jq .analysis.stalls.peak_position "$A")" 64
-check "every stall in that bucket" jq -e '.analysis.stalls.by_position == [[64, .analysis.stalls.count]]' "$A"
+check_eq "at token index 120, exactly" "$(jq .analysis.stalls.peak_position "$A")" 120
+check "every stall within 2 tokens of it" jq -e '.analysis.stalls.peak_stalls == .analysis.stalls.count
+  and .analysis.stalls.peak_spread <= 2' "$A"
+check "the localisation says so" jq -e '.analysis.stalls.localisation
+  == "\(.analysis.stalls.count) of \(.analysis.stalls.count) stall\(if .analysis.stalls.count == 1 then "" else "s" end) at token 120 +- \(.analysis.stalls.peak_spread)"' "$A"
+check "200-token answers: 4-token bins, the stalls in the one of 120" jq -e \
+  '.analysis.stalls.index_width == 4 and .analysis.stalls.by_index == [[120, .analysis.stalls.count]]' "$A"
+check "the 64-token buckets of v1 stay" jq -e '.analysis.stalls.by_position == [[64, .analysis.stalls.count]]' "$A"
 stop_server
 
 # An engine hiccup every 4 s (simulated) of 1 s: every running stream

@@ -65,7 +65,7 @@ RUN --url "$BASE" "${HICCUP[@]}" --out "$TMP/hiccup"
 fires "$TMP/hiccup" server_stall
 check "hiccup: the evidence is in the entry" jq -e '.analysis.root_causes[]
   | select(.cause == "server_stall") | .evidence.aligned_share >= 0.5
-    and .evidence.violating_share_stalled >= 0.5 and (.evidence.checked | length) == 8' \
+    and .evidence.violating_share_stalled >= 0.5 and (.evidence.checked | length) == 9' \
   "$(R "$TMP/hiccup")"
 
 # KV capacity cut to 5 % late in the run: the requests running then are

@@ -233,6 +233,16 @@ static void test_top_p(void) {
   analyze(&x, &c);
   CHECK_EQ(c.n, 1);
   CHECK_EQ(c.slo[0].checks[IM_CAUSE_TOP_P_COLLAPSE].status, IM_CAUSE_NOT_FIRED);
+  /* ... unless they ran to max_tokens: the loops say it by their finish
+   * reason, where the moments of one mode cannot. */
+  for (size_t i = 0; i < x.n; i++)
+    snprintf(x.r[i].finish_reason, sizeof x.r[i].finish_reason, "length");
+  fires_only(&x, IM_CAUSE_TOP_P_COLLAPSE, NULL);
+  /* Under ignore_eos every answer runs to max_tokens: not evidence. */
+  for (size_t i = 0; i < x.n; i++)
+    x.r[i].ignore_eos = true;
+  analyze(&x, &c);
+  CHECK_EQ(c.slo[0].checks[IM_CAUSE_TOP_P_COLLAPSE].status, IM_CAUSE_NOT_FIRED);
 }
 
 /* The waiting queue grows by one every 100 ms; each request's TTFT with
@@ -287,10 +297,23 @@ static void test_kv(void) {
   double score = 0;
   fires_only(&x, IM_CAUSE_KV_PRESSURE, &score);
   CHECK_NEAR(score, 1.0, 1e-9);
-  /* KV full for the whole run: no contrast with the others, no verdict. */
-  for (size_t j = 0; j < x.src.n_series; j++)
+  /* KV full for the whole run and no preemption: no contrast with the
+   * others, no verdict. */
+  for (size_t j = 0; j < x.src.n_series; j++) {
     x.pts[j].kv_cache_usage = 0.99;
+    x.pts[j].preemptions = 0;
+  }
   fires_only(&x, IM_CAUSE_UNEXPLAINED, NULL);
+  /* A preemption storm: the cache full all along (no contrast), the
+   * preemptions rising while the violating requests run: KV pressure,
+   * named before any interference. */
+  for (size_t j = 0; j < x.src.n_series; j++)
+    x.pts[j].preemptions = x.pts[j].t_s >= 2.0 ? (double)j : 0;
+  fires_only(&x, IM_CAUSE_KV_PRESSURE, &score);
+  struct im_causes c;
+  analyze(&x, &c);
+  CHECK_NEAR(c.slo[0].checks[IM_CAUSE_KV_PRESSURE].figs[4].value, 1.0, 1e-12);
+  CHECK_STR(c.slo[0].checks[IM_CAUSE_KV_PRESSURE].figs[4].key, "violating_share_preempted");
 }
 
 static void test_client(void) {
@@ -364,6 +387,75 @@ static void test_stall(void) {
   analyze(&y, &c);
   CHECK_EQ(c.n, 1);
   CHECK_EQ(c.slo[0].checks[IM_CAUSE_SERVER_STALL].status, IM_CAUSE_NOT_APPLICABLE);
+}
+
+/* The hiccup's stalls again, with every violating request's last token
+ * read late by the host: 250 ms (its E2E 620 ms would be 370 without, within
+ * the 500 ms limit): host noise carries the violation, and the aligned
+ * stalls (reads held up together) are explained by it. 5 ms: a share of
+ * the excess, reported, not a cause; the server stall stands. */
+static void test_host_noise(void) {
+  struct fx x;
+  base(&x, N);
+  server(&x);
+  plant_hiccup(&x, MS);
+  slo_e2el(&x, 500);
+  for (size_t i = 0; i < x.n; i++) {
+    struct im_record *r = &x.r[i];
+    bool late = (double)(r->t_last - r->t_start) / 1e6 > 500;
+    r->read_first_us = r->read_first_client_us = 0;
+    r->read_last_us = late ? 250000 : 0;
+    r->read_last_client_us = 0;
+  }
+  fires_only(&x, IM_CAUSE_HOST_NOISE, NULL);
+  struct im_causes c;
+  analyze(&x, &c);
+  CHECK(strstr(c.slo[0].checks[IM_CAUSE_SERVER_STALL].why, "explained by host_noise") != NULL);
+  for (size_t i = 0; i < x.n; i++)
+    x.r[i].read_last_us = x.r[i].read_last_us ? 5000 : 0;
+  fires_only(&x, IM_CAUSE_SERVER_STALL, NULL);
+  analyze(&x, &c);
+  const struct im_cause_check *h = &c.slo[0].checks[IM_CAUSE_HOST_NOISE];
+  CHECK_EQ(h->status, IM_CAUSE_NOT_FIRED);
+  CHECK(h->score > 0 && h->score < 0.1); /* 5 ms of about 120 ms over */
+  /* Records that do not say who was late: not applicable. */
+  for (size_t i = 0; i < x.n; i++)
+    x.r[i].read_last_client_us = -1;
+  analyze(&x, &c);
+  CHECK_EQ(c.slo[0].checks[IM_CAUSE_HOST_NOISE].status, IM_CAUSE_NOT_APPLICABLE);
+}
+
+/* Aligned stalls too short to carry the violation: every request starts
+ * at once and stalls 60 ms (6 gaps of 10) before chunk 20, so each parity's
+ * stalls end together; the even ones wait 400 ms for their first token
+ * (E2E 860 ms, 810 without the stall's excess: still over 500), the odd
+ * ones 20 ms (E2E 480: within). Every violating request holds an aligned
+ * stall, yet the stalls explain none: not a server stall. */
+static void test_stall_not_carried(void) {
+  struct fx x;
+  base(&x, N);
+  for (size_t i = 0; i < x.n; i++) {
+    req(&x, i, 0, (i % 2 ? 20 : 400) * MS, 41, 10 * MS);
+    stall(&x, i, 20, 60 * MS);
+  }
+  slo_e2el(&x, 500);
+  struct im_causes c;
+  analyze(&x, &c);
+  CHECK_EQ(c.n, 1);
+  const struct im_cause_check *st = &c.slo[0].checks[IM_CAUSE_SERVER_STALL];
+  CHECK_EQ(st->status, IM_CAUSE_NOT_FIRED);
+  CHECK_NEAR(st->score, 1.0, 1e-12); /* every violating request stalled */
+  CHECK(strstr(st->why, "100% time-aligned") != NULL);
+  CHECK(strstr(st->why, "without their stalls 0% would meet the limit") != NULL);
+  /* The same stalls 450 ms long carry it (E2E 1250, 810 without). */
+  for (size_t i = 0; i < x.n; i++) {
+    req(&x, i, 0, (i % 2 ? 20 : 400) * MS, 41, 10 * MS);
+    if (i % 2 == 0)
+      stall(&x, i, 20, 450 * MS);
+  }
+  slo_e2el(&x, 900);
+  analyze(&x, &c);
+  CHECK_EQ(c.slo[0].checks[IM_CAUSE_SERVER_STALL].status, IM_CAUSE_FIRED);
 }
 
 /* Requests 3, 7, 11, ...: a 100 ms stall that begins 10 ms into the next
@@ -474,6 +566,8 @@ int main(void) {
   test_churn();
   test_stall();
   test_prefill();
+  test_host_noise();
+  test_stall_not_carried();
   test_edges();
   test_time_scale();
   return CHECK_DONE();

@@ -131,7 +131,9 @@ static void test_scrape(void) {
   CHECK(im_moe_audit_check(&s, 0.5, low, n, &c));
   CHECK_STR(c.id, "moe_balance");
   CHECK_EQ(c.status, IM_CHECK_WARN);
-  CHECK(strstr(c.evidence, "1 layer(s): 1") != NULL);
+  CHECK_STR(c.evidence, "1 of 2 layers skewed (balancedness below 0.50), worst: layer 1 at 0.38 "
+                        "(not judged against chance: the server exports no count of routed "
+                        "picks)");
   CHECK(c.fix[0] != '\0');
   CHECK(im_moe_audit_check(&s, 0.2, low, 0, &c));
   CHECK_EQ(c.status, IM_CHECK_PASS);
@@ -155,7 +157,70 @@ static void test_scrape(void) {
   CHECK(!im_moe_audit_check(&s, 0.5, low, 0, &c));
 }
 
+/* Chance (analyze/moe.h): one expert's max is its own count, max/mean 1;
+ * many picks spread evenly (max/mean near 1), few do not; a window of
+ * 3,875 picks over 256 experts (lambda 15.1: the built-in server's default
+ * load) peaks near 1.75x its mean by chance alone. */
+static void test_chance(void) {
+  CHECK_NEAR(im_moe_chance_max_over_mean(50, 1), 1.0, 1e-9);
+  CHECK(isnan(im_moe_chance_max_over_mean(0, 256)));
+  CHECK(isnan(im_moe_chance_max_over_mean(100, 0)));
+  double big = im_moe_chance_max_over_mean(256e6, 256);
+  CHECK(big > 1.0 && big < 1.005); /* lambda 1e6: about 1 + 2.8 / 1000 */
+  double mid = im_moe_chance_max_over_mean(3875, 256), few = im_moe_chance_max_over_mean(40, 256);
+  CHECK(mid > 1.6 && mid < 1.9); /* 15.1 + 2.8 x 3.9 over 15.1 */
+  CHECK(few > mid);
+  /* 40 picks over 256 (lambda 0.156): P(max >= 2) = 1 - (1 - 0.0111)^256 =
+   * 0.94, P(max >= 3) = 0.14, P(max >= 4) = 0.006: E[max] = 2.08, over
+   * lambda 13.3 (a balancedness of 0.075 is chance at that size). */
+  CHECK(few > 12.8 && few < 14.0);
+}
+
+/* Scraped pages with the window's picks: a layer below the reference but
+ * within 3x chance's excess is not skewed; one far beyond is. */
+static void test_scrape_chance(void) {
+  char page[1024];
+  double chance = im_moe_chance_max_over_mean(3875, 256); /* about 1.78 */
+  snprintf(page, sizeof page,
+           "infermeter_sim_expert_window_imbalance{layer=\"0\"} 1.8\n"
+           "infermeter_sim_expert_window_imbalance{layer=\"1\"} 2.5\n"
+           "infermeter_sim_expert_window_imbalance{layer=\"2\"} 8\n"
+           "infermeter_sim_expert_window_picks{model_name=\"m\",experts=\"256\"} 3875\n");
+  struct im_moe_scrape s;
+  im_moe_scrape_init(&s);
+  CHECK_EQ(im_moe_scrape_page(&s, page, strlen(page)), IM_OK);
+  CHECK_EQ(im_moe_scrape_page(&s, page, strlen(page)), IM_OK);
+  uint32_t low[4];
+  size_t n = im_moe_scrape_finish(&s, 0.5, low, 4);
+  CHECK(s.judged_against_chance);
+  CHECK_EQ(s.chance_pages, 2);
+  CHECK_NEAR(s.picks_mean, 3875, 1e-9);
+  CHECK_NEAR(s.chance_max_over_mean, chance, 1e-12);
+  CHECK_EQ(s.below_ref, 2); /* layers 1 (0.4) and 2 (0.125) */
+  CHECK_EQ(n, 1);           /* 2.5 - 1 < 3 x (1.78 - 1); 8 - 1 is not */
+  CHECK_EQ(low[0], 2);
+  CHECK_EQ(s.worst_layer, 2);
+  struct im_valid_check c;
+  CHECK(im_moe_audit_check(&s, 0.5, low, n, &c));
+  CHECK_EQ(c.status, IM_CHECK_WARN);
+  CHECK_STR(c.evidence, "1 of 3 layers skewed (balancedness below 0.50, excess over chance at "
+                        "least 3x), worst: layer 2 at 0.12 (uniform routing of the 3875 picks "
+                        "per window: 0.56)");
+  /* A page without the picks: not judged against chance, the reference
+   * alone decides (older servers, the fixtures). */
+  const char *old = "infermeter_sim_expert_window_imbalance{layer=\"0\"} 2.5\n";
+  im_moe_scrape_init(&s);
+  CHECK_EQ(im_moe_scrape_page(&s, old, strlen(old)), IM_OK);
+  CHECK_EQ(im_moe_scrape_finish(&s, 0.5, low, 4), 1);
+  CHECK(!s.judged_against_chance);
+  char sum[400];
+  im_moe_scrape_summary(&s, 0.5, 1, sum, sizeof sum);
+  CHECK(strstr(sum, "not judged against chance") != NULL);
+}
+
 int main(void) {
+  test_chance();
+  test_scrape_chance();
   test_g1();
   test_tokens();
   test_series_bounded();

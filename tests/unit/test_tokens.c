@@ -87,7 +87,13 @@ static void test_stall_position(void) {
   CHECK_EQ(t.stalls, 1);
   CHECK_EQ(t.stalled_requests, 1);
   CHECK_EQ(t.by_position[100 / IM_TOKENS_POS_WIDTH], 1);
-  CHECK_EQ(t.peak_position, 64);
+  /* The exact index, not its 64-token bucket's start. */
+  CHECK_EQ(t.peak_position, 100);
+  CHECK_EQ(t.peak_stalls, 1);
+  CHECK_EQ(t.peak_spread, 0);
+  /* 200 tokens in 64 bins: width 4 (2 x 64 < 200 <= 4 x 64); index 100 in bin 25. */
+  CHECK_EQ(t.hist_width, 4);
+  CHECK_EQ(t.by_index[25], 1);
   CHECK_EQ(t.by_context[1], 1);
   /* The window holding the stall has a max of 60 ms. */
   CHECK_EQ(im_hist_max(&t.win_max), 60 * MS);
@@ -123,6 +129,48 @@ static void test_alignment(void) {
   im_tokens_cleanup(&t);
 }
 
+/* Localisation: eight requests stall at token 50, 50, 49, 51, 50, 52, 50,
+ * 50 and two elsewhere (token 10 and 150): the densest 5-token window is
+ * [48, 52] or [49, 53]... holding the eight; its median index is 50; eight
+ * within +-2 of 50, the farthest 2 away. "8 of 10 stalls at token 50 +- 2". */
+static void test_localise(void) {
+  static const uint32_t at[10] = {50, 50, 49, 51, 50, 52, 50, 50, 10, 150};
+  uint32_t us[10][300];
+  struct im_record r[10];
+  for (int k = 0; k < 10; k++) {
+    evenly(us[k], 300, at[k], 90);
+    /* Apart in time (1 s each): no alignment needed here. */
+    r[k] = req((uint64_t)k + 1, (int64_t)k * 1000 * MS, us[k], 300, 10);
+  }
+  struct im_tokens t;
+  compute(r, 10, &t);
+  CHECK_EQ(t.stalls, 10);
+  CHECK_EQ(t.peak_position, 50);
+  CHECK_EQ(t.peak_stalls, 8);
+  CHECK_EQ(t.peak_spread, 2);
+  /* 300 tokens over 64 bins: width 8. */
+  CHECK_EQ(t.hist_width, 8);
+  CHECK_EQ(t.by_index[1], 1);  /* 10 */
+  CHECK_EQ(t.by_index[6], 8);  /* 48..55 */
+  CHECK_EQ(t.by_index[18], 1); /* 150 */
+  char buf[96];
+  im_tokens_peak_text(&t, buf, sizeof buf);
+  CHECK_STR(buf, "8 of 10 stalls at token 50 +- 2");
+  im_tokens_cleanup(&t);
+  /* Two clusters, the later one bigger: the peak follows the count, not
+   * the first bucket. */
+  static const uint32_t at2[5] = {5, 6, 200, 200, 201};
+  for (int k = 0; k < 5; k++) {
+    evenly(us[k], 300, at2[k], 90);
+    r[k] = req((uint64_t)k + 1, (int64_t)k * 1000 * MS, us[k], 300, 10);
+  }
+  compute(r, 5, &t);
+  CHECK_EQ(t.peak_position, 200);
+  CHECK_EQ(t.peak_stalls, 3);
+  CHECK_EQ(t.peak_spread, 1);
+  im_tokens_cleanup(&t);
+}
+
 /* Bad configurations are refused; zero-variance streams have no stall. */
 static void test_edges(void) {
   struct im_population pop;
@@ -144,6 +192,7 @@ int main(void) {
   test_windows();
   test_stall_position();
   test_alignment();
+  test_localise();
   test_edges();
   return CHECK_DONE();
 }
