@@ -4,7 +4,7 @@ BUILD      ?= build
 ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
 JOBS       ?= $(shell nproc)
-FUZZ_SECONDS ?= 15
+FUZZ_SECONDS ?= 8
 PREFIX     ?= /usr/local
 
 .PHONY: all deps deps-build build test test-fast test-asan test-asan-full test-tsan run demo bench bench-build clean format \
