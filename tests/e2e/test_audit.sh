@@ -71,7 +71,9 @@ check_eq "429 retries: effective_rate WARN" "$(status_of "$TMP/retries/results.j
 # Connection: close on every response: one connection per request.
 stop_server
 start_server --time-scale 10 --fault connection-close
-RUN --url "$BASE" --rate 10 --duration 2s --warmup 0s --input-len 64 --output-len 16 --seed 33 \
+# (4 s: the check judges churn from 10 connections opened beyond those the
+# simultaneous requests need.)
+RUN --url "$BASE" --rate 10 --duration 4s --warmup 0s --input-len 64 --output-len 16 --seed 33 \
   --out "$TMP/close"
 check_eq "connection-close: connections WARN" "$(status_of "$TMP/close/results.json" connections)" WARN
 
