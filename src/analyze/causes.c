@@ -626,16 +626,18 @@ static double host_delay(const struct req *q, enum im_slo_kind k) {
   return r->output_tokens >= 2 && last > first ? (last - first) / (r->output_tokens - 1) : 0.0;
 }
 
-/* The share of the violating requests that their delay alone put over the
- * limit (value - delay <= L): the delay carries the violation, by the same
- * limit-relative measure for every cause. NaN without a violation. */
+/* The share of the violating requests whose delay makes up at least
+ * IM_CAUSE_CARRY_EXCESS of their excess over the limit (value - L): the
+ * delay carries the violation, by the same limit-relative measure for
+ * every cause (a few ms of a busy host beside seconds over the limit do
+ * not). NaN without a violation. */
 static double carried(const struct ctx *c, const struct slo_view *s,
                       double (*delay)(const struct req *, enum im_slo_kind)) {
   uint64_t n = 0, k = 0;
   for (size_t i = 0; i < c->n; i++)
     if (over(c, s, i)) {
       n++;
-      k += c->req[i].v[s->k] - delay(&c->req[i], s->k) <= s->lim;
+      k += delay(&c->req[i], s->k) >= IM_CAUSE_CARRY_EXCESS * (c->req[i].v[s->k] - s->lim);
     }
   return n ? (double)k / (double)n : NAN;
 }
@@ -662,8 +664,8 @@ static void check_stall(const struct ctx *c, const struct slo_view *s, struct im
                cs >= IM_CAUSE_CARRY_SHARE;
   verdict(ck, fires ? IM_CAUSE_FIRED : IM_CAUSE_NOT_FIRED,
           "%llu stalls, %.0f%% time-aligned (fires at >= %.0f%%); %.0f%% of violating requests "
-          "hold a stall (fires at >= %.0f%%); without their stalls %.0f%% would meet the limit "
-          "(fires at >= %.0f%%)",
+          "hold a stall (fires at >= %.0f%%); their stalls make up half their excess over the "
+          "limit or more in %.0f%% of them (fires at >= %.0f%%)",
           (unsigned long long)t->stalls, 100 * t->aligned_share, 100 * IM_CAUSE_STALL_ALIGNED,
           100 * sv, 100 * IM_CAUSE_STALL_SHARE, 100 * cs, 100 * IM_CAUSE_CARRY_SHARE);
 }
@@ -699,8 +701,8 @@ static void check_prefill(const struct ctx *c, const struct slo_view *s,
   verdict(ck, fires ? IM_CAUSE_FIRED : IM_CAUSE_NOT_FIRED,
           "%.0f%% of %llu stalls in violating requests began during another request's prefill "
           "(fires at >= %.0f%%), against %.0f%% of the time covered by prefills: P = %.3g "
-          "(fires below %.2f); without their stalls %.0f%% of violating requests would meet the "
-          "limit (fires at >= %.0f%%)",
+          "(fires below %.2f); their stalls make up half the excess over the limit or more in "
+          "%.0f%% of violating requests (fires at >= %.0f%%)",
           100 * share, (unsigned long long)n, 100 * IM_CAUSE_PREFILL_SHARE, 100 * c->pre_cover, p,
           IM_CAUSE_PREFILL_P, 100 * cs, 100 * IM_CAUSE_CARRY_SHARE);
 }
@@ -745,8 +747,8 @@ static void check_host(const struct ctx *c, const struct slo_view *s, struct im_
   bool fires = cs >= IM_CAUSE_CARRY_SHARE;
   verdict(ck, fires ? IM_CAUSE_FIRED : IM_CAUSE_NOT_FIRED,
           "the host's late reads are %.1f%% of the violations' excess over the limit (at most "
-          "%.3g ms in a request); without them %.0f%% of violating requests would meet it (a "
-          "cause at >= %.0f%%)",
+          "%.3g ms in a request); they make up half the excess or more in %.0f%% of violating "
+          "requests (a cause at >= %.0f%%)",
           100 * ck->score, worst, 100 * cs, 100 * IM_CAUSE_CARRY_SHARE);
 }
 
