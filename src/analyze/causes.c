@@ -31,7 +31,10 @@ struct req {
   const struct im_record *r;
   double v[IM_SLO_ALL]; /* ms: TTFT, TPOT, E2EL, as summary.c's SLO check */
   bool stalled;         /* holds a stall */
-  double stall_ms;      /* its stalls' time beyond its median gap */
+  double stall_ms;      /* its stalls' time beyond its median gap, less the host's part: */
+  double stall_host_ms; /* of each stall, up to the longest wake-up lateness the host probe
+                           saw in the run (a loop the host held that long stalls every
+                           stream it serves) */
 };
 
 /* A stall: the gap [t0, t1] (run-relative ns) of request `req`. */
@@ -132,6 +135,8 @@ static enum im_err push_gap(struct ctx *c, struct gap g) {
 static enum im_err stalls_of(struct ctx *c, size_t i, int64_t *g, int64_t *sorted) {
   const struct im_record *r = c->req[i].r;
   double k = c->in->f->tokens.cfg.stall_k;
+  const struct im_client_check *ck = &c->in->f->check;
+  double host_ms = ck->host_wakes && ck->host_max_ms > 0 ? ck->host_max_ms : 0.0;
   size_t n = 0;
   for (uint32_t j = 1; r->chunk_us && j < r->n_chunks; j++)
     g[n++] = ((int64_t)r->chunk_us[j] - (int64_t)r->chunk_us[j - 1]) * 1000;
@@ -144,7 +149,9 @@ static enum im_err stalls_of(struct ctx *c, size_t i, int64_t *g, int64_t *sorte
     if (!((double)g[j] > k * (double)med))
       continue;
     c->req[i].stalled = true;
-    c->req[i].stall_ms += (double)(g[j] - med) / 1e6;
+    double ex = (double)(g[j] - med) / 1e6, host = ex < host_ms ? ex : host_ms;
+    c->req[i].stall_ms += ex - host;
+    c->req[i].stall_host_ms += host;
     enum im_err err = push_gap(c, (struct gap){r->t_start + (int64_t)r->chunk_us[j] * 1000,
                                                r->t_start + (int64_t)r->chunk_us[j + 1] * 1000, i});
     if (err)
@@ -619,11 +626,12 @@ static double host_delay(const struct req *q, enum im_slo_kind k) {
   const struct im_record *r = q->r;
   double first = host_ms(r->read_first_us, r->read_first_client_us);
   double last = host_ms(r->read_last_us, r->read_last_client_us);
+  uint32_t n = r->output_tokens;
   if (k == IM_SLO_TTFT)
     return first;
   if (k == IM_SLO_E2EL)
-    return last;
-  return r->output_tokens >= 2 && last > first ? (last - first) / (r->output_tokens - 1) : 0.0;
+    return last + q->stall_host_ms;
+  return n >= 2 ? ((last > first ? last - first : 0.0) + q->stall_host_ms) / (n - 1) : 0.0;
 }
 
 /* The share of the violating requests whose delay makes up at least
@@ -721,7 +729,8 @@ static void check_host(const struct ctx *c, const struct slo_view *s, struct im_
     if (!over(c, s, i))
       continue;
     n++;
-    if (r->read_first_client_us < 0 || r->read_last_client_us < 0)
+    if ((r->read_first_client_us < 0 || r->read_last_client_us < 0) &&
+        !(c->req[i].stall_host_ms > 0))
       continue;
     measured++;
     double e = c->req[i].v[s->k] - s->lim, h = host_delay(&c->req[i], s->k);
