@@ -78,7 +78,8 @@
 #define IM_CAUSE_EMPTY_GROUP 0.5     /* violations credited to a group without any */
 #define IM_CAUSE_TEMP_P 0.05         /* hottest vs coldest third's violations against chance */
 #define IM_CAUSE_LOOP_SHARE 0.5      /* over-limit answers that ran to max_tokens (top-p) */
-#define IM_CAUSE_CARRY_SHARE 0.5     /* violating requests a cause's delay alone put over L */
+#define IM_CAUSE_CARRY_SHARE 0.5     /* violating requests whose delay carries the violation: */
+#define IM_CAUSE_CARRY_EXCESS 0.5    /* ... at least this share of their value's excess over L */
 
 enum im_cause {
   IM_CAUSE_TEMPERATURE_OVERLOAD,

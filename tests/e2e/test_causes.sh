@@ -12,13 +12,8 @@
 # 40 ms (simulated) setup before the engine sees its request, as a TLS
 # handshake would -> connection_churn.
 #
-# One plant cannot be made to fire its rule reliably with the built-in
-# server, so for it the test checks that the rule was evaluated on the
-# planted evidence, not the verdict:
-# - --perturb at temperature 1.5 (temperature_overload): hot requests do
-#   answer longer (mean x (0.5 + 0.5 T), log-normal sigma 0.4 + 0.3 T), but
-#   perturbation moves T by +-0.3 only, and a simulation of the rule on
-#   that spread fires in about half of the runs.
+# Entropy injection around temperature 1.5 (--perturb, 160 requests):
+# temperature_overload is evaluated, not asserted (see below why).
 . "$(dirname "$0")/lib.sh"
 RUN() { "$BIN" run --no-progress --quiet --no-gpu --warmup 0s --scrape-interval 200ms \
   --input-len 64 --seed 21 "$@"; }
@@ -95,14 +90,10 @@ check_eq "the same load with every seat: nothing to explain" \
 TOPP=(--rate 3 --duration 6s --grace 60s --output-len 3000 --temperature 0.3 --slo e2el=4500ms,ttft=60s)
 serve --time-scale 8
 RUN --url "$BASE" "${TOPP[@]}" --top-p 0.45 --out "$TMP/topp"
-# Thirty-odd streams of 3,000 tokens at time scale 8 keep the simulator's
-# single loop busy; on a 2-vCPU machine it is sometimes late, and those
-# time-aligned stalls are real (server_stall is allowed beside the plant,
-# as for the temperature plant below; every other cause is not).
-check "$TMP/topp: top_p_collapse reported (got '$(causes "$TMP/topp")')" jq -e \
-  'any(.analysis.root_causes[]; .cause == "top_p_collapse")' "$(R "$TMP/topp")"
-check_eq "$TMP/topp: no other cause but a real server stall" \
-  "$(others "$TMP/topp" top_p_collapse | tr ',' '\n' | grep -v '^server_stall$' | paste -sd, -)" ""
+# Thirty-odd streams of 3,000 tokens keep the simulator's loop busy; its
+# late steps on a busy machine are stalls, but they do not carry the
+# violation (the loops' length does): nothing else is named.
+fires "$TMP/topp" top_p_collapse
 check "top_p: the evidence is in the entry" jq -e '.analysis.root_causes[]
   | select(.cause == "top_p_collapse") | .evidence.repetition_over_mean > 0.45
     and .evidence.bimodality_coefficient > 0.5556' "$(R "$TMP/topp")"
@@ -125,13 +116,19 @@ RUN --url "$BASE" "${CHURN[@]}" --out "$TMP/churn-clean"
 check "the same load on kept-alive connections: no churn" jq -e \
   'all(.analysis.root_causes[]; .cause != "connection_churn")' "$(R "$TMP/churn-clean")"
 
-# Entropy injection around temperature 1.5: the thirds are told apart and
-# the rule evaluated (see above why its verdict is not asserted).
+# Entropy injection around temperature 1.5, 160 requests: the hottest
+# third answers longer (mean x (0.5 + 0.5 T), log-normal sigma 0.4 + 0.3 T).
+# Not asserted: perturbation moves T by +-0.3 only, the hottest third's
+# answers are about 1.25x the coldest's, and 4 to 8 violations of 160 give
+# the test against chance too little to decide (P 0.06-0.19 measured); the
+# rule is checked to have been evaluated on the planted evidence.
 serve --time-scale 8
-RUN --url "$BASE" --rate 10 --duration 8s --grace 30s --output-len 3000 --perturb \
+RUN --url "$BASE" --rate 10 --duration 16s --grace 30s --output-len 3000 --perturb \
   --temperature 1.5 --slo e2el=4s,ttft=60s --logprobs 5 --out "$TMP/temp"
 st=$(checked "$TMP/temp" temperature_overload status)
 check "temperature: the rule was evaluated ($st)" test "$st" = fired -o "$st" = not_fired
+check_eq "temperature: nothing but the plant, or nothing" \
+  "$(others "$TMP/temp" temperature_overload)" ""
 check "temperature: the hottest third is hotter" jq -e '.analysis.root_causes[0].evidence.checked[]
   | select(.cause == "temperature_overload") | .hot_temperature_min > .cold_temperature_max' \
   "$(R "$TMP/temp")"
@@ -141,10 +138,5 @@ check "temperature: --logprobs gives each request its entropy" jq -se \
 check "temperature: the hottest third's output entropy is higher" jq -e \
   '.analysis.root_causes[0].evidence.checked[] | select(.cause == "temperature_overload")
   | .hot_entropy_mean > .cold_entropy_mean' "$(R "$TMP/temp")"
-# No "no other cause" check here: at time scale 8 with 3,000-token answers
-# a busy machine (a sanitizer build, a shared CI host) starves the server's
-# loop, and the stalls that follow are real, rightly reported as
-# server_stall.
-echo "temperature: temperature_overload $st, score $(checked "$TMP/temp" temperature_overload score)"
 
 finish

@@ -26,6 +26,7 @@ struct fx {
   bool has_server;
   struct im_summary_config cfg;
   struct im_client_counters counters;
+  const struct im_hostlat *host; /* the host probe's; NULL: none */
 };
 
 /* Request i: scheduled at i * spacing, first token after ttft, then
@@ -95,6 +96,7 @@ static void analyze(struct fx *x, struct im_causes *c) {
                               .cfg = x->cfg,
                               .slo_target = 0.99,
                               .counters = x->counters,
+                              .host = x->host,
                               .threads = 1};
   struct im_stage_figures f;
   CHECK_OK(im_stage_analyze(&in, &f));
@@ -390,10 +392,10 @@ static void test_stall(void) {
 }
 
 /* The hiccup's stalls again, with every violating request's last token
- * read late by the host: 250 ms (its E2E 620 ms would be 370 without, within
- * the 500 ms limit): host noise carries the violation, and the aligned
- * stalls (reads held up together) are explained by it. 5 ms: a share of
- * the excess, reported, not a cause; the server stall stands. */
+ * read late by the host: 250 ms of its 620 ms E2E, more than half its 120
+ * ms over the 500 ms limit: host noise carries the violation, and the
+ * aligned stalls (reads held up together) are explained by it. 5 ms: a
+ * share of the excess, reported, not a cause; the server stall stands. */
 static void test_host_noise(void) {
   struct fx x;
   base(&x, N);
@@ -425,12 +427,36 @@ static void test_host_noise(void) {
   CHECK_EQ(c.slo[0].checks[IM_CAUSE_HOST_NOISE].status, IM_CAUSE_NOT_APPLICABLE);
 }
 
+/* The hiccup's 200 ms stalls on a host whose probe saw wake-ups 250 ms
+ * late: each stall is within what the host did, so it is the host's (the
+ * server's loop on a shared machine held up every stream): host noise,
+ * not a server stall. With the probe's worst at 20 ms the stalls stay the
+ * server's. (Until the probe's per-time figures reach the analysis this
+ * uses its run-wide maximum.) */
+static void test_host_stalls(void) {
+  struct fx x;
+  base(&x, N);
+  server(&x);
+  plant_hiccup(&x, MS);
+  slo_e2el(&x, 500);
+  struct im_hostlat h;
+  im_hostlat_init(&h, 10 * MS);
+  h.wakes = 1000;
+  h.max_ns = 250 * MS;
+  x.host = &h;
+  fires_only(&x, IM_CAUSE_HOST_NOISE, NULL);
+  h.max_ns = 20 * MS;
+  fires_only(&x, IM_CAUSE_SERVER_STALL, NULL);
+  im_hostlat_cleanup(&h);
+}
+
 /* Aligned stalls too short to carry the violation: every request starts
  * at once and stalls 60 ms (6 gaps of 10) before chunk 20, so each parity's
  * stalls end together; the even ones wait 400 ms for their first token
- * (E2E 860 ms, 810 without the stall's excess: still over 500), the odd
- * ones 20 ms (E2E 480: within). Every violating request holds an aligned
- * stall, yet the stalls explain none: not a server stall. */
+ * (E2E 860 ms: 360 over the 500 ms limit, of which the stalls' 50 ms excess
+ * is under half), the odd ones 20 ms (E2E 480: within). Every violating
+ * request holds an aligned stall, yet the stalls carry none: not a server
+ * stall. */
 static void test_stall_not_carried(void) {
   struct fx x;
   base(&x, N);
@@ -446,8 +472,9 @@ static void test_stall_not_carried(void) {
   CHECK_EQ(st->status, IM_CAUSE_NOT_FIRED);
   CHECK_NEAR(st->score, 1.0, 1e-12); /* every violating request stalled */
   CHECK(strstr(st->why, "100% time-aligned") != NULL);
-  CHECK(strstr(st->why, "without their stalls 0% would meet the limit") != NULL);
-  /* The same stalls 450 ms long carry it (E2E 1250, 810 without). */
+  CHECK(strstr(st->why, "excess over the limit or more in 0% of them") != NULL);
+  /* The even ones' stalls 450 ms long carry it (E2E 1240, 340 over 900,
+   * 440 of it the stall's). */
   for (size_t i = 0; i < x.n; i++) {
     req(&x, i, 0, (i % 2 ? 20 : 400) * MS, 41, 10 * MS);
     if (i % 2 == 0)
@@ -568,6 +595,7 @@ int main(void) {
   test_prefill();
   test_host_noise();
   test_stall_not_carried();
+  test_host_stalls();
   test_edges();
   test_time_scale();
   return CHECK_DONE();
