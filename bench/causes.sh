@@ -55,7 +55,7 @@ run() { # run DIR ARGS...
 plants() {
   cat <<'EOF'
 hiccup A server_stall|--time-scale 2|--fault hiccup@every=4s,ms=2000|--rate 10 --duration 4s --grace 10s --output-len 200 --ignore-eos|e2el|2500ms
-hiccup B server_stall|--time-scale 4|--fault hiccup@every=3s,ms=3000|--rate 20 --duration 5s --grace 10s --output-len 300 --ignore-eos|e2el|auto
+hiccup B server_stall|--time-scale 4|--fault hiccup@every=6s,ms=3000|--rate 10 --duration 6s --grace 60s --output-len 300 --ignore-eos|e2el|auto
 kv A kv_pressure|--time-scale 2 --kv-blocks 200|--fault kv-shrink@at=13s,fraction=0.05|--rate 10 --duration 7s --grace 30s --output-len 200 --ignore-eos|tpot|14ms
 kv B kv_pressure|--time-scale 4 --kv-blocks 120|--fault kv-shrink@at=10s,fraction=0.1|--rate 16 --duration 5s --grace 30s --output-len 150 --ignore-eos|tpot|auto
 queue A queueing|--time-scale 2|--max-num-seqs 2|--rate 10 --duration 4s --grace 20s --output-len 40 --ignore-eos|ttft|1s
