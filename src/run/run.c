@@ -508,6 +508,13 @@ static int discover(struct run *r) {
   return -1;
 }
 
+/* DIR/name, new and empty, opened for appends (whole lines from any
+ * thread, O_APPEND); its path into path. The descriptor, or -1 (errno). */
+static int open_in_dir(const char *dir, const char *name, char *path, size_t cap) {
+  snprintf(path, cap, "%s/%s", dir, name);
+  return open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+}
+
 /* The results folder, requests.jsonl, and the run's salt (every run gets
  * its own: prompts never hit a previous run's cache). */
 static int open_outputs(struct run *r) {
@@ -515,8 +522,7 @@ static int open_outputs(struct run *r) {
   if (make_out_dir(o, r->out_dir, sizeof r->out_dir))
     return -1;
   char path[4200];
-  snprintf(path, sizeof path, "%s/requests.jsonl", o->out_dir);
-  r->jsonl_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+  r->jsonl_fd = open_in_dir(o->out_dir, "requests.jsonl", path, sizeof path);
   if (r->jsonl_fd < 0) {
     im__run_say(IM_RUN_SAY_ERROR, "cannot write %s: %s", path, strerror(errno));
     return -1;
@@ -550,15 +556,13 @@ static void start_observers(struct run *r) {
   ocfg.sockstat = !o->no_sockstat && !o->net.unix_socket && im_url_resolve(r->url, &ocfg.target, &ocfg.target_len) == 0;
   ocfg.gpu = !o->no_gpu;
   char path[4200];
-  snprintf(path, sizeof path, "%s/scrapes.prom", o->out_dir);
   if (ocfg.n_scrape || ocfg.dcgm_url) {
-    r->raw_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+    r->raw_fd = open_in_dir(o->out_dir, "scrapes.prom", path, sizeof path);
     ocfg.raw_fd = r->raw_fd;
   }
   /* Every sample, as it is taken (record/series.h); the figures are computed
    * from it at the end of each stage. */
-  snprintf(r->series_path, sizeof r->series_path, "%s/series.jsonl", o->out_dir);
-  r->series_fd = open(r->series_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+  r->series_fd = open_in_dir(o->out_dir, "series.jsonl", r->series_path, sizeof r->series_path);
   if (r->series_fd < 0)
     im_warn("cannot write %s (%s): results.json will lack the server's figures", r->series_path,
             strerror(errno));
@@ -688,8 +692,7 @@ static int open_run_files(struct run *r) {
   const struct im_run_config *o = &r->o;
   const struct run_plan *p = &r->plan;
   char path[4200];
-  snprintf(path, sizeof path, "%s/stages.jsonl", o->out_dir);
-  r->stages_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+  r->stages_fd = open_in_dir(o->out_dir, "stages.jsonl", path, sizeof path);
   if (r->stages_fd < 0) {
     im__run_say(IM_RUN_SAY_ERROR, "cannot write %s: %s", path, strerror(errno));
     return -1;
