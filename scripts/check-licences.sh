@@ -104,9 +104,25 @@ classify() {
 
 # The Debian package that ships a library file (usrmerge: the file may be
 # registered under /lib or /usr/lib, and ldd may print either).
+# Read from dpkg's file lists directly, all candidates in one grep: one
+# `dpkg-query -S` per candidate re-reads the whole database and made this
+# check take minutes on a busy 2-core host.
 package_of() {
   local p cand real
+  local -a pats=()
   real=$(readlink -f "$1" 2>/dev/null || echo "$1")
+  for cand in "$1" "$real" "${1/#\/usr\//\/}" "/usr$1" "${real/#\/usr\//\/}"; do
+    pats+=(-e "$cand")
+  done
+  if [ -d /var/lib/dpkg/info ]; then
+    p=$(grep -lxF "${pats[@]}" /var/lib/dpkg/info/*.list 2>/dev/null | head -n 1) || true
+    if [ -n "$p" ]; then
+      p=${p##*/}
+      p=${p%.list}
+      echo "${p%%:*}"
+      return
+    fi
+  fi
   for cand in "$1" "$real" "${1/#\/usr\//\/}" "/usr$1" "${real/#\/usr\//\/}"; do
     p=$(dpkg-query -S "$cand" 2>/dev/null | grep -v '^diversion' | head -n 1 | sed 's/: .*//') || true
     if [ -n "$p" ]; then
