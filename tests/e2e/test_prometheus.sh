@@ -32,13 +32,50 @@ DCGM_PORT=$(free_port)
 python3 -m http.server "$DCGM_PORT" --bind 127.0.0.1 --directory "$TMP/dcgm" >/dev/null 2>&1 &
 PIDS+=($!)
 
-# The run: its live endpoint on a port of the kernel's choosing, read from
-# the line it prints; it keeps serving after the end until Prometheus has
-# scraped the final page once (--metrics-linger).
+# Prometheus first, ready before the run starts: on a busy host it can take
+# seconds to start, and started after the run it saw only the run's last
+# page (no rate over the run, no in-flight series).
+PROM_PORT=$(free_port)
+LIVE_PORT=$(free_port)
+cat >"$TMP/prometheus.yml" <<YML
+global:
+  scrape_interval: 500ms
+  scrape_timeout: 400ms
+  evaluation_interval: 15s
+rule_files:
+  - $ROOT/deploy/prometheus/alerts.yml
+  - $ROOT/deploy/prometheus/alerts_sglang.yml
+scrape_configs:
+  - job_name: infermeter
+    static_configs: [{targets: ["127.0.0.1:$LIVE_PORT"]}]
+  - job_name: serve
+    static_configs: [{targets: ["127.0.0.1:$PORT"]}]
+  - job_name: dcgm
+    static_configs: [{targets: ["127.0.0.1:$DCGM_PORT"]}]
+YML
+T_START=$(date +%s)
+prometheus --config.file="$TMP/prometheus.yml" --storage.tsdb.path="$TMP/tsdb" \
+  --web.listen-address="127.0.0.1:$PROM_PORT" >"$TMP/prometheus.log" 2>&1 &
+PROM_PID=$!
+PIDS+=($PROM_PID)
+API="http://127.0.0.1:$PROM_PORT/api/v1"
+ready=0
+for _ in $(seq 600); do
+  curl -sf "http://127.0.0.1:$PROM_PORT/-/ready" >/dev/null 2>&1 && { ready=1; break; }
+  kill -0 "$PROM_PID" 2>/dev/null || break
+  sleep 0.1
+done
+[ $ready = 1 ] || { fail "prometheus not ready within 60 s: $(tail -5 "$TMP/prometheus.log")"; finish; exit; }
+
+# The run: its live endpoint on a free port (Prometheus's configuration
+# names it before the run starts), confirmed by the line it prints; it keeps
+# serving after the end until Prometheus has scraped the final page once
+# (--metrics-linger).
 mkfifo "$TMP/run.fifo"
+T_RUN=$(date +%s)
 "$BIN" run --no-progress --url "$BASE" --warmup 0 --rate 8 --duration 8s --input-len 64 \
   --output-len 24 --ignore-eos --probe-rate 1 --temperature 0.7 --scrape-interval 500ms \
-  --metrics-listen 127.0.0.1:0 --metrics-linger 20s --out "$TMP/run" \
+  --metrics-listen "127.0.0.1:$LIVE_PORT" --metrics-linger 20s --out "$TMP/run" \
   >"$TMP/run.out" 2>"$TMP/run.fifo" &
 RUN_PID=$!
 exec 4<"$TMP/run.fifo"
@@ -50,8 +87,7 @@ done
 cat <&4 >>"$TMP/run.err" &
 PIDS+=($!)
 [ -n "$LIVE" ] || { fail "no live metrics line: $(cat "$TMP/run.err")"; finish; exit; }
-LIVE_HOSTPORT=${LIVE#http://}
-LIVE_HOSTPORT=${LIVE_HOSTPORT%/metrics}
+check_eq "live endpoint on the port asked for" "$LIVE" "http://127.0.0.1:$LIVE_PORT/metrics"
 
 # The page itself, during the run: promtool finds nothing to say.
 curl -sf "$LIVE" >"$TMP/live.prom"
@@ -65,29 +101,6 @@ check "no colon in our names" test -z "$(grep -v '^#' "$TMP/live.prom" | cut -d'
 check "POST refused: 405" test "$(curl -s -o /dev/null -w '%{http_code}' -X POST "$LIVE")" = 405
 check "unknown path: 404" test "$(curl -s -o /dev/null -w '%{http_code}' "${LIVE%/metrics}/nope")" = 404
 
-PROM_PORT=$(free_port)
-cat >"$TMP/prometheus.yml" <<YML
-global:
-  scrape_interval: 500ms
-  scrape_timeout: 400ms
-  evaluation_interval: 15s
-rule_files:
-  - $ROOT/deploy/prometheus/alerts.yml
-  - $ROOT/deploy/prometheus/alerts_sglang.yml
-scrape_configs:
-  - job_name: infermeter
-    static_configs: [{targets: ["$LIVE_HOSTPORT"]}]
-  - job_name: serve
-    static_configs: [{targets: ["127.0.0.1:$PORT"]}]
-  - job_name: dcgm
-    static_configs: [{targets: ["127.0.0.1:$DCGM_PORT"]}]
-YML
-T_START=$(date +%s)
-prometheus --config.file="$TMP/prometheus.yml" --storage.tsdb.path="$TMP/tsdb" \
-  --web.listen-address="127.0.0.1:$PROM_PORT" >"$TMP/prometheus.log" 2>&1 &
-PROM_PID=$!
-PIDS+=($PROM_PID)
-API="http://127.0.0.1:$PROM_PORT/api/v1"
 
 wait "$RUN_PID"
 rc=$?
@@ -96,7 +109,7 @@ T_END=$(date +%s)
 kill -0 "$PROM_PID" 2>/dev/null || { fail "prometheus exited: $(tail -5 "$TMP/prometheus.log")"; finish; exit; }
 R="$TMP/run/results.json"
 J="$TMP/run/requests.jsonl"
-check "the run linger ended on a scrape, not its limit ($((T_END - T_START)) s)" test $((T_END - T_START)) -lt 25
+check "the run linger ended on a scrape, not its limit ($((T_END - T_RUN)) s)" test $((T_END - T_RUN)) -lt 25
 
 # instant QUERY: the JSON result (max_over_time ranges skip the staleness
 # markers written once the run's endpoint is gone).

@@ -296,7 +296,9 @@ static void test_errors(void) {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
 static enum im_err dec_buf(struct im_oai_chunk *c, const char *fmt, const char *mid, int check) {
-  char buf[512];
+  /* Static: the decoded views (c->content) point into the input, and the
+   * caller reads them after this returns (until the next call). */
+  static char buf[512];
   int n = snprintf(buf, sizeof buf, fmt, mid);
   if (n < 0 || (size_t)n >= sizeof buf)
     abort();
