@@ -291,28 +291,36 @@ static void sort_by_x(struct series *s) {
     }
 }
 
-/* The threshold lines of c (an SLO) on the y axis ay. */
-static void draw_hlines(struct page *p, const struct chart *c, const struct axis *ay) {
-  int above = 0;
+/* The threshold lines of c (an SLO, in ms) on the y axis ay; those out of
+ * its range are named in the legend instead (hline_legend). */
+static bool hline_shown(const struct chart *c, int i) {
+  return c->hline_label[i] && isfinite(c->hline[i]);
+}
+
+static void hline_legend(struct page *p, const struct chart *c, const struct axis *ay) {
   for (int i = 0; i < 2; i++) {
-    if (!c->hline_label[i] || !isfinite(c->hline[i]))
+    if (!hline_shown(c, i))
       continue;
-    if (c->hline[i] > ay->hi || c->hline[i] < ay->lo) {
-      im__html_putf(p, "<text class=\"tick slo\" x=\"%d\" y=\"%d\" text-anchor=\"end\">",
-                    IM_HTML_W - IM_HTML_MR - 2, IM_HTML_MT + 10 + 12 * above++);
-      im__html_esc(p, c->hline_label[i]);
-      im__html_put(p, " ");
-      im__html_num(p, c->hline[i]);
-      im__html_put(p, c->hline[i] > ay->hi ? ": above the chart</text>" : ": below the chart</text>");
+    im__html_put(p, "<span class=\"slo-key\"><i style=\"background:var(--warn)\"></i>");
+    im__html_esc(p, c->hline_label[i]);
+    im__html_put(p, " ");
+    im__html_num(p, c->hline[i]);
+    im__html_put(p, c->hline[i] > ay->hi ? " ms: above the chart</span>"
+                    : c->hline[i] < ay->lo ? " ms: below the chart</span>" : " ms (dashed)</span>");
+  }
+}
+
+static void draw_hlines(struct page *p, const struct chart *c, const struct axis *ay) {
+  for (int i = 0; i < 2; i++) {
+    if (!hline_shown(c, i) || c->hline[i] > ay->hi || c->hline[i] < ay->lo)
       continue;
-    }
     double q = im__html_ax_map(ay, c->hline[i], IM_HTML_H - IM_HTML_MB, IM_HTML_MT);
     im__html_putf(p, "<line class=\"slo\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\"><title>",
                   IM_HTML_ML, q, IM_HTML_W - IM_HTML_MR, q);
     im__html_esc(p, c->hline_label[i]);
     im__html_put(p, ": ");
     im__html_num(p, c->hline[i]);
-    im__html_putf(p, "</title></line><text class=\"tick slo\" x=\"%d\" y=\"%.1f\" "
+    im__html_putf(p, " ms</title></line><text class=\"tick slo\" x=\"%d\" y=\"%.1f\" "
                      "text-anchor=\"end\">", IM_HTML_W - IM_HTML_MR - 2, q - 3);
     im__html_esc(p, c->hline_label[i]);
     im__html_put(p, "</text>");
@@ -402,6 +410,7 @@ void im__html_line_chart(struct page *p, struct chart *c) {
     im__html_esc(p, c->s[i].name);
     im__html_put(p, "</span>");
   }
+  hline_legend(p, c, &ay);
   im__html_put(p, "</div>");
   if (c->note) {
     im__html_put(p, "<div class=\"note\">");
@@ -563,7 +572,7 @@ static const char *const css =
     /* A run that failed shows no green badge (docs/report.md) */
     ".verdict.muted{background:var(--mut)}"
     ".failbox{border:2px solid var(--fail);border-radius:8px;padding:8px 12px;margin:8px 0}"
-    ".failbox .big{font-size:17px;font-weight:700}"
+    ".failbox .big{font-size:17px;font-weight:700}.warnbox{border-color:var(--warn)}"
     ".tiles{display:grid;grid-template-columns:repeat(auto-fill,minmax(170px,1fr));gap:8px}"
     ".tile{background:var(--card);border-radius:8px;padding:8px 10px}.tile .v{font-size:20px;"
     "font-weight:650}.tile .k{color:var(--mut);font-size:12px}"
@@ -638,13 +647,20 @@ static void sweep_values(struct page *p, const json_t *root, const json_t *sch, 
       im__html_put(p, i ? ", " : "");
       im__html_num(p, im_json_num(v, NAN));
     }
-  } else {
+  } else { /* the stages that set it (rate=auto's first stage probes the throughput) */
+    if (json_is_true(im__html_at(im__html_at(sch, "sweep"), "auto")))
+      im__html_put(p, "auto, ");
     im__html_put(p, "<b data-k=\"stages[].params.");
     im__html_esc(p, param);
     im__html_put(p, "\">");
+    bool first = true;
     json_array_foreach(im__html_at(root, "stages"), i, v) {
-      im__html_put(p, i ? ", " : "");
-      im__html_num(p, im_json_num(im__html_path(v, "params", param), NAN));
+      double x = im_json_num(im__html_path(v, "params", param), NAN);
+      if (isnan(x))
+        continue;
+      im__html_put(p, first ? "" : ", ");
+      im__html_num(p, x);
+      first = false;
     }
   }
   im__html_put(p, "</b>");
@@ -656,13 +672,14 @@ static void sweep_values(struct page *p, const json_t *root, const json_t *sch, 
 static void header_schedule(struct page *p, const json_t *root, const json_t *m) {
   const json_t *sch = im__html_at(m, "schedule"), *wl = im__html_at(m, "workload");
   const json_t *sess = im__html_at(wl, "sessions");
-  const char *param = im_json_str(im__html_path(root, "sweep", "param"),
-                                  im_json_str(im__html_path(sch, "sweep", "param"), NULL));
+  const char *param = im_json_str(im__html_path(sch, "sweep", "param"), NULL), *pkey = "manifest.schedule.sweep.param";
+  if (!param) /* a run written before the manifest recorded its sweep */
+    param = im_json_str(im__html_path(root, "sweep", "param"), NULL), pkey = "sweep.param";
   const char *kind = im_json_str(im__html_at(sch, "kind"), "?");
   bool sessions = json_is_object(sess) || !strcmp(kind, "sessions");
   if (param) {
     bool conc = !strcmp(param, "concurrency");
-    hfield_str(p, "sweep over ", "sweep.param", param);
+    hfield_str(p, "sweep over ", pkey, param);
     im__html_put(p, ": ");
     sweep_values(p, root, sch, param);
     im__html_put(p, conc ? " in flight (closed loop)" : " req/s");
@@ -811,8 +828,23 @@ static void audit_section(struct page *p, const json_t *audit, const json_t *fai
   if (!cv && !pv && !failing)
     return;
   im__html_put(p, "<h2>Verdict</h2>");
+  const json_t *er = im__html_at(audit, "error_rate");
+  double bad = im_json_num(im__html_at(er, "failed"), 0) + im_json_num(im__html_at(er, "aborted"), 0);
   if (failing)
     failure_box(p, failing);
+  else if (bad > 0) { /* failures below the failing-server limit: still first */
+    im__html_put(p, "<div class=\"failbox warnbox\" id=\"failures\"><span class=\"big\">");
+    im__html_num(p, bad);
+    im__html_put(p, " of ");
+    im__html_num(p, im_json_num(im__html_at(er, "requests"), NAN));
+    im__html_put(p, " requests failed or were aborted</span> (");
+    im__html_num(p, 100.0 * im_json_num(im__html_at(er, "share"), NAN));
+    im__html_put(p, " %, under the failing-server limit of ");
+    im__html_num(p, 100.0 * im_json_num(im__html_at(er, "limit"), NAN));
+    im__html_put(p, " %; latencies are over the successes)<br>classes: <b>");
+    im__html_esc(p, im_json_str(im__html_at(er, "classes"), "?"));
+    im__html_put(p, "</b></div>");
+  }
   im__html_put(p, "<p>");
   if (cv) {
     im__html_put(p, "client self-check ");
@@ -960,12 +992,14 @@ static void latency_section(struct page *p, const json_t *stage) {
        NULL, "e2el_ms"},
   };
   const char *no_srv = srv ? im_json_str(im__html_at(srv, "not_collected"), NULL) : "no server metrics scraped";
-  char note[256];
+  char note[256], mark[48];
   for (size_t i = 0; i < sizeof cdfs / sizeof cdfs[0]; i++) {
     struct chart c = {.title = cdfs[i].title, .xlabel = "latency (ms, log scale)",
                       .ylabel = "share of values ≤ x", .logx = true, .step = true,
                       .why_empty = "no completed request in the measured window",
-                      .mark_x = cdfs[i].slo ? slo_of(p, cdfs[i].slo) : NAN, .mark_label = "SLO"};
+                      .mark_x = cdfs[i].slo ? slo_of(p, cdfs[i].slo) : NAN, .mark_label = mark};
+    if (cdfs[i].slo)
+      snprintf(mark, sizeof mark, "SLO %g ms", c.mark_x);
     for (int k = 0; k < 2; k++)
       if (cdfs[i].keys[k])
         cdf_series(&c, cdfs[i].names[k], im__html_at(hs, cdfs[i].keys[k]));

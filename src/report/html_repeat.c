@@ -25,7 +25,8 @@ const char *im__html_figure_words(const char *key, char *buf, size_t n) {
   char metric[16], q[16];
   if (sscanf(key, "%15[a-z0-9]_%15[p0-9.]_ms", metric, q) == 2) {
     for (char *c = metric; *c; c++)
-      *c = (char)(*c - 'a' + 'A');
+      if (*c >= 'a' && *c <= 'z')
+        *c = (char)(*c - 'a' + 'A');
     snprintf(buf, n, "%s %s (ms)", metric, q);
     return buf;
   }
