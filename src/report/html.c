@@ -778,19 +778,21 @@ static const json_t *run_failing(const json_t *root) {
   return worst;
 }
 
-/* A failing server, first and in red: how many requests failed of how
- * many, against which limit, their classes and the first error. */
-static void failure_box(struct page *p, const json_t *er) {
-  im__html_put(p, "<div class=\"failbox\" id=\"failing\"><span class=\"verdict FAIL\">FAILING SERVER"
-         "</span> <span class=\"big\">");
+/* Failed requests, first: a failing server in red (how many of how many,
+ * against which limit, the exit status, their classes and the first
+ * error); failures under the limit in amber, with the same facts. */
+static void failure_box(struct page *p, const json_t *er, bool failing) {
+  im__html_put(p, failing ? "<div class=\"failbox\" id=\"failing\"><span class=\"verdict FAIL\">"
+                            "FAILING SERVER</span> <span class=\"big\">"
+                          : "<div class=\"failbox warnbox\" id=\"failures\"><span class=\"big\">");
   im__html_num(p, im_json_num(im__html_at(er, "failed"), NAN) + im_json_num(im__html_at(er, "aborted"), NAN));
   im__html_put(p, " of ");
   im__html_num(p, im_json_num(im__html_at(er, "requests"), NAN));
   im__html_put(p, " requests failed, were refused or aborted</span> (");
   im__html_num(p, 100.0 * im_json_num(im__html_at(er, "share"), NAN));
-  im__html_put(p, " %, above the limit of ");
+  im__html_put(p, failing ? " %, above the limit of " : " %, under the failing-server limit of ");
   im__html_num(p, 100.0 * im_json_num(im__html_at(er, "limit"), NAN));
-  im__html_put(p, " %: exit 6)");
+  im__html_put(p, failing ? " %: exit 6)" : " %; latencies are over the successes)");
   const char *cl = im_json_str(im__html_at(er, "classes"), "");
   if (cl[0]) {
     im__html_put(p, "<br>classes: <b>");
@@ -800,8 +802,9 @@ static void failure_box(struct page *p, const json_t *er) {
   const char *fe = im_json_str(im__html_at(er, "first_error"), NULL);
   im__html_put(p, "<br>first error: <b>");
   im__html_esc(p, fe && fe[0] ? fe : "(none recorded)");
-  im__html_put(p, "</b><br><span class=\"fix\">the figures below describe a server that did not "
-         "answer; the client's own checks are shown grey</span></div>");
+  im__html_put(p, failing ? "</b><br><span class=\"fix\">the figures below describe a server that did "
+                            "not answer; the client's own checks are shown grey</span></div>"
+                          : "</b></div>");
 }
 
 /* A verdict badge, grey instead of green when the run failed. */
@@ -829,22 +832,10 @@ static void audit_section(struct page *p, const json_t *audit, const json_t *fai
     return;
   im__html_put(p, "<h2>Verdict</h2>");
   const json_t *er = im__html_at(audit, "error_rate");
-  double bad = im_json_num(im__html_at(er, "failed"), 0) + im_json_num(im__html_at(er, "aborted"), 0);
   if (failing)
-    failure_box(p, failing);
-  else if (bad > 0) { /* failures below the failing-server limit: still first */
-    im__html_put(p, "<div class=\"failbox warnbox\" id=\"failures\"><span class=\"big\">");
-    im__html_num(p, bad);
-    im__html_put(p, " of ");
-    im__html_num(p, im_json_num(im__html_at(er, "requests"), NAN));
-    im__html_put(p, " requests failed or were aborted</span> (");
-    im__html_num(p, 100.0 * im_json_num(im__html_at(er, "share"), NAN));
-    im__html_put(p, " %, under the failing-server limit of ");
-    im__html_num(p, 100.0 * im_json_num(im__html_at(er, "limit"), NAN));
-    im__html_put(p, " %; latencies are over the successes)<br>classes: <b>");
-    im__html_esc(p, im_json_str(im__html_at(er, "classes"), "?"));
-    im__html_put(p, "</b></div>");
-  }
+    failure_box(p, failing, true);
+  else if (im_json_num(im__html_at(er, "failed"), 0) + im_json_num(im__html_at(er, "aborted"), 0) > 0)
+    failure_box(p, er, false);
   im__html_put(p, "<p>");
   if (cv) {
     im__html_put(p, "client self-check ");
