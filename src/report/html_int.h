@@ -103,6 +103,17 @@ void im__html_line_chart(struct page *p, struct chart *c);
 
 /* A verdict as a coloured badge; the document's head (styles) and <body>. */
 void im__html_verdict_badge(struct page *p, const char *v);
+/* The top of a run's page (html_verdict.c): what was run (manifest and
+ * sweep of root, each field marked data-k="its results.json path"); the
+ * verdict of an audit, a failing stage's error_rate (failing, NULL: none)
+ * or failures under the limit first. im__html_failing_of: the error_rate
+ * of an audit whose server failed, else NULL; im__html_run_failing: the
+ * worst of the run's and its stages'. */
+void im__html_header(struct page *p, const json_t *root, const char *title);
+void im__html_audit_section(struct page *p, const json_t *audit, const json_t *failing);
+const json_t *im__html_failing_of(const json_t *audit);
+const json_t *im__html_run_failing(const json_t *root);
+
 /* The repeat set's page body (html_repeat.c): the headline figures, the
  * forest plot of every figure's mean and 95 % CI, each run's value. */
 void im__html_repeat_section(struct page *p, const json_t *root);
