@@ -329,12 +329,12 @@ static void draw_hlines(struct page *p, const struct chart *c, const struct axis
 
 /* The points of series i with their values on hover (an SVG <title>, no
  * script): visible dots up to 60 points, invisible hover targets beyond
- * (every k-th of a long series, at most about 400). */
+ * (every k-th of a long series, at most about 150: the page stays small). */
 static void draw_points(struct page *p, const struct chart *c, size_t i, const struct axis *ax,
                         const struct axis *ay) {
   const struct series *s = &c->s[i];
   bool visible = s->n <= 60 || s->dots;
-  size_t every = s->n > 400 ? (s->n + 399) / 400 : 1;
+  size_t every = s->n > 150 ? (s->n + 149) / 150 : 1;
   for (size_t k = 0; k < s->n; k++) {
     if ((c->logx && !(s->x[k] > 0)) || (k % every && k != s->n - 1))
       continue;
