@@ -35,13 +35,16 @@ const char *im__html_figure_words(const char *key, char *buf, size_t n) {
 
 /* A figure has something to draw: a mean and its CI. */
 static bool drawn(const json_t *f) {
-  return isfinite(im_json_num(im__html_at(f, "mean"), NAN)) && im_json_num(im__html_at(f, "mean"), NAN) != 0 &&
+  return isfinite(im_json_num(im__html_at(f, "mean"), NAN)) &&
+         im_json_num(im__html_at(f, "mean"), NAN) != 0 &&
          isfinite(im_json_num(im__html_at(f, "ci95_lo"), NAN)) &&
          isfinite(im_json_num(im__html_at(f, "ci95_hi"), NAN));
 }
 
 /* Per cent off the mean. */
-static double rel(double v, double mean) { return (v / mean - 1) * 100; }
+static double rel(double v, double mean) {
+  return (v / mean - 1) * 100;
+}
 
 /* "lo – hi", or a dash and why when either is missing. */
 static void ci_range(struct page *p, double lo, double hi, const char *why) {
@@ -64,14 +67,16 @@ static void forest_axis(struct page *p, const struct axis *ax, int h) {
     double q = im__html_ax_map(ax, v, FP_LABEL, IM_HTML_TL_W - IM_HTML_MR);
     char b[32];
     im__html_fmt_tick_step(b, sizeof b, v, step);
-    im__html_putf(p, "<line class=\"grid\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>"
-                     "<text class=\"tick tx\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s%s</text>",
+    im__html_putf(p,
+                  "<line class=\"grid\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>"
+                  "<text class=\"tick tx\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s%s</text>",
                   q, IM_HTML_MT, q, h - IM_HTML_MB, q, h - IM_HTML_MB + 14, v > 0 ? "+" : "", b);
   }
   im__html_putf(p, "<line class=\"axis\" x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\"/>", FP_LABEL,
                 h - IM_HTML_MB, IM_HTML_TL_W - IM_HTML_MR, h - IM_HTML_MB);
-  im__html_putf(p, "<text class=\"label\" x=\"%d\" y=\"%d\" text-anchor=\"middle\">per cent off "
-                   "the figure's mean (each row on its own scale: value / mean − 1)</text>",
+  im__html_putf(p,
+                "<text class=\"label\" x=\"%d\" y=\"%d\" text-anchor=\"middle\">per cent off "
+                "the figure's mean (each row on its own scale: value / mean − 1)</text>",
                 (FP_LABEL + IM_HTML_TL_W - IM_HTML_MR) / 2, h - 8);
 }
 
@@ -80,7 +85,8 @@ static void forest_row(struct page *p, const struct axis *ax, double y, const ch
                        const json_t *f, const json_t *runs) {
   char words[64];
   const char *name = im__html_figure_words(key, words, sizeof words);
-  double mu = im_json_num(im__html_at(f, "mean"), NAN), lo = im_json_num(im__html_at(f, "ci95_lo"), NAN),
+  double mu = im_json_num(im__html_at(f, "mean"), NAN),
+         lo = im_json_num(im__html_at(f, "ci95_lo"), NAN),
          hi = im_json_num(im__html_at(f, "ci95_hi"), NAN);
   im__html_putf(p, "<text class=\"label\" x=\"4\" y=\"%.1f\">", y + 4);
   im__html_esc(p, name);
@@ -95,8 +101,8 @@ static void forest_row(struct page *p, const struct axis *ax, double y, const ch
   double x0 = im__html_ax_map(ax, rel(lo, mu), FP_LABEL, IM_HTML_TL_W - IM_HTML_MR),
          x1 = im__html_ax_map(ax, rel(hi, mu), FP_LABEL, IM_HTML_TL_W - IM_HTML_MR),
          xm = im__html_ax_map(ax, 0, FP_LABEL, IM_HTML_TL_W - IM_HTML_MR);
-  im__html_putf(p, "<line class=\"ci\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"><title>", x0, y,
-                x1, y);
+  im__html_putf(p, "<line class=\"ci\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"><title>", x0,
+                y, x1, y);
   im__html_esc(p, name);
   im__html_put(p, ": 95% CI of the mean ");
   im__html_num(p, lo);
@@ -107,16 +113,19 @@ static void forest_row(struct page *p, const struct axis *ax, double y, const ch
     im__html_num(p, im_json_num(im__html_at(f, "runs_needed"), NAN));
     im__html_put(p, " runs would bring it within");
   }
-  im__html_putf(p, "</title></line><rect class=\"mean\" x=\"%.1f\" y=\"%.1f\" width=\"6\" "
-                   "height=\"6\" transform=\"rotate(45 %.1f %.1f)\"><title>mean ",
+  im__html_putf(p,
+                "</title></line><rect class=\"mean\" x=\"%.1f\" y=\"%.1f\" width=\"6\" "
+                "height=\"6\" transform=\"rotate(45 %.1f %.1f)\"><title>mean ",
                 xm - 3, y - 3, xm, y);
   im__html_num(p, mu);
   im__html_put(p, "</title></rect>");
   double ref = im_json_num(im__html_at(f, "reference"), NAN);
   if (isfinite(ref) && rel(ref, mu) >= ax->lo && rel(ref, mu) <= ax->hi) {
     double xr = im__html_ax_map(ax, rel(ref, mu), FP_LABEL, IM_HTML_TL_W - IM_HTML_MR);
-    im__html_putf(p, "<line class=\"mark\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"><title>"
-                     "reference ", xr, y - 8, xr, y + 8);
+    im__html_putf(p,
+                  "<line class=\"mark\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"><title>"
+                  "reference ",
+                  xr, y - 8, xr, y + 8);
     im__html_num(p, ref);
     im__html_put(p, "</title></line>");
   }
@@ -129,8 +138,8 @@ static void forest_row(struct page *p, const struct axis *ax, double y, const ch
     const char *cls = e == 0 ? "run-ok" : isnan(e) ? "run-warn" : "run-fail";
     double xv = im__html_ax_map(ax, fmax(ax->lo, fmin(ax->hi, rel(v, mu))), FP_LABEL,
                                 IM_HTML_TL_W - IM_HTML_MR);
-    im__html_putf(p, "<circle class=\"%s\" cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\"><title>run %zu: ",
-                  cls, xv, y + ((double)(i % 3) - 1) * 4, i + 1);
+    im__html_putf(p, "<circle class=\"%s\" cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\"><title>run %zu: ", cls,
+                  xv, y + ((double)(i % 3) - 1) * 4, i + 1);
     im__html_num(p, v);
     if (isnan(e))
       im__html_put(p, " (exit status not recorded)");
@@ -160,7 +169,8 @@ static void forest_plot(struct page *p, const json_t *root) {
     dots += json_array_size(im__html_at(f, "values"));
   }
   if (!rows) {
-    im__html_empty_chart(p, "Every figure: mean and 95% CI", "no figure has a CI: fewer than 2 runs gave a value");
+    im__html_empty_chart(p, "Every figure: mean and 95% CI",
+                         "no figure has a CI: fewer than 2 runs gave a value");
     return;
   }
   if (isfinite(lim))
@@ -169,29 +179,31 @@ static void forest_plot(struct page *p, const json_t *root) {
   ax.hi = ceil(span / st) * st, ax.lo = -ax.hi;
   int h = IM_HTML_MT + (int)rows * FP_ROW + IM_HTML_MB;
   p->charts++;
-  im__html_putf(p, "<figure class=\"chart wide\" data-points=\"%zu\"><figcaption>Every figure: "
-                   "mean and 95%% CI of the mean, each run a dot</figcaption><div class=\"legend\">"
-                   "<span><i class=\"c2\"></i>CI-width limit (a CI inside the band is narrow "
-                   "enough)</span><span>◆ mean, — 95%% CI</span><span><i style=\"background:"
-                   "var(--pass)\"></i>run passed (exit 0)</span><span><i style=\"background:"
-                   "var(--fail)\"></i>run failed (exit ≠ 0)</span><span><i class=\"c1\"></i>"
-                   "reference (--reference)</span></div>",
+  im__html_putf(p,
+                "<figure class=\"chart wide\" data-points=\"%zu\"><figcaption>Every figure: "
+                "mean and 95%% CI of the mean, each run a dot</figcaption><div class=\"legend\">"
+                "<span><i class=\"c2\"></i>CI-width limit (a CI inside the band is narrow "
+                "enough)</span><span>◆ mean, — 95%% CI</span><span><i style=\"background:"
+                "var(--pass)\"></i>run passed (exit 0)</span><span><i style=\"background:"
+                "var(--fail)\"></i>run failed (exit ≠ 0)</span><span><i class=\"c1\"></i>"
+                "reference (--reference)</span></div>",
                 rows + dots);
-  im__html_putf(p, "<svg viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"forest plot\">", IM_HTML_TL_W, h);
+  im__html_putf(p, "<svg viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"forest plot\">",
+                IM_HTML_TL_W, h);
   forest_axis(p, &ax, h);
   if (isfinite(lim) && lim > 0) {
     double a = im__html_ax_map(&ax, -lim, FP_LABEL, IM_HTML_TL_W - IM_HTML_MR),
            b = im__html_ax_map(&ax, lim, FP_LABEL, IM_HTML_TL_W - IM_HTML_MR);
-    im__html_putf(p, "<rect class=\"limit\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\"><title>"
-                     "limit: a CI no wider than %.3g%% of the mean (--max-ci-width), ±%.3g%% "
-                     "around it</title></rect>",
+    im__html_putf(p,
+                  "<rect class=\"limit\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\"><title>"
+                  "limit: a CI no wider than %.3g%% of the mean (--max-ci-width), ±%.3g%% "
+                  "around it</title></rect>",
                   a, IM_HTML_MT, b - a, h - IM_HTML_MB - IM_HTML_MT, 2 * lim, lim);
     im__html_putf(p, "<text class=\"tick\" x=\"%.1f\" y=\"%d\">limit ±%.3g%%</text>", b + 3,
                   IM_HTML_MT + 10, lim);
   }
   size_t r = 0;
-  json_object_foreach((json_t *)figs, k, f)
-    if (drawn(f))
+  json_object_foreach((json_t *)figs, k, f) if (drawn(f))
       forest_row(p, &ax, IM_HTML_MT + ((double)r++ + 0.5) * FP_ROW, k, f, runs);
   im__html_put(p, "</svg><details><summary>table</summary><div class=\"tw\"><table><tr><th>figure"
                   "</th><th>mean</th><th>95% CI</th><th>CI width (% of mean)</th><th>runs</th>"
@@ -203,7 +215,8 @@ static void forest_plot(struct page *p, const json_t *root) {
     im__html_put(p, "</td><td>");
     im__html_num(p, im_json_num(im__html_at(f, "mean"), NAN));
     im__html_put(p, "</td><td>");
-    ci_range(p, im_json_num(im__html_at(f, "ci95_lo"), NAN), im_json_num(im__html_at(f, "ci95_hi"), NAN), "");
+    ci_range(p, im_json_num(im__html_at(f, "ci95_lo"), NAN),
+             im_json_num(im__html_at(f, "ci95_hi"), NAN), "");
     im__html_put(p, "</td><td>");
     im__html_num(p, 100 * im_json_num(im__html_at(f, "ci_width_rel"), NAN));
     im__html_put(p, "</td><td>");
@@ -229,8 +242,8 @@ static void ci_tile(struct page *p, const char *key, const json_t *f) {
   im__html_put(p, ", mean of ");
   im__html_num(p, im_json_num(im__html_at(f, "n"), NAN));
   im__html_put(p, " runs<br>95% CI ");
-  ci_range(p, im_json_num(im__html_at(f, "ci95_lo"), NAN), im_json_num(im__html_at(f, "ci95_hi"), NAN),
-           "(fewer than 2 runs with a value)");
+  ci_range(p, im_json_num(im__html_at(f, "ci95_lo"), NAN),
+           im_json_num(im__html_at(f, "ci95_hi"), NAN), "(fewer than 2 runs with a value)");
   im__html_put(p, "</div></div>");
 }
 
@@ -259,7 +272,8 @@ static void pooled_tiles(struct page *p, const json_t *pool) {
 void im__html_repeat_section(struct page *p, const json_t *root) {
   const json_t *figs = im__html_at(root, "figures"), *f;
   const char *k;
-  im__html_put(p, "<h2>Headline (mean over the runs, 95% CI of the mean)</h2><div class=\"tiles\">");
+  im__html_put(p,
+               "<h2>Headline (mean over the runs, 95% CI of the mean)</h2><div class=\"tiles\">");
   size_t absent = 0;
   json_object_foreach((json_t *)figs, k, f) {
     if (im_json_num(im__html_at(f, "n"), 0) > 0)

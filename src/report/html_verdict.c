@@ -69,7 +69,8 @@ static void sweep_values(struct page *p, const json_t *root, const json_t *sch, 
 static void header_schedule(struct page *p, const json_t *root, const json_t *m) {
   const json_t *sch = im__html_at(m, "schedule"), *wl = im__html_at(m, "workload");
   const json_t *sess = im__html_at(wl, "sessions");
-  const char *param = im_json_str(im__html_path(sch, "sweep", "param"), NULL), *pkey = "manifest.schedule.sweep.param";
+  const char *param = im_json_str(im__html_path(sch, "sweep", "param"), NULL),
+             *pkey = "manifest.schedule.sweep.param";
   if (!param) /* a run written before the manifest recorded its sweep */
     param = im_json_str(im__html_path(root, "sweep", "param"), NULL), pkey = "sweep.param";
   const char *kind = im_json_str(im__html_at(sch, "kind"), "?");
@@ -87,7 +88,8 @@ static void header_schedule(struct page *p, const json_t *root, const json_t *m)
   } else if (sessions) {
     im__html_put(p, "<b>sessions</b>");
   } else if (!strcmp(kind, "closed")) {
-    hfield_num(p, "closed loop, concurrency ", sch, "concurrency", "manifest.schedule.concurrency", "");
+    hfield_num(p, "closed loop, concurrency ", sch, "concurrency", "manifest.schedule.concurrency",
+               "");
   } else {
     hfield_str(p, "schedule ", "manifest.schedule.kind", kind);
     hfield_num(p, " ", sch, "rate", "manifest.schedule.rate", " req/s");
@@ -102,9 +104,11 @@ static void header_schedule(struct page *p, const json_t *root, const json_t *m)
   hfield_num(p, ", ", sch, "requests", "manifest.schedule.requests", " requests");
   if (im_json_num(im__html_at(sch, "warmup_s"), 0) > 0)
     hfield_num(p, " after a warm-up of ", sch, "warmup_s", "manifest.schedule.warmup_s", " s");
-  hfield_str(p, " · workload ", "manifest.workload.dataset", im_json_str(im__html_at(wl, "dataset"), "?"));
+  hfield_str(p, " · workload ", "manifest.workload.dataset",
+             im_json_str(im__html_at(wl, "dataset"), "?"));
   if (sessions) {
-    hfield_num(p, ", context ", sess, "context_start", "manifest.workload.sessions.context_start", "");
+    hfield_num(p, ", context ", sess, "context_start", "manifest.workload.sessions.context_start",
+               "");
     hfield_num(p, " → ", sess, "context_end", "manifest.workload.sessions.context_end", " tokens");
   } else {
     hfield_num(p, ", input ", wl, "input_len", "manifest.workload.input_len", " tokens");
@@ -117,14 +121,18 @@ void im__html_header(struct page *p, const json_t *root, const char *title) {
   im__html_put(p, "<h1>infermeter report: ");
   im__html_esc(p, title);
   im__html_put(p, "</h1><p class=\"meta\" id=\"what-ran\">");
-  hfield_str(p, "target ", "manifest.target.url", im_json_str(im__html_path(m, "target", "url"), "?"));
-  hfield_str(p, " · model ", "manifest.target.model", im_json_str(im__html_path(m, "target", "model"), "?"));
-  hfield_str(p, " · started ", "manifest.started_at", im_json_str(im__html_at(m, "started_at"), "?"));
+  hfield_str(p, "target ", "manifest.target.url",
+             im_json_str(im__html_path(m, "target", "url"), "?"));
+  hfield_str(p, " · model ", "manifest.target.model",
+             im_json_str(im__html_path(m, "target", "model"), "?"));
+  hfield_str(p, " · started ", "manifest.started_at",
+             im_json_str(im__html_at(m, "started_at"), "?"));
   hfield_str(p, " · infermeter ", "manifest.version", im_json_str(im__html_at(m, "version"), "?"));
   im__html_put(p, "<br>");
   header_schedule(p, root, m);
   const json_t *slo = im__html_at(m, "slo");
-  static const char *const slos[][2] = {{"ttft_ms", "TTFT"}, {"tpot_ms", "TPOT"}, {"e2el_ms", "E2EL"}};
+  static const char *const slos[][2] = {
+      {"ttft_ms", "TTFT"}, {"tpot_ms", "TPOT"}, {"e2el_ms", "E2EL"}};
   bool any = false;
   for (size_t i = 0; i < 3; i++) {
     if (!im__html_at(slo, slos[i][0]))
@@ -169,7 +177,8 @@ const json_t *im__html_run_failing(const json_t *root) {
   const json_t *s;
   json_array_foreach(im__html_at(root, "stages"), i, s) {
     const json_t *er = im__html_failing_of(im__html_at(s, "audit"));
-    if (er && (!worst || im_json_num(im__html_at(er, "share"), NAN) > im_json_num(im__html_at(worst, "share"), NAN)))
+    if (er && (!worst || im_json_num(im__html_at(er, "share"), NAN) >
+                             im_json_num(im__html_at(worst, "share"), NAN)))
       worst = er;
   }
   return worst;
@@ -182,7 +191,8 @@ static void failure_box(struct page *p, const json_t *er, bool failing) {
   im__html_put(p, failing ? "<div class=\"failbox\" id=\"failing\"><span class=\"verdict FAIL\">"
                             "FAILING SERVER</span> <span class=\"big\">"
                           : "<div class=\"failbox warnbox\" id=\"failures\"><span class=\"big\">");
-  im__html_num(p, im_json_num(im__html_at(er, "failed"), NAN) + im_json_num(im__html_at(er, "aborted"), NAN));
+  im__html_num(p, im_json_num(im__html_at(er, "failed"), NAN) +
+                      im_json_num(im__html_at(er, "aborted"), NAN));
   im__html_put(p, " of ");
   im__html_num(p, im_json_num(im__html_at(er, "requests"), NAN));
   im__html_put(p, " requests failed, were refused or aborted</span> (");
@@ -199,9 +209,10 @@ static void failure_box(struct page *p, const json_t *er, bool failing) {
   const char *fe = im_json_str(im__html_at(er, "first_error"), NULL);
   im__html_put(p, "<br>first error: <b>");
   im__html_esc(p, fe && fe[0] ? fe : "(none recorded)");
-  im__html_put(p, failing ? "</b><br><span class=\"fix\">the figures below describe a server that did "
-                            "not answer; the client's own checks are shown grey</span></div>"
-                          : "</b></div>");
+  im__html_put(p, failing
+                      ? "</b><br><span class=\"fix\">the figures below describe a server that did "
+                        "not answer; the client's own checks are shown grey</span></div>"
+                      : "</b></div>");
 }
 
 /* A verdict badge, grey instead of green when the run failed. */
@@ -231,7 +242,8 @@ void im__html_audit_section(struct page *p, const json_t *audit, const json_t *f
   const json_t *er = im__html_at(audit, "error_rate");
   if (failing)
     failure_box(p, failing, true);
-  else if (im_json_num(im__html_at(er, "failed"), 0) + im_json_num(im__html_at(er, "aborted"), 0) > 0)
+  else if (im_json_num(im__html_at(er, "failed"), 0) + im_json_num(im__html_at(er, "aborted"), 0) >
+           0)
     failure_box(p, er, false);
   im__html_put(p, "<p>");
   if (cv) {
@@ -278,4 +290,3 @@ void im__html_audit_section(struct page *p, const json_t *audit, const json_t *f
     im__html_put(p, "<li class=\"fix\">every other check passed</li>");
   im__html_put(p, "</ul>");
 }
-

@@ -145,17 +145,19 @@ static char *page(const char *json) {
 /* The header says what ran: a concurrency sweep's values and a sessions
  * run's sessions, never the unused poisson default. */
 static void test_header(void) {
-  char *h = page("{\"schema\": \"infermeter/results/v1\", \"manifest\": {\"schedule\": {\"kind\": "
-                 "\"closed\", \"requests\": 16, \"sweep\": {\"param\": \"concurrency\", \"values\": "
-                 "[1, 8], \"auto\": false}}, \"workload\": {\"dataset\": \"synthetic\", "
-                 "\"input_len\": 64}}, \"stages\": []}");
+  char *h =
+      page("{\"schema\": \"infermeter/results/v1\", \"manifest\": {\"schedule\": {\"kind\": "
+           "\"closed\", \"requests\": 16, \"sweep\": {\"param\": \"concurrency\", \"values\": "
+           "[1, 8], \"auto\": false}}, \"workload\": {\"dataset\": \"synthetic\", "
+           "\"input_len\": 64}}, \"stages\": []}");
   CHECK(strstr(h, "<b data-k=\"manifest.schedule.sweep.values\">1, 8</b> in flight") != NULL);
   CHECK(strstr(h, "poisson") == NULL);
   free(h);
-  h = page("{\"schema\": \"infermeter/results/v1\", \"manifest\": {\"schedule\": {\"kind\": "
-           "\"poisson\", \"rate\": 2, \"duration_s\": 4}, \"workload\": {\"dataset\": \"synthetic\", "
-           "\"input_len\": 1024, \"sessions\": {\"concurrent\": 3, \"turns\": 3, "
-           "\"context_start\": 256, \"context_end\": 1024}}}}");
+  h = page(
+      "{\"schema\": \"infermeter/results/v1\", \"manifest\": {\"schedule\": {\"kind\": "
+      "\"poisson\", \"rate\": 2, \"duration_s\": 4}, \"workload\": {\"dataset\": \"synthetic\", "
+      "\"input_len\": 1024, \"sessions\": {\"concurrent\": 3, \"turns\": 3, "
+      "\"context_start\": 256, \"context_end\": 1024}}}}");
   CHECK(strstr(h, "<b>sessions</b>: <b data-k=\"manifest.workload.sessions.concurrent\">3</b>") !=
         NULL);
   char *what = strstr(h, "id=\"what-ran\""), *end = what ? strstr(what, "</p>") : NULL;
@@ -170,10 +172,11 @@ static void test_header(void) {
 
 /* A check that passed because it was not judged says so. */
 static void test_not_judged(void) {
-  char *h = page("{\"schema\": \"infermeter/results/v1\", \"audit\": {\"publishable\": {\"verdict\": "
-                 "\"PUBLISHABLE\", \"checks\": [{\"id\": \"steady_state\", \"status\": \"PASS\", "
-                 "\"evidence\": \"too few requests: not judged\"}, {\"id\": \"errors\", \"status\": "
-                 "\"PASS\", \"evidence\": \"0 failed\"}]}}}");
+  char *h =
+      page("{\"schema\": \"infermeter/results/v1\", \"audit\": {\"publishable\": {\"verdict\": "
+           "\"PUBLISHABLE\", \"checks\": [{\"id\": \"steady_state\", \"status\": \"PASS\", "
+           "\"evidence\": \"too few requests: not judged\"}, {\"id\": \"errors\", \"status\": "
+           "\"PASS\", \"evidence\": \"0 failed\"}]}}}");
   CHECK(strstr(h, "NOT JUDGED</span> <b>steady_state</b>") != NULL);
   CHECK(strstr(h, "<b>errors</b>") == NULL);
   free(h);
