@@ -171,9 +171,13 @@ void im__html_fmt_tick_step(char *buf, size_t n, double v, double step) {
 
 /* A tick label at q pixels along the x axis (class tx) or the y axis (ty). */
 static void tick_label(struct page *p, bool x, double q, const char *b) {
+  /* About 6.5 units a character at 11 px: a label at the chart's right
+   * edge ends there instead of running out of the picture. */
+  double half = 3.3 * (double)strlen(b);
+  const char *anchor = q + half > IM_HTML_W - 1 ? "end" : "middle";
   if (x)
-    im__html_putf(p, "<text class=\"tick tx\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>", q,
-                  IM_HTML_H - IM_HTML_MB + 14, b);
+    im__html_putf(p, "<text class=\"tick tx\" x=\"%.1f\" y=\"%d\" text-anchor=\"%s\">%s</text>",
+                  q + half > IM_HTML_W - 1 ? IM_HTML_W - 1.0 : q, IM_HTML_H - IM_HTML_MB + 14, anchor, b);
   else
     im__html_putf(p, "<text class=\"tick ty\" x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>",
                   IM_HTML_ML - 4, q + 4, b);
@@ -231,15 +235,12 @@ static void draw_ticks(struct page *p, const struct axis *a, bool x) {
     char b[32];
     im__html_fmt_tick_step(b, sizeof b, v, step);
     if (x)
-      im__html_putf(p,
-           "<line class=\"grid\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>"
-           "<text class=\"tick tx\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>",
-           q, IM_HTML_MT, q, IM_HTML_H - IM_HTML_MB, q, IM_HTML_H - IM_HTML_MB + 14, b);
+      im__html_putf(p, "<line class=\"grid\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>", q,
+                    IM_HTML_MT, q, IM_HTML_H - IM_HTML_MB);
     else
-      im__html_putf(p,
-           "<line class=\"grid\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\"/>"
-           "<text class=\"tick ty\" x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>",
-           IM_HTML_ML, q, IM_HTML_W - IM_HTML_MR, q, IM_HTML_ML - 4, q + 4, b);
+      im__html_putf(p, "<line class=\"grid\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\"/>",
+                    IM_HTML_ML, q, IM_HTML_W - IM_HTML_MR, q);
+    tick_label(p, x, q, b);
   }
 }
 

@@ -130,6 +130,19 @@ void im__html_header(struct page *p, const json_t *root, const char *title) {
   hfield_str(p, " · infermeter ", "manifest.version", im_json_str(im__html_at(m, "version"), "?"));
   im__html_put(p, "<br>");
   header_schedule(p, root, m);
+  const json_t *st = im__html_at(root, "stages");
+  if (json_array_size(st) > 1 && !im__html_at(root, "sweep") &&
+      !im__html_path(im__html_at(m, "schedule"), "sweep", "param")) {
+    /* A grid: its stages' settings replace the schedule's where they set them. */
+    im__html_put(p, " · stages <b data-k=\"stages[].label\">");
+    size_t i;
+    const json_t *e;
+    json_array_foreach(st, i, e) {
+      im__html_put(p, i ? ", " : "");
+      im__html_esc(p, im_json_str(im__html_at(e, "label"), "?"));
+    }
+    im__html_put(p, "</b>");
+  }
   const json_t *slo = im__html_at(m, "slo");
   static const char *const slos[][2] = {
       {"ttft_ms", "TTFT"}, {"tpot_ms", "TPOT"}, {"e2el_ms", "E2EL"}};

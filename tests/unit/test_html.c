@@ -71,6 +71,14 @@ static void test_axes(void) {
   check_unique(h, "tx");
   check_unique(h, "ty");
   free(h);
+  /* A long label at the right edge ends there, not past the picture. */
+  struct chart r = {.title = "t", .xlabel = "x", .ylabel = "y", .mark_x = NAN};
+  s = im__html_add_series(&r, "s", 2);
+  im__html_push_pt(s, 1027.0, 1);
+  im__html_push_pt(s, 1029.0, 2);
+  h = draw(&r, NULL);
+  CHECK(strstr(h, "text-anchor=\"end\">1029.0</text>") != NULL);
+  free(h);
   /* A log axis from 12 to 18 ms: no 1-2-5 mark inside, linear ticks instead. */
   struct chart l = {.title = "t", .xlabel = "x", .ylabel = "y", .logx = true, .mark_x = NAN};
   s = im__html_add_series(&l, "s", 2);
