@@ -95,6 +95,9 @@ function same(want, text) {
       if (drawn < min) fail(f, `${drawn} charts drew data, expected at least ${min}`);
       // Axes: no two tick labels alike on one axis; every curve drawn left
       // to right (x never goes back); no text outside its picture.
+      // Collapsed blocks (a sweep's stages, the tables) are opened for the
+      // measure, and closed again for the screenshot.
+      await page.$$eval('details:not([open])', (ds) => ds.forEach((d) => { d.open = true; d.dataset.shut = '1'; }));
       const axes = await page.$$eval('figure.chart svg', (svgs) => svgs.map((svg) => {
         const cap = (svg.closest('figure').querySelector('figcaption') || {}).textContent || '?';
         const labels = (cls) => [...svg.querySelectorAll('text.' + cls)].map((t) => t.textContent);
@@ -114,6 +117,7 @@ function same(want, text) {
         }
         return { cap, tx: labels('tx'), ty: labels('ty'), back, clipped };
       }));
+      await page.$$eval('details[data-shut]', (ds) => ds.forEach((d) => { d.open = false; }));
       for (const a of axes) {
         for (const k of ['tx', 'ty']) {
           const dup = a[k].filter((v, i) => a[k].indexOf(v) !== i);
