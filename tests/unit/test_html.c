@@ -190,6 +190,23 @@ static void test_not_judged(void) {
   free(h);
 }
 
+/* Panels say the truth: a server scraped without KV series is not "no
+ * server metrics scraped"; a roofline not computed gives its reason, not
+ * "no request in flight"; no goodput tile without an SLO. */
+static void test_panels(void) {
+  char *h =
+      page("{\"schema\": \"infermeter/results/v1\", \"series\": {\"server\": [{\"t_s\": "
+           "[0, 1], \"requests_running\": [1, 2], \"kv_cache_usage\": [null, null]}]}, "
+           "\"metrics\": {\"roofline\": {\"not_collected\": \"the model is not described\"}}}");
+  CHECK(
+      strstr(h, "KV cache and prefix cache (scraped)</figcaption><p class=\"why\">scraped, but") !=
+      NULL);
+  CHECK(strstr(h, "not collected: the model is not described") != NULL);
+  CHECK(strstr(h, "no request in flight") == NULL);
+  CHECK(strstr(h, "goodput") == NULL);
+  free(h);
+}
+
 /* A repeat set: one forest plot; no tile for a figure no run gave. */
 static void test_repeat(void) {
   char *h = page("{\"schema\": \"infermeter/repeat/v1\", \"max_ci_width\": 0.08, \"runs\": "
@@ -210,6 +227,7 @@ int main(void) {
   test_slo_and_hover();
   test_header();
   test_not_judged();
+  test_panels();
   test_repeat();
   return CHECK_DONE();
 }
