@@ -118,8 +118,12 @@ enum im_err im_stage_analyze(const struct im_stage_input *in, struct im_stage_fi
   if (!err)
     err = im_probes_compute(&f->pop, tc.stall_k, &f->probes);
   if (!err)
-    err = im_timeslices_compute(
-        &f->pop, in->timeslice_ns > 0 ? in->timeslice_ns : IM_STAGE_DEFAULT_TIMESLICE_NS, &f->slices);
+    err = im_timeslices_compute(&f->pop,
+                                in->timeslice_ns > 0
+                                    ? in->timeslice_ns
+                                    : im_timeslice_auto_ns(f->pop.window_end_ns - f->pop.window_start_ns,
+                                                           IM_STAGE_DEFAULT_TIMESLICE_NS),
+                                &f->slices);
   if (err) {
     im_stage_figures_cleanup(f);
     return err;

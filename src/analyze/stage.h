@@ -49,7 +49,8 @@ struct im_stage_input {
   struct im_tokens_config tokens; /* segmented sampling and stalls (window 0: defaults) */
   const struct im_hist *receive_lag; /* the engine's, ns (NULL: not measured) */
   const struct im_hostlat *host; /* the host probe's (NULL: not measured) */
-  int64_t timeslice_ns;          /* --timeslice (0: IM_STAGE_DEFAULT_TIMESLICE_NS) */
+  int64_t timeslice_ns;          /* --timeslice (0: from the window's length, at most
+                                    IM_STAGE_DEFAULT_TIMESLICE_NS: im_timeslice_auto_ns) */
 };
 
 #define IM_STAGE_DEFAULT_TIMESLICE_NS INT64_C(10000000000) /* 10 s */

@@ -53,6 +53,13 @@ static int cmp_val(const void *x, const void *y) {
   return (a->ms > b->ms) - (a->ms < b->ms);
 }
 
+int64_t im_timeslice_auto_ns(int64_t len_ns, int64_t max_ns) {
+  int64_t want = len_ns / IM_TIMESLICE_AUTO_N, step = 100000000; /* 100 ms */
+  for (int k = 0; step < want && step < max_ns; k++)
+    step = step / (k % 3 == 1 ? 2 : 1) * (k % 3 == 1 ? 5 : 2); /* 100, 200, 500, 1000 ms... */
+  return step < max_ns ? step : max_ns;
+}
+
 enum im_err im_timeslices_compute(const struct im_population *pop, int64_t slice_ns,
                                   struct im_timeslices *out) {
   memset(out, 0, sizeof *out);

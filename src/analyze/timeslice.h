@@ -43,6 +43,12 @@ struct im_timeslices {
   size_t n;
 };
 
+/* The slice width for a window of len_ns when none was asked: about
+ * IM_TIMESLICE_AUTO_N slices, rounded up to 1, 2 or 5 x 10^k ms, at least
+ * 100 ms and at most max_ns (so that a 10 s run draws 10 points, not one). */
+#define IM_TIMESLICE_AUTO_N 12
+int64_t im_timeslice_auto_ns(int64_t len_ns, int64_t max_ns);
+
 /* Slices of pop's window of slice_ns each (> 0). IM_INVAL for slice_ns <= 0,
  * IM_NOMEM; on failure *out is empty. A window of no length gives none. */
 enum im_err im_timeslices_compute(const struct im_population *pop, int64_t slice_ns,

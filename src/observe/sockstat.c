@@ -95,6 +95,27 @@ static bool is_v4(const struct endpoint *e) {
   return memcmp(e->addr, v4_mapped_prefix, 12) == 0;
 }
 
+static bool is_loopback(const struct endpoint *e) {
+  static const uint8_t v6_loopback[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+  return (is_v4(e) && e->addr[12] == 127) || memcmp(e->addr, v6_loopback, 16) == 0;
+}
+
+/* Whether a socket (local, remote) in state counts toward target t. A
+ * connection from this host to itself has both ends here: its client end
+ * (remote == t) counts in every state; its server end (local == t, the peer
+ * on this host: the target's address or a loopback one) only in TIME_WAIT,
+ * the one state the server end holds alone once the client end is gone, so
+ * that each connection counts once (observe/sockstat.h). */
+static bool counts_toward(const struct endpoint *local, const struct endpoint *remote,
+                          const struct endpoint *t, int state) {
+  if (endpoint_eq(remote, t))
+    return true;
+  if (!endpoint_eq(local, t))
+    return false;
+  bool same_host = !memcmp(remote->addr, t->addr, 16) || is_loopback(remote);
+  return !same_host || state == IM_TCP_TIME_WAIT;
+}
+
 static void count_state(struct im_sockstat_counts *c, int state) {
   if (state == KERNEL_NEW_SYN_RECV)
     state = IM_TCP_SYN_RECV;
@@ -218,7 +239,7 @@ static void proc_line(const char *p, size_t len, const struct endpoint *t,
     acc->skipped++;
     return;
   }
-  if (endpoint_eq(&local, t) || endpoint_eq(&remote, t))
+  if (counts_toward(&local, &remote, t, (int)st))
     count_state(acc, (int)st);
 }
 
@@ -357,7 +378,7 @@ static void nl_count(const struct im_sockstat *s, const struct inet_diag_msg *m,
   } else {
     return;
   }
-  if (endpoint_eq(&local, &s->target) || endpoint_eq(&remote, &s->target))
+  if (counts_toward(&local, &remote, &s->target, m->idiag_state))
     count_state(out, m->idiag_state);
 }
 

@@ -14,8 +14,9 @@
  *   - /proc/net/tcp and /proc/net/tcp6, read line by line through the same
  *     fixed buffer, filtered entirely in user space.
  *
- * Matching: a socket counts when (local addr:port == target) or
- * (remote addr:port == target). IPv4-mapped IPv6 addresses
+ * Matching: a socket counts when (remote addr:port == target), the
+ * client's end, or (local addr:port == target) with a peer on another host
+ * (e.g. the target's own listener, or this host serving others). IPv4-mapped IPv6 addresses
  * (::ffff:a.b.c.d) match their IPv4 form both ways (a dual-stack server's
  * accepted sockets, a target given as a mapped address). A listener bound
  * to a wildcard address (0.0.0.0, ::) does NOT match a target such as
@@ -26,9 +27,11 @@
  * What the counts mean:
  *   - TIME_WAIT stays with whichever side closed first. Toward a remote
  *     target only this host's (client-side) closes are visible; the
- *     server's TIME_WAIT lives on the server. On loopback both ends are
- *     local, so a connection shows up twice (client end and server end) in
- *     every state, and TIME_WAIT appears on whichever end closed first.
+ *     server's TIME_WAIT lives on the server. On loopback (a peer whose
+ *     address is the target's or a loopback one) both ends are local; a
+ *     connection counts once: its client end in every state, its server end
+ *     only in TIME_WAIT (where the server closed first and the client end is
+ *     gone). So ESTABLISHED is the number of the client's connections.
  *   - States are the kernel's numbers (include/net/tcp_states.h), shown by
  *     both paths alike. Request (half-open) sockets, which netlink reports
  *     as TCP_NEW_SYN_RECV (12) or TCP_SYN_RECV, count as SYN_RECV, as

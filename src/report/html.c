@@ -157,11 +157,58 @@ double im__html_ax_map(const struct axis *a, double v, double from, double to) {
 /* A tick label: at most 4 significant digits, no trailing zeros. */
 void im__html_fmt_tick(char *buf, size_t n, double v) { snprintf(buf, n, "%.4g", v); }
 
+void im__html_fmt_tick_step(char *buf, size_t n, double v, double step) {
+  if (!(step > 0) || fabs(v) >= 1e9 || fabs(v) < step * 1e-9) {
+    im__html_fmt_tick(buf, n, fabs(v) < step * 1e-9 ? 0 : v);
+    return;
+  }
+  /* Decimals of the step (0.25 -> 2, 5 -> 0), at most 6. */
+  int d = 0;
+  for (double s = step; d < 6 && fabs(s - round(s)) > 1e-6 * fmax(1, s); s *= 10)
+    d++;
+  snprintf(buf, n, "%.*f", d, v);
+}
+
+/* A tick label at q pixels along the x axis (class tx) or the y axis (ty). */
+static void tick_label(struct page *p, bool x, double q, const char *b) {
+  /* About 6.5 units a character at 11 px: a label at the chart's right
+   * edge ends there instead of running out of the picture. */
+  double half = 3.3 * (double)strlen(b);
+  const char *anchor = q + half > IM_HTML_W - 1 ? "end" : "middle";
+  if (x)
+    im__html_putf(p, "<text class=\"tick tx\" x=\"%.1f\" y=\"%d\" text-anchor=\"%s\">%s</text>",
+                  q + half > IM_HTML_W - 1 ? IM_HTML_W - 1.0 : q, IM_HTML_H - IM_HTML_MB + 14, anchor, b);
+  else
+    im__html_putf(p, "<text class=\"tick ty\" x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>",
+                  IM_HTML_ML - 4, q + 4, b);
+}
+
+/* Linear ticks between lo and hi (for a log axis within one decade, where
+ * too few of its 1..9 x 10^k marks fall). */
+static void linear_ticks(struct page *p, const struct axis *a, bool x, double px0, double px1) {
+  double step = im__html_nice_step(a->hi - a->lo, 4);
+  for (double v = ceil(a->lo / step) * step; v <= a->hi * 1.0001; v += step) {
+    double q = im__html_ax_map(a, v, px0, px1);
+    char b[32];
+    im__html_fmt_tick_step(b, sizeof b, v, step);
+    tick_label(p, x, q, b);
+  }
+}
+
 static void draw_ticks(struct page *p, const struct axis *a, bool x) {
   double px0 = x ? IM_HTML_ML : IM_HTML_H - IM_HTML_MB, px1 = x ? IM_HTML_W - IM_HTML_MR : IM_HTML_MT;
   /* Within about a decade every mantissa gets a label, else 1, 2 and 5. */
   bool dense = a->log && log10(a->hi / a->lo) < 1.2;
   if (a->log) {
+    int labelled = 0;
+    for (double d = pow(10, floor(log10(a->lo))); d <= a->hi * 1.0001; d *= 10)
+      for (int m = 1; m < 10; m++)
+        labelled += d * m >= a->lo * 0.9999 && d * m <= a->hi * 1.0001 &&
+                    (dense || m == 1 || m == 2 || m == 5);
+    if (labelled < 3) { /* within one decade: linear ticks on the log scale */
+      linear_ticks(p, a, x, px0, px1);
+      return;
+    }
     for (double d = pow(10, floor(log10(a->lo))); d <= a->hi * 1.0001; d *= 10)
       for (int m = 1; m < 10; m++) {
         double v = d * m;
@@ -176,9 +223,7 @@ static void draw_ticks(struct page *p, const struct axis *a, bool x) {
           continue;
         char b[32];
         im__html_fmt_tick(b, sizeof b, v);
-        if (x)
-          im__html_putf(p, "<text class=\"tick\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>", q,
-               IM_HTML_H - IM_HTML_MB + 14, b);
+        tick_label(p, x, q, b);
       }
     return;
   }
@@ -188,17 +233,14 @@ static void draw_ticks(struct page *p, const struct axis *a, bool x) {
   for (double v = ceil(a->lo / step) * step; v <= a->hi + step * 1e-9; v += step) {
     double q = im__html_ax_map(a, v, px0, px1);
     char b[32];
-    im__html_fmt_tick(b, sizeof b, fabs(v) < step * 1e-9 ? 0 : v);
+    im__html_fmt_tick_step(b, sizeof b, v, step);
     if (x)
-      im__html_putf(p,
-           "<line class=\"grid\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>"
-           "<text class=\"tick\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>",
-           q, IM_HTML_MT, q, IM_HTML_H - IM_HTML_MB, q, IM_HTML_H - IM_HTML_MB + 14, b);
+      im__html_putf(p, "<line class=\"grid\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>", q,
+                    IM_HTML_MT, q, IM_HTML_H - IM_HTML_MB);
     else
-      im__html_putf(p,
-           "<line class=\"grid\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\"/>"
-           "<text class=\"tick\" x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>",
-           IM_HTML_ML, q, IM_HTML_W - IM_HTML_MR, q, IM_HTML_ML - 4, q + 4, b);
+      im__html_putf(p, "<line class=\"grid\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\"/>",
+                    IM_HTML_ML, q, IM_HTML_W - IM_HTML_MR, q);
+    tick_label(p, x, q, b);
   }
 }
 
@@ -234,8 +276,102 @@ void im__html_empty_chart(struct page *p, const char *title, const char *why) {
   im__html_put(p, "</p></figure>");
 }
 
+/* Orders a series by x (insertion sort: the series are short and most
+ * arrive sorted), its labels with it, so that a curve never doubles back. */
+static void sort_by_x(struct series *s) {
+  for (size_t i = 1; i < s->n; i++)
+    for (size_t j = i; j > 0 && s->x[j] < s->x[j - 1]; j--) {
+      double tx = s->x[j], ty = s->y[j];
+      s->x[j] = s->x[j - 1], s->y[j] = s->y[j - 1];
+      s->x[j - 1] = tx, s->y[j - 1] = ty;
+      if (s->labels) {
+        const char *tl = s->labels[j];
+        s->labels[j] = s->labels[j - 1];
+        s->labels[j - 1] = tl;
+      }
+    }
+}
+
+/* The threshold lines of c (an SLO, in ms) on the y axis ay; those out of
+ * its range are named in the legend instead (hline_legend). */
+static bool hline_shown(const struct chart *c, int i) {
+  return c->hline_label[i] && isfinite(c->hline[i]);
+}
+
+static void hline_legend(struct page *p, const struct chart *c, const struct axis *ay) {
+  for (int i = 0; i < 2; i++) {
+    if (!hline_shown(c, i))
+      continue;
+    im__html_put(p, "<span class=\"slo-key\"><i style=\"background:var(--warn)\"></i>");
+    im__html_esc(p, c->hline_label[i]);
+    im__html_put(p, " ");
+    im__html_num(p, c->hline[i]);
+    im__html_put(p, c->hline[i] > ay->hi ? " ms: above the chart</span>"
+                    : c->hline[i] < ay->lo ? " ms: below the chart</span>" : " ms (dashed)</span>");
+  }
+}
+
+static void draw_hlines(struct page *p, const struct chart *c, const struct axis *ay) {
+  for (int i = 0; i < 2; i++) {
+    if (!hline_shown(c, i) || c->hline[i] > ay->hi || c->hline[i] < ay->lo)
+      continue;
+    double q = im__html_ax_map(ay, c->hline[i], IM_HTML_H - IM_HTML_MB, IM_HTML_MT);
+    im__html_putf(p, "<line class=\"slo\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\"><title>",
+                  IM_HTML_ML, q, IM_HTML_W - IM_HTML_MR, q);
+    im__html_esc(p, c->hline_label[i]);
+    im__html_put(p, ": ");
+    im__html_num(p, c->hline[i]);
+    im__html_putf(p, " ms</title></line><text class=\"tick slo\" x=\"%d\" y=\"%.1f\" "
+                     "text-anchor=\"end\">", IM_HTML_W - IM_HTML_MR - 2, q - 3);
+    im__html_esc(p, c->hline_label[i]);
+    im__html_put(p, "</text>");
+  }
+}
+
+/* The points of series i with their values on hover (an SVG <title>, no
+ * script): visible dots up to 60 points, invisible hover targets beyond
+ * (every k-th of a long series, at most about 150: the page stays small). */
+static void draw_points(struct page *p, const struct chart *c, size_t i, const struct axis *ax,
+                        const struct axis *ay) {
+  const struct series *s = &c->s[i];
+  bool visible = s->n <= 60 || s->dots;
+  size_t every = s->n > 150 ? (s->n + 149) / 150 : 1;
+  for (size_t k = 0; k < s->n; k++) {
+    if ((c->logx && !(s->x[k] > 0)) || (k % every && k != s->n - 1))
+      continue;
+    double x = im__html_ax_map(ax, s->x[k], IM_HTML_ML, IM_HTML_W - IM_HTML_MR),
+           y = im__html_ax_map(ay, s->y[k], IM_HTML_H - IM_HTML_MB, IM_HTML_MT);
+    im__html_putf(p, "<circle class=\"%s c%zu\" cx=\"%.1f\" cy=\"%.1f\" r=\"%s\"><title>",
+                  visible ? "pt" : "hov", colour_of(c, i), x, y, s->dots ? "3.5" : visible ? "2.5" : "4");
+    im__html_esc(p, s->name);
+    if (s->labels) {
+      im__html_put(p, " ");
+      im__html_esc(p, s->labels[k]);
+    }
+    im__html_put(p, " — ");
+    im__html_esc(p, c->xlabel);
+    im__html_put(p, ": ");
+    im__html_num(p, s->x[k]);
+    im__html_put(p, ", ");
+    im__html_esc(p, c->ylabel);
+    im__html_put(p, ": ");
+    im__html_num(p, s->y[k]);
+    im__html_put(p, "</title></circle>");
+    if (s->labels && s->n <= 16) {
+      /* Right of the point, or left of it near the right edge (never clipped). */
+      bool left = x > IM_HTML_W - IM_HTML_MR - 90;
+      im__html_putf(p, "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\"%s>", left ? x - 5 : x + 5,
+                    y < IM_HTML_MT + 12 ? y + 14 : y - 5, left ? " text-anchor=\"end\"" : "");
+      im__html_esc(p, s->labels[k]);
+      im__html_put(p, "</text>");
+    }
+  }
+}
+
 void im__html_line_chart(struct page *p, struct chart *c) {
   size_t pts = 0;
+  for (size_t i = 0; i < c->ns; i++)
+    sort_by_x(&c->s[i]);
   struct axis ax = {INFINITY, -INFINITY, c->logx, c->intx}, ay = {0, -INFINITY, false, false};
   for (size_t i = 0; i < c->ns; i++)
     for (size_t k = 0; k < c->s[i].n; k++) {
@@ -252,8 +388,13 @@ void im__html_line_chart(struct page *p, struct chart *c) {
   }
   if (ax.hi <= ax.lo)
     ax.hi = c->logx ? ax.lo * 2 : ax.lo + 1, ax.lo = c->logx ? ax.lo / 2 : ax.lo - (ax.lo > 0);
+  if (c->logx && c->mark_x > 0 && c->mark_x >= ax.lo / 100 && c->mark_x <= ax.hi * 100)
+    ax.lo = fmin(ax.lo, c->mark_x / 1.2), ax.hi = fmax(ax.hi, c->mark_x * 1.2); /* an SLO in sight */
   if (ay.hi <= ay.lo)
     ay.hi = ay.lo + 1;
+  for (int i = 0; i < 2; i++) /* an SLO up to twice the data's top is drawn */
+    if (c->hline_label[i] && c->hline[i] > ay.hi && c->hline[i] <= 2 * ay.hi)
+      ay.hi = c->hline[i];
   ay.hi += (ay.hi - ay.lo) * 0.05;
   if (!c->logx) {
     double st = im__html_nice_step(ax.hi - ax.lo, 6);
@@ -270,6 +411,7 @@ void im__html_line_chart(struct page *p, struct chart *c) {
     im__html_esc(p, c->s[i].name);
     im__html_put(p, "</span>");
   }
+  hline_legend(p, c, &ay);
   im__html_put(p, "</div>");
   if (c->note) {
     im__html_put(p, "<div class=\"note\">");
@@ -310,11 +452,14 @@ void im__html_line_chart(struct page *p, struct chart *c) {
     im__html_putf(p, "<line class=\"mark\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>", q, IM_HTML_MT, q,
          IM_HTML_H - IM_HTML_MB);
     if (c->mark_label) {
-      im__html_putf(p, "<text class=\"tick\" x=\"%.1f\" y=\"%d\">", q + 3, IM_HTML_MT + 10);
+      bool left = q > IM_HTML_W - IM_HTML_MR - 90;
+      im__html_putf(p, "<text class=\"tick mk\" x=\"%.1f\" y=\"%d\"%s>", left ? q - 3 : q + 3,
+                    IM_HTML_MT + 10, left ? " text-anchor=\"end\"" : "");
       im__html_esc(p, c->mark_label);
       im__html_put(p, "</text>");
     }
   }
+  draw_hlines(p, c, &ay);
   for (size_t i = 0; i < c->ns; i++) {
     const struct series *s = &c->s[i];
     if (s->dots)
@@ -332,32 +477,11 @@ void im__html_line_chart(struct page *p, struct chart *c) {
       prev_y = y;
       first = false;
     }
-    im__html_put(p, "\"/>");
+    im__html_put(p, "\"><title>");
+    im__html_esc(p, s->name);
+    im__html_put(p, "</title></path>");
   points:
-    if (s->n <= 60 || s->dots)
-      for (size_t k = 0; k < s->n; k++) {
-        if (c->logx && !(s->x[k] > 0))
-          continue;
-        im__html_putf(p, "<circle class=\"pt c%zu\" cx=\"%.1f\" cy=\"%.1f\" r=\"%s\"><title>",
-             colour_of(c, i), im__html_ax_map(&ax, s->x[k], IM_HTML_ML, IM_HTML_W - IM_HTML_MR),
-             im__html_ax_map(&ay, s->y[k], IM_HTML_H - IM_HTML_MB, IM_HTML_MT), s->dots ? "3.5" : "2.5");
-        im__html_esc(p, s->name);
-        if (s->labels) {
-          im__html_put(p, " ");
-          im__html_esc(p, s->labels[k]);
-        }
-        im__html_put(p, ": ");
-        im__html_num(p, s->x[k]);
-        im__html_put(p, ", ");
-        im__html_num(p, s->y[k]);
-        im__html_put(p, "</title></circle>");
-        if (s->labels && s->n <= 16) {
-          im__html_putf(p, "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\">",
-               im__html_ax_map(&ax, s->x[k], IM_HTML_ML, IM_HTML_W - IM_HTML_MR) + 5, im__html_ax_map(&ay, s->y[k], IM_HTML_H - IM_HTML_MB, IM_HTML_MT) - 5);
-          im__html_esc(p, s->labels[k]);
-          im__html_put(p, "</text>");
-        }
-      }
+    draw_points(p, c, i, &ax, &ay);
   }
   im__html_put(p, "</svg>");
   chart_table(p, c);
@@ -449,7 +573,7 @@ static const char *const css =
     /* A run that failed shows no green badge (docs/report.md) */
     ".verdict.muted{background:var(--mut)}"
     ".failbox{border:2px solid var(--fail);border-radius:8px;padding:8px 12px;margin:8px 0}"
-    ".failbox .big{font-size:17px;font-weight:700}"
+    ".failbox .big{font-size:17px;font-weight:700}.warnbox{border-color:var(--warn)}"
     ".tiles{display:grid;grid-template-columns:repeat(auto-fill,minmax(170px,1fr));gap:8px}"
     ".tile{background:var(--card);border-radius:8px;padding:8px 10px}.tile .v{font-size:20px;"
     "font-weight:650}.tile .k{color:var(--mut);font-size:12px}"
@@ -461,6 +585,10 @@ static const char *const css =
     ".grid{stroke:var(--grid);stroke-width:1}.axis{stroke:var(--mut);stroke-width:1}"
     ".mark{stroke:var(--fail);stroke-dasharray:4 3}.shade{fill:var(--mut);opacity:.12}"
     ".tick{fill:var(--mut);font-size:11px}.label{fill:var(--fg);font-size:12px}"
+    "circle.hov{fill:transparent;stroke:none}line.slo{stroke:var(--warn);stroke-width:1.5;"
+    "stroke-dasharray:6 3}text.slo{fill:var(--warn)}.run-ok{fill:var(--pass)}"
+    ".run-warn{fill:var(--warn)}.run-fail{fill:var(--fail)}.ci{stroke:var(--fg);stroke-width:2}"
+    ".mean{fill:var(--fg)}.limit{fill:var(--pass);opacity:.12}"
     "rect.stall{stroke:var(--card);stroke-width:1}.line{fill:none;stroke-width:1.8}.bar{fill:var(--c0)}"
     ".c0{stroke:var(--c0);fill:var(--c0)}.c1{stroke:var(--c1);fill:var(--c1)}"
     ".c2{stroke:var(--c2);fill:var(--c2)}.c3{stroke:var(--c3);fill:var(--c3)}"
@@ -483,188 +611,6 @@ void im__html_verdict_badge(struct page *p, const char *v) {
   im__html_put(p, "</span>");
 }
 
-static void header(struct page *p, const json_t *root, const char *title) {
-  const json_t *m = im__html_at(root, "manifest");
-  im__html_put(p, "<h1>infermeter report: ");
-  im__html_esc(p, title);
-  im__html_put(p, "</h1><p class=\"meta\">");
-  im__html_put(p, "target <b>");
-  im__html_esc(p, im_json_str(im__html_path(m, "target", "url"), "?"));
-  im__html_put(p, "</b> · model <b>");
-  im__html_esc(p, im_json_str(im__html_path(m, "target", "model"), "?"));
-  im__html_put(p, "</b> · started <b>");
-  im__html_esc(p, im_json_str(im__html_at(m, "started_at"), "?"));
-  im__html_put(p, "</b> · infermeter <b>");
-  im__html_esc(p, im_json_str(im__html_at(m, "version"), "?"));
-  im__html_put(p, "</b><br>");
-  const json_t *sch = im__html_at(m, "schedule"), *wl = im__html_at(m, "workload");
-  im__html_put(p, "schedule <b>");
-  im__html_esc(p, im_json_str(im__html_at(sch, "kind"), "?"));
-  double rate = im_json_num(im__html_at(sch, "rate"), NAN), dur = im_json_num(im__html_at(sch, "duration_s"), NAN),
-         req = im_json_num(im__html_at(sch, "requests"), NAN);
-  if (!isnan(rate)) {
-    im__html_put(p, " ");
-    im__html_num(p, rate);
-    im__html_put(p, " req/s");
-  }
-  if (!isnan(dur)) {
-    im__html_put(p, ", ");
-    im__html_num(p, dur);
-    im__html_put(p, " s");
-  }
-  if (!isnan(req)) {
-    im__html_put(p, ", ");
-    im__html_num(p, req);
-    im__html_put(p, " requests");
-  }
-  im__html_put(p, "</b> · workload <b>");
-  im__html_esc(p, im_json_str(im__html_at(wl, "dataset"), "?"));
-  double in = im_json_num(im__html_at(wl, "input_len"), NAN), out = im_json_num(im__html_at(wl, "output_len"), NAN);
-  if (!isnan(in)) {
-    im__html_put(p, ", input ");
-    im__html_num(p, in);
-  }
-  if (!isnan(out)) {
-    im__html_put(p, ", output ");
-    im__html_num(p, out);
-  }
-  im__html_put(p, " tokens</b>");
-  const char *sweep = im_json_str(im__html_path(root, "sweep", "param"), NULL);
-  if (sweep) {
-    im__html_put(p, " · sweep over <b>");
-    im__html_esc(p, sweep);
-    im__html_put(p, "</b> (the schedule above is the base)");
-  }
-  const json_t *tags = im__html_at(m, "tags");
-  if (json_is_object(tags) && json_object_size(tags)) {
-    im__html_put(p, " · tags <b>");
-    const char *k;
-    const json_t *v;
-    bool first = true;
-    json_object_foreach((json_t *)tags, k, v) {
-      if (!first)
-        im__html_put(p, ", ");
-      first = false;
-      im__html_esc(p, k);
-      im__html_put(p, "=");
-      im__html_esc(p, im_json_str(v, "?"));
-    }
-    im__html_put(p, "</b>");
-  }
-  im__html_put(p, "</p>");
-}
-
-/* The audit.error_rate of a stage whose server failed (docs/audit.md
- * "Failing server"), or NULL. */
-static const json_t *failing_of(const json_t *audit) {
-  const json_t *er = im__html_at(audit, "error_rate");
-  return json_is_true(im__html_at(er, "failing")) ? er : NULL;
-}
-
-/* The worst failing stage of a run (the run's own audit, or its stages'),
- * or NULL when no stage's server failed. */
-static const json_t *run_failing(const json_t *root) {
-  const json_t *worst = failing_of(im__html_at(root, "audit"));
-  size_t i;
-  const json_t *s;
-  json_array_foreach(im__html_at(root, "stages"), i, s) {
-    const json_t *er = failing_of(im__html_at(s, "audit"));
-    if (er && (!worst || im_json_num(im__html_at(er, "share"), NAN) > im_json_num(im__html_at(worst, "share"), NAN)))
-      worst = er;
-  }
-  return worst;
-}
-
-/* A failing server, first and in red: how many requests failed of how
- * many, against which limit, their classes and the first error. */
-static void failure_box(struct page *p, const json_t *er) {
-  im__html_put(p, "<div class=\"failbox\" id=\"failing\"><span class=\"verdict FAIL\">FAILING SERVER"
-         "</span> <span class=\"big\">");
-  im__html_num(p, im_json_num(im__html_at(er, "failed"), NAN) + im_json_num(im__html_at(er, "aborted"), NAN));
-  im__html_put(p, " of ");
-  im__html_num(p, im_json_num(im__html_at(er, "requests"), NAN));
-  im__html_put(p, " requests failed, were refused or aborted</span> (");
-  im__html_num(p, 100.0 * im_json_num(im__html_at(er, "share"), NAN));
-  im__html_put(p, " %, above the limit of ");
-  im__html_num(p, 100.0 * im_json_num(im__html_at(er, "limit"), NAN));
-  im__html_put(p, " %: exit 6)");
-  const char *cl = im_json_str(im__html_at(er, "classes"), "");
-  if (cl[0]) {
-    im__html_put(p, "<br>classes: <b>");
-    im__html_esc(p, cl);
-    im__html_put(p, "</b>");
-  }
-  const char *fe = im_json_str(im__html_at(er, "first_error"), NULL);
-  im__html_put(p, "<br>first error: <b>");
-  im__html_esc(p, fe && fe[0] ? fe : "(none recorded)");
-  im__html_put(p, "</b><br><span class=\"fix\">the figures below describe a server that did not "
-         "answer; the client's own checks are shown grey</span></div>");
-}
-
-/* A verdict badge, grey instead of green when the run failed. */
-static void run_badge(struct page *p, const char *v, bool failed) {
-  bool green = !strcmp(v, "VALID") || !strcmp(v, "PASS") || !strcmp(v, "PUBLISHABLE");
-  if (!failed || !green) {
-    im__html_verdict_badge(p, v);
-    return;
-  }
-  im__html_put(p, "<span class=\"verdict muted ");
-  im__html_esc(p, v);
-  im__html_put(p, "\" title=\"the server failed: this verdict is the client's alone\">");
-  im__html_esc(p, v);
-  im__html_put(p, "</span>");
-}
-
-/* failing: the error_rate of a failing stage of this audit's scope (NULL:
- * none failed). */
-static void audit_section(struct page *p, const json_t *audit, const json_t *failing) {
-  /* A run's audit holds "publishable"; a repeat set's is the verdict itself. */
-  const json_t *pub = im__html_at(audit, "publishable") ? im__html_at(audit, "publishable") : audit;
-  const char *cv = im_json_str(im__html_path(audit, "client_check", "verdict"), NULL);
-  const char *pv = im_json_str(im__html_at(pub, "verdict"), NULL);
-  if (!cv && !pv && !failing)
-    return;
-  im__html_put(p, "<h2>Verdict</h2>");
-  if (failing)
-    failure_box(p, failing);
-  im__html_put(p, "<p>");
-  if (cv) {
-    im__html_put(p, "client self-check ");
-    run_badge(p, cv, failing != NULL);
-    im__html_put(p, " ");
-  }
-  if (pv) {
-    im__html_put(p, "publishable audit ");
-    run_badge(p, pv, failing != NULL);
-  }
-  im__html_put(p, "</p><ul class=\"checks\">");
-  size_t i;
-  const json_t *c;
-  size_t shown = 0;
-  json_array_foreach(im__html_at(pub, "checks"), i, c) {
-    const char *st = im_json_str(im__html_at(c, "status"), "?");
-    if (!strcmp(st, "PASS"))
-      continue;
-    shown++;
-    im__html_put(p, "<li>");
-    im__html_verdict_badge(p, st);
-    im__html_put(p, " <b>");
-    im__html_esc(p, im_json_str(im__html_at(c, "id"), "?"));
-    im__html_put(p, "</b> ");
-    im__html_esc(p, im_json_str(im__html_at(c, "evidence"), ""));
-    const char *fix = im_json_str(im__html_at(c, "fix"), NULL);
-    if (fix) {
-      im__html_put(p, "<br><span class=\"fix\">fix: ");
-      im__html_esc(p, fix);
-      im__html_put(p, "</span>");
-    }
-    im__html_put(p, "</li>");
-  }
-  if (!shown)
-    im__html_put(p, "<li>every check passed</li>");
-  im__html_put(p, "</ul>");
-}
-
 static void tile(struct page *p, const char *label, double v, const char *unit) {
   im__html_put(p, "<div class=\"tile\"><div class=\"v\">");
   im__html_num(p, v);
@@ -678,7 +624,8 @@ static void tile(struct page *p, const char *label, double v, const char *unit) 
 static void tiles(struct page *p, const json_t *sum) {
   im__html_put(p, "<h2>Headline</h2><div class=\"tiles\">");
   tile(p, "request throughput", im_json_num(im__html_at(sum, "request_throughput"), NAN), "req/s");
-  tile(p, "goodput", im_json_num(im__html_at(sum, "request_goodput"), NAN), "req/s");
+  if (im__html_at(p->slo, "ttft_ms") || im__html_at(p->slo, "tpot_ms") || im__html_at(p->slo, "e2el_ms"))
+    tile(p, "goodput (within the SLO)", im_json_num(im__html_at(sum, "request_goodput"), NAN), "req/s");
   tile(p, "output throughput", im_json_num(im__html_at(sum, "output_throughput"), NAN), "tok/s");
   tile(p, "completed", im_json_num(im__html_at(sum, "completed"), NAN), "requests");
   tile(p, "failed", im_json_num(im__html_at(sum, "failed"), NAN), "requests");
@@ -745,26 +692,34 @@ static void server_cdf_series(struct chart *c, const char *name, const json_t *h
     im__html_push_pt(s, im_json_num(json_array_get(le, i), NAN), im_json_num(json_array_get(cum, i), NAN) / total);
 }
 
+/* The SLO on key (ttft_ms, tpot_ms, e2el_ms) of the run, NaN when none. */
+static double slo_of(const struct page *p, const char *key) {
+  return im_json_num(im__html_at(p->slo, key), NAN);
+}
+
 static void latency_section(struct page *p, const json_t *stage) {
   const json_t *hs = im__html_path(stage, "metrics", "histograms"), *srv = im__html_path(stage, "metrics", "server");
   im__html_put(p, "<h2>Latency distributions</h2><div class=\"charts\">");
   static const struct {
-    const char *title, *keys[2], *names[2], *server;
+    const char *title, *keys[2], *names[2], *server, *slo;
   } cdfs[] = {
       {"TTFT (cumulative share)", {"ttft_ns", "ttft_sched_ns"}, {"from send", "from schedule"},
-       "server_ttft_histogram"},
-      {"TPOT (cumulative share)", {"tpot_ns", NULL}, {"per request", NULL}, NULL},
+       "server_ttft_histogram", "ttft_ms"},
+      {"TPOT (cumulative share)", {"tpot_ns", NULL}, {"per request", NULL}, NULL, "tpot_ms"},
       {"ITL (cumulative share)", {"itl_ns", "itl_token_ns"}, {"per chunk", "per token"},
-       "server_itl_histogram"},
+       "server_itl_histogram", NULL},
       {"E2E latency (cumulative share)", {"e2el_ns", "e2el_sched_ns"}, {"from send", "from schedule"},
-       NULL},
+       NULL, "e2el_ms"},
   };
   const char *no_srv = srv ? im_json_str(im__html_at(srv, "not_collected"), NULL) : "no server metrics scraped";
-  char note[256];
+  char note[256], mark[48];
   for (size_t i = 0; i < sizeof cdfs / sizeof cdfs[0]; i++) {
     struct chart c = {.title = cdfs[i].title, .xlabel = "latency (ms, log scale)",
                       .ylabel = "share of values ≤ x", .logx = true, .step = true,
-                      .why_empty = "no completed request in the measured window", .mark_x = NAN};
+                      .why_empty = "no completed request in the measured window",
+                      .mark_x = cdfs[i].slo ? slo_of(p, cdfs[i].slo) : NAN, .mark_label = mark};
+    if (cdfs[i].slo)
+      snprintf(mark, sizeof mark, "SLO %g ms", c.mark_x);
     for (int k = 0; k < 2; k++)
       if (cdfs[i].keys[k])
         cdf_series(&c, cdfs[i].names[k], im__html_at(hs, cdfs[i].keys[k]));
@@ -812,8 +767,16 @@ static void time_section(struct page *p, const json_t *stage) {
   const json_t *sl = im__html_at(im__html_path(stage, "metrics", "timeslices"), "slices");
   const json_t *win = im__html_path(stage, "metrics", "window");
   double w0 = im_json_num(im__html_at(win, "start_ns"), NAN) / 1e9, w1 = im_json_num(im__html_at(win, "end_ns"), NAN) / 1e9;
-  im__html_put(p, "<h2>Over time</h2><p class=\"meta\">Shaded: outside the measured window (warm-up "
-         "before it, draining after it).</p><div class=\"charts\">");
+  im__html_put(p, "<h2>Over time</h2><p class=\"meta\">");
+  double slice = im_json_num(im__html_at(im__html_path(stage, "metrics", "timeslices"), "slice_s"), NAN);
+  if (!isnan(slice)) {
+    im__html_put(p, "One point per slice of <b id=\"slice-s\">");
+    im__html_num(p, slice);
+    im__html_putf(p, " s</b> (%zu slices of the measured window; --timeslice sets it). ",
+                  json_array_size(sl));
+  }
+  im__html_put(p, "Shaded: outside the measured window (warm-up before it, draining after it).</p>"
+                  "<div class=\"charts\">");
   const char *none = "no time slice (--timeslice): no measured window";
 #define TIMECHART(title_, ylabel_, why_)                                                         \
   {.title = (title_), .xlabel = "time since start (s)", .ylabel = (ylabel_), .why_empty = (why_),  \
@@ -831,7 +794,9 @@ static void time_section(struct page *p, const json_t *stage) {
   const json_t *srv = json_array_get(im__html_path(stage, "series", "server"), 0);
   const json_t *cl = json_array_get(im__html_path(stage, "series", "client"), 0);
   const json_t *tcp = im__html_path(stage, "series", "tcp");
-  const char *no_srv = "no server metrics scraped (--scrape URL, or the target has none)";
+  const char *no_srv = srv ? "scraped, but the server's metrics have none of these series (its "
+                             "engine exports other names: docs/server-metrics.md)"
+                           : "no server metrics scraped (--scrape URL, or the target has none)";
   const struct {
     const char *title, *ylabel, *why;
     const json_t *src;
@@ -858,6 +823,12 @@ static void time_section(struct page *p, const json_t *stage) {
   };
   for (size_t i = 0; i < sizeof charts / sizeof charts[0]; i++) {
     struct chart ch = TIMECHART(charts[i].title, charts[i].ylabel, charts[i].why);
+    if (i == 0) { /* TTFT and ITL: the TTFT and TPOT SLOs */
+      ch.hline[0] = slo_of(p, "ttft_ms"), ch.hline_label[0] = "TTFT SLO";
+      ch.hline[1] = slo_of(p, "tpot_ms"), ch.hline_label[1] = "TPOT SLO";
+    } else if (i == 1) {
+      ch.hline[0] = slo_of(p, "e2el_ms"), ch.hline_label[0] = "E2EL SLO";
+    }
     for (size_t k = 0; k < 4 && charts[i].s[k].name; k++) {
       if (charts[i].src)
         arr_series(&ch, charts[i].s[k].name, charts[i].src, charts[i].s[k].key,
@@ -1103,9 +1074,16 @@ static void deepseek_section(struct page *p, const json_t *stage) {
   }
   im__html_put(p, "</p><div class=\"charts\">");
   const json_t *ic = im__html_at(rl, "inflight_context");
+  /* Why there is no series: the roofline's own reason when it has one. */
+  char why[320];
+  snprintf(why, sizeof why, "not collected: %s",
+           im_json_str(im__html_at(rl, "not_collected"),
+                       ic ? "every sample instant fell between requests"
+                          : "no roofline for this stage (the model and hardware are not described: "
+                            "--model-config, --hardware)"));
   struct chart c = {.title = "In-flight context lengths (rebuilt from the records)",
                     .xlabel = "time since start (s)", .ylabel = "tokens",
-                    .why_empty = "no request in flight at a sample instant", .mark_x = NAN};
+                    .why_empty = why, .mark_x = NAN};
   arr_series(&c, "max", ic, "max", 1);
   arr_series(&c, "mean", ic, "mean", 1);
   arr_series(&c, "min", ic, "min", 1);
@@ -1301,6 +1279,8 @@ static void stages_section(struct page *p, const json_t *root) {
       im__html_push_pt(s, im_json_num(im__html_at(sum, "request_throughput"), NAN), im_json_num(im__html_at(sum, keys[k]), NAN));
     }
   }
+  c.hline[0] = slo_of(p, "ttft_ms"), c.hline_label[0] = "TTFT SLO";
+  c.hline[1] = slo_of(p, "tpot_ms"), c.hline_label[1] = "TPOT SLO";
   const json_t *sat = im__html_path(root, "sweep", "saturation_point");
   double sat_stage = im_json_num(im__html_at(sat, "stage"), NAN);
   if (!isnan(sat_stage) && sat_stage >= 0 && (size_t)sat_stage < n) {
@@ -1347,95 +1327,10 @@ static void stages_section(struct page *p, const json_t *root) {
     im__html_put(p, "<details><summary><h3 style=\"display:inline\">stage ");
     im__html_esc(p, im_json_str(im__html_at(s, "label"), "?"));
     im__html_put(p, "</h3></summary>");
-    audit_section(p, im__html_at(s, "audit"), failing_of(im__html_at(s, "audit")));
+    im__html_audit_section(p, im__html_at(s, "audit"), im__html_failing_of(im__html_at(s, "audit")));
     stage_sections(p, s, im__html_path(im__html_at(root, "manifest"), "target", "urls"));
     im__html_put(p, "</details>");
   }
-}
-
-/* A tile of a repeated figure: the mean and its 95 % CI. */
-static void ci_tile(struct page *p, const char *label, const json_t *f) {
-  im__html_put(p, "<div class=\"tile\"><div class=\"v\">");
-  im__html_num(p, im_json_num(im__html_at(f, "mean"), NAN));
-  im__html_put(p, "</div><div class=\"k\">");
-  im__html_esc(p, label);
-  im__html_put(p, " (mean of ");
-  im__html_num(p, im_json_num(im__html_at(f, "n"), NAN));
-  im__html_put(p, " runs)<br>95% CI ");
-  double lo = im_json_num(im__html_at(f, "ci95_lo"), NAN), hi = im_json_num(im__html_at(f, "ci95_hi"), NAN);
-  if (isnan(lo) || isnan(hi)) {
-    im__html_put(p, "– (fewer than 2 runs with a value)");
-  } else {
-    im__html_num(p, lo);
-    im__html_put(p, " – ");
-    im__html_num(p, hi);
-  }
-  im__html_put(p, "</div></div>");
-}
-
-/* A repeat set: each figure's mean and CI as a tile, then its runs as dots
- * with the mean and its CI. */
-static void repeat_section(struct page *p, const json_t *root) {
-  const json_t *figs = im__html_at(root, "figures");
-  const char *k;
-  const json_t *f;
-  im__html_put(p, "<h2>Headline (mean over the runs, 95% CI of the mean)</h2><div class=\"tiles\">");
-  json_object_foreach((json_t *)figs, k, f)
-    ci_tile(p, k, f);
-  im__html_put(p, "</div>");
-  const json_t *pool = im__html_at(root, "pooled_ms");
-  if (pool) {
-    im__html_put(p, "<h2>Latency percentiles over every request of every run (95% CI, "
-           "distribution-free)</h2><div class=\"tiles\">");
-    static const char *const m[] = {"ttft", "tpot", "itl", "e2el"}, *const q[] = {"p50", "p99"};
-    for (size_t i = 0; i < 4; i++)
-      for (size_t j = 0; j < 2; j++) {
-        char ci[16], label[32];
-        snprintf(ci, sizeof ci, "%s_ci", q[j]);
-        snprintf(label, sizeof label, "%s %s (ms)", m[i], q[j]);
-        const json_t *d = im__html_at(pool, m[i]), *c = im__html_at(d, ci);
-        im__html_put(p, "<div class=\"tile\"><div class=\"v\">");
-        im__html_num(p, im_json_num(im__html_at(d, q[j]), NAN));
-        im__html_put(p, " <small>ms</small></div><div class=\"k\">");
-        im__html_esc(p, label);
-        im__html_put(p, "<br>95% CI ");
-        if (isnan(im_json_num(im__html_at(c, "lo"), NAN)) || isnan(im_json_num(im__html_at(c, "hi"), NAN))) {
-          im__html_put(p, "– (too few values)");
-        } else {
-          im__html_num(p, im_json_num(im__html_at(c, "lo"), NAN));
-          im__html_put(p, " – ");
-          im__html_num(p, im_json_num(im__html_at(c, "hi"), NAN));
-        }
-        im__html_put(p, "</div></div>");
-      }
-    im__html_put(p, "</div>");
-  }
-  im__html_put(p, "<h2>Repeated runs</h2><div class=\"charts\">");
-  json_object_foreach((json_t *)figs, k, f) {
-    const json_t *vals = im__html_at(f, "values");
-    size_t n = json_array_size(vals);
-    struct chart c = {.title = k, .xlabel = "run", .ylabel = k, .intx = true,
-                      .why_empty = "no run gave a value", .mark_x = NAN};
-    struct series *s = im__html_add_series(&c, "runs", n);
-    if (s)
-      s->dots = true;
-    for (size_t i = 0; s && i < n; i++)
-      im__html_push_pt(s, (double)(i + 1), im_json_num(json_array_get(vals, i), NAN));
-    struct series *lo = im__html_add_series(&c, "95% CI of the mean, low", 2),
-                  *hi = im__html_add_series(&c, "high", 2), *mean = im__html_add_series(&c, "mean", 2);
-    if (lo && hi && mean)
-      lo->colour = hi->colour = 2, mean->colour = 4;
-    double a = im_json_num(im__html_at(f, "ci95_lo"), NAN), b = im_json_num(im__html_at(f, "ci95_hi"), NAN), mu = im_json_num(im__html_at(f, "mean"), NAN);
-    for (int e = 0; e < 2 && lo && hi && mean; e++) {
-      double x = e ? (double)n : 1.0;
-      im__html_push_pt(lo, x, a);
-      im__html_push_pt(hi, x, b);
-      im__html_push_pt(mean, x, mu);
-    }
-    im__html_line_chart(p, &c);
-    im__html_series_free(&c);
-  }
-  im__html_put(p, "</div>");
 }
 
 void im__html_page_head(struct page *p, const char *title) {
@@ -1451,11 +1346,11 @@ void im__html_page_head(struct page *p, const char *title) {
 enum im_err im_html_report(const json_t *root, const char *title, struct im_buf *out) {
   if (!json_is_object(root))
     return IM_INVAL;
-  struct page pg = {.b = out}, *p = &pg;
+  struct page pg = {.b = out, .slo = im__html_path(root, "manifest", "slo")}, *p = &pg;
   im__html_page_head(p, title);
   const char *schema = im_json_str(im__html_at(root, "schema"), "");
   if (json_is_object(im__html_at(root, "manifest")) || !strstr(schema, "repeat")) {
-    header(p, root, title);
+    im__html_header(p, root, title);
   } else {
     im__html_put(p, "<h1>infermeter report: ");
     im__html_esc(p, title);
@@ -1472,9 +1367,9 @@ enum im_err im_html_report(const json_t *root, const char *title, struct im_buf 
     }
     im__html_put(p, ")</p>");
   }
-  audit_section(p, im__html_at(root, "audit"), run_failing(root));
+  im__html_audit_section(p, im__html_at(root, "audit"), im__html_run_failing(root));
   if (strstr(schema, "repeat"))
-    repeat_section(p, root);
+    im__html_repeat_section(p, root);
   else if (im__html_at(root, "stages"))
     stages_section(p, root);
   else

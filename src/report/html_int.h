@@ -18,6 +18,7 @@ struct page {
   struct im_buf *b;
   enum im_err err;
   unsigned charts;
+  const json_t *slo; /* manifest.slo of the run (NULL: none), drawn as thresholds */
 };
 
 /* Chart geometry (SVG user units): width, height, margins. */
@@ -55,6 +56,11 @@ struct chart {
   double shade_lo, shade_hi; /* x outside [lo, hi] shaded: outside the measured window
                                 (no shading unless lo < hi) */
   const char *note;   /* a line under the legend (e.g. why a series is missing) */
+  /* Horizontal threshold lines (an SLO) at hline[i] on the y axis, drawn
+   * when hline_label[i] is set; the y axis stretches to hold one up to
+   * twice the data's top, a higher one is written, not drawn. */
+  double hline[2];
+  const char *hline_label[2];
 };
 
 struct axis {
@@ -85,6 +91,9 @@ void im__html_series_free(struct chart *c);
 /* Axes: a round tick step for about `want` ticks, a value to pixels, a
  * tick label. */
 double im__html_nice_step(double span, int want);
+/* A tick label of v on an axis whose ticks are step apart: as many
+ * decimals as the step needs, so neighbours never read the same. */
+void im__html_fmt_tick_step(char *buf, size_t n, double v, double step);
 double im__html_ax_map(const struct axis *a, double v, double from, double to);
 void im__html_fmt_tick(char *buf, size_t n, double v);
 
@@ -94,6 +103,24 @@ void im__html_line_chart(struct page *p, struct chart *c);
 
 /* A verdict as a coloured badge; the document's head (styles) and <body>. */
 void im__html_verdict_badge(struct page *p, const char *v);
+/* The top of a run's page (html_verdict.c): what was run (manifest and
+ * sweep of root, each field marked data-k="its results.json path"); the
+ * verdict of an audit, a failing stage's error_rate (failing, NULL: none)
+ * or failures under the limit first. im__html_failing_of: the error_rate
+ * of an audit whose server failed, else NULL; im__html_run_failing: the
+ * worst of the run's and its stages'. */
+void im__html_header(struct page *p, const json_t *root, const char *title);
+void im__html_audit_section(struct page *p, const json_t *audit, const json_t *failing);
+const json_t *im__html_failing_of(const json_t *audit);
+const json_t *im__html_run_failing(const json_t *root);
+
+/* The repeat set's page body (html_repeat.c): the headline figures, the
+ * forest plot of every figure's mean and 95 % CI, each run's value. */
+void im__html_repeat_section(struct page *p, const json_t *root);
+/* A figure key of results.json (ttft_p99_ms, request_throughput...) in
+ * words with its unit, e.g. "TTFT p99 (ms)"; the key itself when unknown. */
+const char *im__html_figure_words(const char *key, char *buf, size_t n);
+
 void im__html_page_head(struct page *p, const char *title);
 
 /* The per-target section (html_targets.c): metrics.by_target of a run with

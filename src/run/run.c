@@ -649,6 +649,39 @@ static int run_stages(struct run *r) {
   return r->ran ? 0 : -1;
 }
 
+/* manifest.schedule says what ran, not the options' unused defaults: a
+ * sessions run is paced by its sessions (no request rate); a sweep names
+ * its parameter and values, and a concurrency sweep is closed-loop. */
+static void schedule_as_run(const struct run *r, json_t *sched) {
+  const struct im_run_config *o = &r->o;
+  if (o->sessions || o->session_rate > 0) {
+    json_object_set_new(sched, "kind", json_string("sessions"));
+    json_object_del(sched, "rate");
+    json_object_del(sched, "burstiness");
+    json_object_del(sched, "rate_end");
+    if (o->sessions)
+      json_object_set_new(sched, "sessions", json_integer((json_int_t)o->sessions));
+    if (o->session_rate > 0)
+      json_object_set_new(sched, "session_rate", json_real(o->session_rate));
+  }
+  if (!r->plan.has_sweep)
+    return;
+  const struct im_sweep *sw = &r->plan.sweep;
+  bool conc = sw->param == IM_PARAM_CONCURRENCY;
+  json_t *vals = json_array();
+  for (size_t i = 0; i < sw->nvalues; i++)
+    json_array_append_new(vals, conc ? json_integer((json_int_t)sw->values[i]) : json_real(sw->values[i]));
+  json_object_set_new(sched, "sweep", json_pack("{s:s, s:o, s:b}", "param", conc ? "concurrency" : "rate",
+                                                "values", vals, "auto", sw->is_auto != 0));
+  json_object_del(sched, "rate"); /* each stage's is in its params */
+  if (conc) {
+    json_object_set_new(sched, "kind", json_string("closed"));
+    json_object_del(sched, "concurrency");
+    json_object_del(sched, "burstiness");
+    json_object_del(sched, "rate_end");
+  }
+}
+
 /* The manifest: the run's settings, the target's answers, the workload as
  * it was made; written before the load (manifest.json), completed by the
  * report with what the stages told. */
@@ -673,6 +706,7 @@ static json_t *manifest_json(const struct run *r) {
                                   "context_start", (json_int_t)(o->ctx_start ? o->ctx_start : o->input_len),
                                   "context_end", (json_int_t)(o->ctx_start ? o->ctx_end : o->input_len),
                                   "think_time_s", (double)o->think_ns / 1e9));
+  schedule_as_run(r, json_object_get(m, "schedule"));
   if (o->scenario)
     json_object_set_new(m, "scenario", json_string(o->scenario));
   if (o->shard.count)

@@ -5,6 +5,10 @@
 //   - every chart (figure.chart) either draws data points (data-points > 0,
 //     and its SVG holds marks) or is marked empty and says why;
 //   - at least MIN charts drew data (--min N, default 1);
+//   - axes: tick labels unique per axis (text.tx, text.ty), every curve
+//     (path.line) drawn with x never going back, no text outside its SVG;
+//   - the header says what was run: every [data-k] field's text equals the
+//     value at that path of the results.json beside the page;
 //   - for each --need TITLE, some chart whose caption holds TITLE drew data
 //     (its picture is kept as STEM-need-K-SCHEME.png beside the page's);
 //     "--need '@STEM TITLE'" asks it of the page STEM only (STEM: the
@@ -26,6 +30,36 @@ for (let i = 0; i < args.length; i++) {
   else files.push(args[i]);
 }
 const { chromium: pw } = require(path.join(modules, 'playwright-core'));
+const fs = require('fs');
+
+// The value at a dotted path of results.json; "stages[].x" maps over stages.
+function lookup(o, k) {
+  const parts = k.split('.');
+  for (let i = 0; i < parts.length; i++) {
+    if (o == null) return undefined;
+    if (parts[i].endsWith('[]')) {
+      const rest = parts.slice(i + 1).join('.');
+      return (o[parts[i].slice(0, -2)] || []).map((e) => lookup(e, rest));
+    }
+    o = o[parts[i]];
+  }
+  return o;
+}
+
+// A value as the page writes it: text as is, numbers to 3 significant
+// digits (a list: each, joined by ", ").
+function same(want, text) {
+  if (Array.isArray(want)) {
+    want = want.filter((w) => w != null); // stages that do not set it are not listed
+    const got = text.split(', ');
+    return got.length === want.length && want.every((w, i) => same(w, got[i]));
+  }
+  if (typeof want === 'number') {
+    const g = parseFloat(text);
+    return Number.isFinite(g) && Math.abs(g - want) <= 0.006 * Math.max(Math.abs(want), 1e-9) + 1e-9;
+  }
+  return String(want) === text;
+}
 
 (async () => {
   const browser = await pw.launch({ executablePath: chromium, args: ['--no-sandbox'] });
@@ -59,6 +93,51 @@ const { chromium: pw } = require(path.join(modules, 'playwright-core'));
         }
       }
       if (drawn < min) fail(f, `${drawn} charts drew data, expected at least ${min}`);
+      // Axes: no two tick labels alike on one axis; every curve drawn left
+      // to right (x never goes back); no text outside its picture.
+      // Collapsed blocks (a sweep's stages, the tables) are opened for the
+      // measure, and closed again for the screenshot.
+      await page.$$eval('details:not([open])', (ds) => ds.forEach((d) => { d.open = true; d.dataset.shut = '1'; }));
+      const axes = await page.$$eval('figure.chart svg', (svgs) => svgs.map((svg) => {
+        const cap = (svg.closest('figure').querySelector('figcaption') || {}).textContent || '?';
+        const labels = (cls) => [...svg.querySelectorAll('text.' + cls)].map((t) => t.textContent);
+        const back = [];
+        for (const path of svg.querySelectorAll('path.line')) {
+          const xs = (path.getAttribute('d').match(/[ML]-?[\d.]+/g) || []).map((m) => parseFloat(m.slice(1)));
+          for (let i = 1; i < xs.length; i++) if (xs[i] < xs[i - 1] - 0.05) { back.push(`${xs[i - 1]} -> ${xs[i]}`); break; }
+        }
+        const vb = svg.viewBox.baseVal, clipped = [];
+        for (const t of svg.querySelectorAll('text')) {
+          const b = t.getBBox();
+          if (b.width === 0) continue;
+          const m = t.transform.baseVal.consolidate();
+          if (m) continue; // rotated axis titles: placed by hand
+          if (b.x < vb.x - 1 || b.y < vb.y - 1 || b.x + b.width > vb.x + vb.width + 1 ||
+              b.y + b.height > vb.y + vb.height + 1) clipped.push(t.textContent);
+        }
+        return { cap, tx: labels('tx'), ty: labels('ty'), back, clipped };
+      }));
+      await page.$$eval('details[data-shut]', (ds) => ds.forEach((d) => { d.open = false; }));
+      for (const a of axes) {
+        for (const k of ['tx', 'ty']) {
+          const dup = a[k].filter((v, i) => a[k].indexOf(v) !== i);
+          if (dup.length) fail(f, `chart "${a.cap}": ${k === 'tx' ? 'x' : 'y'} tick labels repeat: ${a[k].join(' ')}`);
+        }
+        if (a.back.length) fail(f, `chart "${a.cap}": a curve goes back along x (${a.back[0]})`);
+        if (a.clipped.length) fail(f, `chart "${a.cap}": label outside the picture: ${a.clipped.join(', ')}`);
+      }
+      // The header says what was run: each field marked data-k equals the
+      // value at that path of results.json beside the page (when there is one).
+      const rj = path.join(path.dirname(path.resolve(f)), 'results.json');
+      if (fs.existsSync(rj)) {
+        const root = JSON.parse(fs.readFileSync(rj, 'utf8'));
+        const fields = await page.$$eval('[data-k]', (els) => els.map((e) => [e.getAttribute('data-k'), e.textContent]));
+        for (const [k, text] of fields) {
+          const want = lookup(root, k);
+          if (!same(want, text)) fail(f, `header field ${k}: page says "${text}", results.json ${JSON.stringify(want)}`);
+        }
+        if (root.manifest && !fields.length) fail(f, 'the header marks no field (data-k)');
+      }
       const tables = await page.$$eval('figure.chart:not(.empty) details table', (t) => t.length);
       if (tables < drawn) fail(f, `${drawn} charts but ${tables} tables behind them`);
       const stem0 = path.basename(f) === 'report.html' ? path.basename(path.dirname(path.resolve(f)))

@@ -50,6 +50,13 @@ static bool is_check_list(const json_t *a) {
 }
 
 static bool grows(const json_t *want, const json_t *got, const char *key) {
+  /* By design (issue 31): slices cut by the old 10 s default are cut by the
+   * window's length now (at most 10 s). */
+  if (!strcmp(key, "timeslices") && json_is_object(got) &&
+      json_number_value(json_object_get(want, "slice_s")) == 10 &&
+      json_number_value(json_object_get(got, "slice_s")) <= 10 &&
+      json_is_array(json_object_get(got, "slices")))
+    return true;
   if (json_is_object(want)) {
     const char *k;
     json_t *v;

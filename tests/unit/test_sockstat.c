@@ -82,7 +82,7 @@ static bool conns_open(struct conns *c, int listen_family, const char *listen_te
     close(c->listener);
     return false;
   }
-  CHECK_OK(listen(c->listener, 2 * NCONN));
+  CHECK_OK(listen(c->listener, NCONN));
   socklen_t blen = sizeof la;
   CHECK_OK(getsockname(c->listener, (struct sockaddr *)&la, &blen));
   uint16_t port = port_of(&la);
@@ -176,15 +176,16 @@ static void test_live(int family, const char *addr) {
   struct im_sockstat_counts kn, kp;
   memset(&kn, 0, sizeof kn);
 
-  /* Both ends are local: 2 * NCONN established, plus the listener. */
+  /* Both ends are local, each connection counts once (its client end):
+   * NCONN established, plus the listener. */
   if (nl) {
-    CHECK(poll_counts(&c, IM_SOCKSTAT_NETLINK, 2 * NCONN, 0, 1, 2 * NCONN + 1, &kn));
-    CHECK_EQ(kn.state[IM_TCP_ESTABLISHED], 2 * NCONN);
+    CHECK(poll_counts(&c, IM_SOCKSTAT_NETLINK, NCONN, 0, 1, NCONN + 1, &kn));
+    CHECK_EQ(kn.state[IM_TCP_ESTABLISHED], NCONN);
     CHECK_EQ(kn.state[IM_TCP_LISTEN], 1);
     CHECK_EQ(kn.path, IM_SOCKSTAT_NETLINK);
   }
-  CHECK(poll_counts(&c, IM_SOCKSTAT_PROCFS, 2 * NCONN, 0, 1, 2 * NCONN + 1, &kp));
-  CHECK_EQ(kp.state[IM_TCP_ESTABLISHED], 2 * NCONN);
+  CHECK(poll_counts(&c, IM_SOCKSTAT_PROCFS, NCONN, 0, 1, NCONN + 1, &kp));
+  CHECK_EQ(kp.state[IM_TCP_ESTABLISHED], NCONN);
   CHECK_EQ(kp.state[IM_TCP_LISTEN], 1);
   CHECK_EQ(kp.skipped, 0);
   CHECK_EQ(kp.path, IM_SOCKSTAT_PROCFS);
@@ -220,14 +221,14 @@ static void test_mapped(void) {
   struct conns mapped = c;
   make_addr(&mapped.addr, &mapped.len, AF_INET6, "::ffff:127.0.0.1", port_of(&c.addr));
   struct im_sockstat_counts k4, k6;
-  CHECK(poll_counts(&c, IM_SOCKSTAT_PROCFS, 2 * NCONN, 0, 0, 2 * NCONN, &k4));
-  CHECK(poll_counts(&mapped, IM_SOCKSTAT_PROCFS, 2 * NCONN, 0, 0, 2 * NCONN, &k6));
+  CHECK(poll_counts(&c, IM_SOCKSTAT_PROCFS, NCONN, 0, 0, NCONN, &k4));
+  CHECK(poll_counts(&mapped, IM_SOCKSTAT_PROCFS, NCONN, 0, 0, NCONN, &k6));
   if (nl) {
-    CHECK(poll_counts(&c, IM_SOCKSTAT_NETLINK, 2 * NCONN, 0, 0, 2 * NCONN, &k4));
-    CHECK(poll_counts(&mapped, IM_SOCKSTAT_NETLINK, 2 * NCONN, 0, 0, 2 * NCONN, &k6));
+    CHECK(poll_counts(&c, IM_SOCKSTAT_NETLINK, NCONN, 0, 0, NCONN, &k4));
+    CHECK(poll_counts(&mapped, IM_SOCKSTAT_NETLINK, NCONN, 0, 0, NCONN, &k6));
   }
-  CHECK_EQ(k4.state[IM_TCP_ESTABLISHED], 2 * NCONN);
-  CHECK_EQ(k6.state[IM_TCP_ESTABLISHED], 2 * NCONN);
+  CHECK_EQ(k4.state[IM_TCP_ESTABLISHED], NCONN);
+  CHECK_EQ(k6.state[IM_TCP_ESTABLISHED], NCONN);
   conns_close_all(&c);
 }
 
@@ -245,12 +246,12 @@ static void test_fallback(void) {
     CHECK_EQ(im_sockstat_path(s), IM_SOCKSTAT_NETLINK);
     CHECK_OK(im_sockstat_sample(s, &k));
     CHECK_EQ(k.path, IM_SOCKSTAT_NETLINK);
-    CHECK_EQ(k.state[IM_TCP_ESTABLISHED], 2 * NCONN);
+    CHECK_EQ(k.state[IM_TCP_ESTABLISHED], NCONN);
   }
   im__sockstat_inject_netlink_errno(s, EPERM);
   CHECK_OK(im_sockstat_sample(s, &k));
   CHECK_EQ(k.path, IM_SOCKSTAT_PROCFS);
-  CHECK_EQ(k.state[IM_TCP_ESTABLISHED], 2 * NCONN);
+  CHECK_EQ(k.state[IM_TCP_ESTABLISHED], NCONN);
   CHECK_EQ(k.state[IM_TCP_LISTEN], 1);
   im__sockstat_inject_netlink_errno(s, 0);
   CHECK_EQ(im_sockstat_path(s), IM_SOCKSTAT_PROCFS);
@@ -271,7 +272,7 @@ static void test_fallback(void) {
     im__sockstat_inject_netlink_errno(s, 0);
     CHECK_EQ(im_sockstat_path(s), IM_SOCKSTAT_NETLINK);
     CHECK_OK(im_sockstat_sample(s, &k)); /* the handle recovers */
-    CHECK_EQ(k.state[IM_TCP_ESTABLISHED], 2 * NCONN);
+    CHECK_EQ(k.state[IM_TCP_ESTABLISHED], NCONN);
   }
   im_sockstat_close(s);
   conns_close_all(&c);
@@ -350,6 +351,30 @@ static const char hdr4[] =
 static const char hdr6[] =
     "  sl  local_address                         remote_address                        st "
     "tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n";
+
+/* A connection from this host to itself has both ends in the table: it
+ * counts once, by its client end, but for a server end left alone in
+ * TIME_WAIT (observe/sockstat.h). */
+static void test_loopback_once(void) {
+  char v4[4096];
+  strcpy(v4, hdr4);
+  add_line(v4, sizeof v4, 0, "127.0.0.1", 8000, "0.0.0.0", 0, 0x0A);    /* LISTEN */
+  add_line(v4, sizeof v4, 1, "127.0.0.1", 40000, "127.0.0.1", 8000, 0x01); /* client end */
+  add_line(v4, sizeof v4, 2, "127.0.0.1", 8000, "127.0.0.1", 40000, 0x01); /* its server end */
+  add_line(v4, sizeof v4, 3, "127.0.0.1", 8000, "127.0.0.1", 40001, 0x06); /* server closed first */
+  add_line(v4, sizeof v4, 4, "127.0.0.1", 8000, "127.0.0.2", 40002, 0x01); /* loopback peer */
+  add_line(v4, sizeof v4, 5, "127.0.0.1", 8000, "10.0.0.9", 40003, 0x01);  /* another host */
+  struct sockaddr_storage t;
+  socklen_t l;
+  make_addr(&t, &l, AF_INET, "127.0.0.1", 8000);
+  struct im_sockstat_counts k;
+  memset(&k, 0, sizeof k);
+  CHECK_OK(im_sockstat_parse_proc(v4, strlen(v4), (struct sockaddr *)&t, l, &k));
+  CHECK_EQ(k.state[IM_TCP_LISTEN], 1);
+  CHECK_EQ(k.state[IM_TCP_ESTABLISHED], 2); /* the client end and the other host's */
+  CHECK_EQ(k.state[IM_TCP_TIME_WAIT], 1);
+  CHECK_EQ(k.total, 4);
+}
 
 static void test_proc_files(void) {
   enum { CAP = 200000 };
@@ -478,9 +503,11 @@ static void test_proc_files(void) {
   uint8_t first;
   memcpy(&first, &one, 1);
   if (first == 1) {
-    static const char line4[] = "   1: 0100007F:1F90 0100007F:B077 01 0\n";
+    /* Client ends (the server end of a loopback connection counts only in
+     * TIME_WAIT, as line 3's). */
+    static const char line4[] = "   1: 0100007F:B077 0100007F:1F90 01 0\n";
     static const char line6[] =
-        "   2: 00000000000000000000000001000000:1F90 00000000000000000000000001000000:B078 0A\n"
+        "   2: 00000000000000000000000001000000:B078 00000000000000000000000001000000:1F90 0A\n"
         "   3: 0000000000000000FFFF00000100007F:1F90 0000000000000000FFFF00000100007F:B079 06\n";
     struct sockaddr_storage a, b;
     socklen_t la, lb;
@@ -605,6 +632,7 @@ static void test_summary(void) {
 int main(void) {
   test_open_args();
   test_proc_files();
+  test_loopback_once();
   test_summary();
   test_live(AF_INET, "127.0.0.1");
   test_live(AF_INET6, "::1");

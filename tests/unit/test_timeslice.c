@@ -42,6 +42,15 @@ int main(void) {
   struct im_population pop;
   CHECK_OK(im_population_build(r, 3, 0, 2500 * MS, &pop));
   struct im_timeslices t;
+  /* The width from the window's length: about 12 slices, 1-2-5 steps,
+   * 100 ms to the cap. */
+  CHECK_EQ(im_timeslice_auto_ns(10000 * MS, 10000 * MS), 1000 * MS);
+  CHECK_EQ(im_timeslice_auto_ns(15000 * MS, 10000 * MS), 2000 * MS);
+  CHECK_EQ(im_timeslice_auto_ns(3000 * MS, 10000 * MS), 500 * MS);
+  CHECK_EQ(im_timeslice_auto_ns(500 * MS, 10000 * MS), 100 * MS);
+  CHECK_EQ(im_timeslice_auto_ns(0, 10000 * MS), 100 * MS);
+  CHECK_EQ(im_timeslice_auto_ns(50000 * MS, 10000 * MS), 5000 * MS);
+  CHECK_EQ(im_timeslice_auto_ns(3600000 * MS, 10000 * MS), 10000 * MS);
   CHECK_EQ(im_timeslices_compute(&pop, 0, &t), IM_INVAL);
   CHECK_OK(im_timeslices_compute(&pop, 1000 * MS, &t));
   CHECK_EQ(t.n, 3);
