@@ -44,10 +44,14 @@ static json_t *figure(const struct im_repeat_set *set, int f) {
     json_array_append_new(vals, isfinite(set->values[f][r]) ? json_real(set->values[f][r])
                                                             : json_null());
   const char *few = "fewer than 2 runs with a value";
+  const char *cwhy = st->kind == IM_CI_POOLED
+                         ? "too few pooled requests to bound this side of the order-statistic "
+                           "interval"
+                         : few;
   if (im_jw_uint(o, "n", st->n) || im_jw_num(o, "mean", st->mean, "no run with a value") ||
-      im_jw_num(o, "s", st->s, few) || im_jw_num(o, "ci95_lo", st->lo, few) ||
-      im_jw_num(o, "ci95_hi", st->hi, few) || im_jw_num(o, "half_width", st->half, few) ||
-      im_jw_num(o, "ci_width_rel", st->rel_width, few) ||
+      im_jw_num(o, "s", st->s, few) || im_jw_num(o, "ci95_lo", st->lo, cwhy) ||
+      im_jw_num(o, "ci95_hi", st->hi, cwhy) || im_jw_num(o, "half_width", st->half, cwhy) ||
+      im_jw_num(o, "ci_width_rel", st->rel_width, cwhy) ||
       im_jw_num(o, "min", st->min, "no run with a value") ||
       im_jw_num(o, "max", st->max, "no run with a value") || im_jw_num(o, "cv", st->cv, few) ||
       json_object_set_new(o, "wide", json_boolean(st->n >= 2 && st->wide)) ||
