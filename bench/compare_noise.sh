@@ -4,11 +4,12 @@
 #
 #   nice -n 10 bench/compare_noise.sh BUILD/infermeter [OUTDIR]
 #
-# Against the built-in server at time scale SCALE (default 4), it makes
-# 3 * (2 * PAIRS) independent runs of one configuration (PAIRS: default 20)
-# and 3 * PAIRS runs of the server 20 % slower (time scale SCALE / 1.2),
-# each run with its own seed, cache salt and start offset (`run --repeat`),
-# then regroups them into disjoint `--repeat 3` sets:
+# Against the built-in server at time scale SCALE (default 2), pair by pair
+# (PAIRS: default 20), it makes 6 independent runs of one configuration and
+# then 3 of the server 20 % slower (time scale SCALE / 1.2), each run with
+# its own seed, cache salt and start offset (`run --repeat`; the two
+# configurations interleaved in time, so the host's load falls on both),
+# and groups them into disjoint `--repeat 3` sets:
 #   same:  set A_i against set A'_i   (one configuration), i = 1..PAIRS
 #   slow:  set A_i against set S_i    (the server 20 % slower)
 # and compares every pair with `infermeter compare --json`. Printed: how
@@ -19,14 +20,16 @@
 # (e.g. to judge them again after a change to compare's rule).
 # Environment: PAIRS, SCALE, RUN_ARGS (the configuration; default: closed
 # loop of 2, 20 requests after 2 warm-up, 64-token prompts, 16 tokens out).
-# About 10 s a set of 3 runs: PAIRS=20 takes some 10 minutes. Run it niced.
+# About 3 s a run at SCALE 2: PAIRS=20 (180 runs) takes some 10 minutes.
+# Run it niced, on a machine as quiet as you can get: the verdicts judge
+# the runs' spread, and a busy host's stalls are spread.
 set -euo pipefail
 IM=$(readlink -f "${1:?usage: bench/compare_noise.sh BUILD/infermeter [OUTDIR]}")
 OUT=${2:-$(mktemp -d /tmp/im-cmpnoise.XXXXXX)}
 mkdir -p "$OUT"
 OUT=$(readlink -f "$OUT")
 PAIRS=${PAIRS:-20}
-SCALE=${SCALE:-4}
+SCALE=${SCALE:-2}
 RUN_ARGS=${RUN_ARGS:-"--concurrency 2 --requests 20 --warmup 2 --input-len 64 --output-len 16 --ignore-eos --slo tpot=50ms"}
 SPID=
 trap '[ -n "$SPID" ] && kill $SPID 2>/dev/null; true' EXIT
@@ -45,31 +48,28 @@ serve() { # serve SCALE: sets BASE, SPID
 
 # runs NAME COUNT SEED: COUNT independent runs in OUT/NAME/run-1 ..
 runs() {
-  local left=$2 part=0
-  while [ "$left" -gt 0 ]; do
-    local k=$((left > 90 ? 90 : left))
-    part=$((part + 1))
-    # shellcheck disable=SC2086
-    "$IM" run --no-progress --quiet --repeat "$k" --cooldown 0s $RUN_ARGS --seed "$3$part" \
-      --tag suite=compare_noise --url "$BASE" --out "$OUT/$1.$part" >/dev/null 2>&1 || true
-    left=$((left - k))
-  done
+  # shellcheck disable=SC2086
+  "$IM" run --no-progress --quiet --repeat "$2" --cooldown 0s $RUN_ARGS --seed "$3" \
+    --tag suite=compare_noise --url "$BASE" --out "$OUT/$1" >/dev/null 2>&1 || true
 }
 
+# Pair by pair, the two configurations interleaved in time: whatever the
+# host does during the campaign falls on both alike.
 if [ -z "${COMPARE_ONLY:-}" ]; then
-  serve "$SCALE"
-  runs A $((6 * PAIRS)) 11
-  serve "$(awk -v s="$SCALE" 'BEGIN { printf "%.6f", s / 1.2 }')"
-  runs S $((3 * PAIRS)) 22
+  SLOW=$(awk -v s="$SCALE" 'BEGIN { printf "%.6f", s / 1.2 }')
+  for ((i = 0; i < PAIRS; i++)); do
+    serve "$SCALE"
+    runs "A.$i" 6 "1$i"
+    serve "$SLOW"
+    runs "S.$i" 3 "2$i"
+  done
   kill $SPID 2>/dev/null || true
   wait $SPID 2>/dev/null || true
   SPID=
 fi
 
-# Every run of NAME (all parts, in order), as absolute paths.
-list() { for d in "$OUT/$1".*/run-*; do [ -f "$d/results.json" ] && echo "$d"; done | sort -V; }
-mapfile -t A < <(list A)
-mapfile -t S < <(list S)
+# The runs of NAME.I, in order, as absolute paths.
+list() { for d in "$OUT/$1"/run-*; do [ -f "$d/results.json" ] && echo "$d"; done | sort -V; }
 # set NAME I RUNS...: OUT/sets/NAME-I with run-1..run-3 linked to the runs.
 mkset() {
   local d="$OUT/sets/$1-$2"
@@ -87,16 +87,18 @@ same_fp=0 same_n=0 slow_tp=0 slow_n=0
 : >"$OUT/same.txt"
 : >"$OUT/slow.txt"
 for ((i = 0; i < PAIRS; i++)); do
-  [ $((6 * i + 5)) -lt ${#A[@]} ] || break
-  a=$(mkset A "$i" "${A[@]:$((6 * i)):3}")
-  b=$(mkset B "$i" "${A[@]:$((6 * i + 3)):3}")
+  mapfile -t A < <(list "A.$i")
+  mapfile -t S < <(list "S.$i")
+  [ ${#A[@]} -ge 6 ] || { echo "pair $i: only ${#A[@]} of 6 runs of A" >&2; continue; }
+  a=$(mkset A "$i" "${A[@]:0:3}")
+  b=$(mkset B "$i" "${A[@]:3:3}")
   "$IM" compare "$a" "$b" --json --no-history >"$OUT/sets/same-$i.json" 2>/dev/null || true
   changed=$(jq -r '[.stages[].figures | to_entries[] | select(.value.verdict == "improved" or .value.verdict == "regressed") | "\(.key) \(.value.verdict) p_holm=\(.value.p_holm)"] | join("; ")' "$OUT/sets/same-$i.json")
   same_n=$((same_n + 1))
   [ -n "$changed" ] && same_fp=$((same_fp + 1))
   echo "pair $i: ${changed:-no change}" >>"$OUT/same.txt"
-  if [ $((3 * i + 2)) -lt ${#S[@]} ]; then
-    s=$(mkset S "$i" "${S[@]:$((3 * i)):3}")
+  if [ ${#S[@]} -ge 3 ]; then
+    s=$(mkset S "$i" "${S[@]:0:3}")
     "$IM" compare "$a" "$s" --json --no-history >"$OUT/sets/slow-$i.json" 2>/dev/null || true
     reg=$(jq -r '[.stages[].figures | to_entries[] | select(.value.verdict == "regressed") | .key] | join(",")' "$OUT/sets/slow-$i.json")
     slow_n=$((slow_n + 1))
