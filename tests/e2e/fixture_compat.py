@@ -32,6 +32,16 @@ def repeat_by_design(path, old, new):
         return old == "WARN" and new == "FAIL"
     return False
 
+# Changed by design (issue 28, docs/metrics.md §2): scheduled_rps of a
+# window that ends on its last arrival no longer counts that arrival:
+# (n - 1) / T where it was n / T, n the window's counts.scheduled.
+def scheduled_rps_by_design(parent, old_rates, new_rates):
+    n = parent.get("counts", {}).get("scheduled") if isinstance(parent.get("counts"), dict) else None
+    a, b = old_rates.get("scheduled_rps"), new_rates.get("scheduled_rps") if isinstance(new_rates, dict) else None
+    if not isinstance(n, int) or n < 1 or not isinstance(a, (int, float)) or not isinstance(b, (int, float)):
+        return False
+    return abs(b - a * (n - 1) / n) <= 1e-6 * max(abs(a), 1e-12)
+
 def subset(old, new, path):
     if repeat_by_design(path, old, new):
         return None
@@ -48,6 +58,8 @@ def subset(old, new, path):
                     and isinstance(old.get("position_width"), int)
                     and v <= new[k] < v + old["position_width"]):
                 continue
+            if k == "rates" and scheduled_rps_by_design(old, v, new[k]):
+                v = {a: b for a, b in v.items() if a != "scheduled_rps"}
             why = subset(v, new[k], path + "." + k)
             if why:
                 return why
