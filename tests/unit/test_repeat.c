@@ -288,6 +288,19 @@ static void test_pooled(void) {
   CHECK(st->heterogeneous);
   CHECK_EQ(set.ci_status, 2 /* FAIL */);
   CHECK(!set.publishable);
+  /* ITL pools 10 gaps a request: its counts are scaled to the requests
+   * (TPOT's count) before the test. Gaps above: 100, 100, 130 of 1,000
+   * each, 100 requests a run: tested as 10, 10, 13 of 100: E = 11 above,
+   * 89 not: chi2 = 6 / 11 + 6 / 89 (as gaps it would be 61.3). */
+  for (int r = 0; r < 3; r++) {
+    set.tail_n[1][r] = 100;
+    set.tail_n[2][r] = 1000;
+    set.tail_above[2][0][r] = r == 2 ? 130 : 100;
+  }
+  im_repeat_analyze(&set, true);
+  st = &set.stat[IM_RF_ITL_P90];
+  CHECK_NEAR(st->homog_chi2, 6.0 / 11 + 6.0 / 89, 1e-9);
+  CHECK(!st->heterogeneous);
 }
 
 /* The open-loop exemption of the throughputs: judged by completed /
