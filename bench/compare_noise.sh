@@ -19,7 +19,7 @@
 # "regressed" in 20 of 20 slow pairs. COMPARE_ONLY=1 reuses OUTDIR's runs
 # (e.g. to judge them again after a change to compare's rule).
 # Environment: PAIRS, SCALE, RUN_ARGS (the configuration; default: closed
-# loop of 2, 20 requests after 2 warm-up, 64-token prompts, 16 tokens out).
+# loop of 4, 48 requests after 4 warm-up, 64-token prompts, 16 tokens out).
 # About 3 s a run at SCALE 2: PAIRS=20 (180 runs) takes some 10 minutes.
 # Run it niced, on a machine as quiet as you can get: the verdicts judge
 # the runs' spread, and a busy host's stalls are spread.
@@ -30,7 +30,7 @@ mkdir -p "$OUT"
 OUT=$(readlink -f "$OUT")
 PAIRS=${PAIRS:-20}
 SCALE=${SCALE:-2}
-RUN_ARGS=${RUN_ARGS:-"--concurrency 2 --requests 20 --warmup 2 --input-len 64 --output-len 16 --ignore-eos --slo tpot=50ms"}
+RUN_ARGS=${RUN_ARGS:-"--concurrency 4 --requests 48 --warmup 4 --input-len 64 --output-len 16 --ignore-eos --slo tpot=50ms"}
 SPID=
 trap '[ -n "$SPID" ] && kill $SPID 2>/dev/null; true' EXIT
 
