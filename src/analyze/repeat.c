@@ -285,6 +285,8 @@ static void figure_stat(struct im_repeat_set *set, int f) {
   }
   if (e != IM_OK)
     memset(st, 0, sizeof *st);
+  if (f == IM_RF_SLO && st->hi > 1.0) /* a share: its domain is [0, 1] */
+    st->hi = 1.0;
   st->exempt = set->tput_exempt && is_throughput(f);
 }
 

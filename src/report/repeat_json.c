@@ -264,6 +264,8 @@ void im_repeat_text(FILE *o, const struct im_repeat_set *set) {
     fprintf(o, "run-%zu: exit %d; %s\n", r + 1, set->run[r].exit,
             set->run[r].publishable_but_repeats ? "its audit passes (but for repeats)"
                                                 : set->run[r].fails);
+  if (set->exempt_why[0])
+    fprintf(o, "%s\n", set->exempt_why);
   json_t *a = audit(set);
   fprintf(o, "Publishable (the set):                   %s\n",
           set->publishable ? "PUBLISHABLE" : "NOT_PUBLISHABLE");

@@ -355,6 +355,15 @@ static void test_exemption(void) {
   im_repeat_analyze(&set, true);
   CHECK(set.tput_exempt && !set.stat[IM_RF_ITL_P50].exempt && set.stat[IM_RF_ITL_P50].wide);
   CHECK_EQ(set.ci_status, 2);
+  /* SLO attainment is a share: {0.9, 0.99, 1}: mean 0.963, half 0.14,
+   * the upper bound clipped to 1, the lower one kept. */
+  double slo[3] = {0.9, 0.99, 1.0};
+  for (int k = 0; k < 3; k++)
+    set.values[IM_RF_SLO][k] = slo[k];
+  im_repeat_analyze(&set, true);
+  CHECK_NEAR(set.stat[IM_RF_SLO].hi, 1.0, 0);
+  CHECK_NEAR(set.stat[IM_RF_SLO].lo, set.stat[IM_RF_SLO].mean - set.stat[IM_RF_SLO].half, 1e-12);
+  CHECK(set.stat[IM_RF_SLO].lo > 0);
 }
 
 int main(void) {
