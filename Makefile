@@ -73,6 +73,9 @@ test-tsan: deps
 # of Poisson 2 req/s for 20 s (5 s warm-up), prompts of varied length, the
 # statistics over them and the validity audit (scenarios/publishable.json).
 run: build
+	@echo "make run: infermeter run --scenario scenarios/publishable.json, against the built-in server"
+	@echo "  (in-process, real time: time scale 1): 5 runs, closed loop of 16, 22 s after 3 s warm-up,"
+	@echo "  prompts 384-640 tokens, 64 out; about 2 minutes. Scenario: scenarios/publishable.json"
 	@$(BUILD)/infermeter run --scenario scenarios/publishable.json
 
 # Stream one request through the built-in server and show what it says.

@@ -41,14 +41,25 @@ static double mean_exp(const double *l, size_t n) {
   return s / (double)n;
 }
 
+/* The verdict of a tested figure (enough runs on both sides) at p-value p:
+ * changed when p < alpha and the whole interval lies outside the noise band. */
+static enum im_cmp_verdict decide(const struct im_cmp_result *r, double p,
+                                  const struct im_cmp_opts *opts) {
+  bool outside = r->lo > 1 + opts->noise || r->hi < 1 - opts->noise;
+  if (!(p < opts->alpha) || !outside)
+    return IM_CMP_NO_CHANGE;
+  bool up = r->ratio > 1;
+  return up == opts->higher_is_better ? IM_CMP_IMPROVED : IM_CMP_REGRESSED;
+}
+
 enum im_err im_cmp_figure(const double *a, size_t n_a, const double *b, size_t n_b,
                           const struct im_cmp_opts *opts, struct im_cmp_result *out) {
   if (!opts || !out || (!a && n_a) || (!b && n_b) || !(opts->noise >= 0 && opts->noise < 1) ||
       !(opts->alpha > 0 && opts->alpha < 1) || n_a > CMP_MAX || n_b > CMP_MAX)
     return IM_INVAL;
   double la[CMP_MAX], lb[CMP_MAX];
-  *out = (struct im_cmp_result){
-      .ratio = NAN, .lo = NAN, .hi = NAN, .df = NAN, .p = NAN, .mean_a = NAN, .mean_b = NAN};
+  *out = (struct im_cmp_result){.ratio = NAN, .lo = NAN, .hi = NAN, .df = NAN, .p = NAN,
+                                .p_holm = NAN, .mean_a = NAN, .mean_b = NAN};
   out->n_a = logs_of(a, n_a, la);
   out->n_b = logs_of(b, n_b, lb);
   if (out->n_a)
@@ -87,13 +98,7 @@ enum im_err im_cmp_figure(const double *a, size_t n_a, const double *b, size_t n
     out->why = "fewer than 3 runs on a side: no change is called";
     return IM_OK;
   }
-  bool outside = out->lo > 1 + opts->noise || out->hi < 1 - opts->noise;
-  if (!(out->p < opts->alpha) || !outside) {
-    out->verdict = IM_CMP_NO_CHANGE;
-    return IM_OK;
-  }
-  bool up = out->ratio > 1;
-  out->verdict = up == opts->higher_is_better ? IM_CMP_IMPROVED : IM_CMP_REGRESSED;
+  out->verdict = decide(out, out->p, opts);
   return IM_OK;
 }
 
@@ -108,6 +113,42 @@ bool im_cmp_higher_is_better(enum im_headline_fig f) {
   default:
     return false;
   }
+}
+
+static bool tested(const struct im_cmp_result *r) {
+  return (r->verdict == IM_CMP_NO_CHANGE || r->verdict == IM_CMP_IMPROVED ||
+          r->verdict == IM_CMP_REGRESSED) && !isnan(r->p);
+}
+
+/* Holm's correction over every tested figure of every stage (one family:
+ * the comparison), then each tested figure's verdict again at its adjusted
+ * p-value. */
+static void holm(struct im_cmp_report *out) {
+  static const size_t cap = IM_HEADLINE_MAX_STAGES * IM_FIG_COUNT;
+  double p[IM_HEADLINE_MAX_STAGES * IM_FIG_COUNT], adj[IM_HEADLINE_MAX_STAGES * IM_FIG_COUNT];
+  size_t n = 0;
+  for (size_t s = 0; s < out->n_stages && n < cap; s++)
+    for (int f = 0; f < IM_FIG_COUNT; f++, n++) {
+      const struct im_cmp_result *r = &out->stage[s].fig[f];
+      p[n] = tested(r) ? r->p : NAN;
+    }
+  im_stats_holm(p, n, adj);
+  out->tests = 0;
+  n = 0;
+  for (size_t s = 0; s < out->n_stages && n < cap; s++)
+    for (int f = 0; f < IM_FIG_COUNT; f++, n++) {
+      struct im_cmp_result *r = &out->stage[s].fig[f];
+      r->p_holm = adj[n];
+      if (tested(r)) {
+        out->tests++;
+        struct im_cmp_opts o = {.noise = out->noise,
+                                .alpha = out->alpha,
+                                .higher_is_better = im_cmp_higher_is_better((enum im_headline_fig)f)};
+        r->verdict = decide(r, r->p_holm, &o);
+      }
+      out->any_improved |= r->verdict == IM_CMP_IMPROVED;
+      out->any_regressed |= r->verdict == IM_CMP_REGRESSED;
+    }
 }
 
 enum im_err im_cmp_runs(const struct im_headline *a, size_t n_a, const struct im_headline *b,
@@ -146,9 +187,8 @@ enum im_err im_cmp_runs(const struct im_headline *a, size_t n_a, const struct im
       enum im_err e = im_cmp_figure(va, n_a, vb, n_b, &o, &out->stage[s].fig[f]);
       if (e != IM_OK)
         return im_errf(msg, msg_len, e, "noise %g or alpha %g out of range", noise, alpha);
-      out->any_improved |= out->stage[s].fig[f].verdict == IM_CMP_IMPROVED;
-      out->any_regressed |= out->stage[s].fig[f].verdict == IM_CMP_REGRESSED;
     }
   }
+  holm(out);
   return IM_OK;
 }

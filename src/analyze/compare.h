@@ -7,7 +7,9 @@
  * B/A is exp(Δ) (the ratio of the geometric means) and its interval
  * exp(Δ ± t(0.975, ν) SE). A change is called only when p < alpha and the
  * whole interval lies outside the noise band [1 - noise, 1 + noise], and
- * only with at least IM_CMP_MIN_RUNS runs on each side. */
+ * only with at least IM_CMP_MIN_RUNS runs on each side. im_cmp_runs judges
+ * every figure of a comparison as one family: p is replaced by Holm's
+ * adjusted p-value (core/stats.h im_stats_holm) before the verdict. */
 #ifndef IM_ANALYZE_COMPARE_H
 #define IM_ANALYZE_COMPARE_H
 
@@ -45,6 +47,8 @@ struct im_cmp_result {
   double lo, hi;         /* its interval; NaN with fewer than 2 runs on a side */
   double df;             /* ν; INFINITY when both sides have zero variance */
   double p;              /* two-sided p-value; NaN with fewer than 2 runs on a side */
+  double p_holm;         /* Holm-adjusted over the comparison's tested figures
+                            (im_cmp_runs only; NaN when not tested) */
   enum im_cmp_verdict verdict;
   const char *why; /* static text for TOO_FEW and UNDEFINED, else NULL */
 };
@@ -75,10 +79,15 @@ struct im_cmp_report {
   double noise, alpha;
   size_t n_stages;
   bool any_improved, any_regressed;
+  size_t tests; /* figures tested (Holm's m): at least IM_CMP_MIN_RUNS runs a side, p defined */
   struct im_cmp_stage stage[IM_HEADLINE_MAX_STAGES];
 };
 
-/* Compares runs A[0..n_a) with B[0..n_b) stage by stage (same index).
+/* Compares runs A[0..n_a) with B[0..n_b) stage by stage (same index), then
+ * corrects for multiplicity: every tested figure of every stage is one
+ * family, a change is called only when its Holm-adjusted p (p_holm) is
+ * below alpha and its interval lies outside the noise band (the interval
+ * itself stays the per-figure 95 % one).
  * IM_INVAL (with a message naming the run) when the runs do not all have
  * the same number of stages, a side is empty, or noise/alpha are out of
  * domain; IM_LIMIT with more than IM_HEADLINE_MAX_RUNS runs on a side. out is

@@ -1,8 +1,10 @@
 /* Repeated runs of one configuration (docs/metrics.md §11,
- * docs/statistics.md): each headline figure over k independent runs, its
- * mean with a Student-t 95 % confidence interval, and whether the interval
- * is narrow enough to publish (width <= 8 % of the mean, the seed's rule,
- * configurable). Pure: no I/O. */
+ * docs/statistics.md): each headline figure over k independent runs with a
+ * 95 % confidence interval (a Student-t interval over the runs for medians
+ * and throughputs, the pooled order-statistic interval for p90 and p99
+ * when the runs pass a homogeneity test), and whether the interval is
+ * narrow enough to publish (width <= 8 % of the figure, the seed's rule,
+ * configurable; a wider one FAILs the set). Pure: no I/O. */
 #ifndef IM_ANALYZE_REPEAT_H
 #define IM_ANALYZE_REPEAT_H
 
@@ -16,23 +18,64 @@
 #define IM_REPEAT_MAX_RUNS 100
 #define IM_REPEAT_CONF 0.95
 #define IM_REPEAT_MAX_WIDTH 0.08 /* CI width / mean */
+/* runs_needed is exact up to this many runs, else this with runs_needed_capped. */
+#define IM_REPEAT_RUNS_NEEDED_CAP 10000
+/* The pooled tail CI's homogeneity test rejects below this p (docs/statistics.md:
+ * 8 tail figures a set, so at most 0.8 % of homogeneous sets fail one). */
+#define IM_REPEAT_HOMOG_ALPHA 0.001
+/* Open-loop throughputs are exempt from the CI rule when the runs'
+ * completed / offered requests is at least this (the server kept up). */
+#define IM_REPEAT_EXEMPT_MIN 0.95
+
+/* Which interval a figure gets (docs/statistics.md "Which CI each figure gets"). */
+enum im_repeat_ci {
+  IM_CI_T,      /* Student-t over the runs' values (medians, throughputs, rates) */
+  IM_CI_POOLED, /* order-statistic CI of the pooled requests (p90, p99) */
+};
+/* "t" or "pooled_order_statistic". */
+const char *im_repeat_ci_name(enum im_repeat_ci k);
 
 struct im_repeat_stat {
   size_t n;              /* runs with a value (undefined values left out) */
   double mean, s;        /* s: sample standard deviation (NaN for n < 2) */
-  double lo, hi, half;   /* mean -+ t(0.975, n-1) s / sqrt(n); NaN for n < 2 */
-  double rel_width;      /* (hi - lo) / |mean|; NaN when undefined */
+  double lo, hi, half;   /* IM_CI_T: mean -+ t(0.975, n-1) s / sqrt(n), lo and hi
+                            clipped to the figure's domain; IM_CI_POOLED: the
+                            pooled interval, half = (hi - lo) / 2; NaN for n < 2 */
+  double rel_width;      /* CI width / |estimate| (unclipped for IM_CI_T); NaN
+                            when undefined */
   double min, max, cv;   /* cv = s / |mean| */
   bool wide;             /* rel_width > the limit (or undefined with n >= 2) */
-  size_t runs_needed;    /* runs that would bring the width inside the limit,
-                            from s (0 when already inside or unknown; capped
-                            at IM_REPEAT_MAX_RUNS) */
+  size_t runs_needed;    /* runs that would bring the width inside the limit
+                            (0 when already inside or unknown): IM_CI_T from s,
+                            exact up to IM_REPEAT_RUNS_NEEDED_CAP; IM_CI_POOLED
+                            from the width's 1/sqrt(requests) scaling */
+  bool runs_needed_capped; /* more than IM_REPEAT_RUNS_NEEDED_CAP: runs_needed
+                              is the cap, printed "> cap" */
+  enum im_repeat_ci kind;
+  double estimate;       /* what the interval is around: mean (IM_CI_T) or the
+                            pooled percentile (IM_CI_POOLED) */
+  /* IM_CI_POOLED: the k-sample quantile test over the runs. */
+  bool homog_tested;
+  double homog_chi2, homog_df, homog_p, homog_min_expected;
+  bool heterogeneous;    /* homog_p < IM_REPEAT_HOMOG_ALPHA: fails the CI rule */
+  bool exempt;           /* an open-loop throughput exempt from the CI rule */
 };
 
-/* The statistic of n values (NaN values are left out); max_width <= 0:
- * IM_REPEAT_MAX_WIDTH. IM_INVAL when n > IM_REPEAT_MAX_RUNS. */
+/* The t statistic of n values (NaN values are left out); max_width <= 0:
+ * IM_REPEAT_MAX_WIDTH. The bounds are clipped to [0, +inf) (every
+ * headline figure is non-negative); the width judged is the unclipped one.
+ * IM_INVAL when n > IM_REPEAT_MAX_RUNS. */
 enum im_err im_repeat_stat(const double *v, size_t n, double max_width,
                            struct im_repeat_stat *out) IM_WUR;
+
+/* The pooled order-statistic statistic of a tail percentile: est with the
+ * pooled interval [lo, hi] (NaN: unbounded side), the k runs' values above
+ * est (above[i] of n[i]) for the homogeneity test, the runs' own values v
+ * (n_runs, for mean, s, min, max). Pure; IM_INVAL when k or n_runs >
+ * IM_REPEAT_MAX_RUNS. */
+enum im_err im_repeat_stat_pooled(double est, double lo, double hi, const uint64_t *above,
+                                  const uint64_t *n, size_t k, const double *v, size_t n_runs,
+                                  double max_width, struct im_repeat_stat *out) IM_WUR;
 
 /* One run of a repeat set. */
 struct im_repeat_run {
@@ -40,6 +83,11 @@ struct im_repeat_run {
   uint64_t seed;
   double start_offset_s;
   int exit;                      /* its exit status */
+  /* Its schedule, for the open-loop throughput exemption (0 when unknown). */
+  bool open_loop;                /* poisson, gamma or constant arrivals: an offered rate */
+  bool oversaturated;            /* its saturation check found the server falling behind */
+  double rate;                   /* the offered rate (req/s; NaN: closed loop) */
+  double offered, achieved;      /* its window's scheduled and completed requests */
   bool publishable_but_repeats;  /* its audit has no FAIL but (maybe) `repeats` */
   char fails[200];               /* its other failing checks, comma-separated */
 };
@@ -86,6 +134,15 @@ struct im_repeat_set {
    * (pooled_cfg's percentiles). */
   struct im_dist pooled[4];
   struct im_summary_config pooled_cfg;
+  /* Per run and latency: its values and how many exceed the pooled p90
+   * ([0]) and p99 ([1]) (im_repeat_count_run); tail_counted once filled. */
+  uint64_t tail_n[4][IM_REPEAT_MAX_RUNS];
+  uint64_t tail_above[4][2][IM_REPEAT_MAX_RUNS];
+  bool tail_counted;
+  /* The open-loop throughput exemption (im_repeat_analyze): whether the
+   * throughputs are exempt, and why or why not ("" for a closed loop). */
+  bool tput_exempt;
+  char exempt_why[320];
   /* The set's audit (docs/audit.md "Repeated runs"). */
   int repeats_status;              /* enum im_check_status of analyze/validity.h */
   int ci_status;
@@ -95,6 +152,12 @@ struct im_repeat_set {
 
 /* Fills set->pooled from the merged histograms (ns; ttft, tpot, itl, e2el). */
 void im_repeat_pool(struct im_repeat_set *set, const struct im_hist pool[4]);
+
+/* Run r's values of each latency (run[4], ns) counted against the pooled
+ * p90 and p99 of pool[4] into set->tail_n and set->tail_above; sets
+ * set->tail_counted. A run without a histogram passes empty ones. */
+void im_repeat_count_run(struct im_repeat_set *set, size_t r, const struct im_hist run[4],
+                         const struct im_hist pool[4]);
 
 /* Fills set->stat, the reference tests and the audit from set->values and
  * the runs (publish: fewer than 3 runs FAIL instead of WARN). */

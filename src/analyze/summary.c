@@ -543,6 +543,7 @@ struct pass {
   int64_t v_first_send, v_last_end; /* vLLM duration */
   struct slo_count slo;             /* over completed requests */
   uint64_t win_out, win_in;
+  uint64_t sched_at_end; /* arrivals at the window's last instant (docs/metrics.md §2) */
 };
 
 static void pass_attempt_span(struct pass *p, const struct im_record *r) {
@@ -643,7 +644,10 @@ static void finish_rates(struct pass *p, const struct im_summary_config *cfg,
   s->window_request_rate = per_window((double)s->window_completed, w);
   s->window_output_tok_rate = per_window((double)p->win_out, w);
   s->window_total_tok_rate = per_window((double)(p->win_in + p->win_out), w);
-  s->scheduled_rate = per_window((double)s->scheduled, w);
+  /* An open loop's window ends on its last arrival: counting that arrival
+   * too reads one arrival per window high (n arrivals over the time to the
+   * n-th: (n - 1) / T is the unbiased rate). */
+  s->scheduled_rate = per_window((double)(s->scheduled - p->sched_at_end), w);
   s->dispatched_rate = per_window((double)s->dispatched, w);
   s->completed_rate = s->window_request_rate;
 
@@ -664,7 +668,7 @@ static void finish_rates(struct pass *p, const struct im_summary_config *cfg,
 }
 
 static void census(const struct im_record *recs, size_t n, const struct im_summary_config *cfg,
-                   struct im_summary *s) {
+                   struct im_summary *s, uint64_t *at_end) {
   for (size_t i = 0; i < n; i++) {
     const struct im_record *r = &recs[i];
     if ((unsigned)r->kind < IM_KIND_COUNT_)
@@ -675,6 +679,10 @@ static void census(const struct im_record *recs, size_t n, const struct im_summa
     if (r->attempt <= 1 && (r->kind == IM_KIND_MEASURED || r->kind == IM_KIND_ABORTED ||
                             r->kind == IM_KIND_CANCELLED)) {
       s->scheduled += in_window(r->t_sched, cfg);
+      *at_end += in_window(r->t_sched, cfg) && r->t_sched == cfg->window_end_ns &&
+                         cfg->window_end_ns > cfg->window_start_ns
+                     ? 1u
+                     : 0u;
       s->dispatched += in_window(r->t_dispatch, cfg);
     }
   }
@@ -720,7 +728,7 @@ enum im_err im_summary_compute_pop(const struct im_population *pop,
       goto done;
   if (!(p.ev = malloc(2 * (pop->n_req ? pop->n_req : 1) * sizeof *p.ev)))
     goto done;
-  census(pop->recs, pop->n_recs, cfg, out);
+  census(pop->recs, pop->n_recs, cfg, out, &p.sched_at_end);
   if ((err = pass_logical(&p, pop, cfg, out)) || (err = collect_chunk_seconds(&p, pop)) ||
       (err = effective_rate(pop->recs, pop->n_recs, cfg, out)))
     goto done;

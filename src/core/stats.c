@@ -625,3 +625,101 @@ uint64_t im_stats_ngram4(const uint64_t p[3], uint64_t cur) {
   h = mix64(h ^ p[2]);
   return mix64(h ^ cur);
 }
+
+/* ------------------------------------------- multiplicity and homogeneity */
+
+void im_stats_holm(const double *p, size_t n, double *adj) {
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++)
+    m += isnan(p[i]) ? 0u : 1u;
+  /* rank(i): 1 + the finite p-values before it in (value, index) order. */
+  for (size_t i = 0; i < n; i++) {
+    if (isnan(p[i])) {
+      adj[i] = NAN;
+      continue;
+    }
+    double best = 0.0;
+    for (size_t j = 0; j < n; j++) {
+      if (isnan(p[j]) || p[j] > p[i] || (p[j] == p[i] && j > i))
+        continue;
+      size_t rank = 1;
+      for (size_t k = 0; k < n; k++)
+        rank += !isnan(p[k]) && (p[k] < p[j] || (p[k] == p[j] && k < j)) ? 1u : 0u;
+      double a = fmin(1.0, (double)(m - rank + 1) * p[j]);
+      best = fmax(best, a);
+    }
+    adj[i] = best;
+  }
+}
+
+/* Q(a, x), the regularised upper incomplete gamma function, a > 0, x >= 0. */
+static double gamma_q(double a, double x) {
+  if (x == 0.0)
+    return 1.0;
+  const double eps = 1e-16, tiny = 1e-300;
+  double lpre = -x + a * log(x) - log_gamma(a);
+  if (x < a + 1.0) {
+    /* P(a, x) = x^a e^-x / Gamma(a) * sum_n x^n / (a (a+1) ... (a+n)). */
+    double term = 1.0 / a, sum = term;
+    for (int i = 1; i < 10000; i++) {
+      term *= x / (a + i);
+      sum += term;
+      if (fabs(term) < fabs(sum) * eps)
+        break;
+    }
+    return 1.0 - sum * exp(lpre);
+  }
+  /* Continued fraction for Q by modified Lentz (DLMF 8.9.2, even form). */
+  double b = x + 1.0 - a, c = 1.0 / tiny, d = 1.0 / b, h = d;
+  for (int i = 1; i < 10000; i++) {
+    double an = -(double)i * ((double)i - a);
+    b += 2.0;
+    d = an * d + b;
+    if (fabs(d) < tiny)
+      d = tiny;
+    c = b + an / c;
+    if (fabs(c) < tiny)
+      c = tiny;
+    d = 1.0 / d;
+    double del = d * c;
+    h *= del;
+    if (fabs(del - 1.0) < eps)
+      break;
+  }
+  return exp(lpre) * h;
+}
+
+double im_stats_chi2_sf(double x, double df) {
+  if (!(df > 0) || !(x >= 0))
+    return NAN;
+  if (isinf(x))
+    return 0.0;
+  return fmin(1.0, fmax(0.0, gamma_q(df / 2.0, x / 2.0)));
+}
+
+enum im_err im_stats_homogeneity(const uint64_t *above, const uint64_t *n, size_t k,
+                                 struct im_stats_homog *out) {
+  if (!above || !n || !out || k < 2)
+    return IM_INVAL;
+  double tot = 0.0, up = 0.0;
+  for (size_t i = 0; i < k; i++) {
+    if (!n[i] || above[i] > n[i])
+      return IM_INVAL;
+    tot += (double)n[i];
+    up += (double)above[i];
+  }
+  *out = (struct im_stats_homog){.chi2 = 0.0, .df = (double)(k - 1), .p = 1.0, .min_expected = 0.0};
+  if (up == 0.0 || up == tot)
+    return IM_OK;
+  double share = up / tot, chi2 = 0.0, min_e = INFINITY;
+  for (size_t i = 0; i < k; i++) {
+    double e_up = (double)n[i] * share, e_down = (double)n[i] - e_up;
+    double d = (double)above[i] - e_up; /* the not-above cell's deviation is -d */
+    chi2 += d * d / e_up + d * d / e_down;
+    min_e = fmin(min_e, fmin(e_up, e_down));
+  }
+  out->chi2 = chi2;
+  out->min_expected = min_e;
+  out->p = im_stats_chi2_sf(chi2, out->df);
+  return IM_OK;
+}

@@ -197,4 +197,37 @@ enum im_err im_stats_early_stop(int64_t n, int64_t over, double p, double conf,
 /* Name of a verdict: "PASS", "FAIL", "INCONCLUSIVE". */
 const char *im_stats_verdict_name(enum im_stats_verdict v);
 
+/* ---- multiplicity and homogeneity (docs/statistics.md) */
+
+/* Holm's step-down adjustment of n p-values (S. Holm, "A simple
+ * sequentially rejective multiple test procedure", Scand. J. Statist. 6,
+ * 1979): with the m finite p-values sorted ascending, p(1) <= ... <= p(m),
+ * adj(i) = max over j <= i of min(1, (m - j + 1) p(j)). Rejecting every
+ * hypothesis with adj < alpha keeps the chance of any false rejection at
+ * most alpha, whatever the dependence between the tests. NaN entries are
+ * not tests: their adj is NaN and they do not count in m. Ties keep their
+ * input order. O(n^2), no allocation; adj may not alias p. */
+void im_stats_holm(const double *p, size_t n, double *adj);
+
+/* Upper tail of the chi-square distribution with df > 0 degrees of
+ * freedom at x >= 0: Q(df/2, x/2), the regularised upper incomplete gamma
+ * function (DLMF 8.2.4), by its series below x/2 < df/2 + 1 and its
+ * continued fraction (DLMF 8.9.2) above. NaN for df <= 0 or x < 0 / NaN. */
+double im_stats_chi2_sf(double x, double df);
+
+/* The k-sample quantile test of homogeneity (Mood's median test extended
+ * to any quantile; Conover, Practical Nonparametric Statistics, §4.3):
+ * run i has n[i] values of which above[i] exceed the pooled sample's
+ * quantile. Under homogeneity (every run drawn from one distribution) the
+ * 2 x k table (above, not above) by run has independent rows and columns:
+ * Pearson's chi-square with k - 1 degrees of freedom. p = 1 when no value
+ * or every value is above (no information). IM_INVAL when k < 2, a run is
+ * empty or above[i] > n[i]. */
+struct im_stats_homog {
+  double chi2, df, p;
+  double min_expected; /* the smallest expected cell count (Cochran: >= 1) */
+};
+enum im_err im_stats_homogeneity(const uint64_t *above, const uint64_t *n, size_t k,
+                                 struct im_stats_homog *out) IM_WUR;
+
 #endif

@@ -40,6 +40,10 @@ static json_t *figure(const struct im_cmp_result *c, enum im_headline_fig f) {
   rc |= im_jw_num(o, "df", isinf(c->df) ? NAN : c->df,
                   isinf(c->df) ? "zero variance on both sides" : few);
   rc |= im_jw_num(o, "p", c->p, few);
+  rc |= im_jw_num(o, "p_holm", c->p_holm,
+                  few ? few
+                  : c->verdict == IM_CMP_TOO_FEW ? "fewer than 3 runs on a side: not tested"
+                                                 : "not tested");
   rc |= json_object_set_new(o, "verdict", json_string(im_cmp_verdict_name(c->verdict)));
   if (c->why)
     rc |= json_object_set_new(o, "why", json_string(c->why));
@@ -75,6 +79,8 @@ json_t *im_cmp_to_json(const struct im_cmp_report *r, const struct im_cmp_meta *
   rc |= im_jw_num(root, "noise", r->noise, NULL);
   rc |= im_jw_num(root, "alpha", r->alpha, NULL);
   rc |= im_jw_uint(root, "min_runs", IM_CMP_MIN_RUNS);
+  json_t *corr = json_pack("{s:s, s:I}", "method", "holm", "tests", (json_int_t)r->tests);
+  rc |= corr ? json_object_set_new(root, "correction", corr) : -1;
   rc |= json_object_set_new(root, "forced", json_boolean(m->forced));
   rc |= json_object_set_new(root, "differences", json_string(m->differences ? m->differences : ""));
   for (size_t s = 0; s < r->n_stages; s++) {
@@ -120,6 +126,13 @@ static void num(char *buf, size_t len, double v) {
     snprintf(buf, len, "%.4g", v);
 }
 
+static void pval(char *buf, size_t len, double p) {
+  if (isfinite(p))
+    snprintf(buf, len, p < 1e-4 ? "%.1e" : "%.4f", p);
+  else
+    snprintf(buf, len, "-");
+}
+
 void im_cmp_print(FILE *out, const struct im_cmp_report *r, const struct im_cmp_meta *m) {
   fprintf(out, "A: %s (%zu run%s)\nB: %s (%zu run%s)\n", m->label_a, r->runs_a,
           r->runs_a == 1 ? "" : "s", m->label_b, r->runs_b, r->runs_b == 1 ? "" : "s");
@@ -129,11 +142,11 @@ void im_cmp_print(FILE *out, const struct im_cmp_report *r, const struct im_cmp_
   for (size_t s = 0; s < r->n_stages; s++) {
     if (r->n_stages > 1)
       fprintf(out, "\nstage %zu%s%s\n", s, *r->stage[s].label ? ": " : "", r->stage[s].label);
-    fprintf(out, "\n%-26s %11s %11s %8s %19s %8s  %s\n", "figure", "A", "B", "B/A", "95% CI", "p",
-            "verdict");
+    fprintf(out, "\n%-26s %11s %11s %8s %19s %8s %8s  %s\n", "figure", "A", "B", "B/A", "95% CI",
+            "p", "p(Holm)", "verdict");
     for (int f = 0; f < IM_FIG_COUNT; f++) {
       const struct im_cmp_result *c = &r->stage[s].fig[f];
-      char name[64], a[24], b[24], ratio[24], ci[48], p[24];
+      char name[64], a[24], b[24], ratio[24], ci[48], p[24], ph[24];
       snprintf(name, sizeof name, "%s %s", im_headline_fig_name((enum im_headline_fig)f),
                im_cmp_higher_is_better((enum im_headline_fig)f) ? "(+)" : "(-)");
       num(a, sizeof a, c->mean_a);
@@ -146,19 +159,18 @@ void im_cmp_print(FILE *out, const struct im_cmp_report *r, const struct im_cmp_
         snprintf(ci, sizeof ci, "[%.4f, %.4f]", c->lo, c->hi);
       else
         snprintf(ci, sizeof ci, "-");
-      if (isfinite(c->p))
-        snprintf(p, sizeof p, c->p < 1e-4 ? "%.1e" : "%.4f", c->p);
-      else
-        snprintf(p, sizeof p, "-");
-      fprintf(out, "%-26s %11s %11s %8s %19s %8s  %s\n", name, a, b, ratio, ci, p,
+      pval(p, sizeof p, c->p);
+      pval(ph, sizeof ph, c->p_holm);
+      fprintf(out, "%-26s %11s %11s %8s %19s %8s %8s  %s\n", name, a, b, ratio, ci, p, ph,
               im_cmp_verdict_name(c->verdict));
     }
   }
   fprintf(out,
           "\n(+) higher is better, (-) lower is better. A and B: means over the runs; "
           "B/A: ratio of geometric means,\n95%% CI by Welch's t on log(metric). A change "
-          "is called when p < %.2g and the CI lies outside 1 ± %.3g%%.\n",
-          r->alpha, r->noise * 100);
+          "is called when p(Holm) < %.2g (Holm's correction over the %zu figures\ntested) "
+          "and the CI lies outside 1 ± %.3g%%.\n",
+          r->alpha, r->tests, r->noise * 100);
   if (r->runs_a < IM_CMP_MIN_RUNS || r->runs_b < IM_CMP_MIN_RUNS)
     fprintf(out,
             "Too few runs to call a change: %zu vs %zu, at least %d per side are needed "

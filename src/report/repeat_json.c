@@ -22,6 +22,17 @@ static int reference(json_t *o, const struct im_repeat_ref *r) {
          json_object_set_new(c, "significant", json_boolean(r->tested && r->significant));
 }
 
+/* "homogeneity": the pooled CI's k-sample quantile test, or null. */
+static int homogeneity(json_t *o, const struct im_repeat_stat *st) {
+  if (!st->homog_tested)
+    return json_object_set_new(o, "homogeneity", json_null());
+  json_t *c = im_jw_child(o, "homogeneity");
+  return !c || im_jw_num(c, "chi2", st->homog_chi2, NULL) || im_jw_num(c, "df", st->homog_df, NULL) ||
+         im_jw_num(c, "p", st->homog_p, NULL) ||
+         im_jw_num(c, "min_expected", st->homog_min_expected, NULL) ||
+         im_jw_num(c, "alpha", IM_REPEAT_HOMOG_ALPHA, NULL);
+}
+
 static json_t *figure(const struct im_repeat_set *set, int f) {
   const struct im_repeat_stat *st = &set->stat[f];
   json_t *o = json_object(), *vals = json_array();
@@ -33,14 +44,24 @@ static json_t *figure(const struct im_repeat_set *set, int f) {
     json_array_append_new(vals, isfinite(set->values[f][r]) ? json_real(set->values[f][r])
                                                             : json_null());
   const char *few = "fewer than 2 runs with a value";
+  const char *cwhy = st->kind == IM_CI_POOLED
+                         ? "too few pooled requests to bound this side of the order-statistic "
+                           "interval"
+                         : few;
   if (im_jw_uint(o, "n", st->n) || im_jw_num(o, "mean", st->mean, "no run with a value") ||
-      im_jw_num(o, "s", st->s, few) || im_jw_num(o, "ci95_lo", st->lo, few) ||
-      im_jw_num(o, "ci95_hi", st->hi, few) || im_jw_num(o, "half_width", st->half, few) ||
-      im_jw_num(o, "ci_width_rel", st->rel_width, few) ||
+      im_jw_num(o, "s", st->s, few) || im_jw_num(o, "ci95_lo", st->lo, cwhy) ||
+      im_jw_num(o, "ci95_hi", st->hi, cwhy) || im_jw_num(o, "half_width", st->half, cwhy) ||
+      im_jw_num(o, "ci_width_rel", st->rel_width, cwhy) ||
       im_jw_num(o, "min", st->min, "no run with a value") ||
       im_jw_num(o, "max", st->max, "no run with a value") || im_jw_num(o, "cv", st->cv, few) ||
       json_object_set_new(o, "wide", json_boolean(st->n >= 2 && st->wide)) ||
       im_jw_uint(o, "runs_needed", st->runs_needed) ||
+      json_object_set_new(o, "runs_needed_capped", json_boolean(st->runs_needed_capped)) ||
+      json_object_set_new(o, "ci_kind", json_string(im_repeat_ci_name(st->kind))) ||
+      im_jw_num(o, "estimate", st->estimate, "no run with a value") ||
+      json_object_set_new(o, "exempt", json_boolean(st->exempt)) ||
+      json_object_set_new(o, "heterogeneous", json_boolean(st->heterogeneous)) ||
+      homogeneity(o, st) ||
       json_object_set_new(o, "higher_is_better",
                           json_boolean(im_repeat_fig_higher_better((enum im_repeat_fig)f))) ||
       reference(o, &set->ref[f])) {
@@ -76,8 +97,27 @@ static void close_items(char *buf, size_t len, size_t left) {
     snprintf(buf + have, len - have, ", and %zu more", left);
 }
 
+/* One failing figure of the ci_width check: its width and the runs its
+ * spread would need ("> N" past the cap), or that its runs differ. */
+static void fig_item(char *item, size_t len, int f, const struct im_repeat_stat *st) {
+  const char *name = im_repeat_fig_name((enum im_repeat_fig)f);
+  char runs[48];
+  if (st->runs_needed)
+    snprintf(runs, sizeof runs, ", %s%zu runs", st->runs_needed_capped ? "> " : "",
+             st->runs_needed);
+  else
+    runs[0] = '\0';
+  if (st->heterogeneous)
+    snprintf(item, len, "%s (heterogeneous: the runs' tails differ, p = %.2g)", name, st->homog_p);
+  else if (isfinite(st->rel_width))
+    snprintf(item, len, "%s (%.1f%%%s)", name, 100.0 * st->rel_width, runs);
+  else
+    snprintf(item, len, "%s (no bounded interval%s)", name,
+             st->kind == IM_CI_POOLED ? ": too few requests for this percentile" : "");
+}
+
 static json_t *audit(const struct im_repeat_set *set) {
-  char ev[600] = "", wide[400] = "", fails[400] = "", item[400];
+  char ev[600] = "", wide[400] = "", fails[400] = "", item[400], fix[200];
   size_t nw = 0, nf = 0, wl = 0, fl = 0;
   /* The widest first: what the summary drops is the least wide. */
   int order[IM_RF_COUNT_];
@@ -92,11 +132,11 @@ static json_t *audit(const struct im_repeat_set *set) {
     }
   for (int i = 0; i < IM_RF_COUNT_; i++) {
     int f = order[i];
-    if (!(set->stat[f].n >= 2 && set->stat[f].wide))
+    const struct im_repeat_stat *st = &set->stat[f];
+    if (!(st->n >= 2 && (st->wide || st->heterogeneous)) || st->exempt)
       continue;
     nw++;
-    snprintf(item, sizeof item, "%s (%.1f%%, %zu runs)", im_repeat_fig_name((enum im_repeat_fig)f),
-             100.0 * set->stat[f].rel_width, set->stat[f].runs_needed);
+    fig_item(item, sizeof item, f, st);
     add_item(wide, sizeof wide, ", ", item, &wl);
   }
   close_items(wide, sizeof wide, wl);
@@ -108,15 +148,23 @@ static json_t *audit(const struct im_repeat_set *set) {
     }
   close_items(fails, sizeof fails, fl);
   json_t *checks = json_array();
-  char inside[96], fix[160];
-  snprintf(inside, sizeof inside, "every figure's 95%% CI is within %g%% of its mean",
+  char inside[96];
+  snprintf(inside, sizeof inside, "every figure's 95%% CI is within %g%% of its value",
            100.0 * set->max_width);
-  snprintf(fix, sizeof fix, "more runs: the number after each figure would bring its CI within "
-                            "%g%% at this spread", 100.0 * set->max_width);
+  snprintf(fix, sizeof fix, "more runs (or longer ones): the number after each figure would "
+                            "bring its CI within %g%% at this spread", 100.0 * set->max_width);
   snprintf(ev, sizeof ev, "%zu of %zu runs", set->runs, set->planned);
   json_array_append_new(checks, check("repeats", set->repeats_status, ev,
                                       "run the configuration at least 3 times (--repeat 3)"));
-  json_array_append_new(checks, check("ci_width", set->ci_status, nw ? wide : inside, fix));
+  if (set->exempt_why[0]) {
+    /* The exemption (or why not) is said whole: the figures' list may be
+     * summarised, this sentence is not. */
+    char both[1200];
+    snprintf(both, sizeof both, "%s; %s", nw ? wide : inside, set->exempt_why);
+    json_array_append_new(checks, check("ci_width", set->ci_status, both, fix));
+  } else {
+    json_array_append_new(checks, check("ci_width", set->ci_status, nw ? wide : inside, fix));
+  }
   json_array_append_new(checks, check("runs", set->runs_status,
                                       nf ? fails : "every run passes the audit but for repeats",
                                       "fix what each run's audit names (infermeter audit "
@@ -140,6 +188,11 @@ json_t *im_repeat_json(const struct im_repeat_set *set) {
   json_object_set_new(root, "figures", figs);
   json_object_set_new(root, "pooled_ms", pooled);
   json_object_set_new(root, "max_ci_width", json_real(set->max_width));
+  json_object_set_new(root, "throughput_exemption",
+                      json_pack("{s:b, s:s}", "exempt", set->tput_exempt, "reason",
+                                set->exempt_why[0] ? set->exempt_why
+                                                   : "closed loop: the throughputs measure the "
+                                                     "server and are judged like every figure"));
   json_object_set_new(root, "reference_source",
                       set->ref_source ? json_string(set->ref_source) : json_null());
   for (size_t r = 0; r < set->runs; r++) {
@@ -176,7 +229,7 @@ void im_repeat_text(FILE *o, const struct im_repeat_set *set) {
   bool refs = false;
   for (int f = 0; f < IM_RF_COUNT_; f++)
     refs |= set->ref[f].given;
-  fprintf(o, "%-22s %14s %12s %9s%s\n", "figure", "mean", "+- 95% CI", "CI width",
+  fprintf(o, "%-22s %14s %23s %9s %-3s%s\n", "figure", "value", "95% CI", "CI width", "CI",
           refs ? "     reference   ratio        p" : "");
   for (int f = 0; f < IM_RF_COUNT_; f++) {
     const struct im_repeat_stat *st = &set->stat[f];
@@ -189,12 +242,21 @@ void im_repeat_text(FILE *o, const struct im_repeat_set *set) {
     if (r->tested)
       snprintf(ref, sizeof ref, " %13.3f %7.3f %8.3g%s", r->value, r->ratio, r->p,
                r->significant ? " differs" : "");
-    char mark[32] = "";
-    if (st->n >= 2 && st->wide)
-      snprintf(mark, sizeof mark, "  > %g%%", 100.0 * set->max_width);
-    fprintf(o, "%-22s %14.3f %12.3f %8.1f%%%s%s\n", im_repeat_fig_name((enum im_repeat_fig)f),
-            st->mean, st->half, 100.0 * st->rel_width, refs ? ref : "", mark);
+    char mark[64] = "", ci[64] = "-";
+    if (st->n >= 2 && st->heterogeneous)
+      snprintf(mark, sizeof mark, "  heterogeneous runs (p = %.2g)", st->homog_p);
+    else if (st->n >= 2 && st->wide)
+      snprintf(mark, sizeof mark, "  > %g%%%s", 100.0 * set->max_width,
+               st->exempt ? " (exempt: open loop)" : "");
+    if (isfinite(st->lo) || isfinite(st->hi))
+      snprintf(ci, sizeof ci, "[%.3f, %.3f]", st->lo, st->hi);
+    fprintf(o, "%-22s %14.3f %23s %8.1f%% %-3s%s%s\n", im_repeat_fig_name((enum im_repeat_fig)f),
+            st->estimate, ci, 100.0 * st->rel_width, st->kind == IM_CI_POOLED ? "P" : "t",
+            refs ? ref : "", mark);
   }
+  fprintf(o, "value: the mean over the runs (CI t: Student-t over the runs) or, for p90 and "
+             "p99, the percentile of\nevery run's requests pooled (CI P: order-statistic "
+             "interval, valid when the runs pass a homogeneity test)\n");
   if (refs)
     fprintf(o, "reference: %s; p: one-sample t-test of the runs against it (\"differs\": "
                "p < 0.05)\n", set->ref_source ? set->ref_source : "given");
@@ -202,6 +264,8 @@ void im_repeat_text(FILE *o, const struct im_repeat_set *set) {
     fprintf(o, "run-%zu: exit %d; %s\n", r + 1, set->run[r].exit,
             set->run[r].publishable_but_repeats ? "its audit passes (but for repeats)"
                                                 : set->run[r].fails);
+  if (set->exempt_why[0])
+    fprintf(o, "%s\n", set->exempt_why);
   json_t *a = audit(set);
   fprintf(o, "Publishable (the set):                   %s\n",
           set->publishable ? "PUBLISHABLE" : "NOT_PUBLISHABLE");

@@ -18,6 +18,65 @@
 #include "report/repeat_json.h"
 #include "results/results.h"
 
+/* Appends id to list (", "-separated) only whole; when it would not fit,
+ * the list ends in " ..." once, so an id is never cut. */
+static void add_id(char *list, size_t len, const char *id) {
+  size_t have = strlen(list), need = (have ? 2 : 0) + strlen(id);
+  if (have >= 4 && !strcmp(list + have - 4, " ..."))
+    return;
+  if (have + need + 5 > len) {
+    if (have + 5 <= len)
+      snprintf(list + have, len - have, " ...");
+    return;
+  }
+  snprintf(list + have, len - have, "%s%s", have ? ", " : "", id);
+}
+
+/* Run r's schedule: open loop at an offered rate, oversaturated, its
+ * window's scheduled and completed requests (the throughput exemption). */
+static void take_schedule(const json_t *res, struct im_repeat_run *ru) {
+  const json_t *sched = json_object_get(json_object_get(res, "manifest"), "schedule");
+  const char *kind = json_string_value(json_object_get(sched, "kind"));
+  const json_t *rate = json_object_get(sched, "rate");
+  const json_t *counts = json_object_get(json_object_get(res, "metrics"), "counts");
+  const json_t *sch = json_object_get(counts, "scheduled"), *done = json_object_get(counts, "completed");
+  ru->open_loop = kind && json_is_number(rate) &&
+                  (!strcmp(kind, "poisson") || !strcmp(kind, "gamma") || !strcmp(kind, "constant"));
+  ru->rate = ru->open_loop ? json_number_value(rate) : NAN;
+  ru->oversaturated = json_is_true(json_object_get(json_object_get(res, "saturation"), "oversaturated"));
+  ru->offered = json_is_number(sch) ? json_number_value(sch) : NAN;
+  ru->achieved = json_is_number(done) ? json_number_value(done) : NAN;
+}
+
+static const char *const hist_keys[4] = {"ttft_ns", "tpot_ns", "itl_ns", "e2el_ns"};
+
+/* Run r's histograms (empty where missing or of another layout) counted
+ * against the pooled p90 and p99 (the homogeneity test). */
+static enum im_err count_run(struct im_repeat_set *set, size_t r, const char *dir,
+                             const struct im_hist *pool) {
+  char path[4300];
+  snprintf(path, sizeof path, "%s/results.json", dir);
+  json_t *res = json_load_file(path, 0, NULL);
+  const json_t *hists = json_object_get(json_object_get(res, "metrics"), "histograms");
+  struct im_hist h[4];
+  enum im_err rc = IM_OK;
+  memset(h, 0, sizeof h);
+  for (int m = 0; m < 4 && rc == IM_OK; m++) {
+    if (im_hist_from_json(&h[m], json_object_get(hists, hist_keys[m])) == IM_OK &&
+        h[m].bucket_count == pool[m].bucket_count && h[m].sub_bits == pool[m].sub_bits &&
+        h[m].unit_shift == pool[m].unit_shift)
+      continue;
+    im_hist_cleanup(&h[m]);
+    rc = im_hist_init_default(&h[m]);
+  }
+  if (rc == IM_OK)
+    im_repeat_count_run(set, r, h, pool);
+  for (int m = 0; m < 4; m++)
+    im_hist_cleanup(&h[m]);
+  json_decref(res);
+  return rc;
+}
+
 /* Run r's headline figures, its audit, and its histograms into the pooled. */
 static void take_run(struct im_repeat_set *set, size_t r, const json_t *res, struct im_hist *pool,
                      struct im_repeat_run *ru) {
@@ -37,22 +96,21 @@ static void take_run(struct im_repeat_set *set, size_t r, const json_t *res, str
     const char *st = json_string_value(json_object_get(c, "status"));
     if (id && st && strcmp(id, "repeats") && !strcmp(st, "FAIL")) {
       ru->publishable_but_repeats = false;
-      size_t len = strlen(ru->fails);
-      snprintf(ru->fails + len, sizeof ru->fails - len, "%s%s", len ? ", " : "", id);
+      add_id(ru->fails, sizeof ru->fails, id);
     }
   }
   if (!json_is_array(checks)) {
     ru->publishable_but_repeats = false;
     snprintf(ru->fails, sizeof ru->fails, "no audit in its results.json");
   }
-  static const char *const hk[4] = {"ttft_ns", "tpot_ns", "itl_ns", "e2el_ns"};
+  take_schedule(res, ru);
   const json_t *hists = json_object_get(json_object_get(res, "metrics"), "histograms");
   for (int m = 0; m < 4; m++) {
     struct im_hist h;
-    if (im_hist_from_json(&h, json_object_get(hists, hk[m])) == IM_OK) {
+    if (im_hist_from_json(&h, json_object_get(hists, hist_keys[m])) == IM_OK) {
       if (im_hist_merge(&pool[m], &h) != IM_OK) /* another layout: not pooled */
         im_warn("run-%zu: its %s histogram has another layout; left out of the pool", r + 1,
-                hk[m]);
+                hist_keys[m]);
       im_hist_cleanup(&h);
     }
   }
@@ -103,6 +161,10 @@ enum im_err im_results_set(const struct im_results_set_in *in, bool *publishable
     json_decref(res);
   }
   im_repeat_pool(set, pool);
+  /* Again over the runs, now that the pooled p90 and p99 are known. */
+  for (size_t r = 0; r < n; r++)
+    if (count_run(set, r, runs[r].dir, pool) != IM_OK)
+      goto out;
   im_repeat_analyze(set, in->publish);
   *publishable = set->publishable;
   json_t *root = im_repeat_json(set);

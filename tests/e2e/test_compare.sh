@@ -52,6 +52,14 @@ check "a ratio lies inside its interval" \
 check_eq "compare A S exits 0 without --fail-on-regression" $? 0
 cat "$TMP/slow.txt"
 "$BIN" compare "$TMP/A" "$TMP/S" --json >"$TMP/slow.json"
+# Holm's correction (docs/statistics.md): every tested figure has p_holm
+# >= p, the family's size is said, and a change is called only on p_holm.
+check_eq "Holm over the 17 tested figures" "$(jq -c '.correction' "$TMP/slow.json")" '{"method":"holm","tests":17}'
+check "p_holm >= p for every figure" \
+  jq -e '[.stages[0].figures[] | .p_holm >= .p] | all' "$TMP/slow.json"
+check "a change is called only where p_holm < 0.05" \
+  jq -e '[.stages[0].figures[] | select(.verdict == "improved" or .verdict == "regressed") | .p_holm < 0.05] | all' "$TMP/slow.json"
+check "the table has the p(Holm) column" grep -q 'p(Holm)' "$TMP/slow.txt"
 check_eq "lower is better for TPOT" "$(jq -r '.stages[0].figures.tpot_p50_ms.better' "$TMP/slow.json")" lower
 check_eq "each run's value is kept per figure, in the order of the runs" \
   "$(jq -c '.stages[0].figures.tpot_p50_ms | [(.values_a | length), (.values_b | length)]' "$TMP/slow.json")" "[4,4]"

@@ -4,22 +4,24 @@
 # machine keeping the server's pace; a busy machine can blur them):
 #  - two sets of one configuration: no figure improved or regressed;
 #  - the same configuration against the server 20 % slower (time scale
-#    4 -> 4 / 1.2): median TPOT and ITL regressed (ratio 1.1..1.3),
-#    their p90 at least moved up;
+#    2 -> 2 / 1.2): median ITL regressed (ratio 1.1..1.3; the rule is
+#    Holm-corrected over 17 figures, docs/statistics.md: bench/README.md
+#    "compare_noise" measured this configuration at 20 of 20), median TPOT
+#    and the p90s at least moved up;
 #  - the --json outputs match docs/results.schema.json ($defs/compare).
 # Set IM_KEEP_COMPARE=DIR to keep the two tables and the commands.
 . "$(dirname "$0")/lib.sh"
 SET() {
-  "$BIN" run --no-progress --quiet --repeat 3 --cooldown 1s --concurrency 2 --requests 20 \
-    --warmup 2 --input-len 64 --output-len 16 --ignore-eos --slo tpot=50ms --tag suite=compare \
+  "$BIN" run --no-progress --quiet --repeat 3 --cooldown 1s --concurrency 4 --requests 48 \
+    --warmup 4 --input-len 64 --output-len 16 --ignore-eos --slo tpot=50ms --tag suite=compare \
     --url "$BASE" "$@"
 }
-start_server --time-scale 4
+start_server --time-scale 2
 SET --seed 1 --out "$TMP/A"
 check "set A: exit 0 or 3 ($?)" test $? -le 3
 SET --seed 2 --out "$TMP/A2"
 check "set A2: exit 0 or 3 ($?)" test $? -le 3
-start_server --time-scale 3.333333
+start_server --time-scale 1.666667
 SET --seed 3 --out "$TMP/S"
 check "set S: exit 0 or 3 ($?)" test $? -le 3
 stop_server
@@ -43,8 +45,9 @@ check_eq "compare A S exits 0 without --fail-on-regression" $? 0
 # The medians are stable; a p90 of 20 requests (the 18th value) moves with
 # two requests that met a scheduling hiccup of this machine, which then
 # widens its interval past a verdict: only its direction is checked.
+check_eq "20 % slower: itl_p50_ms regressed" \
+  "$(jq -r ".stages[0].figures.itl_p50_ms.verdict" "$TMP/slow.json")" regressed
 for f in tpot_p50_ms itl_p50_ms; do
-  check_eq "20 % slower: $f regressed" "$(jq -r ".stages[0].figures.$f.verdict" "$TMP/slow.json")" regressed
   check "20 % slower: $f ratio within 1.1..1.3" \
     jq -e ".stages[0].figures.$f.ratio > 1.1 and .stages[0].figures.$f.ratio < 1.3" "$TMP/slow.json"
 done

@@ -158,7 +158,8 @@ static void runs(void) {
     free(rep);
     return;
   }
-  double tput[6] = {100, 102, 98, 110, 111, 109};
+  /* 30 % apart: p = 6.6e-4 each, 17 tests, Holm's p 0.011 < 0.05. */
+  double tput[6] = {100, 102, 98, 130, 131, 129};
   for (int i = 0; i < 6; i++) {
     h[i].n_stages = 1;
     for (int f = 0; f < IM_FIG_COUNT; f++)
@@ -172,6 +173,7 @@ static void runs(void) {
   CHECK_EQ(rep->stage[0].fig[IM_FIG_TPOT_P50].verdict, IM_CMP_REGRESSED);
   CHECK_EQ(rep->stage[0].fig[IM_FIG_SLO_ATTAINMENT].verdict, IM_CMP_IMPROVED);
   CHECK(rep->any_improved && rep->any_regressed);
+  CHECK_EQ(rep->tests, IM_FIG_COUNT);
   h[4].n_stages = 2;
   CHECK_EQ(im_cmp_runs(h, 3, h + 3, 3, 0.02, 0.05, rep, msg, sizeof msg), IM_INVAL);
   CHECK(strstr(msg, "run-4") != NULL);
@@ -185,7 +187,60 @@ static void runs(void) {
   free(rep);
 }
 
+/* Holm across the figures of a comparison (docs/statistics.md): the k3
+ * pair (p 0.0062129, a regression on its own) among 16 unchanged figures
+ * (both sides {100, 102, 98}: p = 1) is one of 17 tests. Its adjusted p is
+ * 17 x 0.0062129 = 0.105619 (rank 1 of 17), over 0.05: no change. The
+ * others: ranks 2..17 at p = 1 give 1. With the 30 % pair ({130, 131, 129})
+ * in its place, p is small enough to survive 17 x p < 0.05. */
+static void holm(void) {
+  struct im_headline *h = calloc(6, sizeof *h);
+  struct im_cmp_report *rep = malloc(sizeof *rep);
+  CHECK(h && rep);
+  if (!h || !rep) {
+    free(h);
+    free(rep);
+    return;
+  }
+  double base[3] = {100, 102, 98}, k3b[3] = {110, 111, 109}, far[3] = {130, 131, 129};
+  for (int i = 0; i < 6; i++) {
+    h[i].n_stages = 1;
+    for (int f = 0; f < IM_FIG_COUNT; f++)
+      h[i].stage[0].v[f] = base[i % 3];
+    if (i >= 3)
+      h[i].stage[0].v[IM_FIG_TPOT_P50] = k3b[i - 3];
+  }
+  char msg[256];
+  CHECK_OK(im_cmp_runs(h, 3, h + 3, 3, 0.02, 0.05, rep, msg, sizeof msg));
+  const struct im_cmp_result *t = &rep->stage[0].fig[IM_FIG_TPOT_P50];
+  CHECK_NEAR(t->p, 0.006212886030385468, 1e-9);
+  CHECK_NEAR(t->p_holm, 17 * 0.006212886030385468, 1e-9);
+  CHECK_EQ(t->verdict, IM_CMP_NO_CHANGE);
+  CHECK_NEAR(rep->stage[0].fig[IM_FIG_TTFT_P99].p_holm, 1.0, 1e-12);
+  CHECK_EQ(rep->tests, IM_FIG_COUNT);
+  CHECK(!rep->any_regressed && !rep->any_improved);
+  /* The same figure alone (im_cmp_figure) is a regression: Holm decided. */
+  struct im_cmp_result one;
+  CHECK_OK(im_cmp_figure(base, 3, k3b, 3, &lower, &one));
+  CHECK_EQ(one.verdict, IM_CMP_REGRESSED);
+  for (int i = 3; i < 6; i++)
+    h[i].stage[0].v[IM_FIG_TPOT_P50] = far[i - 3];
+  CHECK_OK(im_cmp_runs(h, 3, h + 3, 3, 0.02, 0.05, rep, msg, sizeof msg));
+  t = &rep->stage[0].fig[IM_FIG_TPOT_P50];
+  CHECK(t->p_holm < 0.05);
+  CHECK_NEAR(t->p_holm, 17 * t->p, 1e-12);
+  CHECK_EQ(t->verdict, IM_CMP_REGRESSED);
+  CHECK(rep->any_regressed);
+  /* Two runs on a side: nothing is tested, p_holm NaN, no family. */
+  CHECK_OK(im_cmp_runs(h, 2, h + 3, 3, 0.02, 0.05, rep, msg, sizeof msg));
+  CHECK_EQ(rep->tests, 0);
+  CHECK(isnan(rep->stage[0].fig[IM_FIG_TPOT_P50].p_holm));
+  free(h);
+  free(rep);
+}
+
 int main(void) {
+  holm();
   k3();
   k2();
   k10();

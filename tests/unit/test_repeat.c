@@ -1,8 +1,11 @@
 /* Statistics over repeated runs (analyze/repeat.h), worked by hand. */
 #include <math.h>
 
+#include <string.h>
+
 #include "analyze/repeat.h"
 #include "check.h"
+#include "core/stats.h"
 
 static void test_stat(void) {
   struct im_repeat_stat st;
@@ -79,7 +82,8 @@ static void test_set(void) {
    * runs needed are computed against it. */
   set.max_width = 0.001;
   im_repeat_analyze(&set, true);
-  CHECK_EQ(set.ci_status, 1 /* WARN */);
+  CHECK_EQ(set.ci_status, 2 /* FAIL: docs/metrics.md §11 */);
+  CHECK(!set.publishable);
   CHECK(set.stat[IM_RF_REQ_TPUT].wide && set.stat[IM_RF_REQ_TPUT].runs_needed > 3);
   set.max_width = 0; /* the default, 8 % */
   im_repeat_analyze(&set, true);
@@ -177,7 +181,195 @@ static void test_pool(void) {
     im_hist_cleanup(&pool[m]);
 }
 
+/* runs_needed exact past the old cap of 100, "> cap" past the cap; the
+ * interval clipped to the domain while the width judged is its own. */
+static void test_runs_needed(void) {
+  struct im_repeat_stat st;
+  /* {10, 20, 30}: s = 10, mean 20, 8 % = 1.6: about (2 * 1.96 * 10 / 1.6)^2
+   * = 600 runs. The answer m satisfies the rule and m - 1 does not. */
+  double a[3] = {10, 20, 30};
+  CHECK_OK(im_repeat_stat(a, 3, 0, &st));
+  CHECK(!st.runs_needed_capped);
+  CHECK(st.runs_needed > 100);
+  double m = (double)st.runs_needed;
+  CHECK(2 * im_stats_t_quantile(0.975, m - 1) * 10 / sqrt(m) <= 1.6);
+  CHECK(2 * im_stats_t_quantile(0.975, m - 2) * 10 / sqrt(m - 1) > 1.6);
+  CHECK_EQ(st.runs_needed, 603);
+  /* {10, 12, 14} at 0.5 %: (2 * 1.96 * 2 / 0.06)^2 = 17,074 > the cap. */
+  double b[3] = {10, 12, 14};
+  CHECK_OK(im_repeat_stat(b, 3, 0.005, &st));
+  CHECK(st.runs_needed_capped);
+  CHECK_EQ(st.runs_needed, IM_REPEAT_RUNS_NEEDED_CAP);
+  /* {1, 2, 30}: mean 11, half = 4.302653 * 16.462 / sqrt(3) = 40.9: the
+   * lower bound -29.9 is clipped to 0, the width stays 2 * 40.9 / 11. */
+  double c[3] = {1, 2, 30};
+  CHECK_OK(im_repeat_stat(c, 3, 0, &st));
+  CHECK_NEAR(st.lo, 0.0, 0);
+  CHECK_NEAR(st.hi, 11 + st.half, 1e-9);
+  CHECK_NEAR(st.rel_width, 2 * st.half / 11, 1e-12);
+  CHECK_NEAR(st.half, 4.302652729911 * sqrt(((10 * 10) + (9 * 9) + (19 * 19)) / 2.0) / sqrt(3.0),
+             1e-6);
+  CHECK_EQ(st.kind, IM_CI_T);
+}
+
+/* Three runs' histograms: run r records the values from[r] .. from[r] + 99
+ * (ns, exact in the histogram's linear range). */
+static void three_runs(struct im_repeat_set *set, const int from[3]) {
+  struct im_hist run[3][4], pool[4];
+  for (int m = 0; m < 4; m++) {
+    CHECK_OK(im_hist_init_default(&pool[m]));
+    for (int r = 0; r < 3; r++) {
+      CHECK_OK(im_hist_init_default(&run[r][m]));
+      for (int i = 0; i < 100; i++)
+        CHECK(im_hist_record(&run[r][m], from[r] + i));
+      CHECK_OK(im_hist_merge(&pool[m], &run[r][m]));
+    }
+  }
+  im_repeat_pool(set, pool);
+  for (int r = 0; r < 3; r++)
+    im_repeat_count_run(set, (size_t)r, run[r], pool);
+  for (int m = 0; m < 4; m++) {
+    im_hist_cleanup(&pool[m]);
+    for (int r = 0; r < 3; r++)
+      im_hist_cleanup(&run[r][m]);
+  }
+}
+
+/* The pooled order-statistic CI of p90 and p99 and its homogeneity test,
+ * on fixtures whose answer is known. */
+static void test_pooled(void) {
+  static struct im_repeat_set set;
+  struct im_repeat_run runs[3] = {{.publishable_but_repeats = true},
+                                  {.publishable_but_repeats = true},
+                                  {.publishable_but_repeats = true}};
+  memset(&set, 0, sizeof set);
+  set.run = runs;
+  set.planned = set.runs = 3;
+  for (int f = 0; f < IM_RF_COUNT_; f++)
+    for (int k = 0; k < 3; k++)
+      set.values[f][k] = 100.0 + k * 0.1;
+  /* Homogeneous: three runs of 1..100. The pooled p90 (rank 270 of 300)
+   * is 90; every run has 10 values above it: chi2 = 0, p = 1. */
+  const int same[3] = {1, 1, 1};
+  three_runs(&set, same);
+  CHECK(set.tail_counted);
+  CHECK_EQ(set.tail_n[0][1], 100);
+  CHECK_EQ(set.tail_above[0][0][0], 10);
+  CHECK_EQ(set.tail_above[0][1][2], 1); /* p99: rank 297 = 99, one above */
+  im_repeat_analyze(&set, true);
+  const struct im_repeat_stat *st = &set.stat[IM_RF_TTFT_P90];
+  CHECK_EQ(st->kind, IM_CI_POOLED);
+  CHECK_NEAR(st->estimate, 90e-6, 1e-15);
+  CHECK(st->homog_tested && !st->heterogeneous);
+  CHECK_NEAR(st->homog_chi2, 0, 1e-12);
+  CHECK_NEAR(st->homog_p, 1, 1e-12);
+  /* The interval is the pooled distribution's (ranks of n = 300). */
+  CHECK_NEAR(st->lo, set.pooled[0].pct_lo[1], 0);
+  CHECK_NEAR(st->hi, set.pooled[0].pct_hi[1], 0);
+  CHECK(st->lo < st->estimate && st->estimate < st->hi);
+  CHECK_NEAR(st->rel_width, (st->hi - st->lo) / st->estimate, 1e-12);
+  /* Medians and throughputs keep the t interval. */
+  CHECK_EQ(set.stat[IM_RF_TTFT_P50].kind, IM_CI_T);
+  CHECK_EQ(set.stat[IM_RF_REQ_TPUT].kind, IM_CI_T);
+  /* Heterogeneous: run 3 holds 51..150. Pooled: 1..50 twice, 51..100
+   * three times (250 values <= 100), then 101..150: rank 270 is 120.
+   * Above 120: 0, 0 and 30 (121..150); expected 10 each (30 of 300), 90
+   * not above: chi2 = (100 + 100 + 400) / 10 + (100 + 100 + 400) / 90 =
+   * 66.667, df 2, p = exp(-33.333). */
+  const int shifted[3] = {1, 1, 51};
+  memset(set.tail_above, 0, sizeof set.tail_above);
+  three_runs(&set, shifted);
+  im_repeat_analyze(&set, true);
+  st = &set.stat[IM_RF_TTFT_P90];
+  CHECK_NEAR(st->estimate, 120e-6, 1e-15);
+  CHECK_EQ(set.tail_above[0][0][2], 30);
+  CHECK_NEAR(st->homog_chi2, 600.0 / 10 + 600.0 / 90, 1e-9);
+  CHECK_REL(st->homog_p, exp(-(600.0 / 10 + 600.0 / 90) / 2), 1e-9);
+  CHECK(st->heterogeneous);
+  CHECK_EQ(set.ci_status, 2 /* FAIL */);
+  CHECK(!set.publishable);
+  /* ITL pools 10 gaps a request: its counts are scaled to the requests
+   * (TPOT's count) before the test. Gaps above: 100, 100, 130 of 1,000
+   * each, 100 requests a run: tested as 10, 10, 13 of 100: E = 11 above,
+   * 89 not: chi2 = 6 / 11 + 6 / 89 (as gaps it would be 61.3). */
+  for (int r = 0; r < 3; r++) {
+    set.tail_n[1][r] = 100;
+    set.tail_n[2][r] = 1000;
+    set.tail_above[2][0][r] = r == 2 ? 130 : 100;
+  }
+  im_repeat_analyze(&set, true);
+  st = &set.stat[IM_RF_ITL_P90];
+  CHECK_NEAR(st->homog_chi2, 6.0 / 11 + 6.0 / 89, 1e-9);
+  CHECK(!st->heterogeneous);
+}
+
+/* The open-loop exemption of the throughputs: judged by completed /
+ * offered; never a latency. */
+static void test_exemption(void) {
+  static struct im_repeat_set set;
+  struct im_repeat_run runs[3];
+  memset(&set, 0, sizeof set);
+  for (int r = 0; r < 3; r++)
+    runs[r] = (struct im_repeat_run){.publishable_but_repeats = true, .open_loop = true,
+                                     .rate = 2, .offered = 40, .achieved = 40};
+  set.run = runs;
+  set.planned = set.runs = 3;
+  /* Latencies within 8 %, throughputs (Poisson counts) 30 % apart. */
+  for (int f = 0; f < IM_RF_COUNT_; f++)
+    for (int k = 0; k < 3; k++)
+      set.values[f][k] = 100.0 + k * 0.5;
+  for (int k = 0; k < 3; k++) {
+    set.values[IM_RF_REQ_TPUT][k] = 1.7 + 0.3 * k;
+    set.values[IM_RF_OUT_TPUT][k] = 217 + 38 * k;
+  }
+  im_repeat_analyze(&set, true);
+  CHECK(set.tput_exempt);
+  CHECK(set.stat[IM_RF_REQ_TPUT].wide && set.stat[IM_RF_REQ_TPUT].exempt);
+  CHECK(!set.stat[IM_RF_TTFT_P50].exempt);
+  CHECK(strstr(set.exempt_why, "achieved / offered 1.000") != NULL);
+  CHECK_EQ(set.ci_status, 0);
+  CHECK(set.publishable);
+  /* The server fell behind: 108 of 120 completed (0.9 < 0.95). */
+  runs[1].achieved = 28;
+  im_repeat_analyze(&set, true);
+  CHECK(!set.tput_exempt && !set.stat[IM_RF_REQ_TPUT].exempt);
+  CHECK(strstr(set.exempt_why, "not exempt: achieved / offered 0.900") != NULL);
+  CHECK_EQ(set.ci_status, 2);
+  CHECK(!set.publishable);
+  /* Oversaturated, or a closed loop: not exempt either. */
+  runs[1].achieved = 40;
+  runs[2].oversaturated = true;
+  im_repeat_analyze(&set, true);
+  CHECK(!set.tput_exempt && strstr(set.exempt_why, "oversaturated"));
+  runs[2].oversaturated = false;
+  for (int r = 0; r < 3; r++)
+    runs[r].open_loop = false;
+  im_repeat_analyze(&set, true);
+  CHECK(!set.tput_exempt && set.exempt_why[0] == '\0');
+  CHECK_EQ(set.ci_status, 2);
+  /* A wide latency is never exempt, open loop or not. */
+  for (int r = 0; r < 3; r++)
+    runs[r].open_loop = true;
+  for (int k = 0; k < 3; k++)
+    set.values[IM_RF_ITL_P50][k] = 10.0 + 3 * k;
+  im_repeat_analyze(&set, true);
+  CHECK(set.tput_exempt && !set.stat[IM_RF_ITL_P50].exempt && set.stat[IM_RF_ITL_P50].wide);
+  CHECK_EQ(set.ci_status, 2);
+  /* SLO attainment is a share: {0.9, 0.99, 1}: mean 0.963, half 0.14,
+   * the upper bound clipped to 1, the lower one kept. */
+  double slo[3] = {0.9, 0.99, 1.0};
+  for (int k = 0; k < 3; k++)
+    set.values[IM_RF_SLO][k] = slo[k];
+  im_repeat_analyze(&set, true);
+  CHECK_NEAR(set.stat[IM_RF_SLO].hi, 1.0, 0);
+  CHECK_NEAR(set.stat[IM_RF_SLO].lo, set.stat[IM_RF_SLO].mean - set.stat[IM_RF_SLO].half, 1e-12);
+  CHECK(set.stat[IM_RF_SLO].lo > 0);
+}
+
 int main(void) {
+  test_runs_needed();
+  test_pooled();
+  test_exemption();
   test_stat();
   test_pool();
   test_set();

@@ -19,6 +19,51 @@ static const char *evidence(json_t *root, const char *id) {
   return NULL;
 }
 
+/* runs_needed past the cap reads "> N" in the evidence and keeps its key
+ * and type (runs_needed_capped says so); an exempt throughput is not
+ * listed, the exemption's reason is said whole; a heterogeneous tail is. */
+static void capped_and_exempt(void) {
+  static struct im_repeat_set set;
+  static struct im_repeat_run runs[3];
+  memset(&set, 0, sizeof set);
+  set.runs = set.planned = 3;
+  set.run = runs;
+  set.max_width = 0.08;
+  for (int r = 0; r < 3; r++)
+    runs[r].publishable_but_repeats = true;
+  set.stat[IM_RF_TTFT_P50] = (struct im_repeat_stat){
+      .n = 3, .wide = true, .rel_width = 1.18, .runs_needed = IM_REPEAT_RUNS_NEEDED_CAP,
+      .runs_needed_capped = true};
+  set.stat[IM_RF_REQ_TPUT] = (struct im_repeat_stat){.n = 3, .wide = true, .rel_width = 1.04,
+                                                     .runs_needed = 344, .exempt = true};
+  set.stat[IM_RF_TPOT_P90] = (struct im_repeat_stat){
+      .n = 3, .kind = IM_CI_POOLED, .heterogeneous = true, .homog_tested = true,
+      .homog_p = 5e-5, .rel_width = 0.011};
+  set.tput_exempt = true;
+  snprintf(set.exempt_why, sizeof set.exempt_why, "throughputs exempt: open loop");
+  set.ci_status = 2;
+  json_t *root = im_repeat_json(&set);
+  CHECK(root != NULL);
+  const char *ci = evidence(root, "ci_width");
+  CHECK(ci != NULL);
+  if (ci) {
+    char want[96];
+    snprintf(want, sizeof want, "ttft_p50_ms (118.0%%, > %d runs)", IM_REPEAT_RUNS_NEEDED_CAP);
+    CHECK(strstr(ci, want) != NULL);
+    CHECK(strstr(ci, "request_throughput") == NULL);
+    CHECK(strstr(ci, "tpot_p90_ms (heterogeneous") != NULL);
+    CHECK(strstr(ci, "; throughputs exempt: open loop") != NULL);
+  }
+  json_t *f = json_object_get(json_object_get(root, "figures"), "ttft_p50_ms");
+  CHECK(json_is_integer(json_object_get(f, "runs_needed")));
+  CHECK(json_is_true(json_object_get(f, "runs_needed_capped")));
+  json_t *t = json_object_get(json_object_get(root, "figures"), "tpot_p90_ms");
+  CHECK(!strcmp(json_string_value(json_object_get(t, "ci_kind")), "pooled_order_statistic"));
+  CHECK(json_is_true(json_object_get(t, "heterogeneous")));
+  CHECK(json_is_true(json_object_get(json_object_get(root, "throughput_exemption"), "exempt")));
+  json_decref(root);
+}
+
 int main(void) {
   static struct im_repeat_set set;
   static struct im_repeat_run runs[12];
@@ -65,5 +110,6 @@ int main(void) {
     CHECK(strstr(fails, "run-1: workload") == fails);
   }
   json_decref(root);
+  capped_and_exempt();
   return CHECK_DONE();
 }

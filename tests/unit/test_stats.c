@@ -388,7 +388,70 @@ static void test_repetition(void) {
   CHECK(isnan(im_stats_repetition(NULL, 0)));
 }
 
+/* Holm's adjustment by hand: p = {0.01, 0.04, 0.03, 0.005, NaN}, m = 4.
+ * Sorted: 0.005 (x4 = 0.02), 0.01 (x3 = 0.03), 0.03 (x2 = 0.06),
+ * 0.04 (x1 = 0.04 -> the running maximum 0.06). */
+static void test_holm(void) {
+  double p[5] = {0.01, 0.04, 0.03, 0.005, NAN}, adj[5];
+  im_stats_holm(p, 5, adj);
+  CHECK_NEAR(adj[0], 0.03, 1e-15);
+  CHECK_NEAR(adj[1], 0.06, 1e-15);
+  CHECK_NEAR(adj[2], 0.06, 1e-15);
+  CHECK_NEAR(adj[3], 0.02, 1e-15);
+  CHECK(isnan(adj[4]));
+  /* Ties: {0.02, 0.02, 0.9} ranks 1, 2, 3: 3 x 0.02 = 0.06, then
+   * max(0.06, 2 x 0.02) = 0.06, then 0.9. Capped at 1 below. */
+  double q[3] = {0.02, 0.02, 0.9}, b[3];
+  im_stats_holm(q, 3, b);
+  CHECK_NEAR(b[0], 0.06, 1e-15);
+  CHECK_NEAR(b[1], 0.06, 1e-15);
+  CHECK_NEAR(b[2], 0.9, 1e-15);
+  double r[2] = {0.7, 0.8}, c[2];
+  im_stats_holm(r, 2, c);
+  CHECK_NEAR(c[0], 1.0, 0);
+  CHECK_NEAR(c[1], 1.0, 0);
+  im_stats_holm(r, 0, c); /* no test: nothing written, no crash */
+}
+
+/* The chi-square tail against closed forms: df 2 is exp(-x/2), df 1 is
+ * erfc(sqrt(x/2)), df 4 is exp(-x/2)(1 + x/2); and the k-sample quantile
+ * test on a table worked by hand. */
+static void test_homogeneity(void) {
+  for (double x = 0.0; x < 60; x += 0.37) {
+    CHECK_REL(im_stats_chi2_sf(x, 2), exp(-x / 2), 1e-12);
+    CHECK_REL(im_stats_chi2_sf(x, 1), erfc(sqrt(x / 2)), 1e-11);
+    CHECK_REL(im_stats_chi2_sf(x, 4), exp(-x / 2) * (1 + x / 2), 1e-11);
+  }
+  CHECK(isnan(im_stats_chi2_sf(1, 0)));
+  CHECK(isnan(im_stats_chi2_sf(-1, 3)));
+  /* above {10, 20, 30} of 100 each: 60 above, 20 expected a run above and
+   * 80 below; chi2 = (100 + 0 + 100) / 20 + (100 + 0 + 100) / 80 = 12.5,
+   * df 2, p = exp(-6.25). */
+  uint64_t up[3] = {10, 20, 30}, n[3] = {100, 100, 100};
+  struct im_stats_homog h;
+  CHECK_OK(im_stats_homogeneity(up, n, 3, &h));
+  CHECK_NEAR(h.chi2, 12.5, 1e-12);
+  CHECK_NEAR(h.df, 2, 0);
+  CHECK_REL(h.p, exp(-6.25), 1e-12);
+  CHECK_NEAR(h.min_expected, 20, 1e-12);
+  /* Homogeneous: each run's share equal, chi2 0, p 1. */
+  uint64_t up2[3] = {2, 4, 6}, n2[3] = {100, 200, 300};
+  CHECK_OK(im_stats_homogeneity(up2, n2, 3, &h));
+  CHECK_NEAR(h.chi2, 0, 1e-12);
+  CHECK_NEAR(h.p, 1, 1e-12);
+  /* Nothing above: no information, p 1. */
+  uint64_t none[2] = {0, 0};
+  CHECK_OK(im_stats_homogeneity(none, n, 2, &h));
+  CHECK_NEAR(h.p, 1, 0);
+  /* Bad input. */
+  uint64_t bad[2] = {101, 0};
+  CHECK_EQ(im_stats_homogeneity(bad, n, 2, &h), IM_INVAL);
+  CHECK_EQ(im_stats_homogeneity(up, n, 1, &h), IM_INVAL);
+}
+
 int main(void) {
+  test_holm();
+  test_homogeneity();
   test_repetition();
   test_percentiles();
   test_descriptive();

@@ -248,6 +248,29 @@ static void test_percentiles(void) {
   im_summary_cleanup(&s);
 }
 
+/* scheduled_rps of an open loop, whose window ends on its last arrival
+ * (docs/metrics.md §2): that arrival is the window's end, not one of the
+ * arrivals it is a rate of: (n - 1) / T, unbiased for Poisson arrivals. */
+static void test_scheduled_rate(void) {
+  static uint32_t u[] = {1000000};
+  struct im_record r[3] = {rec(1, 1 * SEC), rec(2, 4 * SEC), rec(3, 9 * SEC)};
+  for (int i = 0; i < 3; i++)
+    chunks(&r[i], u, NULL, 1);
+  struct im_summary_config c = config(1 * SEC, 9 * SEC); /* warm-up 1 s, last arrival 9 s */
+  struct im_summary s;
+  memset(&s, 0, sizeof s);
+  CHECK_OK(im_summary_compute(r, 3, &c, &s));
+  CHECK_EQ(s.scheduled, 3);                          /* the count keeps every arrival */
+  CHECK_NEAR(s.scheduled_rate, 2.0 / 8.0, 1e-12);    /* (3 - 1) / 8 s, not 3 / 8 s */
+  im_summary_cleanup(&s);
+  /* A window that does not end on an arrival counts them all. */
+  struct im_summary_config c2 = config(0, 10 * SEC);
+  memset(&s, 0, sizeof s);
+  CHECK_OK(im_summary_compute(r, 3, &c2, &s));
+  CHECK_NEAR(s.scheduled_rate, 3.0 / 10.0, 1e-12);
+  im_summary_cleanup(&s);
+}
+
 /* Window throughput counts only completions inside the window. */
 static void test_window(void) {
   static uint32_t u1[] = {1000000, 2000000, 3000000}; /* 1, 2, 3 s */
@@ -616,6 +639,7 @@ static void test_pct_ci(void) {
 }
 
 int main(void) {
+  test_scheduled_rate();
   test_itl_vs_itl_token();
   test_ttfa_and_single_token();
   test_exclusions();
