@@ -33,10 +33,25 @@ const char *im__html_figure_words(const char *key, char *buf, size_t n) {
   return key;
 }
 
-/* A figure has something to draw: a mean and its CI. */
+/* What a figure's interval is around: its `estimate` (the pooled quantile
+ * of a p90/p99 with an order-statistic CI, else the mean over the runs);
+ * the mean in a results.json from before that key. */
+static double centre(const json_t *f) {
+  double e = im_json_num(im__html_at(f, "estimate"), NAN);
+  return isfinite(e) ? e : im_json_num(im__html_at(f, "mean"), NAN);
+}
+
+/* "pooled" for an order-statistic CI over every run's requests, else "mean". */
+static const char *centre_word(const json_t *f) {
+  const json_t *k = im__html_at(f, "ci_kind");
+  return json_is_string(k) && !strcmp(json_string_value(k), "pooled_order_statistic")
+             ? "pooled estimate"
+             : "mean";
+}
+
+/* A figure has something to draw: a centre and its CI. */
 static bool drawn(const json_t *f) {
-  return isfinite(im_json_num(im__html_at(f, "mean"), NAN)) &&
-         im_json_num(im__html_at(f, "mean"), NAN) != 0 &&
+  return isfinite(centre(f)) && centre(f) != 0 &&
          isfinite(im_json_num(im__html_at(f, "ci95_lo"), NAN)) &&
          isfinite(im_json_num(im__html_at(f, "ci95_hi"), NAN));
 }
@@ -85,8 +100,7 @@ static void forest_row(struct page *p, const struct axis *ax, double y, const ch
                        const json_t *f, const json_t *runs) {
   char words[64];
   const char *name = im__html_figure_words(key, words, sizeof words);
-  double mu = im_json_num(im__html_at(f, "mean"), NAN),
-         lo = im_json_num(im__html_at(f, "ci95_lo"), NAN),
+  double mu = centre(f), lo = im_json_num(im__html_at(f, "ci95_lo"), NAN),
          hi = im_json_num(im__html_at(f, "ci95_hi"), NAN);
   im__html_putf(p, "<text class=\"label\" x=\"4\" y=\"%.1f\">", y + 4);
   im__html_esc(p, name);
@@ -104,7 +118,7 @@ static void forest_row(struct page *p, const struct axis *ax, double y, const ch
   im__html_putf(p, "<line class=\"ci\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"><title>", x0,
                 y, x1, y);
   im__html_esc(p, name);
-  im__html_put(p, ": 95% CI of the mean ");
+  im__html_putf(p, ": 95%% CI (%s) ", strcmp(centre_word(f), "mean") ? "pooled requests" : "of the mean");
   im__html_num(p, lo);
   im__html_put(p, " – ");
   im__html_num(p, hi);
@@ -115,8 +129,8 @@ static void forest_row(struct page *p, const struct axis *ax, double y, const ch
   }
   im__html_putf(p,
                 "</title></line><rect class=\"mean\" x=\"%.1f\" y=\"%.1f\" width=\"6\" "
-                "height=\"6\" transform=\"rotate(45 %.1f %.1f)\"><title>mean ",
-                xm - 3, y - 3, xm, y);
+                "height=\"6\" transform=\"rotate(45 %.1f %.1f)\"><title>%s ",
+                xm - 3, y - 3, xm, y, centre_word(f));
   im__html_num(p, mu);
   im__html_put(p, "</title></rect>");
   double ref = im_json_num(im__html_at(f, "reference"), NAN);
@@ -161,7 +175,7 @@ static void forest_plot(struct page *p, const json_t *root) {
     if (!drawn(f))
       continue;
     rows++;
-    double mu = im_json_num(im__html_at(f, "mean"), NAN);
+    double mu = centre(f);
     double ends[] = {rel(im_json_num(im__html_at(f, "ci95_lo"), NAN), mu),
                      rel(im_json_num(im__html_at(f, "ci95_hi"), NAN), mu)};
     for (int e = 0; e < 2; e++)
@@ -206,14 +220,14 @@ static void forest_plot(struct page *p, const json_t *root) {
   json_object_foreach((json_t *)figs, k, f) if (drawn(f))
       forest_row(p, &ax, IM_HTML_MT + ((double)r++ + 0.5) * FP_ROW, k, f, runs);
   im__html_put(p, "</svg><details><summary>table</summary><div class=\"tw\"><table><tr><th>figure"
-                  "</th><th>mean</th><th>95% CI</th><th>CI width (% of mean)</th><th>runs</th>"
+                  "</th><th>estimate (mean, or pooled p90/p99)</th><th>95% CI</th><th>CI width (%)</th><th>runs</th>"
                   "<th>each run</th></tr>");
   json_object_foreach((json_t *)figs, k, f) {
     char words[64];
     im__html_put(p, "<tr><td>");
     im__html_esc(p, im__html_figure_words(k, words, sizeof words));
     im__html_put(p, "</td><td>");
-    im__html_num(p, im_json_num(im__html_at(f, "mean"), NAN));
+    im__html_num(p, centre(f));
     im__html_put(p, "</td><td>");
     ci_range(p, im_json_num(im__html_at(f, "ci95_lo"), NAN),
              im_json_num(im__html_at(f, "ci95_hi"), NAN), "");
