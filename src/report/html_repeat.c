@@ -118,7 +118,8 @@ static void forest_row(struct page *p, const struct axis *ax, double y, const ch
   im__html_putf(p, "<line class=\"ci\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"><title>", x0,
                 y, x1, y);
   im__html_esc(p, name);
-  im__html_putf(p, ": 95%% CI (%s) ", strcmp(centre_word(f), "mean") ? "pooled requests" : "of the mean");
+  im__html_putf(p, ": 95%% CI (%s) ",
+                strcmp(centre_word(f), "mean") ? "pooled requests" : "of the mean");
   im__html_num(p, lo);
   im__html_put(p, " – ");
   im__html_num(p, hi);
@@ -220,7 +221,8 @@ static void forest_plot(struct page *p, const json_t *root) {
   json_object_foreach((json_t *)figs, k, f) if (drawn(f))
       forest_row(p, &ax, IM_HTML_MT + ((double)r++ + 0.5) * FP_ROW, k, f, runs);
   im__html_put(p, "</svg><details><summary>table</summary><div class=\"tw\"><table><tr><th>figure"
-                  "</th><th>estimate (mean, or pooled p90/p99)</th><th>95% CI</th><th>CI width (%)</th><th>runs</th>"
+                  "</th><th>estimate (mean, or pooled p90/p99)</th><th>95% CI</th><th>CI width "
+                  "(%)</th><th>runs</th>"
                   "<th>each run</th></tr>");
   json_object_foreach((json_t *)figs, k, f) {
     char words[64];
