@@ -3,6 +3,7 @@
 #include "record/record.h"
 
 #include "core/rng.h"
+#include "record/fobj.h"
 
 #include <inttypes.h>
 #include <jansson.h>
@@ -461,14 +462,18 @@ enum im_err im_record_to_jsonl(const struct im_record *r, struct im_buf *out) {
 /* A reading error: the message, IM_PARSE. */
 #define fail(msg, msg_len, ...) im_errf(msg, msg_len, IM_PARSE, __VA_ARGS__)
 
+/* Fields are read from a flat view of the line (record/fobj.h): scanned in
+ * place for the lines this tool writes, through jansson for anything else. */
 struct rd {
-  json_t *obj;
+  struct im__fobj *obj;
   char *msg;
   size_t msg_len;
 };
 
-static json_t *need(struct rd *d, const char *key, enum im_err *err) {
-  json_t *v = json_object_get(d->obj, key);
+#define HAS(d, key) (im__fobj_get((d)->obj, key) != NULL)
+
+static const struct im__fv *need(struct rd *d, const char *key, enum im_err *err) {
+  const struct im__fv *v = im__fobj_get(d->obj, key);
   if (!v)
     *err = fail(d->msg, d->msg_len, "requests.jsonl: missing field \"%s\"", key);
   return v;
@@ -477,15 +482,15 @@ static json_t *need(struct rd *d, const char *key, enum im_err *err) {
 /* An integer in [lo, hi]. */
 static enum im_err get_int(struct rd *d, const char *key, int64_t lo, int64_t hi, int64_t *out) {
   enum im_err err = IM_OK;
-  json_t *v = need(d, key, &err);
+  const struct im__fv *v = need(d, key, &err);
   if (!v)
     return err;
-  if (!json_is_integer(v))
+  if (v->t != IM__FV_INT)
     return fail(d->msg, d->msg_len, "requests.jsonl: field \"%s\" must be an integer", key);
-  json_int_t x = json_integer_value(v);
+  int64_t x = v->i;
   if (x < lo || x > hi)
     return fail(d->msg, d->msg_len,
-                "requests.jsonl: field \"%s\" = %" JSON_INTEGER_FORMAT " is out of range [%" PRId64
+                "requests.jsonl: field \"%s\" = %" PRId64 " is out of range [%" PRId64
                 ", %" PRId64 "]",
                 key, x, lo, hi);
   *out = x;
@@ -511,66 +516,67 @@ static enum im_err get_u64(struct rd *d, const char *key, uint64_t *out) {
 /* A time: integer ns, or null for -1. */
 static enum im_err get_time(struct rd *d, const char *key, int64_t *out) {
   enum im_err err = IM_OK;
-  json_t *v = need(d, key, &err);
+  const struct im__fv *v = need(d, key, &err);
   if (!v)
     return err;
-  if (json_is_null(v)) {
+  if (v->t == IM__FV_NULL) {
     *out = -1;
     return IM_OK;
   }
-  if (!json_is_integer(v))
+  if (v->t != IM__FV_INT)
     return fail(d->msg, d->msg_len, "requests.jsonl: field \"%s\" must be an integer (ns) or null",
                 key);
-  *out = json_integer_value(v);
+  *out = v->i;
   return IM_OK;
 }
 
 static enum im_err get_bool(struct rd *d, const char *key, bool *out) {
   enum im_err err = IM_OK;
-  json_t *v = need(d, key, &err);
+  const struct im__fv *v = need(d, key, &err);
   if (!v)
     return err;
-  if (!json_is_boolean(v))
+  if (v->t != IM__FV_TRUE && v->t != IM__FV_FALSE)
     return fail(d->msg, d->msg_len, "requests.jsonl: field \"%s\" must be true or false", key);
-  *out = json_is_true(v);
+  *out = v->t == IM__FV_TRUE;
   return IM_OK;
 }
 
 /* A number (integer or real) or null for NaN. */
 static enum im_err get_double(struct rd *d, const char *key, double *out) {
   enum im_err err = IM_OK;
-  json_t *v = need(d, key, &err);
+  const struct im__fv *v = need(d, key, &err);
   if (!v)
     return err;
-  if (json_is_null(v)) {
+  if (v->t == IM__FV_NULL) {
     *out = NAN;
     return IM_OK;
   }
-  if (!json_is_number(v))
+  if (v->t != IM__FV_INT && v->t != IM__FV_REAL)
     return fail(d->msg, d->msg_len, "requests.jsonl: field \"%s\" must be a number or null", key);
-  *out = json_number_value(v);
+  *out = v->d;
   return IM_OK;
 }
 
 /* A string (or null when nullable, giving "") copied into dst[cap]. */
 static enum im_err get_str(struct rd *d, const char *key, bool nullable, char *dst, size_t cap) {
   enum im_err err = IM_OK;
-  json_t *v = need(d, key, &err);
+  const struct im__fv *v = need(d, key, &err);
   if (!v)
     return err;
-  if (nullable && json_is_null(v)) {
+  if (nullable && v->t == IM__FV_NULL) {
     dst[0] = '\0';
     return IM_OK;
   }
-  if (!json_is_string(v))
+  if (v->t != IM__FV_STR)
     return fail(d->msg, d->msg_len, "requests.jsonl: field \"%s\" must be a string%s", key,
                 nullable ? " or null" : "");
-  size_t len = json_string_length(v);
-  if (len >= cap || memchr(json_string_value(v), '\0', len))
+  size_t len = v->n;
+  if (len >= cap || memchr(v->s, '\0', len))
     return fail(d->msg, d->msg_len,
                 "requests.jsonl: field \"%s\" is longer than %zu bytes or holds a NUL", key,
                 cap - 1);
-  memcpy(dst, json_string_value(v), len + 1);
+  memcpy(dst, v->s, len);
+  dst[len] = '\0';
   return IM_OK;
 }
 
@@ -581,7 +587,7 @@ static enum im_err get_enum(struct rd *d, const char *key, const char *const *ta
   enum im_err err = get_str(d, key, nullable, name, sizeof name);
   if (err)
     return err;
-  if (nullable && name[0] == '\0' && json_is_null(json_object_get(d->obj, key))) {
+  if (nullable && name[0] == '\0' && im__fobj_get(d->obj, key)->t == IM__FV_NULL) {
     *out = 0;
     return IM_OK;
   }
@@ -597,24 +603,26 @@ static enum im_err get_enum(struct rd *d, const char *key, const char *const *ta
 /* The optional group of who-caused-the-lag fields (absent in older files
  * and other tools' records: all stay -1 / 0). */
 static enum im_err get_lag_parts(struct rd *d, struct im_record *r) {
-  if (!json_object_get(d->obj, "dispatch_lag_client_us"))
+  if (!HAS(d, "dispatch_lag_client_us"))
     return IM_OK;
   int64_t x = 0;
   enum im_err err = get_int(d, "dispatch_lag_client_us", 0, INT32_MAX, &x);
   if (err)
     return err;
   r->lag_client_us = (int32_t)x;
-  json_t *a = json_object_get(d->obj, "read_lag_us");
+  const struct im__fv *a = im__fobj_get(d->obj, "read_lag_us");
   int32_t *dst[] = {&r->read_first_us, &r->read_first_client_us, &r->read_last_us,
                     &r->read_last_client_us};
-  if (!json_is_array(a) || json_array_size(a) != 4)
+  if (!a || a->t != IM__FV_ARR || a->n != 4)
     return fail(d->msg, d->msg_len, "requests.jsonl: field \"read_lag_us\" must be an array of 4 integers");
+  struct im__fv_iter it;
+  im__fv_iter_init(&it, a);
   for (size_t i = 0; i < 4; i++) {
-    json_t *v = json_array_get(a, i);
-    if (!json_is_integer(v) || json_integer_value(v) < -1 || json_integer_value(v) > INT32_MAX)
+    int64_t v = 0;
+    if (!im__fv_next_int(&it, &v) || v < -1 || v > INT32_MAX)
       return fail(d->msg, d->msg_len,
                   "requests.jsonl: field \"read_lag_us\" must hold integers from -1");
-    *dst[i] = (int32_t)json_integer_value(v);
+    *dst[i] = (int32_t)v;
   }
   if ((err = get_u32(d, "late_reads", &r->late_reads)))
     return err;
@@ -630,21 +638,21 @@ static enum im_err get_chunks(struct rd *d, struct im_record *r) {
     return fail(d->msg, d->msg_len,
                 "requests.jsonl: field \"n_chunks\" = %" PRIu32 " is above the limit of %" PRIu32,
                 n, MAX_CHUNKS);
-  json_t *us = need(d, "chunks_us", &err);
+  const struct im__fv *us = need(d, "chunks_us", &err);
   if (!us)
     return err;
-  if (!json_is_array(us) || json_array_size(us) != n)
+  if (us->t != IM__FV_ARR || us->n != n)
     return fail(d->msg, d->msg_len,
                 "requests.jsonl: field \"chunks_us\" must be an array of n_chunks (%" PRIu32
                 ") integers",
                 n);
-  json_t *tok = json_object_get(d->obj, "chunk_tokens");
-  if (tok && !json_is_null(tok) && (!json_is_array(tok) || json_array_size(tok) != n))
+  const struct im__fv *tok = im__fobj_get(d->obj, "chunk_tokens");
+  if (tok && tok->t != IM__FV_NULL && (tok->t != IM__FV_ARR || tok->n != n))
     return fail(d->msg, d->msg_len,
                 "requests.jsonl: field \"chunk_tokens\" must be an array of n_chunks (%" PRIu32
                 ") integers",
                 n);
-  if (tok && json_is_null(tok))
+  if (tok && tok->t == IM__FV_NULL)
     tok = NULL;
 
   err = reserve_chunks(r, n);
@@ -656,19 +664,24 @@ static enum im_err get_chunks(struct rd *d, struct im_record *r) {
     if (!r->chunk_tokens)
       return fail(d->msg, d->msg_len, "requests.jsonl: no memory for %" PRIu32 " chunks", n);
   }
+  struct im__fv_iter ius, itok;
+  im__fv_iter_init(&ius, us);
+  if (tok)
+    im__fv_iter_init(&itok, tok);
   for (uint32_t i = 0; i < n; i++) {
-    json_t *v = json_array_get(us, i);
-    json_int_t x = json_is_integer(v) ? json_integer_value(v) : -1;
-    if (x < 0 || x > (json_int_t)UINT32_MAX)
+    int64_t x = -1;
+    if (!im__fv_next_int(&ius, &x))
+      x = -1;
+    if (x < 0 || x > (int64_t)UINT32_MAX)
       return fail(d->msg, d->msg_len,
                   "requests.jsonl: field \"chunks_us\"[%" PRIu32 "] must be an integer in "
                   "[0, 4294967295]",
                   i);
     r->chunk_us[i] = (uint32_t)x;
     if (tok) {
-      v = json_array_get(tok, i);
-      x = json_is_integer(v) ? json_integer_value(v) : -1;
-      if (x < 0 || x > (json_int_t)UINT16_MAX)
+      if (!im__fv_next_int(&itok, &x))
+        x = -1;
+      if (x < 0 || x > (int64_t)UINT16_MAX)
         return fail(d->msg, d->msg_len,
                     "requests.jsonl: field \"chunk_tokens\"[%" PRIu32 "] must be an integer in "
                     "[0, 65535]",
@@ -724,56 +737,61 @@ static enum im_err read_fields(struct rd *d, struct im_record *r) {
   TRY(get_u32(d, "requested_tokens", &r->requested_tokens));
   TRY(get_bool(d, "ignore_eos", &r->ignore_eos));
   /* Derived: only its type is checked (it is recomputed on writing). */
-  json_t *sf = json_object_get(d->obj, "output_shortfall");
-  if (sf && !json_is_null(sf) && !json_is_integer(sf))
+  const struct im__fv *sf = im__fobj_get(d->obj, "output_shortfall");
+  if (sf && sf->t != IM__FV_NULL && sf->t != IM__FV_INT)
     return fail(d->msg, d->msg_len,
                 "requests.jsonl: field \"output_shortfall\" must be an integer or null");
   TRY(get_u32(d, "keepalives", &r->keepalives));
-  json_t *ch = json_object_get(d->obj, "content_hash");
+  const struct im__fv *ch = im__fobj_get(d->obj, "content_hash");
   if (ch) { /* optional: absent in files of older versions */
-    const char *hex = json_string_value(ch);
+    char hex[17];
     char *end = NULL;
-    if (!hex || strlen(hex) != 16 || (r->content_hash = strtoull(hex, &end, 16), *end))
+    bool is16 = ch->t == IM__FV_STR && strnlen(ch->s, ch->n) == 16;
+    if (is16) {
+      memcpy(hex, ch->s, 16);
+      hex[16] = '\0';
+    }
+    if (!is16 || (r->content_hash = strtoull(hex, &end, 16), *end))
       return fail(d->msg, d->msg_len,
                   "requests.jsonl: field \"content_hash\" must be a string of 16 hex digits");
   }
   TRY(get_double(d, "temperature", &r->temperature));
   TRY(get_double(d, "top_p", &r->top_p));
   /* Optional: absent in files of older versions. */
-  if (json_object_get(d->obj, "session"))
+  if (HAS(d, "session"))
     TRY(get_u64(d, "session", &r->session));
-  if (json_object_get(d->obj, "turn"))
+  if (HAS(d, "turn"))
     TRY(get_u32(d, "turn", &r->turn));
-  if (json_object_get(d->obj, "context_tokens"))
+  if (HAS(d, "context_tokens"))
     TRY(get_u32(d, "context_tokens", &r->context_tokens));
-  if (json_object_get(d->obj, "class")) {
+  if (HAS(d, "class")) {
     TRY(get_enum(d, "class", class_names, IM_CLASS_COUNT_, true, &e));
     r->content_class = (enum im_req_class)e;
   }
-  if (json_object_get(d->obj, "ngrams")) {
+  if (HAS(d, "ngrams")) {
     TRY(get_u32(d, "ngrams", &r->ngrams));
     TRY(get_double(d, "repetition", &r->repetition));
     if (r->ngrams && !(r->repetition >= 0 && r->repetition < 1))
       return fail(d->msg, d->msg_len,
                   "requests.jsonl: field \"repetition\" must be in [0, 1) when \"ngrams\" > 0");
   }
-  if (json_object_get(d->obj, "entropy")) {
+  if (HAS(d, "entropy")) {
     TRY(get_double(d, "entropy", &r->entropy));
     if (!isnan(r->entropy) && !(r->entropy >= 0))
       return fail(d->msg, d->msg_len, "requests.jsonl: field \"entropy\" must be >= 0 or null");
   }
-  if (json_object_get(d->obj, "reasoning_effort"))
+  if (HAS(d, "reasoning_effort"))
     TRY(get_str(d, "reasoning_effort", false, r->reasoning_effort, sizeof r->reasoning_effort));
-  if (json_object_get(d->obj, "thinking")) {
+  if (HAS(d, "thinking")) {
     bool on = false;
     TRY(get_bool(d, "thinking", &on));
     r->thinking = on ? 1 : -1;
   }
-  if (json_object_get(d->obj, "tools"))
+  if (HAS(d, "tools"))
     TRY(get_u32(d, "tools", &r->tools));
-  if (json_object_get(d->obj, "model"))
+  if (HAS(d, "model"))
     TRY(get_str(d, "model", false, r->model, sizeof r->model));
-  if (json_object_get(d->obj, "target")) {
+  if (HAS(d, "target")) {
     uint32_t t = 0;
     TRY(get_u32(d, "target", &t));
     if (t >= IM_RECORD_MAX_TARGETS)
@@ -787,7 +805,7 @@ static enum im_err read_fields(struct rd *d, struct im_record *r) {
 #undef TRY
 }
 
-enum im_err im_record_from_json(const char *line, size_t len, struct im_record *r, char *msg,
+enum im_err im__record_from_tree(const char *line, size_t len, struct im_record *r, char *msg,
                                 size_t msg_len) {
   if (msg && msg_len)
     msg[0] = '\0';
@@ -795,13 +813,30 @@ enum im_err im_record_from_json(const char *line, size_t len, struct im_record *
   json_t *root = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
   if (!root)
     return fail(msg, msg_len, "requests.jsonl: not JSON (%s, column %d)", jerr.text, jerr.column);
+  struct im__fobj obj;
+  obj.m = obj.small;
+  struct rd d = {&obj, msg, msg_len};
   enum im_err err;
-  if (!json_is_object(root)) {
+  if (!json_is_object(root))
     err = fail(msg, msg_len, "requests.jsonl: a line must be a JSON object");
-  } else {
-    struct rd d = {root, msg, msg_len};
+  else if (im__fobj_from_json(&obj, root) != IM_OK)
+    err = fail(msg, msg_len, "requests.jsonl: no memory for the line's fields");
+  else
     err = read_fields(&d, r);
-  }
+  im__fobj_cleanup(&obj);
   json_decref(root);
   return err;
+}
+
+enum im_err im_record_from_json(const char *line, size_t len, struct im_record *r, char *msg,
+                                size_t msg_len) {
+  struct im__fobj obj;
+  if (im__fobj_scan(&obj, line, len) != IM_OK)
+    /* Not of the plain shape this tool writes: jansson reads it (and says
+     * what is wrong with it). */
+    return im__record_from_tree(line, len, r, msg, msg_len);
+  if (msg && msg_len)
+    msg[0] = '\0';
+  struct rd d = {&obj, msg, msg_len};
+  return read_fields(&d, r);
 }
