@@ -133,6 +133,28 @@ static enum im_err reserve_chunks(struct im_record *r, uint32_t need) {
   return IM_OK;
 }
 
+/* Room for exactly `need` chunks when there is less (a record read back
+ * does not grow: a whole run's records are held by the analysis, and the
+ * doubling's minimum of FIRST_CHUNKS was most of a short answer's memory). */
+static enum im_err reserve_exact(struct im_record *r, uint32_t need) {
+  if (!r->chunk_us)
+    r->cap_chunks = 0;
+  if (need <= r->cap_chunks)
+    return IM_OK;
+  uint32_t *us = realloc(r->chunk_us, (size_t)need * sizeof *us);
+  if (!us)
+    return IM_NOMEM;
+  r->chunk_us = us;
+  if (r->chunk_tokens) {
+    uint16_t *tok = realloc(r->chunk_tokens, (size_t)need * sizeof *tok);
+    if (!tok)
+      return IM_NOMEM;
+    r->chunk_tokens = tok;
+  }
+  r->cap_chunks = need;
+  return IM_OK;
+}
+
 enum im_err im_record_add_chunk(struct im_record *r, int64_t t, uint32_t n) {
   if (r->n_chunks >= MAX_CHUNKS)
     return IM_LIMIT;
@@ -655,7 +677,7 @@ static enum im_err get_chunks(struct rd *d, struct im_record *r) {
   if (tok && tok->t == IM__FV_NULL)
     tok = NULL;
 
-  err = reserve_chunks(r, n);
+  err = reserve_exact(r, n);
   if (err)
     return fail(d->msg, d->msg_len, "requests.jsonl: no memory for %" PRIu32 " chunks", n);
   if (tok && !r->chunk_tokens) {
