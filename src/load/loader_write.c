@@ -35,6 +35,20 @@ static enum im_err keep(struct im__load_writer *w, struct im_record *r) {
     res->records = p;
     w->cap_records = cap;
   }
+  /* The run keeps every record until its end: its chunk arrays shrink to
+   * what they hold (a live record's start at 64 chunks and grow by
+   * doubling; a short answer's would be mostly empty). */
+  if (r->chunk_us && r->cap_chunks > r->n_chunks && r->n_chunks) {
+    uint32_t *us = realloc(r->chunk_us, (size_t)r->n_chunks * sizeof *us);
+    uint16_t *tok = r->chunk_tokens ? realloc(r->chunk_tokens, (size_t)r->n_chunks * sizeof *tok)
+                                    : NULL;
+    if (us)
+      r->chunk_us = us;
+    if (tok)
+      r->chunk_tokens = tok;
+    if (us || tok) /* both hold at least n_chunks either way */
+      r->cap_chunks = r->n_chunks;
+  }
   res->records[res->n_records++] = *r;
   /* The chunk arrays now belong to the stored copy. */
   r->chunk_us = NULL;
