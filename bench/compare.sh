@@ -22,6 +22,18 @@
 # The targets of the issue: TTFT p50 and p99 <= 1.2x at 40 and 200 streams;
 # CPU per token and ITL p99 <= 1.5x at 1,000 streams. Report figures only:
 # nothing here fails on a target. Needs a quiet machine with 2+ CPUs.
+# Rows of issue "At the physical limit" (ROWS, default "stream req mem after"):
+#   req:   1-token streamed requests, closed loop, REQ_CONNS (100) connections,
+#          stub at gap 0: requests per wall second and client CPU per request
+#          (µs) for both clients (min_reader's --output-len 1 is its 1-token
+#          mode), measured in the same window as the stream rows
+#   mem:   peak RSS of `infermeter run` at 200 streams (gap GAP_MS) for
+#          MEM_SHORT (8) and MEM_LONG (32) seconds of the same load, and the
+#          bytes per extra token between the two
+#   after: a run directory of AFTER_N (100000) requests made from the req
+#          row's (bench/gen_rundir.sh), then `infermeter report DIR`: wall,
+#          CPU and peak RSS
+# ROWS=stream keeps only the rows above (STREAMS and CAP).
 # Environment: DUR (window seconds, default 10), RAMP (default 3), STREAMS, CAP=0 (no gap-0 run),
 # GAP_MS (default 10), OUTLEN (default 100), IM_ARGS (more `infermeter run`
 # options, e.g. IM_ARGS="--transport curl" to measure the libcurl path).
@@ -82,6 +94,9 @@ measure() {
   echo "$c1 $c2 $t1 $t2" >"$OUT/$name.window"
 }
 
+ROWS=${ROWS:-"stream req mem after"}
+has_row() { case " $ROWS " in *" $1 "*) return 0 ;; esac; return 1; }
+has_row stream || { STREAMS=""; CAP=0; }
 declare -A R
 for C in $STREAMS; do
   total=$((RAMP + DUR + 2))
@@ -126,6 +141,61 @@ if [ "${CAP:-1}" != 0 ]; then
     'BEGIN { printf "%.0f", (b > a ? n / (b - a) : 0) }')
 fi
 
+# req: 1-token requests, closed loop; CPU per request in the window
+REQ_CONNS=${REQ_CONNS:-100}
+if has_row req; then
+  for who in im mr; do
+    stub_start ${who}req --gap-ms 0
+    if [ $who = im ]; then
+      measure imreq "$IM" run ${IM_ARGS:-} --url "http://127.0.0.1:$PORT" --backend openai-completions \
+        --model stub --concurrency "$REQ_CONNS" --output-len 1 --input-len 16 --dataset synthetic \
+        --duration "$((RAMP + DUR + 2))s" --warmup 0 --grace 5s --no-history --out "$OUT/imreq.run"
+    else
+      measure mrreq "$OUT/min_reader" --port "$PORT" --concurrency "$REQ_CONNS" \
+        --duration "$((RAMP + DUR + 2))" --output-len 1 --input-len 16 --out "$OUT/mrreq.chunks"
+    fi
+    stub_stop
+    read -r c1 c2 t1 t2 <"$OUT/${who}req.window"
+    n=$(tokens_in "$OUT/${who}req.truth.jsonl" "$t1" "$t2") # one token per request
+    R[${who}.req_cpu]=$(awk -v a="$c1" -v b="$c2" -v n="$n" 'BEGIN { printf "%.2f", n ? (b - a) * 1e6 / n : 0 }')
+    R[${who}.req_rate]=$(awk -v n="$n" -v a="$t1" -v b="$t2" 'BEGIN { printf "%.0f", (b > a ? n * 1e9 / (b - a) : 0) }')
+  done
+  R[im.req_verdict]=$(grep -o 'client self-check[^,]*' "$OUT/imreq.client.out" | head -1 || true)
+fi
+
+# mem: peak RSS of the same load for a short and a long run
+MEM_SHORT=${MEM_SHORT:-8} MEM_LONG=${MEM_LONG:-32}
+if has_row mem; then
+  for d in $MEM_SHORT $MEM_LONG; do
+    stub_start mem$d --gap-ms "$GAP_MS"
+    taskset -c $CLI /usr/bin/time -f "%M" -o "$OUT/mem$d.rss" "$IM" run ${IM_ARGS:-} \
+      --url "http://127.0.0.1:$PORT" --backend openai-completions --model stub --concurrency 200 \
+      --output-len "$OUTLEN" --input-len 16 --dataset synthetic --duration "${d}s" --warmup 0 \
+      --grace 5s --no-history --out "$OUT/mem$d.run" >"$OUT/mem$d.client.out" 2>&1 || true
+    stub_stop
+    R[mem$d.rss]=$(tail -1 "$OUT/mem$d.rss")
+    R[mem$d.tok]=$(wc -l <"$OUT/mem$d.truth.jsonl")
+  done
+  R[mem.per_token]=$(awk -v a="${R[mem$MEM_SHORT.rss]}" -v b="${R[mem$MEM_LONG.rss]}" \
+    -v x="${R[mem$MEM_SHORT.tok]}" -v y="${R[mem$MEM_LONG.tok]}" \
+    'BEGIN { printf "%.1f", (y > x ? (b - a) * 1024 / (y - x) : 0) }')
+fi
+
+# after: the work after a run, on AFTER_N requests made from the req row's run
+AFTER_N=${AFTER_N:-100000}
+if has_row after; then
+  SEED=$OUT/imreq.run
+  [ -s "$SEED/requests.jsonl" ] || SEED=$(ls -d "$OUT"/im*.run 2>/dev/null | head -1)
+  if [ -n "$SEED" ] && [ -s "$SEED/requests.jsonl" ]; then
+    bash "$HERE/gen_rundir.sh" "$SEED" "$AFTER_N" "$OUT/after.run" >/dev/null
+    taskset -c $CLI /usr/bin/time -f "%e %U %S %M" -o "$OUT/after.time" "$IM" report "$OUT/after.run" \
+      >"$OUT/after.out" 2>&1 || true
+    read -r w u s m < <(tail -1 "$OUT/after.time")
+    R[after.wall]=$w R[after.rss]=$m
+    R[after.cpu]=$(awk -v u="$u" -v s="$s" 'BEGIN { printf "%.2f", u + s }')
+  fi
+fi
+
 field() { echo "$1" | tr ' ' '\n' | awk -v k="$2" 'p { print; exit } $0 == k { p = 1 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
 {
@@ -145,5 +215,21 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else
   done
   [ "${CAP:-1}" = 0 ] || printf '| 100 (gap 0) | tokens per CPU-second | %s | %s | %s |\n' "${R[im.cap]}" "${R[mr.cap]}" \
     "$(ratio "${R[im.cap]}" "${R[mr.cap]}")"
+  if has_row req; then
+    printf '| %s conns, 1 token | requests per second | %s | %s | %s |\n' "$REQ_CONNS" "${R[im.req_rate]}" \
+      "${R[mr.req_rate]}" "$(ratio "${R[im.req_rate]}" "${R[mr.req_rate]}")"
+    printf '| %s conns, 1 token | cpu_per_request_us | %s | %s | %s |\n' "$REQ_CONNS" "${R[im.req_cpu]}" \
+      "${R[mr.req_cpu]}" "$(ratio "${R[im.req_cpu]}" "${R[mr.req_cpu]}")"
+    [ -n "${R[im.req_verdict]}" ] && echo "| $REQ_CONNS conns, 1 token | infermeter ${R[im.req_verdict]} | | | |"
+  fi
+  if has_row mem; then
+    printf '| 200 streams | peak RSS KiB, %s s vs %s s | %s vs %s | | |\n' "$MEM_SHORT" "$MEM_LONG" \
+      "${R[mem$MEM_SHORT.rss]}" "${R[mem$MEM_LONG.rss]}"
+    printf '| 200 streams | bytes per extra token | %s | | |\n' "${R[mem.per_token]}"
+  fi
+  if has_row after && [ -n "${R[after.wall]:-}" ]; then
+    printf '| %s requests | report DIR: wall s / CPU s / peak RSS KiB | %s / %s / %s | | |\n' "$AFTER_N" \
+      "${R[after.wall]}" "${R[after.cpu]}" "${R[after.rss]}"
+  fi
 } | tee "$OUT/summary.md"
 echo "files: $OUT"

@@ -2,6 +2,7 @@
 #include "analyze/timeslice.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,11 +20,12 @@ void im_timeslices_cleanup(struct im_timeslices *t) {
   memset(t, 0, sizeof *t);
 }
 
-/* A value (ms) that belongs to slice s of metric m. */
+/* A value (ms) that belongs to slice s of metric m. One per output token:
+ * 16 bytes (this array is the largest the end of a run holds). */
 struct val {
-  size_t s;
-  int m;
   double ms;
+  uint32_t s; /* below IM_TIMESLICE_MAX */
+  uint32_t m;
 };
 
 struct vals {
@@ -40,7 +42,7 @@ static int push(struct vals *a, size_t s, int m, double ms) {
     a->v = v;
     a->cap = cap;
   }
-  a->v[a->n++] = (struct val){s, m, ms};
+  a->v[a->n++] = (struct val){ms, (uint32_t)s, (uint32_t)m};
   return 0;
 }
 
@@ -84,6 +86,16 @@ enum im_err im_timeslices_compute(const struct im_population *pop, int64_t slice
     t->end_s = (double)s1 / 1e9;
   }
   struct vals vals = {0};
+  /* Room for every value at once (a completed request gives at most its
+   * chunks + 1: E2EL, TTFT and a gap per chunk after the first), so that
+   * the array is not doubled past what it needs. */
+  size_t most = 0;
+  for (size_t i = 0; i < pop->n_req; i++)
+    if (pop->req[i].outcome == IM_OUTCOME_COMPLETED)
+      most += (size_t)pop->req[i].final->n_chunks + 1;
+  if (most && !(vals.v = malloc(most * sizeof *vals.v)))
+    goto oom;
+  vals.cap = most;
   /* The window holds both its ends: the last slice takes t == b. */
 #define SLICE(t) ((t) >= b ? n - 1 : (size_t)(((t) - a) / slice_ns))
 #define IN(t) ((t) >= a && (t) <= b)
@@ -115,7 +127,13 @@ enum im_err im_timeslices_compute(const struct im_population *pop, int64_t slice
 #undef SLICE
   if (vals.n)
     qsort(vals.v, vals.n, sizeof *vals.v, cmp_val);
-  double *x = malloc((vals.n ? vals.n : 1) * sizeof *x);
+  size_t group = 1; /* the largest (slice, metric) group: x holds one group */
+  for (size_t i = 0, j; i < vals.n; i = j) {
+    for (j = i; j < vals.n && vals.v[j].s == vals.v[i].s && vals.v[j].m == vals.v[i].m; j++)
+      ;
+    group = j - i > group ? j - i : group;
+  }
+  double *x = malloc(group * sizeof *x);
   if (!x)
     goto oom;
   for (size_t s = 0; s < n; s++)
@@ -126,7 +144,7 @@ enum im_err im_timeslices_compute(const struct im_population *pop, int64_t slice
     while (j < vals.n && vals.v[j].s == vals.v[i].s && vals.v[j].m == vals.v[i].m)
       x[j - i] = vals.v[j].ms, j++;
     struct im_timeslice *t = &out->v[vals.v[i].s];
-    int m = vals.v[i].m;
+    int m = (int)vals.v[i].m;
     t->n[m] = j - i;
     t->p50_ms[m] = im_stats_pct_linear(x, j - i, 0.50);
     t->p90_ms[m] = im_stats_pct_linear(x, j - i, 0.90);

@@ -48,6 +48,8 @@ struct im__load_writer {
   pthread_cond_t not_empty, not_full;
   struct im_record *q;
   size_t head, n;
+  bool idle;                     /* the writer waits with nothing queued */
+  struct im_record *batch;       /* the writer's: records taken from q */
   int fd;
   struct im_load_result *res;
   size_t cap_records;

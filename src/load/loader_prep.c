@@ -187,7 +187,11 @@ struct attempt *im__load_take_request(struct loader *L, uint64_t index) {
     }
     if (L->pre_n && L->pre_first == index) {
       a = ring_pop(L);
-      pthread_cond_signal(&L->builder.cv); /* room to prepare */
+      /* Room to prepare: the builder is woken when half the ring is
+       * used, and then fills it, so it wakes once per half a ring rather
+       * than once per request (a futex call each). */
+      if (L->pre_n <= L->builder.pre_target / 2)
+        pthread_cond_signal(&L->builder.cv);
     } else if (!L->pre_n) {
       err = L->builder.prep_err ? L->builder.prep_err : IM_STATE;
     } else {

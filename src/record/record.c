@@ -3,6 +3,7 @@
 #include "record/record.h"
 
 #include "core/rng.h"
+#include "record/fobj.h"
 
 #include <inttypes.h>
 #include <jansson.h>
@@ -132,6 +133,28 @@ static enum im_err reserve_chunks(struct im_record *r, uint32_t need) {
   return IM_OK;
 }
 
+/* Room for exactly `need` chunks when there is less (a record read back
+ * does not grow: a whole run's records are held by the analysis, and the
+ * doubling's minimum of FIRST_CHUNKS was most of a short answer's memory). */
+static enum im_err reserve_exact(struct im_record *r, uint32_t need) {
+  if (!r->chunk_us)
+    r->cap_chunks = 0;
+  if (need <= r->cap_chunks)
+    return IM_OK;
+  uint32_t *us = realloc(r->chunk_us, (size_t)need * sizeof *us);
+  if (!us)
+    return IM_NOMEM;
+  r->chunk_us = us;
+  if (r->chunk_tokens) {
+    uint16_t *tok = realloc(r->chunk_tokens, (size_t)need * sizeof *tok);
+    if (!tok)
+      return IM_NOMEM;
+    r->chunk_tokens = tok;
+  }
+  r->cap_chunks = need;
+  return IM_OK;
+}
+
 enum im_err im_record_add_chunk(struct im_record *r, int64_t t, uint32_t n) {
   if (r->n_chunks >= MAX_CHUNKS)
     return IM_LIMIT;
@@ -166,54 +189,90 @@ static char *fmt_u64(char *end, uint64_t v) {
   return end;
 }
 
-static enum im_err put_u64(struct im_buf *b, uint64_t v) {
-  char tmp[24];
-  char *s = fmt_u64(tmp + sizeof tmp, v);
-  return im_buf_append(b, s, (size_t)(tmp + sizeof tmp - s));
-}
+/* A line is written through a cursor into the buffer's own memory: one
+ * capacity check per field instead of three appends (a reserve, a memcpy
+ * and a terminator each) per key and value. That was 33,000 instructions
+ * per record, the record writer's whole cost for a short answer. */
+struct cur {
+  struct im_buf *b;
+  char *p, *end; /* the next byte; the end of the room (the terminator's byte excluded) */
+};
 
-static enum im_err put_i64(struct im_buf *b, int64_t v) {
-  char tmp[24];
-  uint64_t mag = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-  char *s = fmt_u64(tmp + sizeof tmp, mag);
-  if (v < 0)
-    *--s = '-';
-  return im_buf_append(b, s, (size_t)(tmp + sizeof tmp - s));
-}
-
-/* ,"key": — key is a literal without characters to escape. */
-static enum im_err put_key(struct im_buf *b, const char *key) {
-  enum im_err err = im_buf_append(b, ",\"", 2);
-  if (!err)
-    err = im_buf_puts(b, key);
-  if (!err)
-    err = im_buf_append(b, "\":", 2);
-  return err;
-}
-
-static enum im_err put_str(struct im_buf *b, const char *s, size_t len) {
-  enum im_err err = im_buf_append(b, "\"", 1);
-  if (!err)
-    err = im_buf_json_escape(b, s, len);
-  if (!err)
-    err = im_buf_append(b, "\"", 1);
-  return err;
-}
-
-static enum im_err put_time(struct im_buf *b, const char *key, int64_t t) {
-  enum im_err err = put_key(b, key);
+/* Room for n more bytes at c->p (growing the buffer), or IM_LIMIT/IM_NOMEM. */
+static enum im_err room(struct cur *c, size_t n) {
+  if ((size_t)(c->end - c->p) >= n)
+    return IM_OK;
+  c->b->len = (size_t)(c->p - c->b->data);
+  enum im_err err = im_buf_reserve(c->b, n);
   if (err)
     return err;
-  return t == -1 ? im_buf_puts(b, "null") : put_i64(b, t);
+  c->p = c->b->data + c->b->len;
+  c->end = c->b->data + c->b->cap - 1;
+  return IM_OK;
+}
+
+static void put_mem(struct cur *c, const char *s, size_t n) {
+  memcpy(c->p, s, n);
+  c->p += n;
+}
+
+/* The longest key, quoted, with its comma and colon, and a number. */
+#define FIELD_ROOM 64
+
+static void put_u64(struct cur *c, uint64_t v) {
+  char tmp[24];
+  char *s = fmt_u64(tmp + sizeof tmp, v);
+  put_mem(c, s, (size_t)(tmp + sizeof tmp - s));
+}
+
+static void put_i64(struct cur *c, int64_t v) {
+  if (v < 0)
+    *c->p++ = '-';
+  put_u64(c, v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v);
+}
+
+/* ,"key": — key is a literal without characters to escape, shorter than
+ * FIELD_ROOM - 24. */
+#define KEY(c, key) put_mem((c), ",\"" key "\":", sizeof(key) + 3)
+
+/* A quoted, escaped string. */
+static enum im_err put_str(struct cur *c, const char *s, size_t len) {
+  enum im_err err = room(c, len + 2);
+  if (err)
+    return err;
+  size_t plain = 0;
+  while (plain < len && (unsigned char)s[plain] >= 0x20 && (unsigned char)s[plain] < 0x80 &&
+         s[plain] != '"' && s[plain] != '\\')
+    plain++;
+  *c->p++ = '"';
+  if (plain == len) {
+    put_mem(c, s, len);
+  } else { /* the rare string with something to escape: the buffer's escaper */
+    c->b->len = (size_t)(c->p - c->b->data);
+    if ((err = im_buf_json_escape(c->b, s, len)) != IM_OK)
+      return err;
+    c->p = c->b->data + c->b->len;
+    c->end = c->b->data + c->b->cap - 1;
+    if ((err = room(c, 1)) != IM_OK)
+      return err;
+  }
+  *c->p++ = '"';
+  return room(c, FIELD_ROOM);
+}
+
+static void put_time(struct cur *c, int64_t t) {
+  if (t == -1)
+    put_mem(c, "null", 4);
+  else
+    put_i64(c, t);
 }
 
 /* Shortest-enough form that reads back to the same double (17 digits). */
-static enum im_err put_double_or_null(struct im_buf *b, const char *key, double v) {
-  enum im_err err = put_key(b, key);
-  if (err)
-    return err;
-  if (!isfinite(v))
-    return im_buf_puts(b, "null");
+static void put_double_or_null(struct cur *c, double v) {
+  if (!isfinite(v)) {
+    put_mem(c, "null", 4);
+    return;
+  }
   char tmp[40];
   snprintf(tmp, sizeof tmp, "%.15g", v);
   if (strtod(tmp, NULL) != v)
@@ -222,39 +281,34 @@ static enum im_err put_double_or_null(struct im_buf *b, const char *key, double 
    * reader sees a real (not an integer) so the type survives jansson. */
   if (!strpbrk(tmp, ".eE"))
     strcat(tmp, ".0");
-  return im_buf_puts(b, tmp);
+  put_mem(c, tmp, strlen(tmp));
 }
 
-/* Appends the elements of an array (u32 or u16) in batches through a stack
- * buffer: this is the bulk of a long stream's line. */
-static enum im_err put_array(struct im_buf *b, const uint32_t *u32, const uint16_t *u16,
+/* The elements of an array (u32 or u16): the bulk of a long stream's line. */
+static enum im_err put_array(struct cur *c, const uint32_t *u32, const uint16_t *u16,
                              uint32_t n) {
-  char tmp[1024];
-  size_t len = 0;
-  enum im_err err = im_buf_append(b, "[", 1);
-  for (uint32_t i = 0; i < n && !err; i++) {
-    if (len > sizeof tmp - 16) {
-      err = im_buf_append(b, tmp, len);
-      len = 0;
-      if (err)
-        break;
-    }
+  enum im_err err = room(c, (size_t)n * 11 + 2 + FIELD_ROOM);
+  if (err)
+    return err;
+  *c->p++ = '[';
+  for (uint32_t i = 0; i < n; i++) {
     if (i)
-      tmp[len++] = ',';
-    char dig[12];
-    char *s = fmt_u64(dig + sizeof dig, u32 ? u32[i] : u16[i]);
-    size_t dl = (size_t)(dig + sizeof dig - s);
-    memcpy(tmp + len, s, dl);
-    len += dl;
+      *c->p++ = ',';
+    put_u64(c, u32 ? u32[i] : u16[i]);
   }
-  if (!err && len)
-    err = im_buf_append(b, tmp, len);
-  if (!err)
-    err = im_buf_append(b, "]", 1);
-  return err;
+  *c->p++ = ']';
+  return IM_OK;
 }
 
-static enum im_err write_record(const struct im_record *r, struct im_buf *b) {
+static void put_hex16(struct cur *c, uint64_t v) {
+  for (int i = 15; i >= 0; i--, v >>= 4)
+    c->p[i] = "0123456789abcdef"[v & 15];
+  c->p += 16;
+}
+
+/* Below: every scalar field is preceded by room(FIELD_ROOM) through TRY
+ * (put_str and put_array leave FIELD_ROOM free after themselves). */
+static enum im_err write_record(const struct im_record *r, struct cur *c) {
   enum im_err err;
 #define TRY(x)                                                                                     \
   do {                                                                                             \
@@ -263,120 +317,161 @@ static enum im_err write_record(const struct im_record *r, struct im_buf *b) {
   } while (0)
 #define U64(key, v)                                                                                \
   do {                                                                                             \
-    TRY(put_key(b, key));                                                                          \
-    TRY(put_u64(b, (v)));                                                                          \
+    TRY(room(c, FIELD_ROOM));                                                                      \
+    KEY(c, key);                                                                                   \
+    put_u64(c, (v));                                                                               \
+  } while (0)
+#define TIME(key, v)                                                                               \
+  do {                                                                                             \
+    TRY(room(c, FIELD_ROOM));                                                                      \
+    KEY(c, key);                                                                                   \
+    put_time(c, (v));                                                                              \
+  } while (0)
+#define LIT(key, s)                                                                                \
+  do {                                                                                             \
+    TRY(room(c, FIELD_ROOM));                                                                      \
+    KEY(c, key);                                                                                   \
+    put_mem(c, s, strlen(s));                                                                      \
+  } while (0)
+#define STR(key, s, len)                                                                           \
+  do {                                                                                             \
+    TRY(room(c, FIELD_ROOM));                                                                      \
+    KEY(c, key);                                                                                   \
+    TRY(put_str(c, (s), (len)));                                                                   \
+  } while (0)
+#define DBL(key, v)                                                                                \
+  do {                                                                                             \
+    TRY(room(c, FIELD_ROOM));                                                                      \
+    KEY(c, key);                                                                                   \
+    put_double_or_null(c, (v));                                                                    \
   } while (0)
 
-  TRY(im_buf_puts(b, "{\"id\":"));
-  TRY(put_u64(b, r->id));
+  TRY(room(c, FIELD_ROOM));
+  put_mem(c, "{\"id\":", 6);
+  put_u64(c, r->id);
   U64("logical_id", r->logical_id);
   U64("attempt", r->attempt);
   U64("stage", r->stage);
-  TRY(put_key(b, "kind"));
-  TRY(put_str(b, im_kind_name(r->kind), strlen(im_kind_name(r->kind))));
-  TRY(put_key(b, "request_id"));
-  TRY(put_str(b, r->request_id, strnlen(r->request_id, sizeof r->request_id)));
-  TRY(put_key(b, "status"));
-  TRY(put_i64(b, r->http_status));
-  TRY(put_key(b, "error"));
+  STR("kind", im_kind_name(r->kind), strlen(im_kind_name(r->kind)));
+  STR("request_id", r->request_id, strnlen(r->request_id, sizeof r->request_id));
+  TRY(room(c, FIELD_ROOM));
+  KEY(c, "status");
+  put_i64(c, r->http_status);
   if (r->error == IM_EC_NONE)
-    TRY(im_buf_puts(b, "null"));
+    LIT("error", "null");
   else
-    TRY(put_str(b, im_errclass_name(r->error), strlen(im_errclass_name(r->error))));
-  TRY(put_key(b, "finish_reason"));
+    STR("error", im_errclass_name(r->error), strlen(im_errclass_name(r->error)));
   size_t fr = strnlen(r->finish_reason, sizeof r->finish_reason);
-  TRY(fr ? put_str(b, r->finish_reason, fr) : im_buf_puts(b, "null"));
+  if (fr)
+    STR("finish_reason", r->finish_reason, fr);
+  else
+    LIT("finish_reason", "null");
   U64("conn", r->conn_id);
-  TRY(put_key(b, "conn_new"));
-  TRY(im_buf_puts(b, r->conn_new ? "true" : "false"));
+  LIT("conn_new", r->conn_new ? "true" : "false");
 
-  TRY(put_time(b, "t_sched", r->t_sched));
-  TRY(put_time(b, "t_sched_first", r->t_sched_first));
-  TRY(put_time(b, "t_dispatch", r->t_dispatch));
-  TRY(put_time(b, "t_start", r->t_start));
-  TRY(put_time(b, "t_send", r->t_send));
-  TRY(put_time(b, "t_hdr", r->t_hdr));
-  TRY(put_time(b, "t_first", r->t_first));
-  TRY(put_time(b, "t_answer", r->t_answer));
-  TRY(put_time(b, "t_last", r->t_last));
-  TRY(put_time(b, "t_end", r->t_end));
+  TIME("t_sched", r->t_sched);
+  TIME("t_sched_first", r->t_sched_first);
+  TIME("t_dispatch", r->t_dispatch);
+  TIME("t_start", r->t_start);
+  TIME("t_send", r->t_send);
+  TIME("t_hdr", r->t_hdr);
+  TIME("t_first", r->t_first);
+  TIME("t_answer", r->t_answer);
+  TIME("t_last", r->t_last);
+  TIME("t_end", r->t_end);
 
   U64("prompt_tokens", r->prompt_tokens);
   U64("output_tokens", r->output_tokens);
-  TRY(put_key(b, "output_tokens_source"));
   const char *src = im_count_source_name(r->output_source);
-  TRY(put_str(b, src, strlen(src)));
+  STR("output_tokens_source", src, strlen(src));
   U64("cached_tokens", r->cached_tokens);
   U64("reasoning_tokens", r->reasoning_tokens);
   U64("requested_tokens", r->requested_tokens);
-  TRY(put_key(b, "ignore_eos"));
-  TRY(im_buf_puts(b, r->ignore_eos ? "true" : "false"));
-  TRY(put_key(b, "output_shortfall"));
-  if (r->ignore_eos)
-    TRY(put_i64(b, (int64_t)r->requested_tokens - (int64_t)r->output_tokens));
-  else
-    TRY(im_buf_puts(b, "null"));
+  LIT("ignore_eos", r->ignore_eos ? "true" : "false");
+  if (r->ignore_eos) {
+    TRY(room(c, FIELD_ROOM));
+    KEY(c, "output_shortfall");
+    put_i64(c, (int64_t)r->requested_tokens - (int64_t)r->output_tokens);
+  } else
+    LIT("output_shortfall", "null");
   U64("keepalives", r->keepalives);
   /* A 64-bit hash would lose bits as a JSON number in most readers: hex. */
-  TRY(put_key(b, "content_hash"));
-  TRY(im_buf_printf(b, "\"%016" PRIx64 "\"", r->content_hash));
-  TRY(put_double_or_null(b, "temperature", r->temperature));
-  TRY(put_double_or_null(b, "top_p", r->top_p));
+  TRY(room(c, FIELD_ROOM));
+  KEY(c, "content_hash");
+  *c->p++ = '"';
+  put_hex16(c, r->content_hash);
+  *c->p++ = '"';
+  DBL("temperature", r->temperature);
+  DBL("top_p", r->top_p);
   U64("session", r->session);
   U64("turn", r->turn);
   U64("context_tokens", r->context_tokens);
-  TRY(put_key(b, "class"));
-  TRY(r->content_class != IM_CLASS_NONE
-          ? put_str(b, im_req_class_name(r->content_class), strlen(im_req_class_name(r->content_class)))
-          : im_buf_puts(b, "null"));
-  TRY(put_double_or_null(b, "repetition", r->ngrams ? r->repetition : NAN));
+  if (r->content_class != IM_CLASS_NONE)
+    STR("class", im_req_class_name(r->content_class), strlen(im_req_class_name(r->content_class)));
+  else
+    LIT("class", "null");
+  DBL("repetition", r->ngrams ? r->repetition : NAN);
   U64("ngrams", r->ngrams);
-  TRY(put_double_or_null(b, "entropy", r->entropy));
+  DBL("entropy", r->entropy);
   size_t effort = strnlen(r->reasoning_effort, sizeof r->reasoning_effort);
-  if (effort) {
-    TRY(put_key(b, "reasoning_effort"));
-    TRY(put_str(b, r->reasoning_effort, effort));
-  }
-  if (r->thinking) {
-    TRY(put_key(b, "thinking"));
-    TRY(im_buf_puts(b, r->thinking > 0 ? "true" : "false"));
-  }
+  if (effort)
+    STR("reasoning_effort", r->reasoning_effort, effort);
+  if (r->thinking)
+    LIT("thinking", r->thinking > 0 ? "true" : "false");
   if (r->tools)
     U64("tools", r->tools);
   size_t model_len = strnlen(r->model, sizeof r->model);
-  if (model_len) {
-    TRY(put_key(b, "model"));
-    TRY(put_str(b, r->model, model_len));
-  }
+  if (model_len)
+    STR("model", r->model, model_len);
   if (r->target)
     U64("target", (uint64_t)r->target - 1);
   if (r->lag_client_us >= 0) {
     /* Written as a group: the engine measures all of them. */
     U64("dispatch_lag_client_us", (uint64_t)r->lag_client_us);
-    TRY(put_key(b, "read_lag_us"));
-    TRY(im_buf_printf(b, "[%" PRId32 ",%" PRId32 ",%" PRId32 ",%" PRId32 "]", r->read_first_us,
-                      r->read_first_client_us, r->read_last_us, r->read_last_client_us));
+    TRY(room(c, 2 * FIELD_ROOM)); /* the key and four signed 32-bit numbers */
+    KEY(c, "read_lag_us");
+    const int32_t lag[4] = {r->read_first_us, r->read_first_client_us, r->read_last_us,
+                            r->read_last_client_us};
+    for (int i = 0; i < 4; i++) {
+      *c->p++ = i ? ',' : '[';
+      put_i64(c, lag[i]);
+    }
+    *c->p++ = ']';
     U64("late_reads", r->late_reads);
     U64("late_reads_client", r->late_reads_client);
   }
 
   U64("n_chunks", r->n_chunks);
-  TRY(put_key(b, "chunks_us"));
-  TRY(put_array(b, r->chunk_us, NULL, r->n_chunks));
+  TRY(room(c, FIELD_ROOM));
+  KEY(c, "chunks_us");
+  TRY(put_array(c, r->chunk_us, NULL, r->n_chunks));
   if (r->chunk_tokens) {
-    TRY(put_key(b, "chunk_tokens"));
-    TRY(put_array(b, NULL, r->chunk_tokens, r->n_chunks));
+    KEY(c, "chunk_tokens");
+    TRY(put_array(c, NULL, r->chunk_tokens, r->n_chunks));
   }
-  TRY(im_buf_append(b, "}\n", 2));
+  put_mem(c, "}\n", 2);
   return IM_OK;
+#undef DBL
+#undef STR
+#undef LIT
+#undef TIME
 #undef U64
 #undef TRY
 }
 
 enum im_err im_record_to_jsonl(const struct im_record *r, struct im_buf *out) {
   size_t start = out->len;
-  enum im_err err = write_record(r, out);
-  if (err && out->data) {
+  struct cur c = {out, NULL, NULL};
+  enum im_err err = im_buf_reserve(out, 0); /* a buffer to point into; room() grows it */
+  if (!err) {
+    c.p = out->data + out->len;
+    c.end = out->data + out->cap - 1;
+    err = write_record(r, &c);
+  }
+  if (!err) {
+    out->len = (size_t)(c.p - out->data);
+    out->data[out->len] = '\0';
+  } else if (out->data) {
     /* Leave the buffer as it was: no half line in requests.jsonl. */
     out->len = start;
     out->data[start] = '\0';
@@ -389,14 +484,18 @@ enum im_err im_record_to_jsonl(const struct im_record *r, struct im_buf *out) {
 /* A reading error: the message, IM_PARSE. */
 #define fail(msg, msg_len, ...) im_errf(msg, msg_len, IM_PARSE, __VA_ARGS__)
 
+/* Fields are read from a flat view of the line (record/fobj.h): scanned in
+ * place for the lines this tool writes, through jansson for anything else. */
 struct rd {
-  json_t *obj;
+  struct im__fobj *obj;
   char *msg;
   size_t msg_len;
 };
 
-static json_t *need(struct rd *d, const char *key, enum im_err *err) {
-  json_t *v = json_object_get(d->obj, key);
+#define HAS(d, key) (im__fobj_get((d)->obj, key) != NULL)
+
+static const struct im__fv *need(struct rd *d, const char *key, enum im_err *err) {
+  const struct im__fv *v = im__fobj_get(d->obj, key);
   if (!v)
     *err = fail(d->msg, d->msg_len, "requests.jsonl: missing field \"%s\"", key);
   return v;
@@ -405,15 +504,15 @@ static json_t *need(struct rd *d, const char *key, enum im_err *err) {
 /* An integer in [lo, hi]. */
 static enum im_err get_int(struct rd *d, const char *key, int64_t lo, int64_t hi, int64_t *out) {
   enum im_err err = IM_OK;
-  json_t *v = need(d, key, &err);
+  const struct im__fv *v = need(d, key, &err);
   if (!v)
     return err;
-  if (!json_is_integer(v))
+  if (v->t != IM__FV_INT)
     return fail(d->msg, d->msg_len, "requests.jsonl: field \"%s\" must be an integer", key);
-  json_int_t x = json_integer_value(v);
+  int64_t x = v->i;
   if (x < lo || x > hi)
     return fail(d->msg, d->msg_len,
-                "requests.jsonl: field \"%s\" = %" JSON_INTEGER_FORMAT " is out of range [%" PRId64
+                "requests.jsonl: field \"%s\" = %" PRId64 " is out of range [%" PRId64
                 ", %" PRId64 "]",
                 key, x, lo, hi);
   *out = x;
@@ -439,66 +538,67 @@ static enum im_err get_u64(struct rd *d, const char *key, uint64_t *out) {
 /* A time: integer ns, or null for -1. */
 static enum im_err get_time(struct rd *d, const char *key, int64_t *out) {
   enum im_err err = IM_OK;
-  json_t *v = need(d, key, &err);
+  const struct im__fv *v = need(d, key, &err);
   if (!v)
     return err;
-  if (json_is_null(v)) {
+  if (v->t == IM__FV_NULL) {
     *out = -1;
     return IM_OK;
   }
-  if (!json_is_integer(v))
+  if (v->t != IM__FV_INT)
     return fail(d->msg, d->msg_len, "requests.jsonl: field \"%s\" must be an integer (ns) or null",
                 key);
-  *out = json_integer_value(v);
+  *out = v->i;
   return IM_OK;
 }
 
 static enum im_err get_bool(struct rd *d, const char *key, bool *out) {
   enum im_err err = IM_OK;
-  json_t *v = need(d, key, &err);
+  const struct im__fv *v = need(d, key, &err);
   if (!v)
     return err;
-  if (!json_is_boolean(v))
+  if (v->t != IM__FV_TRUE && v->t != IM__FV_FALSE)
     return fail(d->msg, d->msg_len, "requests.jsonl: field \"%s\" must be true or false", key);
-  *out = json_is_true(v);
+  *out = v->t == IM__FV_TRUE;
   return IM_OK;
 }
 
 /* A number (integer or real) or null for NaN. */
 static enum im_err get_double(struct rd *d, const char *key, double *out) {
   enum im_err err = IM_OK;
-  json_t *v = need(d, key, &err);
+  const struct im__fv *v = need(d, key, &err);
   if (!v)
     return err;
-  if (json_is_null(v)) {
+  if (v->t == IM__FV_NULL) {
     *out = NAN;
     return IM_OK;
   }
-  if (!json_is_number(v))
+  if (v->t != IM__FV_INT && v->t != IM__FV_REAL)
     return fail(d->msg, d->msg_len, "requests.jsonl: field \"%s\" must be a number or null", key);
-  *out = json_number_value(v);
+  *out = v->d;
   return IM_OK;
 }
 
 /* A string (or null when nullable, giving "") copied into dst[cap]. */
 static enum im_err get_str(struct rd *d, const char *key, bool nullable, char *dst, size_t cap) {
   enum im_err err = IM_OK;
-  json_t *v = need(d, key, &err);
+  const struct im__fv *v = need(d, key, &err);
   if (!v)
     return err;
-  if (nullable && json_is_null(v)) {
+  if (nullable && v->t == IM__FV_NULL) {
     dst[0] = '\0';
     return IM_OK;
   }
-  if (!json_is_string(v))
+  if (v->t != IM__FV_STR)
     return fail(d->msg, d->msg_len, "requests.jsonl: field \"%s\" must be a string%s", key,
                 nullable ? " or null" : "");
-  size_t len = json_string_length(v);
-  if (len >= cap || memchr(json_string_value(v), '\0', len))
+  size_t len = v->n;
+  if (len >= cap || memchr(v->s, '\0', len))
     return fail(d->msg, d->msg_len,
                 "requests.jsonl: field \"%s\" is longer than %zu bytes or holds a NUL", key,
                 cap - 1);
-  memcpy(dst, json_string_value(v), len + 1);
+  memcpy(dst, v->s, len);
+  dst[len] = '\0';
   return IM_OK;
 }
 
@@ -509,7 +609,7 @@ static enum im_err get_enum(struct rd *d, const char *key, const char *const *ta
   enum im_err err = get_str(d, key, nullable, name, sizeof name);
   if (err)
     return err;
-  if (nullable && name[0] == '\0' && json_is_null(json_object_get(d->obj, key))) {
+  if (nullable && name[0] == '\0' && im__fobj_get(d->obj, key)->t == IM__FV_NULL) {
     *out = 0;
     return IM_OK;
   }
@@ -525,24 +625,26 @@ static enum im_err get_enum(struct rd *d, const char *key, const char *const *ta
 /* The optional group of who-caused-the-lag fields (absent in older files
  * and other tools' records: all stay -1 / 0). */
 static enum im_err get_lag_parts(struct rd *d, struct im_record *r) {
-  if (!json_object_get(d->obj, "dispatch_lag_client_us"))
+  if (!HAS(d, "dispatch_lag_client_us"))
     return IM_OK;
   int64_t x = 0;
   enum im_err err = get_int(d, "dispatch_lag_client_us", 0, INT32_MAX, &x);
   if (err)
     return err;
   r->lag_client_us = (int32_t)x;
-  json_t *a = json_object_get(d->obj, "read_lag_us");
+  const struct im__fv *a = im__fobj_get(d->obj, "read_lag_us");
   int32_t *dst[] = {&r->read_first_us, &r->read_first_client_us, &r->read_last_us,
                     &r->read_last_client_us};
-  if (!json_is_array(a) || json_array_size(a) != 4)
+  if (!a || a->t != IM__FV_ARR || a->n != 4)
     return fail(d->msg, d->msg_len, "requests.jsonl: field \"read_lag_us\" must be an array of 4 integers");
+  struct im__fv_iter it;
+  im__fv_iter_init(&it, a);
   for (size_t i = 0; i < 4; i++) {
-    json_t *v = json_array_get(a, i);
-    if (!json_is_integer(v) || json_integer_value(v) < -1 || json_integer_value(v) > INT32_MAX)
+    int64_t v = 0;
+    if (!im__fv_next_int(&it, &v) || v < -1 || v > INT32_MAX)
       return fail(d->msg, d->msg_len,
                   "requests.jsonl: field \"read_lag_us\" must hold integers from -1");
-    *dst[i] = (int32_t)json_integer_value(v);
+    *dst[i] = (int32_t)v;
   }
   if ((err = get_u32(d, "late_reads", &r->late_reads)))
     return err;
@@ -558,24 +660,24 @@ static enum im_err get_chunks(struct rd *d, struct im_record *r) {
     return fail(d->msg, d->msg_len,
                 "requests.jsonl: field \"n_chunks\" = %" PRIu32 " is above the limit of %" PRIu32,
                 n, MAX_CHUNKS);
-  json_t *us = need(d, "chunks_us", &err);
+  const struct im__fv *us = need(d, "chunks_us", &err);
   if (!us)
     return err;
-  if (!json_is_array(us) || json_array_size(us) != n)
+  if (us->t != IM__FV_ARR || us->n != n)
     return fail(d->msg, d->msg_len,
                 "requests.jsonl: field \"chunks_us\" must be an array of n_chunks (%" PRIu32
                 ") integers",
                 n);
-  json_t *tok = json_object_get(d->obj, "chunk_tokens");
-  if (tok && !json_is_null(tok) && (!json_is_array(tok) || json_array_size(tok) != n))
+  const struct im__fv *tok = im__fobj_get(d->obj, "chunk_tokens");
+  if (tok && tok->t != IM__FV_NULL && (tok->t != IM__FV_ARR || tok->n != n))
     return fail(d->msg, d->msg_len,
                 "requests.jsonl: field \"chunk_tokens\" must be an array of n_chunks (%" PRIu32
                 ") integers",
                 n);
-  if (tok && json_is_null(tok))
+  if (tok && tok->t == IM__FV_NULL)
     tok = NULL;
 
-  err = reserve_chunks(r, n);
+  err = reserve_exact(r, n);
   if (err)
     return fail(d->msg, d->msg_len, "requests.jsonl: no memory for %" PRIu32 " chunks", n);
   if (tok && !r->chunk_tokens) {
@@ -584,19 +686,24 @@ static enum im_err get_chunks(struct rd *d, struct im_record *r) {
     if (!r->chunk_tokens)
       return fail(d->msg, d->msg_len, "requests.jsonl: no memory for %" PRIu32 " chunks", n);
   }
+  struct im__fv_iter ius, itok;
+  im__fv_iter_init(&ius, us);
+  if (tok)
+    im__fv_iter_init(&itok, tok);
   for (uint32_t i = 0; i < n; i++) {
-    json_t *v = json_array_get(us, i);
-    json_int_t x = json_is_integer(v) ? json_integer_value(v) : -1;
-    if (x < 0 || x > (json_int_t)UINT32_MAX)
+    int64_t x = -1;
+    if (!im__fv_next_int(&ius, &x))
+      x = -1;
+    if (x < 0 || x > (int64_t)UINT32_MAX)
       return fail(d->msg, d->msg_len,
                   "requests.jsonl: field \"chunks_us\"[%" PRIu32 "] must be an integer in "
                   "[0, 4294967295]",
                   i);
     r->chunk_us[i] = (uint32_t)x;
     if (tok) {
-      v = json_array_get(tok, i);
-      x = json_is_integer(v) ? json_integer_value(v) : -1;
-      if (x < 0 || x > (json_int_t)UINT16_MAX)
+      if (!im__fv_next_int(&itok, &x))
+        x = -1;
+      if (x < 0 || x > (int64_t)UINT16_MAX)
         return fail(d->msg, d->msg_len,
                     "requests.jsonl: field \"chunk_tokens\"[%" PRIu32 "] must be an integer in "
                     "[0, 65535]",
@@ -652,56 +759,61 @@ static enum im_err read_fields(struct rd *d, struct im_record *r) {
   TRY(get_u32(d, "requested_tokens", &r->requested_tokens));
   TRY(get_bool(d, "ignore_eos", &r->ignore_eos));
   /* Derived: only its type is checked (it is recomputed on writing). */
-  json_t *sf = json_object_get(d->obj, "output_shortfall");
-  if (sf && !json_is_null(sf) && !json_is_integer(sf))
+  const struct im__fv *sf = im__fobj_get(d->obj, "output_shortfall");
+  if (sf && sf->t != IM__FV_NULL && sf->t != IM__FV_INT)
     return fail(d->msg, d->msg_len,
                 "requests.jsonl: field \"output_shortfall\" must be an integer or null");
   TRY(get_u32(d, "keepalives", &r->keepalives));
-  json_t *ch = json_object_get(d->obj, "content_hash");
+  const struct im__fv *ch = im__fobj_get(d->obj, "content_hash");
   if (ch) { /* optional: absent in files of older versions */
-    const char *hex = json_string_value(ch);
+    char hex[17];
     char *end = NULL;
-    if (!hex || strlen(hex) != 16 || (r->content_hash = strtoull(hex, &end, 16), *end))
+    bool is16 = ch->t == IM__FV_STR && strnlen(ch->s, ch->n) == 16;
+    if (is16) {
+      memcpy(hex, ch->s, 16);
+      hex[16] = '\0';
+    }
+    if (!is16 || (r->content_hash = strtoull(hex, &end, 16), *end))
       return fail(d->msg, d->msg_len,
                   "requests.jsonl: field \"content_hash\" must be a string of 16 hex digits");
   }
   TRY(get_double(d, "temperature", &r->temperature));
   TRY(get_double(d, "top_p", &r->top_p));
   /* Optional: absent in files of older versions. */
-  if (json_object_get(d->obj, "session"))
+  if (HAS(d, "session"))
     TRY(get_u64(d, "session", &r->session));
-  if (json_object_get(d->obj, "turn"))
+  if (HAS(d, "turn"))
     TRY(get_u32(d, "turn", &r->turn));
-  if (json_object_get(d->obj, "context_tokens"))
+  if (HAS(d, "context_tokens"))
     TRY(get_u32(d, "context_tokens", &r->context_tokens));
-  if (json_object_get(d->obj, "class")) {
+  if (HAS(d, "class")) {
     TRY(get_enum(d, "class", class_names, IM_CLASS_COUNT_, true, &e));
     r->content_class = (enum im_req_class)e;
   }
-  if (json_object_get(d->obj, "ngrams")) {
+  if (HAS(d, "ngrams")) {
     TRY(get_u32(d, "ngrams", &r->ngrams));
     TRY(get_double(d, "repetition", &r->repetition));
     if (r->ngrams && !(r->repetition >= 0 && r->repetition < 1))
       return fail(d->msg, d->msg_len,
                   "requests.jsonl: field \"repetition\" must be in [0, 1) when \"ngrams\" > 0");
   }
-  if (json_object_get(d->obj, "entropy")) {
+  if (HAS(d, "entropy")) {
     TRY(get_double(d, "entropy", &r->entropy));
     if (!isnan(r->entropy) && !(r->entropy >= 0))
       return fail(d->msg, d->msg_len, "requests.jsonl: field \"entropy\" must be >= 0 or null");
   }
-  if (json_object_get(d->obj, "reasoning_effort"))
+  if (HAS(d, "reasoning_effort"))
     TRY(get_str(d, "reasoning_effort", false, r->reasoning_effort, sizeof r->reasoning_effort));
-  if (json_object_get(d->obj, "thinking")) {
+  if (HAS(d, "thinking")) {
     bool on = false;
     TRY(get_bool(d, "thinking", &on));
     r->thinking = on ? 1 : -1;
   }
-  if (json_object_get(d->obj, "tools"))
+  if (HAS(d, "tools"))
     TRY(get_u32(d, "tools", &r->tools));
-  if (json_object_get(d->obj, "model"))
+  if (HAS(d, "model"))
     TRY(get_str(d, "model", false, r->model, sizeof r->model));
-  if (json_object_get(d->obj, "target")) {
+  if (HAS(d, "target")) {
     uint32_t t = 0;
     TRY(get_u32(d, "target", &t));
     if (t >= IM_RECORD_MAX_TARGETS)
@@ -715,7 +827,7 @@ static enum im_err read_fields(struct rd *d, struct im_record *r) {
 #undef TRY
 }
 
-enum im_err im_record_from_json(const char *line, size_t len, struct im_record *r, char *msg,
+enum im_err im__record_from_tree(const char *line, size_t len, struct im_record *r, char *msg,
                                 size_t msg_len) {
   if (msg && msg_len)
     msg[0] = '\0';
@@ -723,13 +835,30 @@ enum im_err im_record_from_json(const char *line, size_t len, struct im_record *
   json_t *root = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
   if (!root)
     return fail(msg, msg_len, "requests.jsonl: not JSON (%s, column %d)", jerr.text, jerr.column);
+  struct im__fobj obj;
+  obj.m = obj.small;
+  struct rd d = {&obj, msg, msg_len};
   enum im_err err;
-  if (!json_is_object(root)) {
+  if (!json_is_object(root))
     err = fail(msg, msg_len, "requests.jsonl: a line must be a JSON object");
-  } else {
-    struct rd d = {root, msg, msg_len};
+  else if (im__fobj_from_json(&obj, root) != IM_OK)
+    err = fail(msg, msg_len, "requests.jsonl: no memory for the line's fields");
+  else
     err = read_fields(&d, r);
-  }
+  im__fobj_cleanup(&obj);
   json_decref(root);
   return err;
+}
+
+enum im_err im_record_from_json(const char *line, size_t len, struct im_record *r, char *msg,
+                                size_t msg_len) {
+  struct im__fobj obj;
+  if (im__fobj_scan(&obj, line, len) != IM_OK)
+    /* Not of the plain shape this tool writes: jansson reads it (and says
+     * what is wrong with it). */
+    return im__record_from_tree(line, len, r, msg, msg_len);
+  if (msg && msg_len)
+    msg[0] = '\0';
+  struct rd d = {&obj, msg, msg_len};
+  return read_fields(&d, r);
 }

@@ -4,6 +4,7 @@
 
 #include <jansson.h>
 
+#include "record/fobj.h"
 #include "record/record.h"
 
 /* A record with every field set to a non-default value. */
@@ -112,6 +113,34 @@ static void check_same(const struct im_record *a, const struct im_record *b) {
   }
 }
 
+/* The line read by im_record_from_json (the in-place scan where the line
+ * is plain, jansson otherwise) and by the jansson path alone gives the
+ * same result, message and record. Returns the result. */
+static enum im_err both_paths(const char *line, size_t len) {
+  struct im_record a = {0}, b = {0};
+  im_record_reset(&a);
+  im_record_reset(&b);
+  char ma[256] = "", mb[256] = "";
+  enum im_err ea = im_record_from_json(line, len, &a, ma, sizeof ma);
+  enum im_err eb = im__record_from_tree(line, len, &b, mb, sizeof mb);
+  CHECK_EQ(ea, eb);
+  CHECK_STR(ma, mb);
+  if (ea == IM_OK && eb == IM_OK) {
+    struct im_buf la, lb;
+    im_buf_init(&la, IM_TEST_BUF_MAX);
+    im_buf_init(&lb, IM_TEST_BUF_MAX);
+    CHECK_OK(im_record_to_jsonl(&a, &la));
+    CHECK_OK(im_record_to_jsonl(&b, &lb));
+    CHECK_STR(la.data, lb.data);
+    check_same(&a, &b);
+    im_buf_cleanup(&la);
+    im_buf_cleanup(&lb);
+  }
+  im_record_cleanup(&a);
+  im_record_cleanup(&b);
+  return ea;
+}
+
 /* Writes r, checks the line is one valid JSON object, reads it back into
  * *back (reset first) and compares. Returns the line (caller frees). */
 static char *round_trip(const struct im_record *r, struct im_record *back) {
@@ -130,6 +159,7 @@ static char *round_trip(const struct im_record *r, struct im_record *back) {
   im_record_reset(back);
   enum im_err err = im_record_from_json(b.data, b.len, back, msg, sizeof msg);
   CHECK_OK(err);
+  CHECK_OK(both_paths(b.data, b.len));
   if (err)
     fprintf(stderr, "  from_json: %s\n", msg);
   else
@@ -310,6 +340,7 @@ static void expect_bad(const char *line, const char *field) {
   char msg[256] = "";
   enum im_err err = im_record_from_json(line, strlen(line), &r, msg, sizeof msg);
   CHECK_EQ(err, IM_PARSE);
+  CHECK_EQ(both_paths(line, strlen(line)), IM_PARSE);
   if (!strstr(msg, field))
     IM__FAIL("message \"%s\" does not name \"%s\"", msg, field);
   im_record_cleanup(&r);
@@ -384,11 +415,65 @@ static void test_malformed(void) {
   im_record_cleanup(&back);
 }
 
+/* Lines of the plain shape (the in-place scan reads them) and small
+ * departures from it (jansson reads those): both paths agree on each. */
+static void test_scan_agrees(void) {
+  struct im_record r = {0}, back = {0};
+  fill(&r);
+  snprintf(r.request_id, sizeof r.request_id, "im-abc-7"); /* plain: the scan's shape */
+  r.id = 123; /* 19 digits (INT64_MAX) go to jansson */
+  r.t_last = 8000000;
+  CHECK_OK(im_record_add_chunk(&r, r.t_start + 1000, 1));
+  CHECK_OK(im_record_add_chunk(&r, r.t_start + 2000, 2));
+  char *good = round_trip(&r, &back);
+  struct im__fobj o;
+  CHECK_OK(im__fobj_scan(&o, good, strlen(good)));
+  const char *const edits[][2] = {
+      {"{\"id\":", " { \"id\" : "},                      /* whitespace */
+      {"\"chunks_us\":[1,2]", "\"chunks_us\":[ 1 ,\t2 ]"},
+      {"\"temperature\":0.30000000000000004", "\"temperature\":3E-1"},
+      {"\"temperature\":0.30000000000000004", "\"temperature\":-0"},
+      {"\"temperature\":0.30000000000000004", "\"temperature\":1e999"}, /* jansson: overflow */
+      {"\"attempt\":3", "\"attempt\":03"},                 /* not JSON */
+      {"\"attempt\":3", "\"attempt\":-"},
+      {"\"attempt\":3", "\"attempt\":3."},
+      {"\"attempt\":3", "\"attempt\":999999999999999999"}, /* 18 digits: out of range */
+      {"\"attempt\":3", "\"attempt\":9223372036854775808"},
+      {"\"attempt\":3", "\"attempt\":nul"},
+      {"\"attempt\":3", "\"attempt\":3,\"x\":{\"y\":[]}"}, /* nested: jansson */
+      {"\"attempt\":3", "\"attempt\":3,\"attempt\":3"},    /* duplicate */
+      {"\"attempt\":3", "\"attempt\":3,\"\":1"},
+      {"\"kind\":\"retry\"", "\"kind\":\"re\\u0074ry\""}, /* an escape: jansson */
+      {"\"model\"", "\"mo\\u0000del\""},
+      {"\"content_hash\":\"", "\"content_hash\":\"0"},
+      {"\"chunks_us\":[1,2]", "\"chunks_us\":[1,2,]"},
+      {"\"chunks_us\":[1,2]", "\"chunks_us\":[1,2.0]"},
+      {"\"chunks_us\":[1,2]", "\"chunks_us\":[1,null]"},
+      {"\"read_lag_us\":[", "\"read_lag_us\":[-2,"},
+      {"}\n", "}  \r\n"},
+      {"}\n", "},\n"},
+  };
+  for (size_t i = 0; i < sizeof edits / sizeof *edits; i++) {
+    if (!strstr(good, edits[i][0]))
+      continue; /* e.g. no model in this record */
+    char *line = replace(good, edits[i][0], edits[i][1]);
+    both_paths(line, strlen(line));
+    free(line);
+  }
+  /* Every prefix of the line (cut anywhere): both paths agree. */
+  for (size_t n = 0; n < strlen(good); n += 7)
+    both_paths(good, n);
+  free(good);
+  im_record_cleanup(&r);
+  im_record_cleanup(&back);
+}
+
 int main(void) {
   test_names();
   test_reset_and_chunks();
   test_round_trip();
   test_buffer_cap();
   test_malformed();
+  test_scan_agrees();
   return CHECK_DONE();
 }
