@@ -2,6 +2,8 @@
 #include "cli/vllm_compat.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,11 +18,17 @@
 static const struct {
   const char *vllm, *ours;
 } renames[] = {
-    {"--request-rate", "--rate"},          {"--num-prompts", "--requests"},
     {"--base-url", "--url"},               {"--random-input-len", "--input-len"},
     {"--random-output-len", "--output-len"}, {"--random-range-ratio", "--range-ratio"},
     {"--sharegpt-output-len", "--output-len"}, {"--served-model-name", "--model"},
-    {"--num-warmups", "--warmup"},         {"--metric-percentiles", "--percentiles"},
+};
+
+/* infermeter's own flags that describe the load: a command line with one
+ * of them keeps infermeter's defaults for what it leaves out; one without
+ * any gets vLLM's (docs/migrating.md). */
+static const char *const own_load[] = {
+    "--rate", "--requests", "--duration", "--concurrency", "--sessions", "--session-rate",
+    "--sweep", "--grid", "--scenario", "--trace", "--schedule", "--warmup", "--mix",
 };
 
 /* vLLM flags infermeter does not honour, and what to use instead. */
@@ -102,11 +110,67 @@ static bool flag_is(const char *arg, const char *flag, size_t *len) {
 struct tr {
   struct out o;
   struct im__vllm *v;
-  const char *host, *port, *ramp, *ramp_start, *ramp_end;
+  const char *host, *port;
   char slo[256];
+  /* The load as vLLM's flags describe it, combined at the end. */
+  const char *dataset, *dataset_path, *prompts, *warmups, *rate;
+  const char *sonnet_in, *sonnet_out, *sonnet_prefix, *custom_out;
+  bool own_load;                         /* one of own_load[] was given */
+  bool own_dataset, own_warmup, output_len_given;
+  const char *max_conc; /* --max-concurrency's value, NULL: none */
+  char said[1024];      /* what the notice says, "; "-separated */
 };
 
 enum { TR_OK, TR_FAIL, TR_OOM, TR_MISSING };
+
+/* vLLM's --percentile-metrics names infermeter computes vLLM's way. */
+static bool metrics_ok(const char *list) {
+  static const char *const names[] = {"ttft", "tpot", "itl", "e2el"};
+  const char *p = list;
+  while (*p) {
+    size_t n = strcspn(p, ","), k = 0;
+    while (k < 4 && (strlen(names[k]) != n || strncmp(p, names[k], n)))
+      k++;
+    if (k == 4)
+      return false;
+    p += n + (p[n] == ',');
+  }
+  return *list != '\0';
+}
+
+/* A vLLM flag whose value is kept until the end (the load is put together
+ * there): where it goes, or NULL. *fl: the flag's length. */
+static const char **saved_value(struct tr *t, const char *a, size_t *fl) {
+  static const struct {
+    const char *flag;
+    size_t off;
+  } keep_at[] = {
+      {"--num-prompts", offsetof(struct tr, prompts)},
+      {"--num-warmups", offsetof(struct tr, warmups)},
+      {"--request-rate", offsetof(struct tr, rate)},
+      {"--dataset-path", offsetof(struct tr, dataset_path)},
+      {"--sonnet-input-len", offsetof(struct tr, sonnet_in)},
+      {"--sonnet-output-len", offsetof(struct tr, sonnet_out)},
+      {"--sonnet-prefix-len", offsetof(struct tr, sonnet_prefix)},
+      {"--custom-output-len", offsetof(struct tr, custom_out)},
+  };
+  for (size_t k = 0; k < sizeof keep_at / sizeof keep_at[0]; k++)
+    if (flag_is(a, keep_at[k].flag, fl))
+      return (const char **)(void *)((char *)t + keep_at[k].off);
+  return NULL;
+}
+
+/* infermeter's own flag a: notes whether it describes the load. */
+static void note_own(struct tr *t, const char *a) {
+  size_t fl;
+  for (size_t k = 0; k < sizeof own_load / sizeof own_load[0]; k++)
+    if (flag_is(a, own_load[k], &fl))
+      t->own_load = true;
+  t->own_warmup |= flag_is(a, "--warmup", &fl);
+  t->own_dataset |= flag_is(a, "--dataset", &fl) || flag_is(a, "--trace", &fl) ||
+                    flag_is(a, "--scenario", &fl);
+  t->output_len_given |= flag_is(a, "--output-len", &fl);
+}
 
 /* --goodput KEY:VALUE... (vLLM's SLOs, into t->slo) and --metadata
  * KEY=VALUE... (tags): nargs='+', the values up to the next flag. */
@@ -187,15 +251,13 @@ static int translate_flag(struct tr *t, int argc, char **argv, int *ip, const ch
   } else if (flag_is(a, "--dataset-name", &fl)) {
     if (!(val = value_of(argc, argv, ip, a, fl)))
       return TR_MISSING;
-    if (strcmp(val, "random") && strcmp(val, "sharegpt")) {
-      fprintf(stderr, "infermeter run: --dataset-name %s: infermeter reads random and sharegpt "
-                      "(and its own: docs/datasets.md)\n", val);
+    if (strcmp(val, "random") && strcmp(val, "sharegpt") && strcmp(val, "custom") &&
+        strcmp(val, "sonnet")) {
+      fprintf(stderr, "infermeter run: --dataset-name %s: infermeter reads random, sharegpt, "
+                      "custom and sonnet (and its own: docs/datasets.md)\n", val);
       return TR_FAIL;
     }
-    /* vLLM ignores EOS on random datasets so generation runs to length. */
-    if (push(&t->o, "--dataset") || push(&t->o, val) ||
-        (!strcmp(val, "random") && push(&t->o, "--ignore-eos")))
-      return TR_OOM;
+    t->dataset = val;
     t->v->used = true;
   } else if (flag_is(a, "--random-prefix-len", &fl)) {
     if (!(val = value_of(argc, argv, ip, a, fl)))
@@ -205,6 +267,12 @@ static int translate_flag(struct tr *t, int argc, char **argv, int *ip, const ch
                              push(&t->o, "--prefix-share") || push(&t->o, "1")))
       return TR_OOM;
     t->v->used = true;
+  } else if (flag_is(a, "--max-concurrency", &fl)) {
+    if (!(val = value_of(argc, argv, ip, a, fl)))
+      return TR_MISSING;
+    t->max_conc = val;
+    if (push(&t->o, "--max-concurrency") || push(&t->o, val))
+      return TR_OOM;
   } else if (flag_is(a, "--goodput", &fl) || flag_is(a, "--metadata", &fl)) {
     int r = translate_multi(t, argc, argv, ip, a);
     if (r != TR_OK)
@@ -227,12 +295,12 @@ static int translate_flag(struct tr *t, int argc, char **argv, int *ip, const ch
       fprintf(stderr, "infermeter run: --ramp-up-strategy %s: linear or exponential\n", val);
       return TR_FAIL;
     }
-    t->ramp = val;
+    t->v->ramp = val;
     t->v->used = true;
   } else if (flag_is(a, "--ramp-up-start-rps", &fl) || flag_is(a, "--ramp-up-end-rps", &fl)) {
     if (!(val = value_of(argc, argv, ip, a, fl)))
       return TR_MISSING;
-    *(a[10] == 's' ? &t->ramp_start : &t->ramp_end) = val;
+    *(a[10] == 's' ? &t->v->ramp_start : &t->v->ramp_end) = val;
     t->v->used = true;
   } else if (flag_is(a, "--ready-check-timeout-sec", &fl)) {
     if (!(val = value_of(argc, argv, ip, a, fl)))
@@ -248,7 +316,22 @@ static int translate_flag(struct tr *t, int argc, char **argv, int *ip, const ch
   } else if (flag_is(a, "--percentile-metrics", &fl)) {
     if (!(val = value_of(argc, argv, ip, a, fl)))
       return TR_MISSING;
-    t->v->used = true; /* every metric's percentiles are reported */
+    if (!metrics_ok(val)) {
+      fprintf(stderr, "infermeter run: --percentile-metrics %s: a comma-separated list of ttft, "
+                      "tpot, itl and e2el\n", val);
+      return TR_FAIL;
+    }
+    t->v->percentile_metrics = val;
+    t->v->used = true;
+    if (push(&t->o, "--percentile-metrics") || push(&t->o, val))
+      return TR_OOM;
+  } else if (flag_is(a, "--metric-percentiles", &fl)) {
+    if (!(val = value_of(argc, argv, ip, a, fl)))
+      return TR_MISSING;
+    t->v->metric_percentiles = val; /* checked by --percentiles */
+    t->v->used = true;
+    if (push(&t->o, "--percentiles") || push(&t->o, val))
+      return TR_OOM;
   } else if (flag_is(a, "--disable-tqdm", &fl)) {
     t->v->used = true;
     if (push(&t->o, "--no-progress"))
@@ -263,6 +346,13 @@ static int translate_flag(struct tr *t, int argc, char **argv, int *ip, const ch
       return TR_MISSING;
     *dst = val;
     t->v->used = true;
+  } else if (saved_value(t, a, &fl) != NULL) {
+    const char **dst = saved_value(t, a, &fl);
+    if (!(val = value_of(argc, argv, ip, a, fl)))
+      return TR_MISSING;
+    *dst = val;
+    if (dst != &t->dataset_path) /* also infermeter's own */
+      t->v->used = true;
   } else if (flag_is(a, "--tokenizer", &fl)) {
     if (!(val = value_of(argc, argv, ip, a, fl)))
       return TR_MISSING;
@@ -274,9 +364,147 @@ static int translate_flag(struct tr *t, int argc, char **argv, int *ip, const ch
     }
     if (push(&t->o, "--tokenizer") || push(&t->o, val))
       return TR_OOM;
-  } else if (push(&t->o, a)) {
-    return TR_OOM;
+  } else {
+    note_own(t, a);
+    if (push(&t->o, a))
+      return TR_OOM;
   }
+  return TR_OK;
+}
+
+/* Adds a part to the notice. */
+static void say(struct tr *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(struct tr *t, const char *fmt, ...) {
+  size_t at = strlen(t->said);
+  if (at && at + 2 < sizeof t->said)
+    at += (size_t)snprintf(t->said + at, sizeof t->said - at, "; ");
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(t->said + at, sizeof t->said - at, fmt, ap);
+  va_end(ap);
+}
+
+/* A count flag's value: a whole number >= min, else -1 (said). */
+static long long count_of(const char *flag, const char *val, long long min) {
+  char *end = NULL;
+  errno = 0;
+  long long n = strtoll(val, &end, 10);
+  if (errno || end == val || *end || n < min || n > 100000000) {
+    fprintf(stderr, "infermeter run: %s %s: a whole number >= %lld\n", flag, val, min);
+    return -1;
+  }
+  return n;
+}
+
+/* vLLM's --dataset-name as infermeter's dataset flags. vLLM's defaults
+ * (vllm/benchmarks/serve.py and datasets.py): the dataset is random, which
+ * ignores EOS; sonnet 550 input, 150 output, 200 prefix tokens; custom 256
+ * output tokens. */
+static int finish_dataset(struct tr *t) {
+  const char *ds = t->dataset;
+  if (!ds && t->v->used && !t->own_load && !t->own_dataset) {
+    ds = "random";
+    say(t, "random prompts of --random-input-len tokens, EOS ignored (vLLM's default "
+           "--dataset-name random)");
+  }
+  const char *path = t->dataset_path;
+  bool ok = true;
+  if (ds && !strcmp(ds, "sonnet")) {
+    /* Not Shakespeare: synthetic text of the same lengths with the same
+     * shared prefix (what the sonnet dataset is used for). */
+    path = NULL;
+    ok = !push(&t->o, "--dataset") && !push(&t->o, "random") && !push(&t->o, "--input-len") &&
+         !push(&t->o, t->sonnet_in ? t->sonnet_in : "550") && !push(&t->o, "--output-len") &&
+         !push(&t->o, t->sonnet_out ? t->sonnet_out : "150") && !push(&t->o, "--prefix-groups") &&
+         !push(&t->o, "1") && !push(&t->o, "--prefix-len") &&
+         !push(&t->o, t->sonnet_prefix ? t->sonnet_prefix : "200") && !push(&t->o, "--prefix-share") &&
+         !push(&t->o, "1");
+    say(t, "--dataset-name sonnet: synthetic text of the sonnet lengths and shared prefix, not "
+           "the lines of %s", t->dataset_path ? t->dataset_path : "sonnet.txt");
+  } else if (ds && !strcmp(ds, "custom")) {
+    ok = !push(&t->o, "--dataset") && !push(&t->o, "jsonl");
+    if (ok && (t->custom_out || !t->output_len_given))
+      ok = !push(&t->o, "--output-len") && !push(&t->o, t->custom_out ? t->custom_out : "256");
+  } else if (ds) {
+    /* vLLM ignores EOS on random datasets so generation runs to length. */
+    ok = !push(&t->o, "--dataset") && !push(&t->o, ds) &&
+         (strcmp(ds, "random") || !push(&t->o, "--ignore-eos"));
+  }
+  if (ok && path)
+    ok = !push(&t->o, "--dataset-path") && !push(&t->o, path);
+  return ok ? TR_OK : TR_OOM;
+}
+
+/* The load: vLLM's ramp, rate, prompts and warm-ups as infermeter's flags.
+ * A command line that describes its load with none of infermeter's own
+ * flags gets vLLM's defaults (--request-rate inf, --num-prompts 1000,
+ * --num-warmups 0; vllm/benchmarks/serve.py); one with them keeps
+ * infermeter's for what it leaves out. */
+static int finish_load(struct tr *t) {
+  struct im__vllm *v = t->v;
+  v->num_prompts = -1;
+  if (v->ramp || v->ramp_start || v->ramp_end) {
+    /* vLLM's ramp: both rates required, the strategy steps the rate with
+     * the request index; --request-rate is refused with it (serve.py). */
+    if (!v->ramp || !v->ramp_start || !v->ramp_end || t->rate) {
+      fprintf(stderr, "infermeter run: --ramp-up-strategy needs --ramp-up-start-rps and "
+                      "--ramp-up-end-rps (and they need it), and no --request-rate\n");
+      return TR_FAIL;
+    }
+    char *k = keep(v, "vllm-ramp-", v->ramp, NULL, NULL);
+    if (!k || push(&t->o, "--schedule") || push(&t->o, k) || push(&t->o, "--rate") ||
+        push(&t->o, v->ramp_start) || push(&t->o, "--rate-end") || push(&t->o, v->ramp_end))
+      return TR_OOM;
+  }
+  bool vdefaults = v->used && !t->own_load;
+  const char *rate = t->rate;
+  if (!rate && !v->ramp && vdefaults) {
+    rate = "inf";
+    if (t->max_conc)
+      say(t, "every request at once, at most %s in flight (vLLM's default --request-rate inf)",
+          t->max_conc);
+    else
+      say(t, "every request at once (vLLM's default --request-rate inf)");
+  }
+  if (rate && (push(&t->o, "--rate") || push(&t->o, rate)))
+    return TR_OOM;
+  long long n = -1, w = 0;
+  if (t->prompts && (n = count_of("--num-prompts", t->prompts, 1)) < 0)
+    return TR_FAIL;
+  if (t->warmups && (w = count_of("--num-warmups", t->warmups, 0)) < 0)
+    return TR_FAIL;
+  if (!t->prompts && vdefaults) {
+    n = 1000;
+    say(t, "1000 requests (vLLM's default --num-prompts)");
+  }
+  v->num_warmups = w;
+  char nb[32], wb[32];
+  snprintf(nb, sizeof nb, "%lld", n + (t->own_warmup ? 0 : w));
+  snprintf(wb, sizeof wb, "%lld", w);
+  if (n > 0) {
+    /* vLLM's N prompts are N measured requests; its warm-ups come on top. */
+    v->num_prompts = n;
+    char *ns = keep(v, nb, NULL, NULL, NULL), *ws = keep(v, wb, NULL, NULL, NULL);
+    if (!ns || !ws || push(&t->o, "--requests") || push(&t->o, ns) ||
+        (!t->own_warmup && (push(&t->o, "--warmup") || push(&t->o, ws))))
+      return TR_OOM;
+  } else if (t->warmups) {
+    char *ws = keep(v, wb, NULL, NULL, NULL);
+    if (!ws || push(&t->o, "--warmup") || push(&t->o, ws))
+      return TR_OOM;
+  }
+  if (w > 0 && !t->own_warmup) {
+    bool burst = rate && !strcmp(rate, "inf");
+    say(t, "%lld warm-up request%s sent first and excluded from the figures%s", w, w == 1 ? "" : "s",
+        burst && !t->max_conc ? " (in a burst they leave with the measured ones: infermeter has no "
+                                "separate warm-up phase)"
+                              : "");
+  }
+  if (v->used && t->own_load && !t->own_warmup && !t->warmups && n < 0)
+    say(t, "infermeter's own warm-up applies (the first tenth of --requests, or 5 s of "
+           "--duration, excluded from the figures; --warmup 0 for none)");
+  if (t->said[0])
+    fprintf(stderr, "infermeter: vLLM's command line (docs/migrating.md): %s\n", t->said);
   return TR_OK;
 }
 
@@ -299,8 +527,7 @@ int im__vllm_translate(int argc, char **argv, int *out_argc, char ***out_argv,
         goto fail;
       }
       v->used = done = true;
-      /* vLLM's default rate, inf, sends everything at once: --rate inf,
-       * a burst (dispatch lag is then not judged). */
+      t.output_len_given |= !strcmp(renames[k].ours, "--output-len");
       if (push(&t.o, renames[k].ours) || push(&t.o, val))
         goto oom;
     }
@@ -322,19 +549,13 @@ int im__vllm_translate(int argc, char **argv, int *out_argc, char ***out_argv,
     fprintf(stderr, "infermeter run: %s needs a value\n", a); /* TR_MISSING */
     goto fail;
   }
-  /* vLLM's ramp: both rates required, the strategy steps the rate with the
-   * request index (vllm/benchmarks/serve.py); --request-rate is then unused. */
-  if (t.ramp || t.ramp_start || t.ramp_end) {
-    if (!t.ramp || !t.ramp_start || !t.ramp_end) {
-      fprintf(stderr, "infermeter run: --ramp-up-strategy needs --ramp-up-start-rps and "
-                      "--ramp-up-end-rps (and they need it)\n");
-      goto fail;
-    }
-    char *k = keep(v, "vllm-ramp-", t.ramp, NULL, NULL);
-    if (!k || push(&t.o, "--schedule") || push(&t.o, k) || push(&t.o, "--rate") ||
-        push(&t.o, t.ramp_start) || push(&t.o, "--rate-end") || push(&t.o, t.ramp_end))
-      goto oom;
-  }
+  int r = finish_dataset(&t);
+  if (r == TR_OK)
+    r = finish_load(&t);
+  if (r == TR_OOM)
+    goto oom;
+  if (r == TR_FAIL)
+    goto fail;
   if (t.host || t.port) {
     char *url = keep(v, "http://", t.host ? t.host : "127.0.0.1", ":", t.port ? t.port : "8000");
     if (!url || push(&t.o, "--url") || push(&t.o, url))
@@ -347,11 +568,6 @@ int im__vllm_translate(int argc, char **argv, int *out_argc, char ***out_argv,
   }
   if (v->save_result && !v->result_dir && !v->result_filename)
     v->result_dir = ".";
-  if (v->used)
-    fprintf(stderr, "infermeter: vLLM flags translated (docs/migrating.md); infermeter's own "
-                    "defaults kept where vLLM's differ: a 5 s warm-up excluded from the figures "
-                    "(--num-warmups N or --warmup 0s to change), requests counted from the "
-                    "schedule, percentiles as docs/metrics.md defines them\n");
   *out_argc = t.o.n;
   *out_argv = t.o.v;
   return 0;
@@ -366,6 +582,128 @@ fail:
 /* ---- vLLM's result file ------------------------------------------------- */
 
 static json_t *num_or(const json_t *v) { return json_is_number(v) ? json_deep_copy(v) : json_null(); }
+
+/* Whether word (a comma-separated list item) is in list. */
+static bool in_list(const char *list, const char *word, size_t n) {
+  for (const char *p = list; *p;) {
+    size_t k = strcspn(p, ",");
+    if (k == n && !strncmp(p, word, n))
+      return true;
+    p += k + (p[k] == ',');
+  }
+  return false;
+}
+
+/* vLLM's name of percentile p: str(int(p)) if whole, else str(p)
+ * (serve.py's process_one_metric). */
+static void pct_word(double p, char *buf, size_t cap) {
+  if (p == (double)(long long)p) {
+    snprintf(buf, cap, "%lld", (long long)p);
+    return;
+  }
+  for (int prec = 1; prec <= 17; prec++) {
+    snprintf(buf, cap, "%.*g", prec, p);
+    if (strtod(buf, NULL) == p)
+      return;
+  }
+}
+
+/* Whether a key of the summary belongs in vLLM's file: vLLM writes mean,
+ * median, std and the --metric-percentiles (default 99) of the metrics of
+ * --percentile-metrics (default ttft,tpot,itl) only (serve.py). */
+static bool vllm_key_kept(const char *key, const struct im__vllm *v) {
+  if (!strcmp(key, "null_reasons")) /* infermeter's: why a figure is null */
+    return false;
+  size_t n = strlen(key);
+  if (n < 4 || strcmp(key + n - 3, "_ms"))
+    return true;
+  const char *metric = key + n - 3;
+  while (metric > key && metric[-1] != '_')
+    metric--;
+  size_t mlen = (size_t)(key + n - 3 - metric);
+  if (metric == key || !in_list("ttft,tpot,itl,e2el", metric, mlen))
+    return true;
+  if (!in_list(v->percentile_metrics ? v->percentile_metrics : "ttft,tpot,itl", metric, mlen))
+    return false;
+  size_t slen = (size_t)(metric - 1 - key); /* the statistic: mean, median, std, pP */
+  if ((slen == 4 && !strncmp(key, "mean", 4)) || (slen == 6 && !strncmp(key, "median", 6)) ||
+      (slen == 3 && !strncmp(key, "std", 3)))
+    return true;
+  const char *list = v->metric_percentiles ? v->metric_percentiles : "99";
+  for (const char *p = list; *p;) {
+    char word[32];
+    pct_word(strtod(p, NULL), word, sizeof word);
+    if (key[0] == 'p' && strlen(word) == slen - 1 && !strncmp(key + 1, word, slen - 1))
+      return true;
+    p += strcspn(p, ",");
+    p += *p == ',';
+  }
+  return false;
+}
+
+/* Orders attempts by logical request, the last attempt first. */
+static int by_request(const void *x, const void *y) {
+  const struct im_record *a = *(const struct im_record *const *)x, *b = *(const struct im_record *const *)y;
+  if (a->logical_id != b->logical_id)
+    return a->logical_id < b->logical_id ? -1 : 1;
+  return a->attempt > b->attempt ? -1 : a->attempt < b->attempt;
+}
+
+/* --save-detailed: vLLM's per-request arrays from DIR/requests.jsonl, one
+ * entry per user request in the order they were sent (its final attempt;
+ * warm-ups excluded), as serve.py's benchmark() lists its outputs: a
+ * failure has ttft 0, no itls, latency 0 and output length 0. */
+static void add_arrays(const char *dir, json_t *out) {
+  char path[4200];
+  snprintf(path, sizeof path, "%s/requests.jsonl", dir);
+  struct im_record *recs = NULL;
+  size_t n = 0;
+  struct im_read_report rr;
+  memset(&rr, 0, sizeof rr);
+  json_t *in = json_array(), *ol = json_array(), *st = json_array(), *tt = json_array(),
+         *it = json_array(), *lat = json_array(), *qt = json_array(), *gt = json_array(),
+         *er = json_array();
+  const struct im_record **ord = NULL;
+  bool *final = NULL;
+  if (im_records_read_path(path, &recs, &n, &rr) == IM_OK && n &&
+      (ord = malloc(n * sizeof *ord)) && (final = calloc(n, sizeof *final))) {
+    for (size_t i = 0; i < n; i++)
+      ord[i] = &recs[i];
+    qsort(ord, n, sizeof *ord, by_request);
+    for (size_t i = 0; i < n; i++)
+      final[ord[i] - recs] = i == 0 || ord[i - 1]->logical_id != ord[i]->logical_id;
+  }
+  for (size_t i = 0; final && i < n; i++) {
+    const struct im_record *r = &recs[i];
+    if (!final[i] || (r->kind != IM_KIND_MEASURED && r->kind != IM_KIND_RETRY))
+      continue;
+    bool ok = r->error == IM_EC_NONE && r->t_first >= 0;
+    json_array_append_new(in, json_integer(r->prompt_tokens));
+    json_array_append_new(ol, json_integer(ok ? r->output_tokens : 0));
+    json_array_append_new(st, json_real((double)r->t_start / 1e9));
+    json_array_append_new(tt, json_real(ok ? (double)(r->t_first - r->t_start) / 1e9 : 0.0));
+    json_array_append_new(lat, json_real(ok ? (double)(r->t_last - r->t_start) / 1e9 : 0.0));
+    json_array_append_new(qt, json_real((double)(r->t_start - r->t_dispatch) / 1e9));
+    json_t *gaps = json_array();
+    for (uint32_t k = 1; ok && r->chunk_us && k < r->n_chunks; k++)
+      json_array_append_new(gaps, json_real((double)(r->chunk_us[k] - r->chunk_us[k - 1]) / 1e6));
+    json_array_append_new(it, gaps);
+    json_array_append_new(gt, json_string(""));
+    json_array_append_new(er, json_string(ok ? "" : im_errclass_name(r->error)));
+  }
+  free(ord);
+  free(final);
+  im_records_free(recs, n);
+  json_object_set_new(out, "input_lens", in);
+  json_object_set_new(out, "output_lens", ol);
+  json_object_set_new(out, "ttfts", tt);
+  json_object_set_new(out, "itls", it);
+  json_object_set_new(out, "latencies", lat);
+  json_object_set_new(out, "start_times", st);
+  json_object_set_new(out, "queue_times", qt);
+  json_object_set_new(out, "generated_texts", gt);
+  json_object_set_new(out, "errors", er);
+}
 
 int im__vllm_save(const char *dir, const struct im__vllm *v) {
   char path[4200];
@@ -394,66 +732,38 @@ int im__vllm_save(const char *dir, const struct im__vllm *v) {
   json_object_set_new(out, "label", v->label ? json_string(v->label) : json_null());
   json_object_set_new(out, "model_id", json_string(model ? model : ""));
   json_object_set_new(out, "tokenizer_id", json_string(tok && strcmp(tok, "built-in") ? tok : model ? model : ""));
-  json_t *np = json_object_get(sch, "requests");
   json_object_set_new(out, "num_prompts",
-                      json_is_integer(np) ? json_deep_copy(np)
-                                          : json_integer(json_integer_value(json_object_get(sum, "completed")) +
-                                                         json_integer_value(json_object_get(sum, "failed"))));
+                      v->num_prompts > 0
+                          ? json_integer(v->num_prompts)
+                          : json_integer(json_integer_value(json_object_get(sum, "completed")) +
+                                         json_integer_value(json_object_get(sum, "failed"))));
   for (int i = 0; i < v->n_metadata; i++) {
     const char *eq = strchr(v->metadata[i], '=');
     char key[256];
     snprintf(key, sizeof key, "%.*s", (int)(eq - v->metadata[i]), v->metadata[i]);
     json_object_set_new(out, key, json_string(eq + 1));
   }
-  json_object_set_new(out, "request_rate",
-                      json_is_number(json_object_get(sch, "rate")) ? json_real(rate)
-                                                                  : json_string("inf")); /* a burst */
+  /* "inf" for a burst, and with a ramp (its --request-rate stays inf). */
+  json_object_set_new(out, "request_rate", json_is_number(json_object_get(sch, "rate")) && !v->ramp
+                                               ? json_real(rate)
+                                               : json_string("inf"));
   json_object_set_new(out, "burstiness", json_is_number(json_object_get(sch, "burstiness"))
                                              ? json_deep_copy(json_object_get(sch, "burstiness"))
                                              : json_real(1.0));
   json_object_set_new(out, "max_concurrency", num_or(json_object_get(sch, "max_concurrency")));
-  json_object_update(out, (json_t *)sum); /* the benchmark's figures, computed vLLM's way */
-  if (v->save_detailed) {
-    snprintf(path, sizeof path, "%s/requests.jsonl", dir);
-    struct im_record *recs = NULL;
-    size_t n = 0;
-    struct im_read_report rr;
-    memset(&rr, 0, sizeof rr);
-    json_t *in = json_array(), *ol = json_array(), *st = json_array(), *tt = json_array(),
-           *it = json_array(), *gt = json_array(), *er = json_array();
-    if (im_records_read_path(path, &recs, &n, &rr) == IM_OK) {
-      for (size_t i = 0; i < n; i++) {
-        const struct im_record *r = &recs[i];
-        /* One entry per user request, as vLLM: its final attempt. */
-        if (r->kind != IM_KIND_MEASURED && r->kind != IM_KIND_RETRY)
-          continue;
-        bool final = true;
-        for (size_t k = 0; k < n && final; k++)
-          final = !(recs[k].logical_id == r->logical_id && recs[k].attempt > r->attempt);
-        if (!final)
-          continue;
-        bool ok = r->error == IM_EC_NONE && r->t_first >= 0;
-        json_array_append_new(in, json_integer(r->prompt_tokens));
-        json_array_append_new(ol, json_integer(ok ? r->output_tokens : 0));
-        json_array_append_new(st, json_real((double)r->t_start / 1e9));
-        json_array_append_new(tt, json_real(ok ? (double)(r->t_first - r->t_start) / 1e9 : 0.0));
-        json_t *gaps = json_array();
-        for (uint32_t k = 1; ok && r->chunk_us && k < r->n_chunks; k++)
-          json_array_append_new(gaps, json_real((double)(r->chunk_us[k] - r->chunk_us[k - 1]) / 1e6));
-        json_array_append_new(it, gaps);
-        json_array_append_new(gt, json_string(""));
-        json_array_append_new(er, json_string(ok ? "" : im_errclass_name(r->error)));
-      }
-    }
-    im_records_free(recs, n);
-    json_object_set_new(out, "input_lens", in);
-    json_object_set_new(out, "output_lens", ol);
-    json_object_set_new(out, "start_times", st);
-    json_object_set_new(out, "ttfts", tt);
-    json_object_set_new(out, "itls", it);
-    json_object_set_new(out, "generated_texts", gt);
-    json_object_set_new(out, "errors", er);
+  if (v->ramp) { /* serve.py writes these with a ramp */
+    json_object_set_new(out, "ramp_up_strategy", json_string(v->ramp));
+    json_object_set_new(out, "ramp_up_start_rps", json_integer(atoll(v->ramp_start)));
+    json_object_set_new(out, "ramp_up_end_rps", json_integer(atoll(v->ramp_end)));
   }
+  /* The benchmark's figures, computed vLLM's way (analyze/summary.h). */
+  const char *key;
+  json_t *val;
+  json_object_foreach((json_t *)sum, key, val)
+    if (vllm_key_kept(key, v))
+      json_object_set(out, key, val);
+  if (v->save_detailed)
+    add_arrays(dir, out);
   char file[4200];
   if (v->result_dir && mkdir(v->result_dir, 0755) && errno != EEXIST)
     fprintf(stderr, "infermeter: --result-dir %s: %s\n", v->result_dir, strerror(errno));
@@ -466,14 +776,22 @@ int im__vllm_save(const char *dir, const struct im__vllm *v) {
     char rs[32], conc[48] = "";
     if (!json_is_number(json_object_get(sch, "rate")) || rate >= 100000) /* a burst */
       snprintf(rs, sizeof rs, "inf");
-    else
-      snprintf(rs, sizeof rs, "%g", rate);
+    else { /* Python's str() of vLLM's float rate: 20.0, 2.5 */
+      pct_word(rate, rs, sizeof rs - 2);
+      if (!strchr(rs, '.') && !strchr(rs, 'e'))
+        strcat(rs, ".0");
+    }
     if (json_is_integer(json_object_get(sch, "max_concurrency")))
       snprintf(conc, sizeof conc, "-concurrency%lld",
                (long long)json_integer_value(json_object_get(sch, "max_concurrency")));
-    snprintf(file, sizeof file, "%s/%s-%sqps%s-%s-%s.json", v->result_dir,
-             v->label ? v->label : backend ? backend : "openai-chat", rs, conc,
-             base ? base + 1 : model ? model : "model", date);
+    const char *label = v->label ? v->label : backend ? backend : "openai-chat";
+    const char *mbase = base ? base + 1 : model ? model : "model";
+    if (v->ramp) /* compute_result_filename in serve.py */
+      snprintf(file, sizeof file, "%s/%s-ramp-up-%s-%sqps-%sqps%s-%s-%s.json", v->result_dir, label,
+               v->ramp, v->ramp_start, v->ramp_end, conc, mbase, date);
+    else
+      snprintf(file, sizeof file, "%s/%s-%sqps%s-%s-%s.json", v->result_dir, label, rs, conc,
+               mbase, date);
   }
   int rc = json_dump_file(out, file, JSON_REAL_PRECISION(17));
   if (rc)

@@ -196,8 +196,13 @@ static void vstat(FILE *o, const char *name, const struct im_vllm_stat *v,
   line(o, label, 2, v->mean);
   snprintf(label, sizeof label, "Median %s (ms):", name);
   line(o, label, 2, v->median);
+  /* vLLM's table shows P99 (the median is above) for infermeter's default
+   * list; a list given (--percentiles, vLLM's --metric-percentiles) is
+   * printed whole, as vLLM prints its --metric-percentiles. */
+  static const double dflt[] = {50, 90, 95, 99, 99.9};
+  bool given = cfg->n_percentiles != 5 || memcmp(cfg->percentiles, dflt, sizeof dflt);
   for (size_t i = 0; i < cfg->n_percentiles; i++) {
-    if (cfg->percentiles[i] != 99) /* vLLM's table shows P99 (the median is above) */
+    if (!given && cfg->percentiles[i] != 99)
       continue;
     snprintf(label, sizeof label, "P%g %s (ms):", cfg->percentiles[i], name);
     line(o, label, 2, v->pct[i]);
