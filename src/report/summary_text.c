@@ -222,14 +222,17 @@ void im_report_text(FILE *o, const struct im_summary *s, const struct im_summary
     line(o, "Request goodput (req/s):", 2, s->request_goodput);
   line(o, "Output token throughput (tok/s):", 2, s->output_throughput);
   line(o, "Total Token throughput (tok/s):", 2, s->total_token_throughput);
-  section(o, "Time to First Token");
-  vstat(o, "TTFT", &s->v_ttft, cfg);
-  section(o, "Time per Output Token (excl. 1st token)");
-  vstat(o, "TPOT", &s->v_tpot, cfg);
-  section(o, "Inter-token Latency");
-  vstat(o, "ITL", &s->v_itl, cfg);
-  section(o, "End-to-end Latency");
-  vstat(o, "E2EL", &s->v_e2el, cfg);
+  /* The metrics of --percentile-metrics (0: all), in vLLM's order. */
+  static const char *const title[] = {"Time to First Token", "Time per Output Token (excl. 1st token)",
+                                      "Inter-token Latency", "End-to-end Latency"};
+  static const char *const name[] = {"TTFT", "TPOT", "ITL", "E2EL"};
+  const struct im_vllm_stat *vs[] = {&s->v_ttft, &s->v_tpot, &s->v_itl, &s->v_e2el};
+  for (int m = IM_PM_TTFT; m <= IM_PM_E2EL; m++) {
+    if (cfg->pct_metrics && !(cfg->pct_metrics & (1u << m)))
+      continue;
+    section(o, title[m]);
+    vstat(o, name[m], vs[m], cfg);
+  }
   fprintf(o, "============ infermeter: measured window =========\n");
   line(o, "Window (s):", 2, s->window_s);
   line2(o, "Scheduled / dispatched rate (req/s):", 3, s->scheduled_rate, s->dispatched_rate);

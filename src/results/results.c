@@ -620,6 +620,7 @@ static int report_all(struct rep *p) {
   im_summary_config_default(&p->scfg);
   p->scfg.n_percentiles = an->n_percentiles;
   memcpy(p->scfg.percentiles, an->percentiles, sizeof an->percentiles);
+  p->scfg.pct_metrics = an->pct_metrics;
   p->scfg.has_slo_ttft = an->has_slo_ttft;
   p->scfg.has_slo_tpot = an->has_slo_tpot;
   p->scfg.has_slo_e2el = an->has_slo_e2el;

@@ -709,6 +709,7 @@ static int open_run_files(struct run *r) {
                                   .slo_tpot_ms = o->scfg.slo_tpot_ms,
                                   .slo_e2el_ms = o->scfg.slo_e2el_ms,
                                   .slo_target = o->slo_target,
+                                  .pct_metrics = o->scfg.pct_metrics,
                                   .stages_planned = r->env.n_stages,
                                   .rate_sweep = rate_sweep,
                                   .autosweep = r->autosweep,

@@ -6,7 +6,7 @@
 # vLLM's definitions, recomputed in Python from the file's own per-request
 # arrays (tests/e2e/vllm_keys.py). docs/migrating.md.
 . "$(dirname "$0")/lib.sh"
-KEYS="$(dirname "$0")/vllm_keys.py"
+KEYS="$E2E_DIR/vllm_keys.py"
 command -v python3 >/dev/null 2>&1 || { echo "test_vllm_keys: python3 missing, skipped"; exit 0; }
 start_server --time-scale 20
 cd "$TMP" || exit 1
