@@ -21,6 +21,7 @@ static const struct {
     {"--base-url", "--url"},               {"--random-input-len", "--input-len"},
     {"--random-output-len", "--output-len"}, {"--random-range-ratio", "--range-ratio"},
     {"--sharegpt-output-len", "--output-len"}, {"--served-model-name", "--model"},
+    {"--probe-request-rate", "--probe-rate"},
 };
 
 /* infermeter's own flags that describe the load: a command line with one
@@ -46,6 +47,30 @@ static const struct {
     {"--skip-tokenizer-init", "the built-in tokenizer (the default)"},
     {"--extra-body", "a dataset's extra object (docs/datasets.md)"},
     {"--request-id-prefix", "X-Request-Id is im-<run salt>-<id>"},
+    {"--lora-assignment", "no adapter mix on the command line yet"},
+    {"--chat-template-kwargs", "a dataset's extra object (docs/datasets.md)"},
+    {"--timeline-itl-thresholds", "the HTML report (DIR/report.html)"},
+    {"--use-beam-search", "no beam search"},
+    {"--self-timed", "--trace FILE (a trace with timestamps replays at them)"},
+    {"--no-self-timed", "--trace FILE with --rate R (the trace's lengths at a rate)"},
+    {"--no-oversample", "--num-prompts at most the file's prompts (infermeter cycles a shorter file)"},
+    {"--skip-chat-template", "nothing: the prompt is sent as the dataset writes it"},
+    {"--custom-skip-chat-template", "nothing: the prompt is sent as the dataset writes it"},
+    {"--no-stream", "a dataset file (--dataset-path); Hugging Face ids are not downloaded"},
+    {"--hf-subset", "a dataset file; Hugging Face datasets are not downloaded"},
+    {"--hf-split", "a dataset file; Hugging Face datasets are not downloaded"},
+    {"--hf-name", "a dataset file; Hugging Face datasets are not downloaded"},
+    {"--hf-output-len", "a dataset file; Hugging Face datasets are not downloaded"},
+    {"--spec-bench-output-len", "--dataset-name custom with the prompts in a file"},
+    {"--spec-bench-category", "--dataset-name custom with the prompts in a file"},
+    {"--blazedit-min-distance", "--dataset-name custom with the prompts in a file"},
+    {"--blazedit-max-distance", "--dataset-name custom with the prompts in a file"},
+    {"--prefix-repetition-prefix-len", "--prefix-groups G --prefix-len N --prefix-share 1"},
+    {"--prefix-repetition-suffix-len", "--prefix-groups G --prefix-len N --prefix-share 1"},
+    {"--prefix-repetition-num-prefixes", "--prefix-groups G --prefix-len N --prefix-share 1"},
+    {"--prefix-repetition-output-len", "--prefix-groups G --prefix-len N --prefix-share 1"},
+    {"--random-batch-size", "no embeddings benchmark"},
+    {"--no-reranker", "no reranker benchmark"},
 };
 
 struct out {
@@ -116,7 +141,7 @@ struct tr {
   const char *dataset, *dataset_path, *prompts, *warmups, *rate;
   const char *sonnet_in, *sonnet_out, *sonnet_prefix, *custom_out;
   bool own_load;                         /* one of own_load[] was given */
-  bool own_dataset, own_warmup, output_len_given;
+  bool own_dataset, own_warmup, output_len_given, backend_given;
   const char *max_conc; /* --max-concurrency's value, NULL: none */
   char said[1024];      /* what the notice says, "; "-separated */
 };
@@ -233,8 +258,9 @@ static int translate_flag(struct tr *t, int argc, char **argv, int *ip, const ch
     }
     if (push(&t->o, "--backend") || push(&t->o, be))
       return TR_OOM;
-    t->v->used = true;
+    t->v->used = t->backend_given = true;
   } else if (flag_is(a, "--backend", &fl)) {
+    t->backend_given = true;
     if (!(val = value_of(argc, argv, ip, a, fl)))
       return TR_MISSING;
     t->v->backend = val;
@@ -332,6 +358,8 @@ static int translate_flag(struct tr *t, int argc, char **argv, int *ip, const ch
     t->v->used = true;
     if (push(&t->o, "--percentiles") || push(&t->o, val))
       return TR_OOM;
+  } else if (flag_is(a, "--disable-shuffle", &fl)) {
+    t->v->used = true; /* infermeter takes a file's prompts in order, unshuffled */
   } else if (flag_is(a, "--disable-tqdm", &fl)) {
     t->v->used = true;
     if (push(&t->o, "--no-progress"))
@@ -457,6 +485,12 @@ static int finish_load(struct tr *t) {
       return TR_OOM;
   }
   bool vdefaults = v->used && !t->own_load;
+  if (vdefaults && !t->backend_given) { /* serve.py: --backend openai, --endpoint /v1/completions */
+    v->backend = "openai";
+    if (push(&t->o, "--backend") || push(&t->o, "openai-completions"))
+      return TR_OOM;
+    say(t, "/v1/completions (vLLM's default --backend openai)");
+  }
   const char *rate = t->rate;
   if (!rate && !v->ramp && vdefaults) {
     rate = "inf";

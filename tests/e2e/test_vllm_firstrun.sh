@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The first runs of a vLLM user (docs/migrating.md): a command line that
 # leaves the load to vLLM's defaults gets them (--request-rate inf,
-# --num-prompts 1000, --dataset-name random), and the notice says so;
+# --num-prompts 1000, --dataset-name random, --backend openai), and the
+# notice says so;
 # `report` and `audit` read a --repeat set's directory; a rate=auto sweep
 # whose throughput stage measured nothing says why and what to change,
 # prints no nan and reports no SLO failure.
@@ -9,7 +10,8 @@
 start_server --time-scale 20
 cd "$TMP" || exit 1
 
-# ---- vLLM's defaults: no --request-rate, no --num-prompts, no dataset.
+# ---- vLLM's defaults: no --request-rate, no --num-prompts, no dataset, no
+# backend.
 "$BIN" run --base-url "$BASE" --random-input-len 16 --random-output-len 2 --max-concurrency 64 \
   --disable-tqdm --out "$TMP/dflt" >"$TMP/dflt.out" 2>"$TMP/dflt.err"
 rc=$?
@@ -24,7 +26,10 @@ check "random prompts with EOS ignored: every output 2 tokens" \
   "$TMP/dflt/results.json"
 check "no warm-up (vLLM's --num-warmups 0)" \
   jq -es 'map(select(.kind == "warmup")) | length == 0' "$TMP/dflt/requests.jsonl"
+check "the completions endpoint (vLLM's default --backend openai)" \
+  jq -e '.manifest.target.backend == "openai-completions"' "$TMP/dflt/results.json"
 for said in "every request at once, at most 64 in flight (vLLM's default --request-rate inf)" \
+  "/v1/completions (vLLM's default --backend openai)" \
   "1000 requests (vLLM's default --num-prompts)" "vLLM's default --dataset-name random"; do
   check "the notice says: $said" grep -qF "$said" "$TMP/dflt.err"
 done

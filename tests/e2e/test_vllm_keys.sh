@@ -99,7 +99,7 @@ check "the completions endpoint was driven" jq -e '.manifest.target.backend == "
 check "the printed table has P95 E2EL" grep -qE '^P95 E2EL' "$TMP/custom.out"
 
 # 5. --save-result without --save-detailed: vLLM's summary keys only.
-vrun summary --dataset-name random --random-input-len 64 --random-output-len 8 --num-prompts 10 \
+vrun summary --backend openai-chat --endpoint /v1/chat/completions --dataset-name random --random-input-len 64 --random-output-len 8 --num-prompts 10 \
   --request-rate 50
 keys "summary only" --num-prompts 10 --rate 50 --summary-only
 check "no per-request arrays" jq -e 'has("ttfts") or has("itls") or has("input_lens") | not' "$F"
