@@ -18,7 +18,7 @@
 static const struct {
   const char *vllm, *ours;
 } renames[] = {
-    {"--base-url", "--url"},               {"--random-input-len", "--input-len"},
+    {"--base-url", "--url"},
     {"--random-output-len", "--output-len"}, {"--random-range-ratio", "--range-ratio"},
     {"--sharegpt-output-len", "--output-len"}, {"--served-model-name", "--model"},
     {"--probe-request-rate", "--probe-rate"},
@@ -139,7 +139,7 @@ struct tr {
   char slo[256];
   /* The load as vLLM's flags describe it, combined at the end. */
   const char *dataset, *dataset_path, *prompts, *warmups, *rate;
-  const char *sonnet_in, *sonnet_out, *sonnet_prefix, *custom_out;
+  const char *sonnet_in, *sonnet_out, *sonnet_prefix, *custom_out, *random_in, *random_prefix;
   bool own_load;                         /* one of own_load[] was given */
   bool own_dataset, own_warmup, output_len_given, backend_given;
   const char *max_conc; /* --max-concurrency's value, NULL: none */
@@ -178,6 +178,8 @@ static const char **saved_value(struct tr *t, const char *a, size_t *fl) {
       {"--sonnet-output-len", offsetof(struct tr, sonnet_out)},
       {"--sonnet-prefix-len", offsetof(struct tr, sonnet_prefix)},
       {"--custom-output-len", offsetof(struct tr, custom_out)},
+      {"--random-input-len", offsetof(struct tr, random_in)},
+      {"--random-prefix-len", offsetof(struct tr, random_prefix)},
   };
   for (size_t k = 0; k < sizeof keep_at / sizeof keep_at[0]; k++)
     if (flag_is(a, keep_at[k].flag, fl))
@@ -284,14 +286,6 @@ static int translate_flag(struct tr *t, int argc, char **argv, int *ip, const ch
       return TR_FAIL;
     }
     t->dataset = val;
-    t->v->used = true;
-  } else if (flag_is(a, "--random-prefix-len", &fl)) {
-    if (!(val = value_of(argc, argv, ip, a, fl)))
-      return TR_MISSING;
-    if (strcmp(val, "0") && (push(&t->o, "--prefix-groups") || push(&t->o, "1") ||
-                             push(&t->o, "--prefix-len") || push(&t->o, val) ||
-                             push(&t->o, "--prefix-share") || push(&t->o, "1")))
-      return TR_OOM;
     t->v->used = true;
   } else if (flag_is(a, "--max-concurrency", &fl)) {
     if (!(val = value_of(argc, argv, ip, a, fl)))
@@ -460,6 +454,23 @@ static int finish_dataset(struct tr *t) {
   }
   if (ok && path)
     ok = !push(&t->o, "--dataset-path") && !push(&t->o, path);
+  /* vLLM's random prompt is --random-prefix-len shared tokens followed by
+   * --random-input-len others (datasets.py); infermeter's --input-len
+   * counts the prefix in. */
+  if (ds && !strcmp(ds, "sonnet"))
+    return ok ? TR_OK : TR_OOM;
+  long long pre = t->random_prefix ? count_of("--random-prefix-len", t->random_prefix, 0) : 0;
+  long long len = t->random_in ? count_of("--random-input-len", t->random_in, 1) : 1024;
+  if (pre < 0 || len < 0)
+    return TR_FAIL;
+  char total[32];
+  snprintf(total, sizeof total, "%lld", len + pre);
+  char *in = pre > 0 ? keep(t->v, total, NULL, NULL, NULL) : (char *)t->random_in;
+  if (ok && (pre > 0 || t->random_in))
+    ok = in && !push(&t->o, "--input-len") && !push(&t->o, in);
+  if (ok && pre > 0)
+    ok = !push(&t->o, "--prefix-groups") && !push(&t->o, "1") && !push(&t->o, "--prefix-len") &&
+         !push(&t->o, t->random_prefix) && !push(&t->o, "--prefix-share") && !push(&t->o, "1");
   return ok ? TR_OK : TR_OOM;
 }
 

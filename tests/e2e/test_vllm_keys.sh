@@ -32,14 +32,16 @@ keys() {
   check_eq "$desc: every key as vLLM defines it" "$out" ""
 }
 
-# 1. random, vLLM's defaults for the rate (inf) with a concurrency cap,
+# 1. random with a shared prefix, vLLM's defaults for the rate (inf) with a concurrency cap,
 # every percentile metric and three percentiles, goodput.
 vrun random --backend openai-chat --endpoint /v1/chat/completions --dataset-name random \
-  --random-input-len 256 --random-output-len 24 --num-prompts 24 --max-concurrency 4 \
+  --random-input-len 256 --random-prefix-len 64 --random-output-len 24 --num-prompts 24 --max-concurrency 4 \
   --percentile-metrics ttft,tpot,itl,e2el --metric-percentiles 50,90,99 \
   --goodput ttft:200 e2el:2000 --save-detailed
 keys "random, burst, --max-concurrency 4" --num-prompts 24 --max-concurrency 4 \
   --percentiles 50,90,99 --metrics ttft,tpot,itl,e2el --goodput ttft:200,e2el:2000
+check "vLLM's random prompt: the 64-token shared prefix, then 256 tokens" \
+  jq -e '.input_lens | unique == [320]' "$F"
 check "named as vLLM names it: inf, the concurrency" test -n "$(ls "$TMP"/random/openai-chat-infqps-concurrency4-deepseek-v3-*.json)"
 check "the notice says vLLM's default rate and the cap" \
   grep -q "every request at once, at most 4 in flight (vLLM's default --request-rate inf)" "$TMP/random.err"
