@@ -99,6 +99,10 @@ keys "custom at 40 req/s, e2el only, p95" --num-prompts 10 --rate 40 --metrics e
 check "the completions endpoint was driven" jq -e '.manifest.target.backend == "openai-completions"' \
   "$TMP/custom.run/results.json"
 check "the printed table has P95 E2EL" grep -qE '^P95 E2EL' "$TMP/custom.out"
+check "... and no TTFT section (--percentile-metrics e2el)" test -z "$(grep -E '^Mean TTFT' "$TMP/custom.out")"
+"$BIN" report "$TMP/custom.run" --no-html >"$TMP/custom.rep" 2>&1
+check "report DIR prints the same metrics (kept in the manifest)" \
+  test -z "$(grep -E '^Mean TTFT' "$TMP/custom.rep")" -a -n "$(grep -E '^P95 E2EL' "$TMP/custom.rep")"
 
 # 5. --save-result without --save-detailed: vLLM's summary keys only.
 vrun summary --backend openai-chat --endpoint /v1/chat/completions --dataset-name random --random-input-len 64 --random-output-len 8 --num-prompts 10 \
