@@ -146,7 +146,7 @@ struct tr {
   char said[1024];      /* what the notice says, "; "-separated */
 };
 
-enum { TR_OK, TR_FAIL, TR_OOM, TR_MISSING };
+enum { TR_OK, TR_FAIL, TR_OOM, TR_MISSING, TR_NOT_MINE };
 
 /* vLLM's --percentile-metrics names infermeter computes vLLM's way. */
 static bool metrics_ok(const char *list) {
@@ -236,11 +236,59 @@ static int translate_multi(struct tr *t, int argc, char **argv, int *ip, const c
   return TR_OK;
 }
 
+/* The flags whose values are kept for the end or for vLLM's file:
+ * TR_NOT_MINE when a is none of them. */
+static int translate_kept(struct tr *t, int argc, char **argv, int *ip, const char *a) {
+  size_t fl = 0;
+  const char *val;
+  if (flag_is(a, "--max-concurrency", &fl)) {
+    if (!(val = value_of(argc, argv, ip, a, fl)))
+      return TR_MISSING;
+    t->max_conc = val;
+    if (push(&t->o, "--max-concurrency") || push(&t->o, val))
+      return TR_OOM;
+  } else if (flag_is(a, "--percentile-metrics", &fl)) {
+    if (!(val = value_of(argc, argv, ip, a, fl)))
+      return TR_MISSING;
+    if (!metrics_ok(val)) {
+      fprintf(stderr, "infermeter run: --percentile-metrics %s: a comma-separated list of ttft, "
+                      "tpot, itl and e2el\n", val);
+      return TR_FAIL;
+    }
+    t->v->percentile_metrics = val;
+    t->v->used = true;
+    if (push(&t->o, "--percentile-metrics") || push(&t->o, val))
+      return TR_OOM;
+  } else if (flag_is(a, "--metric-percentiles", &fl)) {
+    if (!(val = value_of(argc, argv, ip, a, fl)))
+      return TR_MISSING;
+    t->v->metric_percentiles = val; /* checked by --percentiles */
+    t->v->used = true;
+    if (push(&t->o, "--percentiles") || push(&t->o, val))
+      return TR_OOM;
+  } else if (flag_is(a, "--disable-shuffle", &fl)) {
+    t->v->used = true; /* infermeter takes a file's prompts in order, unshuffled */
+  } else if (saved_value(t, a, &fl) != NULL) {
+    const char **dst = saved_value(t, a, &fl);
+    if (!(val = value_of(argc, argv, ip, a, fl)))
+      return TR_MISSING;
+    *dst = val;
+    if (dst != &t->dataset_path) /* also infermeter's own */
+      t->v->used = true;
+  } else {
+    return TR_NOT_MINE;
+  }
+  return TR_OK;
+}
+
 /* One argument that is not a plain rename or refusal: vLLM's flags whose
  * meaning takes more than a new name, else infermeter's own (kept). */
 static int translate_flag(struct tr *t, int argc, char **argv, int *ip, const char *a) {
   size_t fl = 0;
   const char *val;
+  int kept = translate_kept(t, argc, argv, ip, a);
+  if (kept != TR_NOT_MINE)
+    return kept;
   if (flag_is(a, "--host", &fl) || flag_is(a, "--port", &fl)) {
     bool is_host = a[2] == 'h';
     if (!(val = value_of(argc, argv, ip, a, fl)))
@@ -287,12 +335,6 @@ static int translate_flag(struct tr *t, int argc, char **argv, int *ip, const ch
     }
     t->dataset = val;
     t->v->used = true;
-  } else if (flag_is(a, "--max-concurrency", &fl)) {
-    if (!(val = value_of(argc, argv, ip, a, fl)))
-      return TR_MISSING;
-    t->max_conc = val;
-    if (push(&t->o, "--max-concurrency") || push(&t->o, val))
-      return TR_OOM;
   } else if (flag_is(a, "--goodput", &fl) || flag_is(a, "--metadata", &fl)) {
     int r = translate_multi(t, argc, argv, ip, a);
     if (r != TR_OK)
@@ -333,27 +375,6 @@ static int translate_flag(struct tr *t, int argc, char **argv, int *ip, const ch
     if (push(&t->o, "--profile-server"))
       return TR_OOM;
     t->v->used = true;
-  } else if (flag_is(a, "--percentile-metrics", &fl)) {
-    if (!(val = value_of(argc, argv, ip, a, fl)))
-      return TR_MISSING;
-    if (!metrics_ok(val)) {
-      fprintf(stderr, "infermeter run: --percentile-metrics %s: a comma-separated list of ttft, "
-                      "tpot, itl and e2el\n", val);
-      return TR_FAIL;
-    }
-    t->v->percentile_metrics = val;
-    t->v->used = true;
-    if (push(&t->o, "--percentile-metrics") || push(&t->o, val))
-      return TR_OOM;
-  } else if (flag_is(a, "--metric-percentiles", &fl)) {
-    if (!(val = value_of(argc, argv, ip, a, fl)))
-      return TR_MISSING;
-    t->v->metric_percentiles = val; /* checked by --percentiles */
-    t->v->used = true;
-    if (push(&t->o, "--percentiles") || push(&t->o, val))
-      return TR_OOM;
-  } else if (flag_is(a, "--disable-shuffle", &fl)) {
-    t->v->used = true; /* infermeter takes a file's prompts in order, unshuffled */
   } else if (flag_is(a, "--disable-tqdm", &fl)) {
     t->v->used = true;
     if (push(&t->o, "--no-progress"))
@@ -368,13 +389,6 @@ static int translate_flag(struct tr *t, int argc, char **argv, int *ip, const ch
       return TR_MISSING;
     *dst = val;
     t->v->used = true;
-  } else if (saved_value(t, a, &fl) != NULL) {
-    const char **dst = saved_value(t, a, &fl);
-    if (!(val = value_of(argc, argv, ip, a, fl)))
-      return TR_MISSING;
-    *dst = val;
-    if (dst != &t->dataset_path) /* also infermeter's own */
-      t->v->used = true;
   } else if (flag_is(a, "--tokenizer", &fl)) {
     if (!(val = value_of(argc, argv, ip, a, fl)))
       return TR_MISSING;
