@@ -255,8 +255,7 @@ static int translate_kept(struct tr *t, int argc, char **argv, int *ip, const ch
                       "tpot, itl and e2el\n", val);
       return TR_FAIL;
     }
-    t->v->percentile_metrics = val;
-    t->v->used = true;
+    t->v->percentile_metrics = val; /* also infermeter's own flag: not "used" */
     if (push(&t->o, "--percentile-metrics") || push(&t->o, val))
       return TR_OOM;
   } else if (flag_is(a, "--metric-percentiles", &fl)) {
