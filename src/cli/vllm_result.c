@@ -13,6 +13,7 @@
 #include "cli/vllm_compat.h"
 #include "record/reader.h"
 #include "record/record.h"
+#include "report/jsonw.h" /* im_jw_pct_word: vLLM's str(int(p)) if whole, else str(p) */
 
 static json_t *num_or(const json_t *v) { return json_is_number(v) ? json_deep_copy(v) : json_null(); }
 
@@ -25,20 +26,6 @@ static bool in_list(const char *list, const char *word, size_t n) {
     p += k + (p[k] == ',');
   }
   return false;
-}
-
-/* vLLM's name of percentile p: str(int(p)) if whole, else str(p)
- * (serve.py's process_one_metric). */
-static void pct_word(double p, char *buf, size_t cap) {
-  if (p == (double)(long long)p) {
-    snprintf(buf, cap, "%lld", (long long)p);
-    return;
-  }
-  for (int prec = 1; prec <= 17; prec++) {
-    snprintf(buf, cap, "%.*g", prec, p);
-    if (strtod(buf, NULL) == p)
-      return;
-  }
 }
 
 /* Whether a key of the summary belongs in vLLM's file: vLLM writes mean,
@@ -65,7 +52,7 @@ static bool vllm_key_kept(const char *key, const struct im__vllm *v) {
   const char *list = v->metric_percentiles ? v->metric_percentiles : "99";
   for (const char *p = list; *p;) {
     char word[32];
-    pct_word(strtod(p, NULL), word, sizeof word);
+    im_jw_pct_word(strtod(p, NULL), word, sizeof word);
     if (key[0] == 'p' && strlen(word) == slen - 1 && !strncmp(key + 1, word, slen - 1))
       return true;
     p += strcspn(p, ",");
@@ -210,7 +197,7 @@ int im__vllm_save(const char *dir, const struct im__vllm *v) {
     if (!json_is_number(json_object_get(sch, "rate")) || rate >= 100000) /* a burst */
       snprintf(rs, sizeof rs, "inf");
     else { /* Python's str() of vLLM's float rate: 20.0, 2.5 */
-      pct_word(rate, rs, sizeof rs - 2);
+      im_jw_pct_word(rate, rs, sizeof rs - 2);
       if (!strchr(rs, '.') && !strchr(rs, 'e'))
         strcat(rs, ".0");
     }
