@@ -51,7 +51,7 @@ check "... naming it" grep -q -- "--top-k is not supported" "$TMP/err2"
 # file says "inf" as vLLM's does. Prompts long enough for a TTFT of tens of
 # ms: the 1 % a headline figure may move is then above the loop's reading
 # of 20 answers that come at once.
-"$BIN" run --base-url "$BASE" --dataset-name random --random-input-len 2048 --random-output-len 4 \
+"$BIN" run --base-url "$BASE" --backend openai-chat --endpoint /v1/chat/completions --dataset-name random --random-input-len 2048 --random-output-len 4 \
   --request-rate inf --num-prompts 20 --num-warmups 0 --save-result --result-dir "$TMP/resinf" \
   --out "$TMP/inf" >/dev/null 2>"$TMP/errinf"
 rc=$?
