@@ -36,7 +36,11 @@ struct im_summary_config {
   size_t n_percentiles;
   bool has_slo_ttft, has_slo_tpot, has_slo_e2el;
   double slo_ttft_ms, slo_tpot_ms, slo_e2el_ms;
+  /* The metrics whose vLLM figures the table prints (vLLM's
+   * --percentile-metrics): bits 1 << IM_PM_TTFT...; 0: all. */
+  unsigned pct_metrics;
 };
+enum { IM_PM_TTFT, IM_PM_TPOT, IM_PM_ITL, IM_PM_E2EL };
 
 /* Fills cfg with the defaults: an empty window [0, 0], percentiles 50 90 95
  * 99 99.9, no SLO. */

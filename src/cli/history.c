@@ -89,15 +89,26 @@ static int print_json(const struct im_history_row *rows, size_t n) {
   return rc;
 }
 
+/* A figure in a 9-wide column with `digits` decimals; "-" when the run
+ * has none (no measured request: NaN in the database). */
+static const char *fig(char *buf, size_t cap, double v, int digits) {
+  if (isfinite(v))
+    snprintf(buf, cap, "%9.*f", digits, v);
+  else
+    snprintf(buf, cap, "%9s", "-");
+  return buf;
+}
+
 static void print_table(const struct im_history_row *rows, size_t n, bool filtered) {
   printf("%5s  %-20s  %-16s  %-16s  %9s  %9s  %9s  %-8s  %s\n", "id", "started", "model", "digest",
          "req/s", "tok/s", "p99 ttft", "verdict", "directory");
   for (size_t i = 0; i < n; i++) {
     const struct im_history_row *r = &rows[i];
-    printf("%5lld  %-20s  %-16.16s  %-16s  %9.3f  %9.1f  %9.2f  %-8.8s  %s%s\n", (long long)r->id,
-           r->started_at, r->model, r->digest, r->v[IM_FIG_REQUEST_THROUGHPUT],
-           r->v[IM_FIG_OUTPUT_THROUGHPUT], r->v[IM_FIG_TTFT_P99], r->verdict, r->dir,
-           r->dir_missing ? "  (MISSING: moved or deleted)" : "");
+    char a[32], b[32], c[32];
+    printf("%5lld  %-20s  %-16.16s  %-16s  %s  %s  %s  %-8.8s  %s%s\n", (long long)r->id,
+           r->started_at, r->model, r->digest, fig(a, sizeof a, r->v[IM_FIG_REQUEST_THROUGHPUT], 3),
+           fig(b, sizeof b, r->v[IM_FIG_OUTPUT_THROUGHPUT], 1), fig(c, sizeof c, r->v[IM_FIG_TTFT_P99], 2),
+           r->verdict, r->dir, r->dir_missing ? "  (MISSING: moved or deleted)" : "");
     if (strcmp(r->tags, "{}") && strcmp(r->tags, "null"))
       printf("%5s  tags %s\n", "", r->tags);
   }

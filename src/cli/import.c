@@ -37,7 +37,8 @@ static void usage(FILE *f) {
              "\n"
              "Reads the results of another tool into an infermeter run directory, so that\n"
              "`infermeter report`, `audit` and `compare` work on them (docs/import.md):\n"
-             "  vllm      `vllm bench serve --save-result --save-detailed` (per-request arrays)\n"
+             "  vllm      `vllm bench serve --save-result [--save-detailed]`: per-request\n"
+             "            arrays, or without --save-detailed its summary figures alone\n"
              "  guidellm  GuideLLM's benchmarks.json (one stage per benchmark)\n"
              "  aiperf    AIPerf's profile_export.jsonl\n"
              "What the source does not record is marked not collected in the manifest\n"
@@ -206,7 +207,7 @@ static int write_stages(const char *dir, const struct im_import *im) {
 
 static const char *const miss_keys[IM_MISS_COUNT_] = {
     "schedule",       "start_times",       "token_times", "first_token",
-    "server_metrics", "client_self_check", "token_counts"};
+    "server_metrics", "client_self_check", "token_counts", "per_request_records"};
 
 static json_t *imported_from(const struct im_import *im, const char *file) {
   json_t *nc = json_array();
@@ -220,6 +221,8 @@ static json_t *imported_from(const struct im_import *im, const char *file) {
     json_object_set_new(o, "version", json_null());
   if (o && im->date[0])
     json_object_set_new(o, "date", json_string(im->date));
+  if (o && im->summary) /* the source's own figures, as it wrote them */
+    json_object_set(o, "figures", im->summary);
   if (o && im->tool == IM_IMPORT_OTLP) {
     json_object_set_new(o, "spans", json_integer((json_int_t)im->spans));
     json_object_set_new(o, "spans_skipped", json_integer((json_int_t)im->spans_skipped));
@@ -238,8 +241,12 @@ static json_t *manifest(const struct im_import *im, const char *file, int argc, 
   strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
   const char *be = im->backend;
   bool compl = !strcmp(be, "openai") || !strcmp(be, "vllm") || !strcmp(be, "openai-completions");
+  /* A summary alone: the requests its figures count. */
+  json_int_t nreq = im->n ? (json_int_t)im->n
+                          : json_integer_value(json_object_get(im->summary, "completed")) +
+                                json_integer_value(json_object_get(im->summary, "failed"));
   json_t *sched = json_pack("{s:s, s:n, s:I, s:f, s:i, s:f, s:n, s:i}", "kind", "imported",
-                            "duration_s", "requests", (json_int_t)im->n, "warmup_s", 0.0,
+                            "duration_s", "requests", nreq > 0 ? nreq : 1, "warmup_s", 0.0,
                             "warmup_requests", 0, "grace_s", 0.0, "max_concurrency", "threads", 1);
   if (sched && isfinite(im->rate))
     json_object_set_new(sched, "rate", json_real(im->rate));
@@ -284,6 +291,26 @@ static int write_dir(const char *dir, const struct im_import *im, const char *fi
     return -1;
   }
   return write_stages(dir, im) || write_records(dir, im) ? -1 : 0;
+}
+
+/* A summary-only vLLM file: its own figures, as it wrote them. */
+static void print_figures(const struct im_import *im, const char *path, const char *out) {
+  printf("Imported vLLM's summary figures from %s into %s: no per-request records (the file was "
+         "saved without --save-detailed), so they are shown as vLLM computed them, not "
+         "recomputed, and the audit judges what it can\n",
+         path, out);
+  const char *key;
+  const json_t *v;
+  json_object_foreach((json_t *)im->summary, key, v) {
+    char label[64];
+    snprintf(label, sizeof label, "%s:", key);
+    if (json_is_integer(v))
+      printf("  %-38s %lld\n", label, (long long)json_integer_value(v));
+    else if (json_is_number(v))
+      printf("  %-38s %.2f\n", label, json_number_value(v));
+    else
+      printf("  %-38s -\n", label);
+  }
 }
 
 int im_cli_import(int argc, char **argv) {
@@ -375,13 +402,22 @@ int im_cli_import(int argc, char **argv) {
   }
   if (make_out(out) || write_dir(out, &im, path, argc, argv))
     goto out;
-  if (!quiet)
+  if (!quiet && im.summary)
+    print_figures(&im, path, out);
+  else if (!quiet)
     printf("Imported %zu requests (%zu stage%s) from %s (%s%s%s) into %s\n", im.n, im.n_st,
            im.n_st == 1 ? "" : "s", path, im_import_tool_name(im.tool), im.version[0] ? " " : "",
            im.version, out);
-  struct report_opts ro = {.text = quiet ? NULL : stdout, .stage_lines = true, .no_html = no_html};
+  /* A summary alone has no records to recompute a table from: the report
+   * is written, and only its audit printed. */
+  struct report_opts ro = {.text = quiet || im.summary ? NULL : stdout, .stage_lines = true,
+                           .no_html = no_html};
   struct im_verdict ro_out;
   if (im__report_dir(out, &ro, &ro_out))
+    goto out;
+  struct report_opts ao = {.text = stdout, .audit_only = true};
+  struct im_verdict ao_out;
+  if (!quiet && im.summary && im__report_dir(out, &ao, &ao_out))
     goto out;
   rc = im_verdict_exit(&ro_out);
   /* An imported run is not "interrupted", nor an SLO failure (none given). */

@@ -11,20 +11,23 @@
 #include "cli/run_cli.h"
 #include "results/set.h"
 
+/* data: the subcommand's name ("report" or "audit"). */
 static void print_note(void *data, const char *line) {
-  (void)data;
-  fprintf(stderr, "infermeter report: %s\n", line);
+  fprintf(stderr, "infermeter %s: %s\n", (const char *)data, line);
 }
+
+static const char *who(const struct report_opts *o) { return o->audit_only ? "audit" : "report"; }
 
 int im__report_dir(const char *dir, const struct report_opts *o, struct im_verdict *out) {
   struct im_results_opts ro = {.text = o->text, .stage_lines = o->stage_lines,
                                .audit_only = o->audit_only, .publish = o->publish,
                                .max_error_rate = o->max_error_rate, .html = o->html, .no_html = o->no_html, .csv = o->csv,
-                               .json = o->json ? stdout : NULL, .note = print_note};
+                               .json = o->json ? stdout : NULL, .note = print_note,
+                               .data = (void *)who(o)};
   char err[1024];
   if (im_results_dir(dir, &ro, out, err, sizeof err) == IM_OK)
     return 0;
-  fprintf(stderr, "infermeter report: %s\n", err);
+  fprintf(stderr, "infermeter %s: %s\n", who(o), err);
   return -1;
 }
 
@@ -86,17 +89,44 @@ static void usage(FILE *f) {
           "1 when DIR cannot be read.\n");
 }
 
+/* `audit SET`: the set's audit (DIR/results.json's "audit"), laid out as
+ * a run's (report/audit_json.h), every check. */
+static void print_set_audit(FILE *o, const char *dir) {
+  char path[4200];
+  snprintf(path, sizeof path, "%s/results.json", dir);
+  json_t *root = json_load_file(path, 0, NULL);
+  const json_t *a = json_object_get(root, "audit"), *c;
+  const char *verdict = json_string_value(json_object_get(a, "verdict"));
+  size_t i;
+  if (verdict) {
+    fprintf(o, "Publishable (the set):                   %s\n", verdict);
+    json_array_foreach(json_object_get(a, "checks"), i, c) {
+      const char *id = json_string_value(json_object_get(c, "id"));
+      const char *st = json_string_value(json_object_get(c, "status"));
+      const char *ev = json_string_value(json_object_get(c, "evidence"));
+      const char *fix = json_string_value(json_object_get(c, "fix"));
+      fprintf(o, "  %-4s %-14s %s\n", st ? st : "?", id ? id : "?", ev ? ev : "");
+      if (fix && fix[0])
+        fprintf(o, "       %-14s fix: %s\n", "", fix);
+    }
+  }
+  json_decref(root);
+}
+
 /* A --repeat set (results/set.h): each run reported again, then the set. */
 static int report_set(const char *dir, const struct report_opts *o, bool quiet) {
   struct im_results_opts ro = {.text = o->text, .audit_only = o->audit_only,
-                               .publish = o->publish, .no_html = o->no_html, .note = print_note};
+                               .publish = o->publish, .no_html = o->no_html, .note = print_note,
+                               .data = (void *)who(o)};
   char err[1024];
   int rc = EXIT_OK;
   size_t runs = 0;
   if (im_results_set_dir(dir, &ro, &rc, &runs, err, sizeof err)) {
-    fprintf(stderr, "infermeter report: %s\n", err);
+    fprintf(stderr, "infermeter %s: %s\n", who(o), err);
     return EXIT_USAGE;
   }
+  if (!quiet && o->audit_only)
+    print_set_audit(stdout, dir);
   if (!quiet)
     im_verdict_set_line(stdout, rc, runs);
   return rc;

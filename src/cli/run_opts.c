@@ -162,6 +162,8 @@ static const struct usage_part usage_parts[] = {
 "                            the fewest with which every SLO can PASS at --slo-target\n"
 "                            (MLPerf early stopping: 44 for 0.9, 459 for 0.99)\n"
 "  --percentiles LIST        percentiles to report (default 50,90,95,99,99.9)\n"
+"  --percentile-metrics LIST the metrics of the printed vLLM table: ttft, tpot,\n"
+"                            itl, e2el (default all; vLLM's --percentile-metrics)\n"
 "  --retries N               retry failed attempts (429, 5xx, connect, reset before\n"
 "                            any token) with backoff and Retry-After (default 0)\n"
 "  --retry-backoff-max DUR   longest wait before a retry, backoff or Retry-After\n"
@@ -357,6 +359,24 @@ static int parse_timeouts(const char *arg, struct im_run_config *o) {
   return 0;
 }
 
+/* --percentile-metrics ttft,tpot,itl,e2el: bits of analyze/summary.h. */
+static int parse_pct_metrics(const char *arg, struct im_summary_config *c) {
+  static const char *const names[] = {"ttft", "tpot", "itl", "e2el"};
+  c->pct_metrics = 0;
+  for (const char *p = arg; *p;) {
+    size_t n = strcspn(p, ","), k = 0;
+    while (k < 4 && (strlen(names[k]) != n || strncmp(p, names[k], n)))
+      k++;
+    if (k == 4) {
+      fprintf(stderr, "infermeter: --percentile-metrics %s: a list of ttft, tpot, itl, e2el\n", arg);
+      return -1;
+    }
+    c->pct_metrics |= 1u << k;
+    p += n + (p[n] == ',');
+  }
+  return c->pct_metrics ? 0 : -1;
+}
+
 static int parse_percentiles(const char *arg, struct im_summary_config *c) {
   char buf[256];
   snprintf(buf, sizeof buf, "%s", arg);
@@ -377,7 +397,7 @@ static int parse_percentiles(const char *arg, struct im_summary_config *c) {
 enum {
   O_URL = 256, O_BACKEND, O_MODEL, O_RATE, O_BURST, O_SCHED, O_RATE_END, O_CONC, O_MAXCONC,
   O_MAXCONN, O_DURATION, O_REQUESTS, O_WARMUP, O_GRACE, O_SEED, O_OUT, O_INLEN, O_OUTLEN, O_RANGE,
-  O_IGNORE_EOS, O_TEMP, O_TOPP, O_SLO, O_SLO_TARGET, O_PCT, O_TAG, O_HEADER, O_RETRIES, O_TIMEOUT,
+  O_IGNORE_EOS, O_TEMP, O_TOPP, O_SLO, O_SLO_TARGET, O_PCT, O_PCT_METRICS, O_TAG, O_HEADER, O_RETRIES, O_TIMEOUT,
   O_MAXTOK, O_YES, O_KEYFILE, O_INSECURE, O_KEEPALIVE, O_HTTP2, O_CACHE_SALT, O_SHARED, O_QUIET, O_PUBLISH, O_MAX_ERROR_RATE, O_REPEAT, O_COOLDOWN, O_REPEAT_INDEX, O_REPEAT_OF, O_REPEAT_STAGE, O_REFERENCE, O_MIN_REQUESTS, O_MAX_CI_WIDTH, O_HISTORY, O_NO_HISTORY, O_HEALTH_INTERVAL, O_HEALTH_PATH,
   O_NOPROG, O_THREADS, O_SCRAPE, O_NOSCRAPE, O_SCRAPE_INT, O_DCGM, O_NOSOCK, O_NOGPU, O_KVREF,
   O_BWREF, O_PGROUPS, O_PLEN, O_PSHARE, O_KVBPT, O_GPUMEM, O_DATASET, O_DSPATH, O_TSPEED, O_PERTURB,
@@ -403,7 +423,8 @@ const struct option im__run_options[] = {
     {"range-ratio", required_argument, 0, O_RANGE}, {"ignore-eos", no_argument, 0, O_IGNORE_EOS},
     {"temperature", required_argument, 0, O_TEMP}, {"top-p", required_argument, 0, O_TOPP},
     {"slo", required_argument, 0, O_SLO}, {"slo-target", required_argument, 0, O_SLO_TARGET},
-    {"percentiles", required_argument, 0, O_PCT}, {"tag", required_argument, 0, O_TAG},
+    {"percentiles", required_argument, 0, O_PCT},
+    {"percentile-metrics", required_argument, 0, O_PCT_METRICS}, {"tag", required_argument, 0, O_TAG},
     {"header", required_argument, 0, O_HEADER}, {"retries", required_argument, 0, O_RETRIES},
     {"retry-backoff-max", required_argument, 0, O_BACKOFF_MAX},
     {"timeout", required_argument, 0, O_TIMEOUT},
@@ -593,6 +614,7 @@ static int apply_target(struct im_run_config *o, int opt, const char *arg) {
   case O_SLO: return parse_slo(arg, &o->scfg);
   case O_SLO_TARGET: return im_arg_double("--slo-target", arg, 0, 1, &o->slo_target);
   case O_PCT: return parse_percentiles(arg, &o->scfg);
+  case O_PCT_METRICS: return parse_pct_metrics(arg, &o->scfg);
   case O_TAG:
     if (!strchr(arg, '=') || arg[0] == '=') {
       fprintf(stderr, "infermeter: --tag: expected key=value, got '%s'\n", arg);

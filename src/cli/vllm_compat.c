@@ -2,25 +2,29 @@
 #include "cli/vllm_compat.h"
 
 #include <errno.h>
-#include <jansson.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
-
-#include "record/reader.h"
-#include "record/record.h"
 
 /* A vLLM flag taking one value, and the infermeter flag of the same meaning. */
 static const struct {
   const char *vllm, *ours;
 } renames[] = {
-    {"--request-rate", "--rate"},          {"--num-prompts", "--requests"},
-    {"--base-url", "--url"},               {"--random-input-len", "--input-len"},
+    {"--base-url", "--url"},
     {"--random-output-len", "--output-len"}, {"--random-range-ratio", "--range-ratio"},
     {"--sharegpt-output-len", "--output-len"}, {"--served-model-name", "--model"},
-    {"--num-warmups", "--warmup"},         {"--metric-percentiles", "--percentiles"},
+    {"--probe-request-rate", "--probe-rate"},
+};
+
+/* infermeter's own flags that describe the load: a command line with one
+ * of them keeps infermeter's defaults for what it leaves out; one without
+ * any gets vLLM's (docs/migrating.md). */
+static const char *const own_load[] = {
+    "--rate", "--requests", "--duration", "--concurrency", "--sessions", "--session-rate",
+    "--sweep", "--grid", "--scenario", "--trace", "--schedule", "--warmup", "--mix",
 };
 
 /* vLLM flags infermeter does not honour, and what to use instead. */
@@ -38,6 +42,30 @@ static const struct {
     {"--skip-tokenizer-init", "the built-in tokenizer (the default)"},
     {"--extra-body", "a dataset's extra object (docs/datasets.md)"},
     {"--request-id-prefix", "X-Request-Id is im-<run salt>-<id>"},
+    {"--lora-assignment", "no adapter mix on the command line yet"},
+    {"--chat-template-kwargs", "a dataset's extra object (docs/datasets.md)"},
+    {"--timeline-itl-thresholds", "the HTML report (DIR/report.html)"},
+    {"--use-beam-search", "no beam search"},
+    {"--self-timed", "--trace FILE (a trace with timestamps replays at them)"},
+    {"--no-self-timed", "--trace FILE with --rate R (the trace's lengths at a rate)"},
+    {"--no-oversample", "--num-prompts at most the file's prompts (infermeter cycles a shorter file)"},
+    {"--skip-chat-template", "nothing: the prompt is sent as the dataset writes it"},
+    {"--custom-skip-chat-template", "nothing: the prompt is sent as the dataset writes it"},
+    {"--no-stream", "a dataset file (--dataset-path); Hugging Face ids are not downloaded"},
+    {"--hf-subset", "a dataset file; Hugging Face datasets are not downloaded"},
+    {"--hf-split", "a dataset file; Hugging Face datasets are not downloaded"},
+    {"--hf-name", "a dataset file; Hugging Face datasets are not downloaded"},
+    {"--hf-output-len", "a dataset file; Hugging Face datasets are not downloaded"},
+    {"--spec-bench-output-len", "--dataset-name custom with the prompts in a file"},
+    {"--spec-bench-category", "--dataset-name custom with the prompts in a file"},
+    {"--blazedit-min-distance", "--dataset-name custom with the prompts in a file"},
+    {"--blazedit-max-distance", "--dataset-name custom with the prompts in a file"},
+    {"--prefix-repetition-prefix-len", "--prefix-groups G --prefix-len N --prefix-share 1"},
+    {"--prefix-repetition-suffix-len", "--prefix-groups G --prefix-len N --prefix-share 1"},
+    {"--prefix-repetition-num-prefixes", "--prefix-groups G --prefix-len N --prefix-share 1"},
+    {"--prefix-repetition-output-len", "--prefix-groups G --prefix-len N --prefix-share 1"},
+    {"--random-batch-size", "no embeddings benchmark"},
+    {"--no-reranker", "no reranker benchmark"},
 };
 
 struct out {
@@ -102,11 +130,69 @@ static bool flag_is(const char *arg, const char *flag, size_t *len) {
 struct tr {
   struct out o;
   struct im__vllm *v;
-  const char *host, *port, *ramp, *ramp_start, *ramp_end;
+  const char *host, *port;
   char slo[256];
+  /* The load as vLLM's flags describe it, combined at the end. */
+  const char *dataset, *dataset_path, *prompts, *warmups, *rate;
+  const char *sonnet_in, *sonnet_out, *sonnet_prefix, *custom_out, *random_in, *random_prefix;
+  bool own_load;                         /* one of own_load[] was given */
+  bool own_dataset, own_warmup, output_len_given, backend_given;
+  const char *max_conc; /* --max-concurrency's value, NULL: none */
+  char said[1024];      /* what the notice says, "; "-separated */
 };
 
-enum { TR_OK, TR_FAIL, TR_OOM, TR_MISSING };
+enum { TR_OK, TR_FAIL, TR_OOM, TR_MISSING, TR_NOT_MINE };
+
+/* vLLM's --percentile-metrics names infermeter computes vLLM's way. */
+static bool metrics_ok(const char *list) {
+  static const char *const names[] = {"ttft", "tpot", "itl", "e2el"};
+  const char *p = list;
+  while (*p) {
+    size_t n = strcspn(p, ","), k = 0;
+    while (k < 4 && (strlen(names[k]) != n || strncmp(p, names[k], n)))
+      k++;
+    if (k == 4)
+      return false;
+    p += n + (p[n] == ',');
+  }
+  return *list != '\0';
+}
+
+/* A vLLM flag whose value is kept until the end (the load is put together
+ * there): where it goes, or NULL. *fl: the flag's length. */
+static const char **saved_value(struct tr *t, const char *a, size_t *fl) {
+  static const struct {
+    const char *flag;
+    size_t off;
+  } keep_at[] = {
+      {"--num-prompts", offsetof(struct tr, prompts)},
+      {"--num-warmups", offsetof(struct tr, warmups)},
+      {"--request-rate", offsetof(struct tr, rate)},
+      {"--dataset-path", offsetof(struct tr, dataset_path)},
+      {"--sonnet-input-len", offsetof(struct tr, sonnet_in)},
+      {"--sonnet-output-len", offsetof(struct tr, sonnet_out)},
+      {"--sonnet-prefix-len", offsetof(struct tr, sonnet_prefix)},
+      {"--custom-output-len", offsetof(struct tr, custom_out)},
+      {"--random-input-len", offsetof(struct tr, random_in)},
+      {"--random-prefix-len", offsetof(struct tr, random_prefix)},
+  };
+  for (size_t k = 0; k < sizeof keep_at / sizeof keep_at[0]; k++)
+    if (flag_is(a, keep_at[k].flag, fl))
+      return (const char **)(void *)((char *)t + keep_at[k].off);
+  return NULL;
+}
+
+/* infermeter's own flag a: notes whether it describes the load. */
+static void note_own(struct tr *t, const char *a) {
+  size_t fl;
+  for (size_t k = 0; k < sizeof own_load / sizeof own_load[0]; k++)
+    if (flag_is(a, own_load[k], &fl))
+      t->own_load = true;
+  t->own_warmup |= flag_is(a, "--warmup", &fl);
+  t->own_dataset |= flag_is(a, "--dataset", &fl) || flag_is(a, "--trace", &fl) ||
+                    flag_is(a, "--scenario", &fl);
+  t->output_len_given |= flag_is(a, "--output-len", &fl);
+}
 
 /* --goodput KEY:VALUE... (vLLM's SLOs, into t->slo) and --metadata
  * KEY=VALUE... (tags): nargs='+', the values up to the next flag. */
@@ -145,11 +231,58 @@ static int translate_multi(struct tr *t, int argc, char **argv, int *ip, const c
   return TR_OK;
 }
 
+/* The flags whose values are kept for the end or for vLLM's file:
+ * TR_NOT_MINE when a is none of them. */
+static int translate_kept(struct tr *t, int argc, char **argv, int *ip, const char *a) {
+  size_t fl = 0;
+  const char *val;
+  if (flag_is(a, "--max-concurrency", &fl)) {
+    if (!(val = value_of(argc, argv, ip, a, fl)))
+      return TR_MISSING;
+    t->max_conc = val;
+    if (push(&t->o, "--max-concurrency") || push(&t->o, val))
+      return TR_OOM;
+  } else if (flag_is(a, "--percentile-metrics", &fl)) {
+    if (!(val = value_of(argc, argv, ip, a, fl)))
+      return TR_MISSING;
+    if (!metrics_ok(val)) {
+      fprintf(stderr, "infermeter run: --percentile-metrics %s: a comma-separated list of ttft, "
+                      "tpot, itl and e2el\n", val);
+      return TR_FAIL;
+    }
+    t->v->percentile_metrics = val; /* also infermeter's own flag: not "used" */
+    if (push(&t->o, "--percentile-metrics") || push(&t->o, val))
+      return TR_OOM;
+  } else if (flag_is(a, "--metric-percentiles", &fl)) {
+    if (!(val = value_of(argc, argv, ip, a, fl)))
+      return TR_MISSING;
+    t->v->metric_percentiles = val; /* checked by --percentiles */
+    t->v->used = true;
+    if (push(&t->o, "--percentiles") || push(&t->o, val))
+      return TR_OOM;
+  } else if (flag_is(a, "--disable-shuffle", &fl)) {
+    t->v->used = true; /* infermeter takes a file's prompts in order, unshuffled */
+  } else if (saved_value(t, a, &fl) != NULL) {
+    const char **dst = saved_value(t, a, &fl);
+    if (!(val = value_of(argc, argv, ip, a, fl)))
+      return TR_MISSING;
+    *dst = val;
+    if (dst != &t->dataset_path) /* also infermeter's own */
+      t->v->used = true;
+  } else {
+    return TR_NOT_MINE;
+  }
+  return TR_OK;
+}
+
 /* One argument that is not a plain rename or refusal: vLLM's flags whose
  * meaning takes more than a new name, else infermeter's own (kept). */
 static int translate_flag(struct tr *t, int argc, char **argv, int *ip, const char *a) {
   size_t fl = 0;
   const char *val;
+  int kept = translate_kept(t, argc, argv, ip, a);
+  if (kept != TR_NOT_MINE)
+    return kept;
   if (flag_is(a, "--host", &fl) || flag_is(a, "--port", &fl)) {
     bool is_host = a[2] == 'h';
     if (!(val = value_of(argc, argv, ip, a, fl)))
@@ -169,8 +302,9 @@ static int translate_flag(struct tr *t, int argc, char **argv, int *ip, const ch
     }
     if (push(&t->o, "--backend") || push(&t->o, be))
       return TR_OOM;
-    t->v->used = true;
+    t->v->used = t->backend_given = true;
   } else if (flag_is(a, "--backend", &fl)) {
+    t->backend_given = true;
     if (!(val = value_of(argc, argv, ip, a, fl)))
       return TR_MISSING;
     t->v->backend = val;
@@ -187,23 +321,13 @@ static int translate_flag(struct tr *t, int argc, char **argv, int *ip, const ch
   } else if (flag_is(a, "--dataset-name", &fl)) {
     if (!(val = value_of(argc, argv, ip, a, fl)))
       return TR_MISSING;
-    if (strcmp(val, "random") && strcmp(val, "sharegpt")) {
-      fprintf(stderr, "infermeter run: --dataset-name %s: infermeter reads random and sharegpt "
-                      "(and its own: docs/datasets.md)\n", val);
+    if (strcmp(val, "random") && strcmp(val, "sharegpt") && strcmp(val, "custom") &&
+        strcmp(val, "sonnet")) {
+      fprintf(stderr, "infermeter run: --dataset-name %s: infermeter reads random, sharegpt, "
+                      "custom and sonnet (and its own: docs/datasets.md)\n", val);
       return TR_FAIL;
     }
-    /* vLLM ignores EOS on random datasets so generation runs to length. */
-    if (push(&t->o, "--dataset") || push(&t->o, val) ||
-        (!strcmp(val, "random") && push(&t->o, "--ignore-eos")))
-      return TR_OOM;
-    t->v->used = true;
-  } else if (flag_is(a, "--random-prefix-len", &fl)) {
-    if (!(val = value_of(argc, argv, ip, a, fl)))
-      return TR_MISSING;
-    if (strcmp(val, "0") && (push(&t->o, "--prefix-groups") || push(&t->o, "1") ||
-                             push(&t->o, "--prefix-len") || push(&t->o, val) ||
-                             push(&t->o, "--prefix-share") || push(&t->o, "1")))
-      return TR_OOM;
+    t->dataset = val;
     t->v->used = true;
   } else if (flag_is(a, "--goodput", &fl) || flag_is(a, "--metadata", &fl)) {
     int r = translate_multi(t, argc, argv, ip, a);
@@ -227,12 +351,12 @@ static int translate_flag(struct tr *t, int argc, char **argv, int *ip, const ch
       fprintf(stderr, "infermeter run: --ramp-up-strategy %s: linear or exponential\n", val);
       return TR_FAIL;
     }
-    t->ramp = val;
+    t->v->ramp = val;
     t->v->used = true;
   } else if (flag_is(a, "--ramp-up-start-rps", &fl) || flag_is(a, "--ramp-up-end-rps", &fl)) {
     if (!(val = value_of(argc, argv, ip, a, fl)))
       return TR_MISSING;
-    *(a[10] == 's' ? &t->ramp_start : &t->ramp_end) = val;
+    *(a[10] == 's' ? &t->v->ramp_start : &t->v->ramp_end) = val;
     t->v->used = true;
   } else if (flag_is(a, "--ready-check-timeout-sec", &fl)) {
     if (!(val = value_of(argc, argv, ip, a, fl)))
@@ -245,10 +369,6 @@ static int translate_flag(struct tr *t, int argc, char **argv, int *ip, const ch
     if (push(&t->o, "--profile-server"))
       return TR_OOM;
     t->v->used = true;
-  } else if (flag_is(a, "--percentile-metrics", &fl)) {
-    if (!(val = value_of(argc, argv, ip, a, fl)))
-      return TR_MISSING;
-    t->v->used = true; /* every metric's percentiles are reported */
   } else if (flag_is(a, "--disable-tqdm", &fl)) {
     t->v->used = true;
     if (push(&t->o, "--no-progress"))
@@ -274,9 +394,170 @@ static int translate_flag(struct tr *t, int argc, char **argv, int *ip, const ch
     }
     if (push(&t->o, "--tokenizer") || push(&t->o, val))
       return TR_OOM;
-  } else if (push(&t->o, a)) {
-    return TR_OOM;
+  } else {
+    note_own(t, a);
+    if (push(&t->o, a))
+      return TR_OOM;
   }
+  return TR_OK;
+}
+
+/* Adds a part to the notice. */
+static void say(struct tr *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(struct tr *t, const char *fmt, ...) {
+  size_t at = strlen(t->said);
+  if (at && at + 2 < sizeof t->said)
+    at += (size_t)snprintf(t->said + at, sizeof t->said - at, "; ");
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(t->said + at, sizeof t->said - at, fmt, ap);
+  va_end(ap);
+}
+
+/* A count flag's value: a whole number >= min, else -1 (said). */
+static long long count_of(const char *flag, const char *val, long long min) {
+  char *end = NULL;
+  errno = 0;
+  long long n = strtoll(val, &end, 10);
+  if (errno || end == val || *end || n < min || n > 100000000) {
+    fprintf(stderr, "infermeter run: %s %s: a whole number >= %lld\n", flag, val, min);
+    return -1;
+  }
+  return n;
+}
+
+/* vLLM's --dataset-name as infermeter's dataset flags. vLLM's defaults
+ * (vllm/benchmarks/serve.py and datasets.py): the dataset is random, which
+ * ignores EOS; sonnet 550 input, 150 output, 200 prefix tokens; custom 256
+ * output tokens. */
+static int finish_dataset(struct tr *t) {
+  const char *ds = t->dataset;
+  if (!ds && t->v->used && !t->own_load && !t->own_dataset) {
+    ds = "random";
+    say(t, "random prompts of --random-input-len tokens, EOS ignored (vLLM's default "
+           "--dataset-name random)");
+  }
+  const char *path = t->dataset_path;
+  bool ok = true;
+  if (ds && !strcmp(ds, "sonnet")) {
+    /* Not Shakespeare: synthetic text of the same lengths with the same
+     * shared prefix (what the sonnet dataset is used for). */
+    path = NULL;
+    ok = !push(&t->o, "--dataset") && !push(&t->o, "random") && !push(&t->o, "--input-len") &&
+         !push(&t->o, t->sonnet_in ? t->sonnet_in : "550") && !push(&t->o, "--output-len") &&
+         !push(&t->o, t->sonnet_out ? t->sonnet_out : "150") && !push(&t->o, "--prefix-groups") &&
+         !push(&t->o, "1") && !push(&t->o, "--prefix-len") &&
+         !push(&t->o, t->sonnet_prefix ? t->sonnet_prefix : "200") && !push(&t->o, "--prefix-share") &&
+         !push(&t->o, "1");
+    say(t, "--dataset-name sonnet: synthetic text of the sonnet lengths and shared prefix, not "
+           "the lines of %s", t->dataset_path ? t->dataset_path : "sonnet.txt");
+  } else if (ds && !strcmp(ds, "custom")) {
+    ok = !push(&t->o, "--dataset") && !push(&t->o, "jsonl");
+    if (ok && (t->custom_out || !t->output_len_given))
+      ok = !push(&t->o, "--output-len") && !push(&t->o, t->custom_out ? t->custom_out : "256");
+  } else if (ds) {
+    /* vLLM ignores EOS on random datasets so generation runs to length. */
+    ok = !push(&t->o, "--dataset") && !push(&t->o, ds) &&
+         (strcmp(ds, "random") || !push(&t->o, "--ignore-eos"));
+  }
+  if (ok && path)
+    ok = !push(&t->o, "--dataset-path") && !push(&t->o, path);
+  /* vLLM's random prompt is --random-prefix-len shared tokens followed by
+   * --random-input-len others (datasets.py); infermeter's --input-len
+   * counts the prefix in. */
+  if (ds && !strcmp(ds, "sonnet"))
+    return ok ? TR_OK : TR_OOM;
+  long long pre = t->random_prefix ? count_of("--random-prefix-len", t->random_prefix, 0) : 0;
+  long long len = t->random_in ? count_of("--random-input-len", t->random_in, 1) : 1024;
+  if (pre < 0 || len < 0)
+    return TR_FAIL;
+  char total[32];
+  snprintf(total, sizeof total, "%lld", len + pre);
+  char *in = pre > 0 ? keep(t->v, total, NULL, NULL, NULL) : (char *)t->random_in;
+  if (ok && (pre > 0 || t->random_in))
+    ok = in && !push(&t->o, "--input-len") && !push(&t->o, in);
+  if (ok && pre > 0)
+    ok = !push(&t->o, "--prefix-groups") && !push(&t->o, "1") && !push(&t->o, "--prefix-len") &&
+         !push(&t->o, t->random_prefix) && !push(&t->o, "--prefix-share") && !push(&t->o, "1");
+  return ok ? TR_OK : TR_OOM;
+}
+
+/* The load: vLLM's ramp, rate, prompts and warm-ups as infermeter's flags.
+ * A command line that describes its load with none of infermeter's own
+ * flags gets vLLM's defaults (--request-rate inf, --num-prompts 1000,
+ * --num-warmups 0; vllm/benchmarks/serve.py); one with them keeps
+ * infermeter's for what it leaves out. */
+static int finish_load(struct tr *t) {
+  struct im__vllm *v = t->v;
+  v->num_prompts = -1;
+  if (v->ramp || v->ramp_start || v->ramp_end) {
+    /* vLLM's ramp: both rates required, the strategy steps the rate with
+     * the request index; --request-rate is refused with it (serve.py). */
+    if (!v->ramp || !v->ramp_start || !v->ramp_end || t->rate) {
+      fprintf(stderr, "infermeter run: --ramp-up-strategy needs --ramp-up-start-rps and "
+                      "--ramp-up-end-rps (and they need it), and no --request-rate\n");
+      return TR_FAIL;
+    }
+    char *k = keep(v, "vllm-ramp-", v->ramp, NULL, NULL);
+    if (!k || push(&t->o, "--schedule") || push(&t->o, k) || push(&t->o, "--rate") ||
+        push(&t->o, v->ramp_start) || push(&t->o, "--rate-end") || push(&t->o, v->ramp_end))
+      return TR_OOM;
+  }
+  bool vdefaults = v->used && !t->own_load;
+  if (vdefaults && !t->backend_given) { /* serve.py: --backend openai, --endpoint /v1/completions */
+    v->backend = "openai";
+    if (push(&t->o, "--backend") || push(&t->o, "openai-completions"))
+      return TR_OOM;
+    say(t, "/v1/completions (vLLM's default --backend openai)");
+  }
+  const char *rate = t->rate;
+  if (!rate && !v->ramp && vdefaults) {
+    rate = "inf";
+    if (t->max_conc)
+      say(t, "every request at once, at most %s in flight (vLLM's default --request-rate inf)",
+          t->max_conc);
+    else
+      say(t, "every request at once (vLLM's default --request-rate inf)");
+  }
+  if (rate && (push(&t->o, "--rate") || push(&t->o, rate)))
+    return TR_OOM;
+  long long n = -1, w = 0;
+  if (t->prompts && (n = count_of("--num-prompts", t->prompts, 1)) < 0)
+    return TR_FAIL;
+  if (t->warmups && (w = count_of("--num-warmups", t->warmups, 0)) < 0)
+    return TR_FAIL;
+  if (!t->prompts && vdefaults) {
+    n = 1000;
+    say(t, "1000 requests (vLLM's default --num-prompts)");
+  }
+  v->num_warmups = w;
+  char nb[32], wb[32];
+  snprintf(nb, sizeof nb, "%lld", n + (t->own_warmup ? 0 : w));
+  snprintf(wb, sizeof wb, "%lld", w);
+  if (n > 0) {
+    /* vLLM's N prompts are N measured requests; its warm-ups come on top. */
+    v->num_prompts = n;
+    char *ns = keep(v, nb, NULL, NULL, NULL), *ws = keep(v, wb, NULL, NULL, NULL);
+    if (!ns || !ws || push(&t->o, "--requests") || push(&t->o, ns) ||
+        (!t->own_warmup && (push(&t->o, "--warmup") || push(&t->o, ws))))
+      return TR_OOM;
+  } else if (t->warmups) {
+    char *ws = keep(v, wb, NULL, NULL, NULL);
+    if (!ws || push(&t->o, "--warmup") || push(&t->o, ws))
+      return TR_OOM;
+  }
+  if (w > 0 && !t->own_warmup) {
+    bool burst = rate && !strcmp(rate, "inf");
+    say(t, "%lld warm-up request%s sent first and excluded from the figures%s", w, w == 1 ? "" : "s",
+        burst && !t->max_conc ? " (in a burst they leave with the measured ones: infermeter has no "
+                                "separate warm-up phase)"
+                              : "");
+  }
+  if (v->used && t->own_load && !t->own_warmup && !t->warmups && n < 0)
+    say(t, "infermeter's own warm-up applies (the first tenth of --requests, or 5 s of "
+           "--duration, excluded from the figures; --warmup 0 for none)");
+  if (t->said[0])
+    fprintf(stderr, "infermeter: vLLM's command line (docs/migrating.md): %s\n", t->said);
   return TR_OK;
 }
 
@@ -299,8 +580,7 @@ int im__vllm_translate(int argc, char **argv, int *out_argc, char ***out_argv,
         goto fail;
       }
       v->used = done = true;
-      /* vLLM's default rate, inf, sends everything at once: --rate inf,
-       * a burst (dispatch lag is then not judged). */
+      t.output_len_given |= !strcmp(renames[k].ours, "--output-len");
       if (push(&t.o, renames[k].ours) || push(&t.o, val))
         goto oom;
     }
@@ -322,19 +602,13 @@ int im__vllm_translate(int argc, char **argv, int *out_argc, char ***out_argv,
     fprintf(stderr, "infermeter run: %s needs a value\n", a); /* TR_MISSING */
     goto fail;
   }
-  /* vLLM's ramp: both rates required, the strategy steps the rate with the
-   * request index (vllm/benchmarks/serve.py); --request-rate is then unused. */
-  if (t.ramp || t.ramp_start || t.ramp_end) {
-    if (!t.ramp || !t.ramp_start || !t.ramp_end) {
-      fprintf(stderr, "infermeter run: --ramp-up-strategy needs --ramp-up-start-rps and "
-                      "--ramp-up-end-rps (and they need it)\n");
-      goto fail;
-    }
-    char *k = keep(v, "vllm-ramp-", t.ramp, NULL, NULL);
-    if (!k || push(&t.o, "--schedule") || push(&t.o, k) || push(&t.o, "--rate") ||
-        push(&t.o, t.ramp_start) || push(&t.o, "--rate-end") || push(&t.o, t.ramp_end))
-      goto oom;
-  }
+  int r = finish_dataset(&t);
+  if (r == TR_OK)
+    r = finish_load(&t);
+  if (r == TR_OOM)
+    goto oom;
+  if (r == TR_FAIL)
+    goto fail;
   if (t.host || t.port) {
     char *url = keep(v, "http://", t.host ? t.host : "127.0.0.1", ":", t.port ? t.port : "8000");
     if (!url || push(&t.o, "--url") || push(&t.o, url))
@@ -347,11 +621,6 @@ int im__vllm_translate(int argc, char **argv, int *out_argc, char ***out_argv,
   }
   if (v->save_result && !v->result_dir && !v->result_filename)
     v->result_dir = ".";
-  if (v->used)
-    fprintf(stderr, "infermeter: vLLM flags translated (docs/migrating.md); infermeter's own "
-                    "defaults kept where vLLM's differ: a 5 s warm-up excluded from the figures "
-                    "(--num-warmups N or --warmup 0s to change), requests counted from the "
-                    "schedule, percentiles as docs/metrics.md defines them\n");
   *out_argc = t.o.n;
   *out_argv = t.o.v;
   return 0;
@@ -361,126 +630,4 @@ fail:
   free(t.o.v);
   im__vllm_free(v);
   return -1;
-}
-
-/* ---- vLLM's result file ------------------------------------------------- */
-
-static json_t *num_or(const json_t *v) { return json_is_number(v) ? json_deep_copy(v) : json_null(); }
-
-int im__vllm_save(const char *dir, const struct im__vllm *v) {
-  char path[4200];
-  snprintf(path, sizeof path, "%s/results.json", dir);
-  json_error_t je;
-  json_t *res = json_load_file(path, 0, &je);
-  const json_t *sum = json_object_get(res, "summary"), *m = json_object_get(res, "manifest");
-  if (!json_is_object(sum)) {
-    fprintf(stderr, "infermeter: --save-result: %s has no one-stage summary (a sweep writes "
-                    "none: vLLM's file holds one configuration)\n", path);
-    json_decref(res);
-    return -1;
-  }
-  const json_t *sch = json_object_get(m, "schedule"), *tgt = json_object_get(m, "target");
-  const char *model = json_string_value(json_object_get(tgt, "model"));
-  const char *backend = v->backend ? v->backend : json_string_value(json_object_get(tgt, "backend"));
-  const char *tok = json_string_value(json_object_get(json_object_get(m, "workload"), "tokenizer"));
-  time_t now = time(NULL);
-  char date[32];
-  strftime(date, sizeof date, "%Y%m%d-%H%M%S", localtime(&now));
-  double rate = json_number_value(json_object_get(sch, "rate"));
-  json_t *out = json_object();
-  json_object_set_new(out, "date", json_string(date));
-  json_object_set_new(out, "endpoint_type", json_string(backend ? backend : "openai-chat"));
-  json_object_set_new(out, "backend", json_string(backend ? backend : "openai-chat"));
-  json_object_set_new(out, "label", v->label ? json_string(v->label) : json_null());
-  json_object_set_new(out, "model_id", json_string(model ? model : ""));
-  json_object_set_new(out, "tokenizer_id", json_string(tok && strcmp(tok, "built-in") ? tok : model ? model : ""));
-  json_t *np = json_object_get(sch, "requests");
-  json_object_set_new(out, "num_prompts",
-                      json_is_integer(np) ? json_deep_copy(np)
-                                          : json_integer(json_integer_value(json_object_get(sum, "completed")) +
-                                                         json_integer_value(json_object_get(sum, "failed"))));
-  for (int i = 0; i < v->n_metadata; i++) {
-    const char *eq = strchr(v->metadata[i], '=');
-    char key[256];
-    snprintf(key, sizeof key, "%.*s", (int)(eq - v->metadata[i]), v->metadata[i]);
-    json_object_set_new(out, key, json_string(eq + 1));
-  }
-  json_object_set_new(out, "request_rate",
-                      json_is_number(json_object_get(sch, "rate")) ? json_real(rate)
-                                                                  : json_string("inf")); /* a burst */
-  json_object_set_new(out, "burstiness", json_is_number(json_object_get(sch, "burstiness"))
-                                             ? json_deep_copy(json_object_get(sch, "burstiness"))
-                                             : json_real(1.0));
-  json_object_set_new(out, "max_concurrency", num_or(json_object_get(sch, "max_concurrency")));
-  json_object_update(out, (json_t *)sum); /* the benchmark's figures, computed vLLM's way */
-  if (v->save_detailed) {
-    snprintf(path, sizeof path, "%s/requests.jsonl", dir);
-    struct im_record *recs = NULL;
-    size_t n = 0;
-    struct im_read_report rr;
-    memset(&rr, 0, sizeof rr);
-    json_t *in = json_array(), *ol = json_array(), *st = json_array(), *tt = json_array(),
-           *it = json_array(), *gt = json_array(), *er = json_array();
-    if (im_records_read_path(path, &recs, &n, &rr) == IM_OK) {
-      for (size_t i = 0; i < n; i++) {
-        const struct im_record *r = &recs[i];
-        /* One entry per user request, as vLLM: its final attempt. */
-        if (r->kind != IM_KIND_MEASURED && r->kind != IM_KIND_RETRY)
-          continue;
-        bool final = true;
-        for (size_t k = 0; k < n && final; k++)
-          final = !(recs[k].logical_id == r->logical_id && recs[k].attempt > r->attempt);
-        if (!final)
-          continue;
-        bool ok = r->error == IM_EC_NONE && r->t_first >= 0;
-        json_array_append_new(in, json_integer(r->prompt_tokens));
-        json_array_append_new(ol, json_integer(ok ? r->output_tokens : 0));
-        json_array_append_new(st, json_real((double)r->t_start / 1e9));
-        json_array_append_new(tt, json_real(ok ? (double)(r->t_first - r->t_start) / 1e9 : 0.0));
-        json_t *gaps = json_array();
-        for (uint32_t k = 1; ok && r->chunk_us && k < r->n_chunks; k++)
-          json_array_append_new(gaps, json_real((double)(r->chunk_us[k] - r->chunk_us[k - 1]) / 1e6));
-        json_array_append_new(it, gaps);
-        json_array_append_new(gt, json_string(""));
-        json_array_append_new(er, json_string(ok ? "" : im_errclass_name(r->error)));
-      }
-    }
-    im_records_free(recs, n);
-    json_object_set_new(out, "input_lens", in);
-    json_object_set_new(out, "output_lens", ol);
-    json_object_set_new(out, "start_times", st);
-    json_object_set_new(out, "ttfts", tt);
-    json_object_set_new(out, "itls", it);
-    json_object_set_new(out, "generated_texts", gt);
-    json_object_set_new(out, "errors", er);
-  }
-  char file[4200];
-  if (v->result_dir && mkdir(v->result_dir, 0755) && errno != EEXIST)
-    fprintf(stderr, "infermeter: --result-dir %s: %s\n", v->result_dir, strerror(errno));
-  if (v->result_filename && v->result_filename[0] == '/')
-    snprintf(file, sizeof file, "%s", v->result_filename);
-  else if (v->result_filename)
-    snprintf(file, sizeof file, "%s/%s", v->result_dir ? v->result_dir : ".", v->result_filename);
-  else {
-    const char *base = model ? strrchr(model, '/') : NULL;
-    char rs[32], conc[48] = "";
-    if (!json_is_number(json_object_get(sch, "rate")) || rate >= 100000) /* a burst */
-      snprintf(rs, sizeof rs, "inf");
-    else
-      snprintf(rs, sizeof rs, "%g", rate);
-    if (json_is_integer(json_object_get(sch, "max_concurrency")))
-      snprintf(conc, sizeof conc, "-concurrency%lld",
-               (long long)json_integer_value(json_object_get(sch, "max_concurrency")));
-    snprintf(file, sizeof file, "%s/%s-%sqps%s-%s-%s.json", v->result_dir,
-             v->label ? v->label : backend ? backend : "openai-chat", rs, conc,
-             base ? base + 1 : model ? model : "model", date);
-  }
-  int rc = json_dump_file(out, file, JSON_REAL_PRECISION(17));
-  if (rc)
-    fprintf(stderr, "infermeter: --save-result: cannot write %s\n", file);
-  else
-    fprintf(stderr, "infermeter: vLLM result file: %s\n", file);
-  json_decref(out);
-  json_decref(res);
-  return rc ? -1 : 0;
 }

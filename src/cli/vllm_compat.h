@@ -17,6 +17,12 @@ struct im__vllm {
   const char *backend;      /* as given (the file's "backend") */
   const char *label;        /* --label */
   const char *metadata[32]; /* KEY=VALUE, also tags */
+  /* vLLM's --metric-percentiles and --percentile-metrics as given (NULL:
+   * vLLM's defaults "99" and "ttft,tpot,itl"): the keys of the file. */
+  const char *metric_percentiles, *percentile_metrics;
+  long long num_prompts;    /* the measured requests (-1: a duration) */
+  long long num_warmups;    /* warm-up requests before them */
+  const char *ramp, *ramp_start, *ramp_end; /* --ramp-up-* (NULL: none) */
   int n_metadata;
   char *owned[36];          /* strings the translation made (freed by im__vllm_free) */
   int n_owned;
@@ -32,8 +38,8 @@ int im__vllm_translate(int argc, char **argv, int *out_argc, char ***out_argv,
 /* Frees the strings the translation made (the translated argv's). */
 void im__vllm_free(struct im__vllm *v);
 
-/* Writes vLLM's flat result file of the run in dir (results.json,
- * manifest.json, requests.jsonl) as v asks. 0, or -1 after saying why. */
+/* vllm_result.c: writes vLLM's flat result file of the run in dir
+ * (results.json, requests.jsonl) as v asks. 0, or -1 after saying why. */
 int im__vllm_save(const char *dir, const struct im__vllm *v);
 
 #endif

@@ -44,6 +44,10 @@ const char *im_import_missing_text(unsigned miss) {
     return "generator self-monitoring: dispatch lag, CPU, file descriptors and ports";
   case IM_MISS_TOKENS:
     return "token counts";
+  case IM_MISS_RECORDS:
+    return "per-request records (the file holds summary figures only, saved without "
+           "--save-detailed): sample sizes, percentile confidence, steady state, workload "
+           "shape, errors and the client cannot be judged; the figures are the source's own";
   default:
     return "?";
   }
@@ -256,20 +260,43 @@ static enum im_err vllm_request(struct im_import *im, size_t i, const json_t *in
   return IM_OK;
 }
 
+/* A file saved without --save-detailed: vLLM's summary figures (the keys
+ * of serve.py's result that are numbers or null), no records. */
+static enum im_err vllm_summary(const json_t *root, struct im_import *im, char *err, size_t errlen) {
+  static const char *const setup[] = {"num_prompts", "request_rate", "burstiness",
+                                      "max_concurrency", "ramp_up_start_rps", "ramp_up_end_rps"};
+  if (!json_is_integer(json_object_get(root, "completed")))
+    return im_errf(err, errlen, IM_PARSE,
+                   "vLLM result: neither per-request arrays (\"ttfts\", \"itls\", ...) nor "
+                   "a summary (\"completed\"...)");
+  if (!(im->summary = json_object()))
+    return IM_NOMEM;
+  const char *key;
+  const json_t *v;
+  json_object_foreach((json_t *)root, key, v) {
+    bool is_setup = false;
+    for (size_t k = 0; k < sizeof setup / sizeof setup[0]; k++)
+      is_setup |= !strcmp(key, setup[k]);
+    /* null: a figure vLLM could not compute (goodput without --goodput) */
+    if (!is_setup && (json_is_number(v) || (json_is_null(v) && !strcmp(key, "request_goodput"))) &&
+        json_object_set(im->summary, key, (json_t *)v))
+      return IM_NOMEM;
+  }
+  im->missing |= IM_MISS_RECORDS | IM_MISS_START_TIMES | IM_MISS_TOKEN_TIMES | IM_MISS_FIRST_TOKEN;
+  return im__import_stage(im, 0, "", im->rate);
+}
+
 enum im_err im__import_vllm(const json_t *root, struct im_import *im, char *err, size_t errlen) {
-  const json_t *tt = json_object_get(root, "ttfts"), *in, *ol, *it, *er, *st;
-  if (!json_is_array(tt))
-    return im_errf(err, errlen, IM_UNSUPPORTED,
-                   "vLLM result: no per-request arrays (\"ttfts\", \"itls\", ...): the file "
-                   "holds only summary figures; run vllm bench serve with --save-result "
-                   "--save-detailed");
+  const json_t *tt = json_object_get(root, "ttfts"), *in = NULL, *ol = NULL, *it = NULL,
+               *er = NULL, *st = NULL;
   size_t n = json_array_size(tt);
   enum im_err e;
-  if ((e = vllm_array(root, "input_lens", n, true, &in, err, errlen)) ||
-      (e = vllm_array(root, "output_lens", n, true, &ol, err, errlen)) ||
-      (e = vllm_array(root, "itls", n, true, &it, err, errlen)) ||
-      (e = vllm_array(root, "errors", n, false, &er, err, errlen)) ||
-      (e = vllm_array(root, "start_times", n, false, &st, err, errlen)))
+  if (json_is_array(tt) &&
+      ((e = vllm_array(root, "input_lens", n, true, &in, err, errlen)) ||
+       (e = vllm_array(root, "output_lens", n, true, &ol, err, errlen)) ||
+       (e = vllm_array(root, "itls", n, true, &it, err, errlen)) ||
+       (e = vllm_array(root, "errors", n, false, &er, err, errlen)) ||
+       (e = vllm_array(root, "start_times", n, false, &st, err, errlen))))
     return e;
   im->tool = IM_IMPORT_VLLM;
   copy_str(im->model, sizeof im->model, json_object_get(root, "model_id"));
@@ -284,6 +311,8 @@ enum im_err im__import_vllm(const json_t *root, struct im_import *im, char *err,
   im->max_concurrency =
       json_is_integer(mc) && json_integer_value(mc) > 0 ? json_integer_value(mc) : -1;
   im->missing = IM_MISS_SCHEDULE | IM_MISS_SERVER | IM_MISS_CLIENT | (st ? 0 : IM_MISS_START_TIMES);
+  if (!json_is_array(tt))
+    return vllm_summary(root, im, err, errlen);
   for (size_t i = 0; i < n; i++)
     if ((e = vllm_request(im, i, in, ol, tt, it, er, st, err, errlen)))
       return e == IM_LIMIT ? im_errf(err, errlen, IM_LIMIT,
@@ -384,7 +413,7 @@ static enum im_err parse_any(const char *data, size_t len, enum im_import_tool t
 enum im_err im_import_parse(const char *data, size_t len, enum im_import_tool tool,
                             struct im_import *im, char *err, size_t errlen) {
   enum im_err e = parse_any(data, len, tool, im, err, errlen);
-  if (e == IM_OK && im->n == 0)
+  if (e == IM_OK && im->n == 0 && !im->summary)
     e = im_errf(err, errlen, IM_PARSE, "%s file without a single request",
                 im_import_tool_name(im->tool));
   return e;
@@ -397,5 +426,7 @@ void im_import_free(struct im_import *im) {
     im_record_cleanup(&im->recs[i]);
   free(im->recs);
   im->recs = NULL;
+  json_decref(im->summary);
+  im->summary = NULL;
   im->n = im->cap = 0;
 }

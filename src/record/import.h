@@ -8,7 +8,9 @@
  * times relative to the earliest start of the stage; what the source does
  * not say stays -1 / 0 and is named in `missing` (the audit says so).
  * Pure: no I/O, no global state; bounded (at most IM_IMPORT_MAX_RECORDS
- * records, IM_IMPORT_MAX_CHUNKS token times per request). */
+ * records, IM_IMPORT_MAX_CHUNKS token times per request). A vLLM file
+ * without per-request arrays (`--save-result` alone) gives no records and
+ * its figures in im.summary, IM_MISS_RECORDS set. */
 #ifndef IM_RECORD_IMPORT_H
 #define IM_RECORD_IMPORT_H
 
@@ -48,7 +50,8 @@ enum {
   IM_MISS_SERVER = 1u << 4,      /* the server's /metrics (always: no scrape) */
   IM_MISS_CLIENT = 1u << 5,      /* the generator's CPU, fds, ports (self-check) */
   IM_MISS_TOKENS = 1u << 6,      /* token counts */
-  IM_MISS_COUNT_ = 7
+  IM_MISS_RECORDS = 1u << 7,     /* per-request records at all: a summary only */
+  IM_MISS_COUNT_ = 8
 };
 
 struct im_import_stage {
@@ -73,6 +76,9 @@ struct im_import {
   size_t n_st;
   struct im_record *recs; /* owned */
   size_t n, cap;
+  /* A vLLM file saved without --save-detailed: its summary figures (owned;
+   * NULL otherwise), and no records. */
+  json_t *summary;
   /* OTLP: spans seen and skipped (not an HTTP request span). */
   uint64_t spans, spans_skipped;
 };

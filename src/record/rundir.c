@@ -37,6 +37,8 @@ int im_rundir_write_manifest(const char *dir, json_t *manifest,
                         "bw_util_ref", an->bw_util_ref, "kv_bytes_per_token",
                         an->kv_bytes_per_token, "gpu_memory_bytes", an->gpu_memory_bytes,
                         "scrape_interval_ns", (json_int_t)an->scrape_interval_ns);
+  if (a && an->pct_metrics)
+    json_object_set_new(a, "percentile_metrics", json_integer(an->pct_metrics));
   if (a && ((an->segment_window &&
               json_object_set_new(a, "segment_window", json_integer(an->segment_window))) ||
              (an->segment_stride &&
@@ -216,6 +218,8 @@ static int read_analysis(struct im_rundir *rd, const json_t *a, char *err, size_
     for (size_t i = 0; i < an->n_percentiles; i++)
       an->percentiles[i] = json_number_value(json_array_get(pct, i));
   }
+  json_t *pm = json_object_get(a, "percentile_metrics");
+  an->pct_metrics = json_is_integer(pm) ? (unsigned)json_integer_value(pm) & 15u : 0;
   const char *keys[3] = {"slo_ttft_ms", "slo_tpot_ms", "slo_e2el_ms"};
   bool *has[3] = {&an->has_slo_ttft, &an->has_slo_tpot, &an->has_slo_e2el};
   double *val[3] = {&an->slo_ttft_ms, &an->slo_tpot_ms, &an->slo_e2el_ms};

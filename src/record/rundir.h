@@ -67,6 +67,7 @@ struct im_rundir_analysis {
   bool has_slo_ttft, has_slo_tpot, has_slo_e2el;
   double slo_ttft_ms, slo_tpot_ms, slo_e2el_ms;
   double slo_target;
+  unsigned pct_metrics; /* analyze/summary.h's; 0: all */
   size_t stages_planned;
   bool rate_sweep, autosweep;     /* a rate sweep (without a grid); rate=auto */
   /* The observers' figures (analyze/scraped.h): reference lines and what

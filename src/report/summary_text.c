@@ -196,8 +196,13 @@ static void vstat(FILE *o, const char *name, const struct im_vllm_stat *v,
   line(o, label, 2, v->mean);
   snprintf(label, sizeof label, "Median %s (ms):", name);
   line(o, label, 2, v->median);
+  /* vLLM's table shows P99 (the median is above) for infermeter's default
+   * list; a list given (--percentiles, vLLM's --metric-percentiles) is
+   * printed whole, as vLLM prints its --metric-percentiles. */
+  static const double dflt[] = {50, 90, 95, 99, 99.9};
+  bool given = cfg->n_percentiles != 5 || memcmp(cfg->percentiles, dflt, sizeof dflt);
   for (size_t i = 0; i < cfg->n_percentiles; i++) {
-    if (cfg->percentiles[i] != 99) /* vLLM's table shows P99 (the median is above) */
+    if (!given && cfg->percentiles[i] != 99)
       continue;
     snprintf(label, sizeof label, "P%g %s (ms):", cfg->percentiles[i], name);
     line(o, label, 2, v->pct[i]);
@@ -217,14 +222,17 @@ void im_report_text(FILE *o, const struct im_summary *s, const struct im_summary
     line(o, "Request goodput (req/s):", 2, s->request_goodput);
   line(o, "Output token throughput (tok/s):", 2, s->output_throughput);
   line(o, "Total Token throughput (tok/s):", 2, s->total_token_throughput);
-  section(o, "Time to First Token");
-  vstat(o, "TTFT", &s->v_ttft, cfg);
-  section(o, "Time per Output Token (excl. 1st token)");
-  vstat(o, "TPOT", &s->v_tpot, cfg);
-  section(o, "Inter-token Latency");
-  vstat(o, "ITL", &s->v_itl, cfg);
-  section(o, "End-to-end Latency");
-  vstat(o, "E2EL", &s->v_e2el, cfg);
+  /* The metrics of --percentile-metrics (0: all), in vLLM's order. */
+  static const char *const title[] = {"Time to First Token", "Time per Output Token (excl. 1st token)",
+                                      "Inter-token Latency", "End-to-end Latency"};
+  static const char *const name[] = {"TTFT", "TPOT", "ITL", "E2EL"};
+  const struct im_vllm_stat *vs[] = {&s->v_ttft, &s->v_tpot, &s->v_itl, &s->v_e2el};
+  for (int m = IM_PM_TTFT; m <= IM_PM_E2EL; m++) {
+    if (cfg->pct_metrics && !(cfg->pct_metrics & (1u << m)))
+      continue;
+    section(o, title[m]);
+    vstat(o, name[m], vs[m], cfg);
+  }
   fprintf(o, "============ infermeter: measured window =========\n");
   line(o, "Window (s):", 2, s->window_s);
   line2(o, "Scheduled / dispatched rate (req/s):", 3, s->scheduled_rate, s->dispatched_rate);
@@ -284,6 +292,11 @@ void im_report_text(FILE *o, const struct im_summary *s, const struct im_summary
 
 void im_report_stage_line(FILE *f, size_t i, const char *label, const struct im_stage_figures *fg,
                        const struct im_summary_config *sc) {
+  if (!fg->sum.completed) { /* nothing to put in the columns */
+    fprintf(f, "stage %zu %-36s no measured request (all warm-up, or none completed)%s\n", i,
+            label[0] ? label : "-", fg->check.valid ? "" : "  INVALID");
+    return;
+  }
   double p50 = NAN, p99 = NAN;
   for (size_t k = 0; k < sc->n_percentiles && fg->sum.ttft.n; k++) {
     if (sc->percentiles[k] == 50)

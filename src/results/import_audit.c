@@ -29,7 +29,7 @@ int im__results_import_audit(const json_t *manifest, struct im_validity *v, json
   const char *ver = json_string_value(json_object_get(imp, "version"));
   const json_t *nc = json_object_get(imp, "not_collected");
   char what[480] = "", sched[320] = "";
-  bool no_schedule = false;
+  bool no_schedule = false, no_records = false;
   for (size_t i = 0; i < json_array_size(nc); i++) {
     const json_t *x = json_array_get(nc, i);
     const char *w = json_string_value(json_object_get(x, "what"));
@@ -38,6 +38,7 @@ int im__results_import_audit(const json_t *manifest, struct im_validity *v, json
       continue;
     add_text(what, sizeof what, i ? "; " : "");
     add_text(what, sizeof what, w);
+    no_records |= !strcmp(w, "per_request_records");
     if (!strcmp(w, "schedule")) {
       no_schedule = true;
       snprintf(sched, sizeof sched, "%s", why ? why : w);
@@ -61,6 +62,24 @@ int im__results_import_audit(const json_t *manifest, struct im_validity *v, json
                "; judged on the source's own schedule only (its CPU, file descriptors and "
                "ports were not collected)");
     }
+  }
+  /* A summary-only file (vLLM without --save-detailed): the checks that
+   * read the records have nothing to read; each says so instead of
+   * judging an empty run. */
+  static const char *const by_records[] = {"samples", "steady_state", "workload",
+                                           "effective_rate", "connections", "errors"};
+  for (size_t i = 0; no_records && i < v->n; i++) {
+    struct im_valid_check *c = &v->checks[i];
+    for (size_t k = 0; k < sizeof by_records / sizeof by_records[0]; k++)
+      if (!strcmp(c->id, by_records[k])) {
+        c->status = IM_CHECK_WARN;
+        snprintf(c->evidence, sizeof c->evidence,
+                 "not judged: the %s file holds summary figures only, no per-request records",
+                 tool ? tool : "imported");
+        snprintf(c->fix, sizeof c->fix,
+                 "save with --save-detailed (vLLM's per-request arrays), or measure with "
+                 "infermeter run");
+      }
   }
   if (v->n < IM_VALID_MAX_CHECKS) {
     struct im_valid_check *c = &v->checks[v->n++];

@@ -114,8 +114,12 @@ static json_t *sweep_json(const struct im_rundir *rd, const struct im_summary_co
     fprintf(text, "Saturation point: %.4g req/s (stage %zu): the highest rate whose goodput "
                   "meets the SLOs%s\n", rates[idx], first + idx,
             has_slo ? "" : " (no SLO given: over-saturation only)");
+  else if (text && m == 0) /* rate=auto stopped after its throughput stage */
+    fprintf(text, "Saturation point: not searched (no rate was swept)\n");
   else if (text)
     fprintf(text, "Saturation point: none (the lowest rate already fails)\n");
+  /* Only a sweep that ran rates can miss its point (an "SLO failure"). */
+  *has_point |= m == 0;
   return sw;
 }
 
@@ -620,6 +624,7 @@ static int report_all(struct rep *p) {
   im_summary_config_default(&p->scfg);
   p->scfg.n_percentiles = an->n_percentiles;
   memcpy(p->scfg.percentiles, an->percentiles, sizeof an->percentiles);
+  p->scfg.pct_metrics = an->pct_metrics;
   p->scfg.has_slo_ttft = an->has_slo_ttft;
   p->scfg.has_slo_tpot = an->has_slo_tpot;
   p->scfg.has_slo_e2el = an->has_slo_e2el;

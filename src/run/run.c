@@ -574,12 +574,30 @@ static void start_observers(struct run *r) {
   }
 }
 
+/* rate=auto's throughput stage measured nothing: why, and what to change. */
+static void say_auto_empty(const struct im_run_config *o) {
+  double d = (double)o->duration_ns / 1e9, w = (double)o->warmup_ns / 1e9;
+  if (o->requests && o->warmup_requests >= o->requests)
+    im__run_say(IM_RUN_SAY_ERROR, "--sweep rate=auto: the throughput stage measured no request: "
+                "its %" PRIu64 " requests were all warm-up (--warmup %" PRIu64 "); give more "
+                "--requests or a smaller --warmup; no rates swept", o->requests, o->warmup_requests);
+  else if (!o->requests && o->duration_ns > 0 && o->warmup_ns >= o->duration_ns)
+    im__run_say(IM_RUN_SAY_ERROR, "--sweep rate=auto: the throughput stage measured no request: "
+                "its %g s were all warm-up (--warmup %g s); give a --duration longer than the "
+                "warm-up (e.g. --duration %gs) or a shorter --warmup; no rates swept", d, w,
+                w + 10.0);
+  else
+    im__run_say(IM_RUN_SAY_ERROR, "--sweep rate=auto: the throughput stage completed no request "
+                "in its measured window; lengthen --duration (or --requests), or check that the "
+                "server answers (its errors are in the stage's summary); no rates swept");
+}
+
 /* rate=auto: the rates below the throughput the first stage measured. */
 static int plan_auto_rates(struct run *r) {
   struct im_sweep *sw = &r->plan.sweep;
   if (!(r->res[0].throughput > 0) ||
       im_sweep_plan_auto(sw, r->res[0].throughput, r->o.sweep_steps) != IM_OK) {
-    im__run_say(IM_RUN_SAY_ERROR, "the throughput stage completed no request; no rates to sweep");
+    say_auto_empty(&r->o);
     return -1;
   }
   for (size_t k = 0; k < sw->nvalues; k++) {
@@ -743,6 +761,7 @@ static int open_run_files(struct run *r) {
                                   .slo_tpot_ms = o->scfg.slo_tpot_ms,
                                   .slo_e2el_ms = o->scfg.slo_e2el_ms,
                                   .slo_target = o->slo_target,
+                                  .pct_metrics = o->scfg.pct_metrics,
                                   .stages_planned = r->env.n_stages,
                                   .rate_sweep = rate_sweep,
                                   .autosweep = r->autosweep,

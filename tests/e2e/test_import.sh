@@ -3,6 +3,8 @@
 # directories that report, audit and compare read.
 # - vLLM: a run saved with --save-result --save-detailed, imported back, has
 #   the same figures (the round trip: run -> vLLM file -> import -> report);
+#   one saved without --save-detailed (a summary) imports with its figures
+#   as vLLM wrote them, and the audit says what it cannot judge;
 # - GuideLLM, AIPerf: the fixtures of tests/fixtures/import/ (written from
 #   the documented formats, not produced by those tools), with the figures
 #   they were built with; GuideLLM's schedule judges its client;
@@ -118,6 +120,31 @@ check "gen_ai.usage token counts in the trace" grep -q "^0.400000,210,128$" "$TM
 rc=$?
 check "the trace replays with infermeter run ($rc: $(head -c 300 "$TMP/err"))" test $rc -eq 0 -o $rc -eq 3
 check "... 10 requests at the trace's times" jq -e '.metrics.counts.completed == 10' "$TMP/replay/results.json"
+
+# ---- vLLM: a summary-only file (--save-result without --save-detailed)
+"$BIN" run --base-url "$BASE" --dataset-name random --random-input-len 64 --random-output-len 8 \
+  --request-rate 20 --num-prompts 12 --save-result --result-dir "$TMP/ressum" --disable-tqdm \
+  --out "$TMP/runsum" >/dev/null 2>"$TMP/err"
+F=$(ls "$TMP"/ressum/*.json 2>/dev/null | head -n 1)
+check "vLLM's summary file has no per-request arrays" jq -e 'has("ttfts") | not' "$F"
+"$BIN" import "$F" --out "$TMP/vsum" >"$TMP/out" 2>"$TMP/err"
+check_eq "import of a summary-only file: exit 0 ($(head -c 300 "$TMP/err"))" $? 0
+check "its figures as vLLM wrote them, in the manifest" jq -e --slurpfile v "$F" \
+  '.manifest.imported_from.figures | .completed == 12 and .p99_ttft_ms == $v[0].p99_ttft_ms
+   and .request_throughput == $v[0].request_throughput' "$TMP/vsum/results.json"
+check "... and on the terminal" grep -qE "^  p99_ttft_ms: +[0-9]" "$TMP/out"
+check "not collected: the per-request records" jq -e \
+  '[.manifest.imported_from.not_collected[].what] | index("per_request_records") != null' \
+  "$TMP/vsum/results.json"
+check "the audit says the record checks are not judged" jq -e \
+  '[.audit.publishable.checks[] | select(.id == "samples" or .id == "steady_state"
+    or .id == "workload" or .id == "errors") | select(.status == "WARN"
+    and (.evidence | test("summary figures only")))] | length == 4' "$TMP/vsum/results.json"
+check "... and prints it" grep -q "not judged: the vllm file holds summary figures only" "$TMP/out"
+"$BIN" audit "$TMP/vsum" >"$TMP/audit" 2>&1
+check_eq "infermeter audit on it: exit 0" $? 0
+"$BIN" report "$TMP/vsum" --quiet --no-html
+check_eq "infermeter report on it: exit 0" $? 0
 
 # ---- bad input
 printf '{"ttfts": [0.1], "oops' >"$TMP/corrupt.json"

@@ -47,11 +47,28 @@ static void test_vllm(void) {
   CHECK_EQ(b->n_chunks, 0);
   im_import_free(&im);
 
-  /* Summary figures only: said, with the flag that adds the arrays. */
-  CHECK_EQ(
-      parse("{\"backend\": \"vllm\", \"completed\": 10}", IM_IMPORT_AUTO, &im, err, sizeof err),
-      IM_UNSUPPORTED);
-  CHECK(strstr(err, "--save-detailed") != NULL);
+  /* Summary figures only (no --save-detailed): no records, the figures
+   * kept as written (setup keys and text apart), the absence marked. */
+  CHECK_EQ(parse("{\"backend\": \"vllm\", \"completed\": 10, \"failed\": 1, \"label\": null, "
+                 "\"p99_ttft_ms\": 12.5, \"request_goodput\": null, \"num_prompts\": 11, "
+                 "\"request_rate\": \"inf\", \"model_id\": \"m\"}",
+                 IM_IMPORT_AUTO, &im, err, sizeof err),
+           IM_OK);
+  CHECK_EQ(im.n, 0);
+  CHECK(im.summary != NULL);
+  CHECK_EQ(json_integer_value(json_object_get(im.summary, "completed")), 10);
+  CHECK(json_number_value(json_object_get(im.summary, "p99_ttft_ms")) == 12.5);
+  CHECK(json_is_null(json_object_get(im.summary, "request_goodput")));
+  CHECK(json_object_get(im.summary, "label") == NULL);
+  CHECK(json_object_get(im.summary, "num_prompts") == NULL);
+  CHECK((im.missing & IM_MISS_RECORDS) != 0);
+  CHECK(isinf(im.rate));
+  CHECK_EQ(strcmp(im.model, "m"), 0);
+  im_import_free(&im);
+  /* Neither arrays nor a summary. */
+  CHECK_EQ(parse("{\"backend\": \"vllm\", \"input_lens\": [1]}", IM_IMPORT_VLLM, &im, err, sizeof err),
+           IM_PARSE);
+  CHECK(strstr(err, "completed") != NULL);
   im_import_free(&im);
   /* Arrays of different lengths. */
   CHECK_EQ(parse("{\"ttfts\": [0.1], \"input_lens\": [], \"output_lens\": [1], \"itls\": [[]]}",
