@@ -55,7 +55,11 @@ check "... naming it" grep -q -- "--top-k is not supported" "$TMP/err2"
   --request-rate inf --num-prompts 20 --num-warmups 0 --save-result --result-dir "$TMP/resinf" \
   --out "$TMP/inf" >/dev/null 2>"$TMP/errinf"
 rc=$?
-check "--request-rate inf runs VALID (exit 0) ($rc): $(tail -n 3 "$TMP/errinf")" test $rc -eq 0
+# Whether the client kept up reading 20 answers that come at once is timing
+# (several times slower under the sanitizers, where it rightly is INVALID):
+# asserted VALID in timing_run.sh; here the run completes, 0 or 3.
+check "--request-rate inf runs (exit 0, or 3 on a slow build) ($rc): $(tail -n 3 "$TMP/errinf")" \
+  test $rc -eq 0 -o $rc -eq 3
 check "a burst: every request due at 0" jq -es '[.[] | select(.kind == "measured") | .t_sched]
   | length == 20 and unique == [0]' "$TMP/inf/requests.jsonl"
 check "the manifest says burst, with no rate" jq -e '.manifest.schedule.kind == "burst"

@@ -23,4 +23,16 @@ check_eq "default run VALID" "$(jq -r .audit.client_check.verdict "$TMP/d/result
 check "summary printed" grep -q 'Serving Benchmark Result' "$TMP/d.out"
 check "built-in server recorded" jq -e '.manifest.target.builtin_server == true' "$TMP/d/results.json"
 
+# vLLM's default rate, inf: a burst of 20 requests with prompts long enough
+# for a TTFT of tens of ms; the client reads the 20 answers that come at
+# once without falling behind: VALID, exit 0 (tests/e2e/test_vllm_compat.sh
+# checks the rest of the burst's shape in every build).
+start_server
+"$BIN" run --base-url "$BASE" --backend openai-chat --endpoint /v1/chat/completions \
+  --dataset-name random --random-input-len 2048 --random-output-len 4 --request-rate inf \
+  --num-prompts 20 --num-warmups 0 --out "$TMP/inf" >/dev/null 2>"$TMP/errinf"
+rc=$?
+check "--request-rate inf: VALID, exit 0 ($rc): $(tail -n 3 "$TMP/errinf")" test $rc -eq 0
+stop_server
+
 finish
