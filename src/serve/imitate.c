@@ -72,6 +72,8 @@ int im_serve_engine_parse(const char *name) {
 }
 
 const char *im__srv_imitate_owner(const struct im_server *s) {
+  if (s->cfg.declare_none && s->cfg.imitate != IM_SERVE_ENGINE_INFERMETER)
+    return "owner"; /* says nothing of who it is either */
   switch (s->cfg.imitate) {
   case IM_SERVE_ENGINE_VLLM: return "vllm";
   case IM_SERVE_ENGINE_SGLANG: return "sglang";
