@@ -466,6 +466,10 @@ static void finish_attempt(struct loader *L, struct attempt *a, CURLcode res) {
   r->error = im__load_classify(a, res);
   /* A refusal for the context's size is named (record.h im_errclass_refine,
    * issue 29): the body of a 4xx, else the streamed error's words. */
+  /* Usage without reasoning_tokens (llama.cpp): the reasoning chunks'
+   * tokens, as streamed (issue 29). */
+  if (!a->usage_reasoning && a->stream_reasoning)
+    r->reasoning_tokens = a->stream_reasoning;
   uint32_t ovf_prompt = 0, ovf_limit = 0;
   if (r->error == IM_EC_HTTP_4XX || r->error == IM_EC_ERROR_EVENT)
     r->error = a->errbody.len

@@ -75,6 +75,8 @@ struct attempt {
   int64_t retry_after_s;         /* Retry-After in seconds; -1 none */
   long local_port;               /* seen at the status line; 0 unknown */
   bool saw_done, error_event, malformed, usage_seen;
+  bool usage_reasoning;          /* usage gave reasoning_tokens */
+  uint32_t stream_reasoning;     /* tokens of chunks that carried reasoning only */
   char reason[160];              /* why it failed, in words (the server's message
                                     of an error event, truncated); "" none */
   /* What the answer was, for an error that is not an OpenAI answer (an

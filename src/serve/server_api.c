@@ -246,8 +246,12 @@ static void on_finish(struct im_seq *seq, enum im_finish why) {
   st->seq = NULL;
   if (st->streaming) {
     enum im_err err = IM_OK;
+    /* llama.cpp's usage says nothing of reasoning tokens. */
+    struct im_sim_usage u = st->usage;
+    if (s->cfg.imitate == IM_SERVE_ENGINE_LLAMACPP)
+      u.reasoning = 0;
     if (st->include_usage)
-      err = im_oai_usage_chunk(b, &st->oai, &st->usage);
+      err = im_oai_usage_chunk(b, &st->oai, &u);
     if (!err)
       err = im_buf_puts(b, "data: [DONE]\n\n");
     if (err) {

@@ -20,6 +20,21 @@
 run_q() { "$BIN" run --no-progress --quiet --no-history "$@"; }
 sc() { jq -r "[.. | objects | select(.id? == \"$2\")][0] | .$3" "$1/results.json"; }
 
+FIX=$E2E_DIR/../fixtures/engines
+# The imitation answers with the recorded fixtures' keys (tests/fixtures/engines).
+same_keys() { # ENGINE PATH FIXTURE
+  start_server --engine "$1" --time-scale 20
+  check_eq "$1: $2 has the keys of $3" \
+    "$(curl -sf "$BASE$2" | jq -c 'if type == "array" then .[0] else . end | keys')" \
+    "$(jq -c 'if type == "array" then .[0] else . end | keys' "$FIX/$3")"
+  stop_server
+}
+same_keys llamacpp /props llamacpp_props.json
+same_keys llamacpp /slots llamacpp_slots.json
+same_keys vllm /version vllm_version.json
+same_keys sglang /get_server_info sglang_get_server_info.json
+same_keys tgi /info tgi_info.json
+
 # ---- 1. server_config per engine ----------------------------------------------
 start_server --engine llamacpp --time-scale 20
 check "llamacpp: /props declares slots and n_ctx" \
@@ -129,6 +144,18 @@ for e in vllm sglang tgi; do
     grep -Eq 'First error: context_overflow \(HTTP 4[0-9][0-9]\): prompt [0-9]+ tokens, context 256 tokens' "$TMP/ovf-$e.out"
   stop_server
 done
+
+# ---- 5. reasoning counted from the stream (usage without reasoning_tokens) ----
+start_server --engine llamacpp --profile deepseek-r1-8xh200 --time-scale 20
+d=$TMP/reason
+run_q --url "$BASE" --requests 12 --rate 20 --input-len 9000 --output-len 8 --reasoning-effort max \
+  --out "$d" >/dev/null 2>&1
+check "reasoning: llama.cpp's usage has no reasoning_tokens" \
+  bash -c "curl -sN '$BASE/v1/chat/completions' -d '{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":4,\"stream\":true,\"stream_options\":{\"include_usage\":true}}' | grep '\"usage\"' | grep -vq reasoning_tokens"
+check "reasoning: a stream that is all reasoning has its reasoning tokens in the record" \
+  jq -se '[.[] | select(.kind == "measured" and .t_answer == null and .error == null)] | length > 0 and all(.reasoning_tokens > 0)' "$d/requests.jsonl"
+check "reasoning: metrics.reasoning is not null" jq -e '.metrics.reasoning != null' "$d/results.json"
+stop_server
 
 # ---- 2. --repeat's drain ---------------------------------------------------------
 start_server --engine llamacpp --time-scale 20

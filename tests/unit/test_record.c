@@ -1,5 +1,6 @@
 /* Request records (src/record/record.c): chunk bookkeeping and the
  * requests.jsonl line, written and read back. */
+#include <dirent.h>
 #include "check.h"
 
 #include <jansson.h>
@@ -434,8 +435,54 @@ static void test_refine(void) {
   CHECK_STR(im_errclass_name(IM_EC_CONTEXT_OVERFLOW), "context_overflow");
 }
 
+/* The engines' recorded error bodies (tests/fixtures/engines, counts in
+ * the names: NAME_P_L.ext). */
+static void test_refine_fixtures(void) {
+  const char *dir = "tests/fixtures/engines";
+  DIR *d = opendir(dir);
+  CHECK(d != NULL);
+  if (!d)
+    return;
+  int seen = 0;
+  struct dirent *de;
+  while ((de = readdir(d))) {
+    if (!strstr(de->d_name, "_overflow"))
+      continue;
+    char path[512], text[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+    FILE *f = fopen(path, "rb");
+    CHECK(f != NULL);
+    if (!f)
+      continue;
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    unsigned want_p = 0, want_l = 0;
+    const char *u = strrchr(de->d_name, '.');
+    const char *q = u;
+    for (int k = 0; k < 2 && q > de->d_name; k++)
+      for (q--; q > de->d_name && *q != '_'; q--)
+        ;
+    CHECK(sscanf(q, "_%u_%u.", &want_p, &want_l) == 2);
+    bool sse = !strcmp(u, ".sse");
+    uint32_t p = 0, l = 0;
+    enum im_errclass e =
+        im_errclass_refine(sse ? IM_EC_ERROR_EVENT : IM_EC_HTTP_4XX, text, n, &p, &l);
+    if (e != IM_EC_CONTEXT_OVERFLOW || p != want_p || l != want_l)
+      fprintf(stderr, "%s: class %s, prompt %u, context %u\n", de->d_name, im_errclass_name(e),
+              p, l);
+    CHECK_EQ(e, IM_EC_CONTEXT_OVERFLOW);
+    CHECK_EQ(p, want_p);
+    CHECK_EQ(l, want_l);
+    seen++;
+  }
+  closedir(d);
+  CHECK(seen >= 5);
+}
+
 int main(void) {
   test_refine();
+  test_refine_fixtures();
   test_names();
   test_reset_and_chunks();
   test_round_trip();
