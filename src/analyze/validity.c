@@ -467,18 +467,53 @@ static void check_connections(const struct im_validity_input *in, struct im_vali
         "configure its keep-alive; connect time is inside TTFT");
 }
 
+/* The end of the last cancelled request (ns from the stage's origin), -1
+ * when none. */
+static int64_t last_cancel_ns(const struct im_population *pop) {
+  int64_t t = -1;
+  for (size_t i = 0; i < pop->n_req; i++)
+    if (pop->req[i].outcome == IM_OUTCOME_CANCELLED && pop->req[i].final->t_end > t)
+      t = pop->req[i].final->t_end;
+  return t;
+}
+
 /* Requests the client abandoned must leave the server (docs/agents.md
- * "Cancellation"): its running count returns to where it started. A WARN,
- * never a FAIL: the last scrape may race the server's handling of the
- * last disconnects. */
+ * "Cancellation"): its running count returns to where it started, judged
+ * from the first scrape taken at least IM_VALID_CANCEL_SETTLE_S after the
+ * last cancel (a scrape 0.15 ms after it races the server's handling of the
+ * disconnect); with no such scrape, "not judged". A WARN, never a FAIL. */
 static void check_cancelled(const struct im_validity_input *in, struct im_validity *v) {
   const struct im_cancel_figs *cf = &in->f->cancel;
   if (!cf->cancelled)
     return;
   double a = in->server_running_first, b = in->server_running_last;
+  bool settled_known = in->server_series && in->n_server_series;
+  double after_s = NAN;
+  if (settled_known) {
+    int64_t lc = last_cancel_ns(&in->f->pop);
+    double need = (double)lc / 1e9 + IM_VALID_CANCEL_SETTLE_S;
+    b = NAN;
+    for (size_t i = 0; i < in->n_server_series && isnan(b); i++)
+      if (in->server_series[i].t_s >= need && !isnan(in->server_series[i].requests_running)) {
+        b = in->server_series[i].requests_running;
+        after_s = in->server_series[i].t_s - (double)lc / 1e9;
+      }
+  }
   bool known = !isnan(a) && !isnan(b);
-  struct im_valid_check *c = add(v, "cancelled_freed", known && b <= a ? IM_CHECK_PASS : IM_CHECK_WARN);
-  if (known)
+  bool unsettled = settled_known && !isnan(a) && isnan(b);
+  struct im_valid_check *c =
+      add(v, "cancelled_freed", unsettled || (known && b <= a) ? IM_CHECK_PASS : IM_CHECK_WARN);
+  if (unsettled)
+    say(c->evidence, sizeof c->evidence,
+        "%llu requests cancelled; not judged: no scrape came %.1f s or more after the last "
+        "cancel",
+        (unsigned long long)cf->cancelled, IM_VALID_CANCEL_SETTLE_S);
+  else if (known && !isnan(after_s))
+    say(c->evidence, sizeof c->evidence,
+        "%llu requests cancelled; the server's running requests: %g at the first scrape, %g at "
+        "a scrape %.1f s after the last cancel",
+        (unsigned long long)cf->cancelled, a, b, after_s);
+  else if (known)
     say(c->evidence, sizeof c->evidence,
         "%llu requests cancelled; the server's running requests: %g at the first scrape, %g at "
         "the last",
@@ -487,7 +522,7 @@ static void check_cancelled(const struct im_validity_input *in, struct im_validi
     say(c->evidence, sizeof c->evidence,
         "%llu requests cancelled; the server's running requests were not scraped",
         (unsigned long long)cf->cancelled);
-  if (!known || b > a)
+  if (!unsettled && (!known || b > a))
     say(c->fix, sizeof c->fix, "check that the server aborts a request whose client disconnects "
                                "(scrape its /metrics: running requests should drop back)");
 }

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analyze/scraped.h"
 #include "analyze/stage.h"
 
 /* Thresholds (docs/audit.md). */
@@ -26,6 +27,7 @@
 #define IM_VALID_STEADY_RATIO 0.1         /* halves differing by more than 10 % ... */
 #define IM_VALID_STEADY_P 0.05            /* ... with Welch p below this */
 #define IM_VALID_NEW_CONN_SHARE 0.9       /* a new connection for this share of attempts */
+#define IM_VALID_CANCEL_SETTLE_S 1.0      /* a server frees a cancelled request within this */
 
 /* The engines whose settings the audit knows (docs/server-metrics.md "Per
  * engine"); UNKNOWN gets the generic list. */
@@ -80,8 +82,13 @@ struct im_validity_input {
   const char *server_hit_rate_why; /* why there is none (NULL: not scraped) */
   bool time_wait_growing;        /* the TCP observer's warning */
   /* The server's running requests at the first and the last scrape of the
-   * stage (NaN: not scraped), for the cancellations check. */
+   * stage (NaN: not scraped), for the cancellations check; and the stage's
+   * scrapes (NULL: none), from which that check takes the first scrape at
+   * least IM_VALID_CANCEL_SETTLE_S after the last cancel instead of the
+   * last one (series times and records share the stage's origin). */
   double server_running_first, server_running_last;
+  const struct im_server_series_pt *server_series;
+  size_t n_server_series;
   double time_wait_slope;        /* sockets per second; NaN unknown */
   uint64_t connections_opened;
   /* The run skipped TLS verification (--insecure, manifest.target.transport):

@@ -373,6 +373,7 @@ static int stage_validity(struct rep *p, const struct im_stage_figures *f,
       .time_wait_growing = tcp && tcp->time_wait_growing,
       .server_running_first = srv && srv->n_series ? srv->series[0].requests_running : NAN,
       .server_running_last = srv && srv->n_series ? srv->series[srv->n_series - 1].requests_running : NAN,
+      .server_series = srv ? srv->series : NULL, .n_server_series = srv ? srv->n_series : 0,
       .time_wait_slope = tcp ? tcp->time_wait_growth_per_s : NAN,
       .connections_opened = s->connections_opened};
   vin.tls_insecure = json_is_true(

@@ -138,6 +138,44 @@ static void unidentified(struct im_validity_input *v) {
   v->declared_ctx = vllm_no_compile;
 }
 
+/* cancelled_freed judges from a scrape taken after a settle (issue 29):
+ * the last request (i = 39, ends at ~78.1 s) is cancelled; running was 0
+ * at the first scrape. */
+static struct im_server_series_pt cancel_pts[3];
+static size_t n_cancel_pts;
+static void cancel_series(struct im_validity_input *v) {
+  v->server_running_first = 0;
+  v->server_running_last = cancel_pts[n_cancel_pts - 1].requests_running;
+  v->server_series = cancel_pts;
+  v->n_server_series = n_cancel_pts;
+}
+
+static void test_cancel_settle(void) {
+  struct im_record r[N];
+  clean(r);
+  r[N - 1].kind = IM_KIND_CANCELLED;
+  double t_cancel = (double)r[N - 1].t_end / 1e9;
+  for (int i = 0; i < 3; i++)
+    cancel_pts[i] = (struct im_server_series_pt){.t_s = 0, .requests_running = 0,
+                                                 .kv_cache_usage = NAN, .requests_waiting = 0};
+  /* The last scrape 0.15 ms after the cancel, still counting it: not judged. */
+  cancel_pts[1].t_s = t_cancel + 0.00015;
+  cancel_pts[1].requests_running = 1;
+  n_cancel_pts = 2;
+  char ev[512];
+  CHECK_EQ(status_ev(r, N, "cancelled_freed", cancel_series, ev, sizeof ev), IM_CHECK_PASS);
+  CHECK(strstr(ev, "not judged") != NULL);
+  /* A scrape 1.5 s after: freed -> PASS, said from that scrape. */
+  cancel_pts[2].t_s = t_cancel + 1.5;
+  cancel_pts[2].requests_running = 0;
+  n_cancel_pts = 3;
+  CHECK_EQ(status_ev(r, N, "cancelled_freed", cancel_series, ev, sizeof ev), IM_CHECK_PASS);
+  CHECK(strstr(ev, "after the last cancel") != NULL);
+  /* ... still running then: WARN. */
+  cancel_pts[2].requests_running = 1;
+  CHECK_EQ(status_ev(r, N, "cancelled_freed", cancel_series, ev, sizeof ev), IM_CHECK_WARN);
+}
+
 /* server_config knows each engine's settings (issue 29). */
 static void test_engines(void) {
   struct im_record r[N];
@@ -256,5 +294,6 @@ static void test_checks(void) {
 int main(void) {
   test_checks();
   test_engines();
+  test_cancel_settle();
   return CHECK_DONE();
 }
