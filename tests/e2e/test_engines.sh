@@ -57,6 +57,9 @@ check "llamacpp: the server's prefix-cache hit rate is a number" \
   jq -e '.metrics.server.prefix_cache_hit_rate > 0' "$d/results.json"
 check "llamacpp: cache_metrics names the server's hit rate" \
   bash -c "grep -q 'from the server.s metrics' <<<\"\$1\"" _ "$(sc "$d" cache_metrics evidence)"
+# 11. the samples no concept maps are kept under their own names.
+check "llamacpp: its tokens/s gauges kept in metrics.server.unmapped" \
+  jq -e '.metrics.server.unmapped | (."llamacpp:prompt_tokens_seconds" | type == "number") and (."llamacpp:predicted_tokens_seconds" | type == "number")' "$d/results.json"
 # 10. every stream's connection is closed although it said keep-alive.
 check "llamacpp: a connection per attempt, the connections check says why" \
   bash -c "grep -q 'a close after the stream while announcing keep-alive' <<<\"\$1\"" _ "$(sc "$d" connections fix)"
