@@ -983,7 +983,15 @@ enum im_err im_load_run(const struct im_load_config *cfg, struct im_load_result 
   L.writer.on_record_ctx = cfg->on_record_ctx;
   err = IM_SYS;
   L.t0 = im_now_ns(); /* provisional, for prepare_until's clock */
-  im__load_prepare_until(&L, INT64_MAX);
+  /* Before t0, what the start needs: the first arrivals of an open loop, a
+   * closed loop's first round only (its slots: sessions or --concurrency).
+   * The rest is prepared as the run goes, on the builder when there is one
+   * (issue 29: 256 prompts prepared ahead cost ~2,500 /tokenize calls of
+   * --tokenizer server before a one-session run). */
+  if (cfg->times)
+    im__load_prepare_until(&L, INT64_MAX);
+  else
+    im__load_prepare_n(&L, cfg->concurrency ? cfg->concurrency : 1);
 
   /* Every shard of the stage starts at the same instant (loader.h). */
   arrived = true;

@@ -271,6 +271,8 @@ void im__load_fill_record(struct attempt *a);
 /* Fills the ring on the loop until `until` (run-relative ns) or until it
  * is full: before t0, and when there is no builder. */
 void im__load_prepare_until(struct loader *L, int64_t until);
+/* Prepares requests until the ring holds n (or is full, or all are). */
+void im__load_prepare_n(struct loader *L, size_t n);
 /* The prepared attempt for global `index` (taken in order); NULL with
  * L->fatal set on failure. With the builder, waits for a late one. */
 struct attempt *im__load_take_request(struct loader *L, uint64_t index);

@@ -160,6 +160,17 @@ check "reasoning: a stream that is all reasoning has its reasoning tokens in the
 check "reasoning: metrics.reasoning is not null" jq -e '.metrics.reasoning != null' "$d/results.json"
 stop_server
 
+# ---- 4. --tokenizer server tokenizes what the plan needs -----------------------
+# One session: the first round is one prompt, not a ring of 256 (829 calls
+# to /tokenize before the change for this run, 113 after).
+start_server --time-scale 20
+"$BIN" run --no-progress --no-history --url "$BASE" --tokenizer server --sessions 1 --turns 3 \
+  --duration 2s --warmup 0 --out "$TMP/tok" >"$TMP/tok.out" 2>&1
+n=$(sed -n 's/.*--tokenizer server: \([0-9]*\) requests to the target.s tokenizer.*/\1/p' "$TMP/tok.out")
+check "--tokenizer server, one session: ${n:-?} /tokenize calls, far below a 256-prompt ring's" \
+  test "${n:-99999}" -lt 400
+stop_server
+
 # ---- 2. --repeat's drain ---------------------------------------------------------
 start_server --engine llamacpp --time-scale 20
 "$BIN" run --no-progress --no-history --url "$BASE" --duration 1s --rate 10 --warmup 0 --repeat 2 \
