@@ -467,12 +467,13 @@ static void check_connections(const struct im_validity_input *in, struct im_vali
         "configure its keep-alive; connect time is inside TTFT");
 }
 
-/* The end of the last cancelled request (ns from the stage's origin), -1
- * when none. */
-static int64_t last_cancel_ns(const struct im_population *pop) {
+/* The end of the stage's last request, and whether it was cancelled late
+ * enough to matter (ns from the stage's origin; -1 when none): the running
+ * count can only return to its start once every request has ended. */
+static int64_t last_end_ns(const struct im_population *pop) {
   int64_t t = -1;
   for (size_t i = 0; i < pop->n_req; i++)
-    if (pop->req[i].outcome == IM_OUTCOME_CANCELLED && pop->req[i].final->t_end > t)
+    if (pop->req[i].final->t_end > t)
       t = pop->req[i].final->t_end;
   return t;
 }
@@ -480,8 +481,10 @@ static int64_t last_cancel_ns(const struct im_population *pop) {
 /* Requests the client abandoned must leave the server (docs/agents.md
  * "Cancellation"): its running count returns to where it started, judged
  * from the first scrape taken at least IM_VALID_CANCEL_SETTLE_S after the
- * last cancel (a scrape 0.15 ms after it races the server's handling of the
- * disconnect); with no such scrape, "not judged". A WARN, never a FAIL. */
+ * stage's last request ended, the last cancel included (a scrape 0.15 ms
+ * after it races the server's handling of the disconnect; one before the
+ * other requests ended counts them); with no such scrape, "not judged". A
+ * WARN, never a FAIL. */
 static void check_cancelled(const struct im_validity_input *in, struct im_validity *v) {
   const struct im_cancel_figs *cf = &in->f->cancel;
   if (!cf->cancelled)
@@ -490,7 +493,7 @@ static void check_cancelled(const struct im_validity_input *in, struct im_validi
   bool settled_known = in->server_series && in->n_server_series;
   double after_s = NAN;
   if (settled_known) {
-    int64_t lc = last_cancel_ns(&in->f->pop);
+    int64_t lc = last_end_ns(&in->f->pop);
     double need = (double)lc / 1e9 + IM_VALID_CANCEL_SETTLE_S;
     b = NAN;
     for (size_t i = 0; i < in->n_server_series && isnan(b); i++)
@@ -506,12 +509,12 @@ static void check_cancelled(const struct im_validity_input *in, struct im_validi
   if (unsettled)
     say(c->evidence, sizeof c->evidence,
         "%llu requests cancelled; not judged: no scrape came %.1f s or more after the last "
-        "cancel",
+        "request ended",
         (unsigned long long)cf->cancelled, IM_VALID_CANCEL_SETTLE_S);
   else if (known && !isnan(after_s))
     say(c->evidence, sizeof c->evidence,
         "%llu requests cancelled; the server's running requests: %g at the first scrape, %g at "
-        "a scrape %.1f s after the last cancel",
+        "a scrape %.1f s after the last request ended",
         (unsigned long long)cf->cancelled, a, b, after_s);
   else if (known)
     say(c->evidence, sizeof c->evidence,

@@ -27,7 +27,7 @@
 #define IM_VALID_STEADY_RATIO 0.1         /* halves differing by more than 10 % ... */
 #define IM_VALID_STEADY_P 0.05            /* ... with Welch p below this */
 #define IM_VALID_NEW_CONN_SHARE 0.9       /* a new connection for this share of attempts */
-#define IM_VALID_CANCEL_SETTLE_S 1.0      /* a server frees a cancelled request within this */
+#define IM_VALID_CANCEL_SETTLE_S 0.1      /* a server frees a cancelled request within this */
 
 /* The engines whose settings the audit knows (docs/server-metrics.md "Per
  * engine"); UNKNOWN gets the generic list. */
