@@ -306,6 +306,9 @@ static enum im_err source_figures(const struct im_series_set *set, size_t i,
     memcpy(f->per_series, s->per_series, s->n_per_series * sizeof *f->per_series);
     f->n_per_series = s->n_per_series;
   }
+  for (size_t k = 0; k < s->n_raw; k++)
+    if (!s->raw[k].label[0])
+      f->unmapped[f->n_unmapped++] = s->raw[k];
   enum im_err err = source_series(&w, ctx, f);
   if (err || s->n_pts >= 2)
     return err ? err : window_figures(&w, ctx, f);

@@ -81,6 +81,11 @@ struct im_server_source_figs {
   size_t n_nulls;
   struct im_series_labelled *per_series; /* the last page's, owned */
   size_t n_per_series;
+  /* The engine's samples no concept maps, as the last page gave them
+   * (name, with labels when any, and value; docs/server-metrics.md
+   * "Everything else"). */
+  struct im_series_raw unmapped[IM_SERIES_MAX_RAW];
+  size_t n_unmapped;
   struct im_server_series_pt *series;    /* cut to the stage, owned */
   size_t n_series;
 };

@@ -6,12 +6,128 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/stats.h"
 
-const char *const im_valid_settings[IM_VALID_N_SETTINGS] = {
-    "tp", "dp", "kv_cache_dtype", "quantization", "max_num_seqs", "enable_prefix_caching",
-    "speculative"};
+/* The settings of each engine that change what a run measures, by the
+ * engine's own options (facts from each project's documentation):
+ *   vLLM: -O / --enforce-eager (torch.compile and CUDA graphs),
+ *     --tensor-parallel-size, --data-parallel-size, --kv-cache-dtype,
+ *     --quantization, --max-num-seqs, --enable-prefix-caching,
+ *     --speculative-config.
+ *   SGLang: --enable-torch-compile, --disable-cuda-graph, --tp-size,
+ *     --dp-size, --kv-cache-dtype, --quantization, --max-running-requests,
+ *     --disable-radix-cache, --speculative-algorithm.
+ *   llama.cpp: --parallel (slots), --ctx-size (n_ctx), the model file's
+ *     weight type, the build, --batch-size, --ubatch-size, --n-gpu-layers,
+ *     --flash-attn, --cache-type-k.
+ *   TGI: --cuda-graphs, --quantize, --num-shard, --max-batch-total-tokens,
+ *     --max-concurrent-requests, PREFIX_CACHING, --speculate.
+ *   TensorRT-LLM: the CUDA graph config of its PyTorch backend, tp/pp sizes,
+ *     the KV-cache dtype, quantization, max_batch_size, max_num_tokens,
+ *     enable_block_reuse, the speculative config.
+ * critical: a setting that changes throughput by multiples on that engine. */
+static const struct im_valid_setting generic_settings[] = {
+    {"torch_compile", NULL, true, "compilation (torch.compile, CUDA graphs)"},
+    {"tp", NULL, false, "tensor parallelism"},
+    {"dp", NULL, false, "data parallelism"},
+    {"kv_cache_dtype", NULL, false, "KV-cache dtype"},
+    {"quantization", NULL, false, "weight quantization"},
+    {"max_num_seqs", NULL, false, "concurrent sequences"},
+    {"enable_prefix_caching", NULL, false, "prefix caching"},
+    {"speculative", NULL, false, "speculative decoding"},
+};
+static const struct im_valid_setting vllm_settings[] = {
+    {"torch_compile", NULL, true, "-O / --enforce-eager"},
+    {"tp", NULL, false, "--tensor-parallel-size"},
+    {"dp", NULL, false, "--data-parallel-size"},
+    {"kv_cache_dtype", NULL, false, "--kv-cache-dtype"},
+    {"quantization", NULL, false, "--quantization"},
+    {"max_num_seqs", NULL, false, "--max-num-seqs"},
+    {"enable_prefix_caching", NULL, false, "--enable-prefix-caching"},
+    {"speculative", NULL, false, "--speculative-config"},
+};
+static const struct im_valid_setting sglang_settings[] = {
+    {"torch_compile", NULL, true, "--enable-torch-compile"},
+    {"cuda_graph", NULL, true, "--disable-cuda-graph"},
+    {"tp", NULL, false, "--tp-size"},
+    {"dp", NULL, false, "--dp-size"},
+    {"kv_cache_dtype", NULL, false, "--kv-cache-dtype"},
+    {"quantization", NULL, false, "--quantization"},
+    {"max_num_seqs", "max_running_requests", false, "--max-running-requests"},
+    {"enable_prefix_caching", NULL, false, "--disable-radix-cache"},
+    {"speculative", NULL, false, "--speculative-algorithm"},
+};
+static const struct im_valid_setting llamacpp_settings[] = {
+    {"slots", "parallel", true, "--parallel"},
+    {"n_ctx", NULL, true, "--ctx-size"},
+    {"weight_type", "quantization", true, "the GGUF file's type"},
+    {"build", NULL, false, "the build"},
+    {"n_batch", NULL, false, "--batch-size"},
+    {"n_ubatch", NULL, false, "--ubatch-size"},
+    {"n_gpu_layers", NULL, false, "--n-gpu-layers"},
+    {"flash_attn", NULL, false, "--flash-attn"},
+    {"kv_cache_dtype", NULL, false, "--cache-type-k/-v"},
+};
+static const struct im_valid_setting tgi_settings[] = {
+    {"cuda_graphs", NULL, true, "--cuda-graphs"},
+    {"quantization", NULL, true, "--quantize"},
+    {"tp", "num_shard", false, "--num-shard"},
+    {"max_batch_total_tokens", NULL, false, "--max-batch-total-tokens"},
+    {"max_num_seqs", "max_concurrent_requests", false, "--max-concurrent-requests"},
+    {"enable_prefix_caching", NULL, false, "PREFIX_CACHING"},
+    {"speculative", NULL, false, "--speculate"},
+};
+static const struct im_valid_setting trtllm_settings[] = {
+    {"cuda_graphs", NULL, true, "cuda_graph_config"},
+    {"tp", NULL, false, "tensor_parallel_size"},
+    {"pp", NULL, false, "pipeline_parallel_size"},
+    {"kv_cache_dtype", NULL, false, "kv_cache_config.dtype"},
+    {"quantization", NULL, false, "the checkpoint's quantization"},
+    {"max_num_seqs", "max_batch_size", false, "max_batch_size"},
+    {"max_num_tokens", NULL, false, "max_num_tokens"},
+    {"enable_prefix_caching", "enable_block_reuse", false, "enable_block_reuse"},
+    {"speculative", NULL, false, "speculative_config"},
+};
+
+#define N_OF(a) (sizeof(a) / sizeof((a)[0]))
+
+const struct im_valid_setting *im_valid_engine_settings(enum im_valid_engine e, size_t *n) {
+  switch (e) {
+  case IM_VALID_ENGINE_VLLM:
+  case IM_VALID_ENGINE_INFERMETER: *n = N_OF(vllm_settings); return vllm_settings;
+  case IM_VALID_ENGINE_SGLANG: *n = N_OF(sglang_settings); return sglang_settings;
+  case IM_VALID_ENGINE_LLAMACPP: *n = N_OF(llamacpp_settings); return llamacpp_settings;
+  case IM_VALID_ENGINE_TGI: *n = N_OF(tgi_settings); return tgi_settings;
+  case IM_VALID_ENGINE_TRTLLM: *n = N_OF(trtllm_settings); return trtllm_settings;
+  default: *n = N_OF(generic_settings); return generic_settings;
+  }
+}
+
+enum im_valid_engine im_valid_engine_of(const char *name) {
+  static const struct {
+    const char *prefix;
+    enum im_valid_engine e;
+  } names[] = {
+      {"infermeter", IM_VALID_ENGINE_INFERMETER}, {"vllm", IM_VALID_ENGINE_VLLM},
+      {"sglang", IM_VALID_ENGINE_SGLANG},         {"llama.cpp", IM_VALID_ENGINE_LLAMACPP},
+      {"llamacpp", IM_VALID_ENGINE_LLAMACPP},     {"llama-server", IM_VALID_ENGINE_LLAMACPP},
+      {"tgi", IM_VALID_ENGINE_TGI},               {"text-generation-inference", IM_VALID_ENGINE_TGI},
+      {"trtllm", IM_VALID_ENGINE_TRTLLM},         {"tensorrt", IM_VALID_ENGINE_TRTLLM},
+  };
+  for (size_t i = 0; name && i < N_OF(names); i++)
+    if (!strncasecmp(name, names[i].prefix, strlen(names[i].prefix)))
+      return names[i].e;
+  return IM_VALID_ENGINE_UNKNOWN;
+}
+
+const char *im_valid_engine_label(enum im_valid_engine e) {
+  static const char *const labels[IM_VALID_ENGINE_COUNT_] = {
+      "an unidentified engine", "vLLM", "SGLang", "llama.cpp", "TGI", "TensorRT-LLM",
+      "infermeter serve"};
+  return (unsigned)e < IM_VALID_ENGINE_COUNT_ ? labels[e] : labels[0];
+}
 
 const char *im_check_status_name(enum im_check_status s) {
   return s == IM_CHECK_PASS ? "PASS" : s == IM_CHECK_WARN ? "WARN" : "FAIL";
@@ -142,32 +258,58 @@ static void check_workload(const struct im_validity_input *in, struct im_validit
   }
 }
 
+static const char *declared_value(const struct im_validity_input *in,
+                                  const struct im_valid_setting *st) {
+  if (!in->declared)
+    return NULL;
+  const char *v = in->declared(in->declared_ctx, st->key);
+  return v ? v : st->alias ? in->declared(in->declared_ctx, st->alias) : NULL;
+}
+
+/* Engine-aware (docs/audit.md "server_config"): FAIL for an unknown engine
+ * or model, and for a critical setting that exists on the identified engine
+ * (the generic list, torch_compile among them, when none is identified)
+ * and is neither declared by the server nor tagged; WARN for another
+ * undeclared setting of that engine. */
 static void check_server_config(const struct im_validity_input *in, struct im_validity *v) {
   bool eng = in->engine && in->engine[0], mod = in->model && in->model[0];
-  bool tc = in->torch_compile && in->torch_compile[0];
-  char missing[200] = "";
-  size_t n_missing = 0;
-  for (int i = 0; i < IM_VALID_N_SETTINGS; i++)
-    if (!in->declared[i]) {
-      say(missing, sizeof missing, "%s%s", n_missing ? ", " : "", im_valid_settings[i]);
-      n_missing++;
+  size_t n_set = 0;
+  const struct im_valid_setting *set = im_valid_engine_settings(in->engine_id, &n_set);
+  char crit[240] = "", other[240] = "", known[240] = "";
+  size_t n_crit = 0, n_other = 0, n_known = 0;
+  for (size_t i = 0; i < n_set; i++) {
+    const char *val = declared_value(in, &set[i]);
+    if (val) {
+      if (n_known < 4)
+        say(known, sizeof known, "%s%s %s", n_known ? ", " : "", set[i].key, val);
+      n_known++;
+    } else if (set[i].critical) {
+      say(crit, sizeof crit, "%s%s (%s)", n_crit++ ? ", " : "", set[i].key, set[i].what);
+    } else {
+      say(other, sizeof other, "%s%s", n_other++ ? ", " : "", set[i].key);
     }
-  enum im_check_status st = !eng || !mod || !tc ? IM_CHECK_FAIL
-                            : n_missing         ? IM_CHECK_WARN
-                                                : IM_CHECK_PASS;
+  }
+  enum im_check_status st = !eng || !mod || n_crit ? IM_CHECK_FAIL
+                            : n_other               ? IM_CHECK_WARN
+                                                    : IM_CHECK_PASS;
   struct im_valid_check *c = add(v, "server_config", st);
-  say(c->evidence, sizeof c->evidence, "engine %s, model %s, torch_compile %s",
-      eng ? in->engine : "unknown", mod ? in->model : "unknown", tc ? in->torch_compile : "unknown");
-  if (n_missing)
-    say(c->evidence, sizeof c->evidence, "; undeclared: %s", missing);
-  if (!tc)
-    say(c->fix, sizeof c->fix, "declare --tag torch_compile=on|off (it changes throughput up to "
-                               "3x)");
+  say(c->evidence, sizeof c->evidence, "engine %s, model %s; settings of %s",
+      eng ? in->engine : "unknown", mod ? in->model : "unknown",
+      im_valid_engine_label(in->engine_id));
+  if (n_known)
+    say(c->evidence, sizeof c->evidence, "; declared: %s%s", known, n_known > 4 ? ", ..." : "");
+  if (n_crit)
+    say(c->evidence, sizeof c->evidence, "; unknown: %s", crit);
+  if (n_other)
+    say(c->evidence, sizeof c->evidence, "; undeclared: %s", other);
+  if (n_crit)
+    say(c->fix, sizeof c->fix, "declare %s with --tag KEY=VALUE (each changes throughput by "
+                               "multiples)", crit);
   if (!eng)
     say(c->fix, sizeof c->fix, "%sdeclare --tag engine=NAME@VERSION", c->fix[0] ? "; " : "");
-  if (n_missing)
+  if (n_other)
     say(c->fix, sizeof c->fix, "%sdeclare the other settings: --tag KEY=VALUE for %s",
-        c->fix[0] ? "; " : "", missing);
+        c->fix[0] ? "; " : "", other);
 }
 
 static void check_cache(const struct im_validity_input *in, struct im_validity *v) {
@@ -325,18 +467,56 @@ static void check_connections(const struct im_validity_input *in, struct im_vali
         "configure its keep-alive; connect time is inside TTFT");
 }
 
+/* The end of the stage's last request, and whether it was cancelled late
+ * enough to matter (ns from the stage's origin; -1 when none): the running
+ * count can only return to its start once every request has ended. */
+static int64_t last_end_ns(const struct im_population *pop) {
+  int64_t t = -1;
+  for (size_t i = 0; i < pop->n_req; i++)
+    if (pop->req[i].final->t_end > t)
+      t = pop->req[i].final->t_end;
+  return t;
+}
+
 /* Requests the client abandoned must leave the server (docs/agents.md
- * "Cancellation"): its running count returns to where it started. A WARN,
- * never a FAIL: the last scrape may race the server's handling of the
- * last disconnects. */
+ * "Cancellation"): its running count returns to where it started, judged
+ * from the first scrape taken at least IM_VALID_CANCEL_SETTLE_S after the
+ * stage's last request ended, the last cancel included (a scrape 0.15 ms
+ * after it races the server's handling of the disconnect; one before the
+ * other requests ended counts them); with no such scrape, "not judged". A
+ * WARN, never a FAIL. */
 static void check_cancelled(const struct im_validity_input *in, struct im_validity *v) {
   const struct im_cancel_figs *cf = &in->f->cancel;
   if (!cf->cancelled)
     return;
   double a = in->server_running_first, b = in->server_running_last;
+  bool settled_known = in->server_series && in->n_server_series;
+  double after_s = NAN;
+  if (settled_known) {
+    int64_t lc = last_end_ns(&in->f->pop);
+    double need = (double)lc / 1e9 + IM_VALID_CANCEL_SETTLE_S;
+    b = NAN;
+    for (size_t i = 0; i < in->n_server_series && isnan(b); i++)
+      if (in->server_series[i].t_s >= need && !isnan(in->server_series[i].requests_running)) {
+        b = in->server_series[i].requests_running;
+        after_s = in->server_series[i].t_s - (double)lc / 1e9;
+      }
+  }
   bool known = !isnan(a) && !isnan(b);
-  struct im_valid_check *c = add(v, "cancelled_freed", known && b <= a ? IM_CHECK_PASS : IM_CHECK_WARN);
-  if (known)
+  bool unsettled = settled_known && !isnan(a) && isnan(b);
+  struct im_valid_check *c =
+      add(v, "cancelled_freed", unsettled || (known && b <= a) ? IM_CHECK_PASS : IM_CHECK_WARN);
+  if (unsettled)
+    say(c->evidence, sizeof c->evidence,
+        "%llu requests cancelled; not judged: no scrape came %.1f s or more after the last "
+        "request ended",
+        (unsigned long long)cf->cancelled, IM_VALID_CANCEL_SETTLE_S);
+  else if (known && !isnan(after_s))
+    say(c->evidence, sizeof c->evidence,
+        "%llu requests cancelled; the server's running requests: %g at the first scrape, %g at "
+        "a scrape %.1f s after the last request ended",
+        (unsigned long long)cf->cancelled, a, b, after_s);
+  else if (known)
     say(c->evidence, sizeof c->evidence,
         "%llu requests cancelled; the server's running requests: %g at the first scrape, %g at "
         "the last",
@@ -345,7 +525,7 @@ static void check_cancelled(const struct im_validity_input *in, struct im_validi
     say(c->evidence, sizeof c->evidence,
         "%llu requests cancelled; the server's running requests were not scraped",
         (unsigned long long)cf->cancelled);
-  if (!known || b > a)
+  if (!unsettled && (!known || b > a))
     say(c->fix, sizeof c->fix, "check that the server aborts a request whose client disconnects "
                                "(scrape its /metrics: running requests should drop back)");
 }

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analyze/scraped.h"
 #include "analyze/stage.h"
 
 /* Thresholds (docs/audit.md). */
@@ -26,11 +27,43 @@
 #define IM_VALID_STEADY_RATIO 0.1         /* halves differing by more than 10 % ... */
 #define IM_VALID_STEADY_P 0.05            /* ... with Welch p below this */
 #define IM_VALID_NEW_CONN_SHARE 0.9       /* a new connection for this share of attempts */
+#define IM_VALID_CANCEL_SETTLE_S 0.1      /* a server frees a cancelled request within this */
 
-/* The settings a published run must declare besides engine, model and
- * torch_compile (which are required). */
-#define IM_VALID_N_SETTINGS 7
-extern const char *const im_valid_settings[IM_VALID_N_SETTINGS];
+/* The engines whose settings the audit knows (docs/server-metrics.md "Per
+ * engine"); UNKNOWN gets the generic list. */
+enum im_valid_engine {
+  IM_VALID_ENGINE_UNKNOWN,
+  IM_VALID_ENGINE_VLLM,
+  IM_VALID_ENGINE_SGLANG,
+  IM_VALID_ENGINE_LLAMACPP,
+  IM_VALID_ENGINE_TGI,
+  IM_VALID_ENGINE_TRTLLM,
+  IM_VALID_ENGINE_INFERMETER,
+  IM_VALID_ENGINE_COUNT_
+};
+
+/* A setting of an engine that a published run must declare. key is the
+ * name of --tag KEY=VALUE (and of manifest.server.engine.settings); alias,
+ * when not NULL, another key that says the same ("slots" and "parallel").
+ * critical: it changes throughput by multiples, so its absence FAILs the
+ * check (else a WARN). */
+struct im_valid_setting {
+  const char *key, *alias;
+  bool critical;
+  const char *what; /* the engine's own name for it, for the fix */
+};
+
+/* The engine a name designates: the start of a --tag engine=NAME@VERSION,
+ * of the manifest's identified engine, of /version's "engine", or of a
+ * metric-name family ("vllm-v1", "llamacpp (from its metric names)").
+ * Case-insensitive; UNKNOWN when none matches. */
+enum im_valid_engine im_valid_engine_of(const char *name);
+/* "vLLM", "SGLang", "llama.cpp", "TGI", "TensorRT-LLM", "infermeter serve",
+ * "an unidentified engine". */
+const char *im_valid_engine_label(enum im_valid_engine e);
+/* The settings of engine e (the generic list for UNKNOWN); *n gets their
+ * count. Static. */
+const struct im_valid_setting *im_valid_engine_settings(enum im_valid_engine e, size_t *n);
 
 struct im_validity_input {
   const struct im_stage_figures *f;
@@ -38,16 +71,24 @@ struct im_validity_input {
   uint32_t repeats;              /* runs of this configuration */
   bool publish;                  /* --publish: fewer than 3 runs FAIL (else WARN) */
   uint32_t long_context;         /* tokens (0: IM_VALID_LONG_CONTEXT) */
-  const char *engine;            /* NULL or "": unknown */
+  const char *engine;            /* NULL or "": unknown (as printed) */
+  enum im_valid_engine engine_id; /* whose settings are asked (UNKNOWN: the generic list) */
   const char *model;
-  const char *torch_compile;
-  bool declared[IM_VALID_N_SETTINGS]; /* by --tag or by the server */
+  /* A setting's value as declared by --tag or by the server itself (the
+   * manifest), NULL when neither did; NULL function: nothing declared. */
+  const char *(*declared)(const void *ctx, const char *key);
+  const void *declared_ctx;
   double server_hit_rate;        /* the server's prefix-cache hit rate; NaN: none */
   const char *server_hit_rate_why; /* why there is none (NULL: not scraped) */
   bool time_wait_growing;        /* the TCP observer's warning */
   /* The server's running requests at the first and the last scrape of the
-   * stage (NaN: not scraped), for the cancellations check. */
+   * stage (NaN: not scraped), for the cancellations check; and the stage's
+   * scrapes (NULL: none), from which that check takes the first scrape at
+   * least IM_VALID_CANCEL_SETTLE_S after the last cancel instead of the
+   * last one (series times and records share the stage's origin). */
   double server_running_first, server_running_last;
+  const struct im_server_series_pt *server_series;
+  size_t n_server_series;
   double time_wait_slope;        /* sockets per second; NaN unknown */
   uint64_t connections_opened;
   /* The run skipped TLS verification (--insecure, manifest.target.transport):

@@ -35,6 +35,12 @@ static void usage(FILE *out) {
 "                               prompt_cache_hit_tokens/prompt_cache_miss_tokens, and a\n"
 "                               503 for capacity (--fault 503) answered as a stream that\n"
 "                               ends with finish_reason insufficient_system_resource\n"
+"  --engine NAME                imitate that engine's identity: vllm, sglang, llamacpp,\n"
+"                               tgi or trtllm (metric names, declaration endpoints,\n"
+"                               error wordings, connection behaviour; docs/serve.md);\n"
+"                               default infermeter (vLLM's names + infermeter_sim_*)\n"
+"  --declare none               with --engine: declare no setting (no /version,\n"
+"                               /get_server_info, /props, /slots, /info, no info gauge)\n"
 "  --max-body SIZE              largest request body (default 4MiB); larger gets 413\n"
 "  --max-header SIZE            largest request head (default 16KiB); larger gets 431\n"
 "  --idle-timeout DUR           close idle keep-alive connections after DUR (default 60s)\n"
@@ -128,7 +134,7 @@ enum {
   O_HOST = 256, O_PORT, O_PROFILE, O_MODEL, O_SEED, O_SCALE, O_TRUTH, O_FAULT, O_SEQS, O_BATCHED,
   O_BLOCK, O_KVBLOCKS, O_GPUMEM, O_MAXLEN, O_PREFIX, O_NOPREFIX, O_MTP, O_MTPACC, O_NOMOE,
   O_RLOG, O_RDETAIL, O_MOEZIPF, O_MOEHOT, O_MOEDRIFT, O_REASONING, O_DIALECT, O_MAXBODY, O_MAXHDR, O_IDLE, O_KA, O_MAXCONN, O_RATE,
-  O_LIST, O_QUIET, O_LOGLEVEL, O_TOKENIZER, O_APIKEY, O_UNIX, O_IO
+  O_LIST, O_QUIET, O_ENGINE, O_DECLARE, O_LOGLEVEL, O_TOKENIZER, O_APIKEY, O_UNIX, O_IO
 };
 
 static const struct option options[] = {
@@ -158,6 +164,8 @@ static const struct option options[] = {
     {"moe-drift", required_argument, 0, O_MOEDRIFT},
     {"reasoning-field", required_argument, 0, O_REASONING},
     {"dialect", required_argument, 0, O_DIALECT},
+    {"engine", required_argument, 0, O_ENGINE},
+    {"declare", required_argument, 0, O_DECLARE},
     {"max-body", required_argument, 0, O_MAXBODY},
     {"max-header", required_argument, 0, O_MAXHDR},
     {"idle-timeout", required_argument, 0, O_IDLE},
@@ -272,6 +280,23 @@ static int apply_front(int opt, const char *arg, struct im_server_config *cfg) {
       return 0;
     }
     fprintf(stderr, "infermeter: --dialect: expected vllm or deepseek-api, got '%s'\n", arg);
+    return -1;
+  case O_ENGINE: {
+    int e = im_serve_engine_parse(arg);
+    if (e < 0) {
+      fprintf(stderr, "infermeter: --engine: expected infermeter, vllm, sglang, llamacpp, tgi or "
+                      "trtllm, got '%s'\n", arg);
+      return -1;
+    }
+    cfg->imitate = (enum im_serve_engine)e;
+    return 0;
+  }
+  case O_DECLARE:
+    if (!strcmp(arg, "none") || !strcmp(arg, "all")) {
+      cfg->declare_none = !strcmp(arg, "none");
+      return 0;
+    }
+    fprintf(stderr, "infermeter: --declare: expected none or all, got '%s'\n", arg);
     return -1;
   case O_MAXBODY:
     if (im_arg_size("--max-body", arg, &u64))

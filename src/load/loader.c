@@ -464,6 +464,19 @@ static void finish_attempt(struct loader *L, struct attempt *a, CURLcode res) {
   if (a->entropy_tokens)
     r->entropy = a->entropy_sum / (double)a->entropy_tokens;
   r->error = im__load_classify(a, res);
+  /* A refusal for the context's size is named (record.h im_errclass_refine,
+   * issue 29): the body of a 4xx, else the streamed error's words. */
+  /* Usage without reasoning_tokens (llama.cpp): the reasoning chunks'
+   * tokens, as streamed (issue 29). */
+  if (!a->usage_reasoning && a->stream_reasoning)
+    r->reasoning_tokens = a->stream_reasoning;
+  uint32_t ovf_prompt = 0, ovf_limit = 0;
+  if (r->error == IM_EC_HTTP_4XX || r->error == IM_EC_ERROR_EVENT)
+    r->error = a->errbody.len
+                   ? im_errclass_refine(r->error, a->errbody.data, a->errbody.len, &ovf_prompt,
+                                        &ovf_limit)
+                   : im_errclass_refine(r->error, a->reason, strlen(a->reason), &ovf_prompt,
+                                        &ovf_limit);
   if (!im__load_cancel_finish(L, a, res) && r->error == IM_EC_NONE && L->cfg->check_json &&
       strcmp(r->finish_reason, "tool_calls") != 0 &&
       !im_json_conforms(a->answer.data, a->answer.len, L->cfg->json_schema, a->reason,
@@ -492,6 +505,11 @@ static void finish_attempt(struct loader *L, struct attempt *a, CURLcode res) {
         snprintf(L->res->first_error, sizeof L->res->first_error,
                  "%s (HTTP 200): not an OpenAI answer: Content-Type %s, body begins \"%s\"",
                  im_errclass_name(r->error), a->ctype[0] ? a->ctype : "(none)", a->head);
+      } else if (r->error == IM_EC_CONTEXT_OVERFLOW && (ovf_prompt || ovf_limit)) {
+        snprintf(L->res->first_error, sizeof L->res->first_error,
+                 "context_overflow (HTTP %d): prompt %" PRIu32 " tokens, context %" PRIu32
+                 " tokens (the server's counts): %.160s",
+                 r->http_status, ovf_prompt, ovf_limit, why);
       } else {
         snprintf(L->res->first_error, sizeof L->res->first_error, "%s (HTTP %d)%s%.160s",
                  im_errclass_name(r->error), r->http_status, why[0] ? ": " : "", why);
@@ -965,7 +983,15 @@ enum im_err im_load_run(const struct im_load_config *cfg, struct im_load_result 
   L.writer.on_record_ctx = cfg->on_record_ctx;
   err = IM_SYS;
   L.t0 = im_now_ns(); /* provisional, for prepare_until's clock */
-  im__load_prepare_until(&L, INT64_MAX);
+  /* Before t0, what the start needs: the first arrivals of an open loop, a
+   * closed loop's first round only (its slots: sessions or --concurrency).
+   * The rest is prepared as the run goes, on the builder when there is one
+   * (issue 29: 256 prompts prepared ahead cost ~2,500 /tokenize calls of
+   * --tokenizer server before a one-session run). */
+  if (cfg->times)
+    im__load_prepare_until(&L, INT64_MAX);
+  else
+    im__load_prepare_n(&L, cfg->concurrency ? cfg->concurrency : 1);
 
   /* Every shard of the stage starts at the same instant (loader.h). */
   arrived = true;

@@ -144,8 +144,10 @@ enum im_err im__load_on_sse_event(void *ud, const struct im_sse_event *ev) {
       r->prompt_tokens = (uint32_t)u->prompt_tokens;
     if (u->completion_tokens >= 0)
       r->output_tokens = (uint32_t)u->completion_tokens;
-    if (u->reasoning_tokens >= 0)
+    if (u->reasoning_tokens >= 0) {
       r->reasoning_tokens = (uint32_t)u->reasoning_tokens;
+      a->usage_reasoning = true;
+    }
   }
   if (c->has_timings && c->timings.cache_n > IM_LOAD_MAX_USAGE_TOKENS) {
     set_malformed(a, "timings.cache_n out of range");
@@ -181,6 +183,10 @@ enum im_err im__load_on_sse_event(void *ud, const struct im_sse_event *ev) {
     n = delta > 0 ? (uint32_t)delta : 1;
     a->usage_completion = c->usage.completion_tokens;
   }
+  /* Reasoning counted from the stream, for usage without reasoning_tokens
+   * (issue 29, loader.c). */
+  if (c->reasoning.len && !c->content.len && !c->text.len)
+    a->stream_reasoning += n;
   if (a->capture && L->cfg->session && L->cfg->session->agent && c->n_tool_calls) {
     /* An agent's next turn echoes the tool calls (workload/spec.h). */
     if ((!a->tool_seen && im_buf_append(&a->answer, "", 1) != IM_OK) ||

@@ -77,6 +77,8 @@ struct attempt {
   int64_t retry_after_s;         /* Retry-After in seconds; -1 none */
   long local_port;               /* seen at the status line; 0 unknown */
   bool saw_done, error_event, malformed, usage_seen;
+  bool usage_reasoning;          /* usage gave reasoning_tokens */
+  uint32_t stream_reasoning;     /* tokens of chunks that carried reasoning only */
   char reason[160];              /* why it failed, in words (the server's message
                                     of an error event, truncated); "" none */
   /* What the answer was, for an error that is not an OpenAI answer (an
@@ -271,6 +273,8 @@ void im__load_fill_record(struct attempt *a);
 /* Fills the ring on the loop until `until` (run-relative ns) or until it
  * is full: before t0, and when there is no builder. */
 void im__load_prepare_until(struct loader *L, int64_t until);
+/* Prepares requests until the ring holds n (or is full, or all are). */
+void im__load_prepare_n(struct loader *L, size_t n);
 /* The prepared attempt for global `index` (taken in order); NULL with
  * L->fatal set on failure. With the builder, waits for a late one. */
 struct attempt *im__load_take_request(struct loader *L, uint64_t index);

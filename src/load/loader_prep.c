@@ -152,6 +152,12 @@ static bool prepare_one(struct loader *L) {
   return true;
 }
 
+/* Prepares requests until the ring holds n (or is full, or all are). */
+void im__load_prepare_n(struct loader *L, size_t n) {
+  while (L->pre_n < n && prepare_one(L))
+    ;
+}
+
 /* Fills the ring until `until` (run-relative ns) or until it is full. */
 void im__load_prepare_until(struct loader *L, int64_t until) {
   while (rel_now(L) < until && prepare_one(L))

@@ -35,80 +35,89 @@
  * Within an engine family, earlier rows are preferred (see namemap.h). */
 static const struct im_nm_row table[] = {
     /* vLLM V1 [vllm1] (also what `infermeter serve` exports [im]) */
-    {IM_NM_VLLM_V1, IM_NM_KV_USAGE, "vllm:kv_cache_usage_perc", 1},
-    {IM_NM_VLLM_V1, IM_NM_PREFIX_QUERIES, "vllm:prefix_cache_queries_total", 1},
-    {IM_NM_VLLM_V1, IM_NM_PREFIX_QUERIES, "vllm:gpu_prefix_cache_queries_total", 1}, /* V1 < 0.10 */
-    {IM_NM_VLLM_V1, IM_NM_PREFIX_HITS, "vllm:prefix_cache_hits_total", 1},
-    {IM_NM_VLLM_V1, IM_NM_PREFIX_HITS, "vllm:gpu_prefix_cache_hits_total", 1}, /* V1 < 0.10 */
-    {IM_NM_VLLM_V1, IM_NM_REQUESTS_RUNNING, "vllm:num_requests_running", 1},
-    {IM_NM_VLLM_V1, IM_NM_REQUESTS_WAITING, "vllm:num_requests_waiting", 1},
-    {IM_NM_VLLM_V1, IM_NM_PREEMPTIONS, "vllm:num_preemptions_total", 1},
-    {IM_NM_VLLM_V1, IM_NM_PROMPT_TOKENS, "vllm:prompt_tokens_total", 1},
-    {IM_NM_VLLM_V1, IM_NM_GENERATION_TOKENS, "vllm:generation_tokens_total", 1},
-    {IM_NM_VLLM_V1, IM_NM_TTFT, "vllm:time_to_first_token_seconds", 1},
-    {IM_NM_VLLM_V1, IM_NM_ITL, "vllm:inter_token_latency_seconds", 1},
-    {IM_NM_VLLM_V1, IM_NM_TPOT, "vllm:request_time_per_output_token_seconds", 1},
-    {IM_NM_VLLM_V1, IM_NM_E2E, "vllm:e2e_request_latency_seconds", 1},
-    {IM_NM_VLLM_V1, IM_NM_QUEUE_TIME, "vllm:request_queue_time_seconds", 1},
+    {IM_NM_VLLM_V1, IM_NM_KV_USAGE, "vllm:kv_cache_usage_perc", 1, 0},
+    {IM_NM_VLLM_V1, IM_NM_PREFIX_QUERIES, "vllm:prefix_cache_queries_total", 1, 0},
+    {IM_NM_VLLM_V1, IM_NM_PREFIX_QUERIES, "vllm:gpu_prefix_cache_queries_total", 1, 0}, /* V1 < 0.10 */
+    {IM_NM_VLLM_V1, IM_NM_PREFIX_HITS, "vllm:prefix_cache_hits_total", 1, 0},
+    {IM_NM_VLLM_V1, IM_NM_PREFIX_HITS, "vllm:gpu_prefix_cache_hits_total", 1, 0}, /* V1 < 0.10 */
+    {IM_NM_VLLM_V1, IM_NM_REQUESTS_RUNNING, "vllm:num_requests_running", 1, 0},
+    {IM_NM_VLLM_V1, IM_NM_REQUESTS_WAITING, "vllm:num_requests_waiting", 1, 0},
+    {IM_NM_VLLM_V1, IM_NM_PREEMPTIONS, "vllm:num_preemptions_total", 1, 0},
+    {IM_NM_VLLM_V1, IM_NM_PROMPT_TOKENS, "vllm:prompt_tokens_total", 1, 0},
+    {IM_NM_VLLM_V1, IM_NM_GENERATION_TOKENS, "vllm:generation_tokens_total", 1, 0},
+    {IM_NM_VLLM_V1, IM_NM_TTFT, "vllm:time_to_first_token_seconds", 1, 0},
+    {IM_NM_VLLM_V1, IM_NM_ITL, "vllm:inter_token_latency_seconds", 1, 0},
+    {IM_NM_VLLM_V1, IM_NM_TPOT, "vllm:request_time_per_output_token_seconds", 1, 0},
+    {IM_NM_VLLM_V1, IM_NM_E2E, "vllm:e2e_request_latency_seconds", 1, 0},
+    {IM_NM_VLLM_V1, IM_NM_QUEUE_TIME, "vllm:request_queue_time_seconds", 1, 0},
     /* vLLM V0 [vllm0]; the shared names above serve V0 too */
-    {IM_NM_VLLM_V0, IM_NM_KV_USAGE, "vllm:gpu_cache_usage_perc", 1}, /* also early V1 */
-    {IM_NM_VLLM_V0, IM_NM_PREFIX_HIT_RATE, "vllm:gpu_prefix_cache_hit_rate", 1},
+    {IM_NM_VLLM_V0, IM_NM_KV_USAGE, "vllm:gpu_cache_usage_perc", 1, 0}, /* also early V1 */
+    {IM_NM_VLLM_V0, IM_NM_PREFIX_HIT_RATE, "vllm:gpu_prefix_cache_hit_rate", 1, 0},
     /* V0 observes it per decode step per request: an inter-token latency
      * (V1 kept it as a deprecated alias of inter_token_latency). */
-    {IM_NM_VLLM_V0, IM_NM_ITL, "vllm:time_per_output_token_seconds", 1},
+    {IM_NM_VLLM_V0, IM_NM_ITL, "vllm:time_per_output_token_seconds", 1, 0},
     /* SGLang [sgl] */
-    {IM_NM_SGLANG, IM_NM_KV_USAGE, "sglang:token_usage", 1},
+    {IM_NM_SGLANG, IM_NM_KV_USAGE, "sglang:token_usage", 1, 0},
     /* cached_tokens / prompt_tokens: both counted per finished request by
      * the tokenizer manager, so their ratio is the token hit rate. */
-    {IM_NM_SGLANG, IM_NM_PREFIX_QUERIES, "sglang:prompt_tokens_total", 1},
-    {IM_NM_SGLANG, IM_NM_PREFIX_HITS, "sglang:cached_tokens_total", 1},
-    {IM_NM_SGLANG, IM_NM_PREFIX_HIT_RATE, "sglang:cache_hit_rate", 1},
-    {IM_NM_SGLANG, IM_NM_REQUESTS_RUNNING, "sglang:num_running_reqs", 1},
-    {IM_NM_SGLANG, IM_NM_REQUESTS_WAITING, "sglang:num_queue_reqs", 1},
+    {IM_NM_SGLANG, IM_NM_PREFIX_QUERIES, "sglang:prompt_tokens_total", 1, 0},
+    {IM_NM_SGLANG, IM_NM_PREFIX_HITS, "sglang:cached_tokens_total", 1, 0},
+    {IM_NM_SGLANG, IM_NM_PREFIX_HIT_RATE, "sglang:cache_hit_rate", 1, 0},
+    {IM_NM_SGLANG, IM_NM_REQUESTS_RUNNING, "sglang:num_running_reqs", 1, 0},
+    {IM_NM_SGLANG, IM_NM_REQUESTS_WAITING, "sglang:num_queue_reqs", 1, 0},
     /* The counter; sglang:num_retracted_reqs is a gauge of the last
      * interval and is kept raw, not summed as a counter. */
-    {IM_NM_SGLANG, IM_NM_PREEMPTIONS, "sglang:num_retracted_requests_total", 1},
-    {IM_NM_SGLANG, IM_NM_PROMPT_TOKENS, "sglang:prompt_tokens_total", 1},
-    {IM_NM_SGLANG, IM_NM_GENERATION_TOKENS, "sglang:generation_tokens_total", 1},
-    {IM_NM_SGLANG, IM_NM_TTFT, "sglang:time_to_first_token_seconds", 1},
-    {IM_NM_SGLANG, IM_NM_ITL, "sglang:inter_token_latency_seconds", 1},
-    {IM_NM_SGLANG, IM_NM_E2E, "sglang:e2e_request_latency_seconds", 1},
-    {IM_NM_SGLANG, IM_NM_QUEUE_TIME, "sglang:queue_time_seconds", 1},
+    {IM_NM_SGLANG, IM_NM_PREEMPTIONS, "sglang:num_retracted_requests_total", 1, 0},
+    {IM_NM_SGLANG, IM_NM_PROMPT_TOKENS, "sglang:prompt_tokens_total", 1, 0},
+    {IM_NM_SGLANG, IM_NM_GENERATION_TOKENS, "sglang:generation_tokens_total", 1, 0},
+    {IM_NM_SGLANG, IM_NM_TTFT, "sglang:time_to_first_token_seconds", 1, 0},
+    {IM_NM_SGLANG, IM_NM_ITL, "sglang:inter_token_latency_seconds", 1, 0},
+    {IM_NM_SGLANG, IM_NM_E2E, "sglang:e2e_request_latency_seconds", 1, 0},
+    {IM_NM_SGLANG, IM_NM_QUEUE_TIME, "sglang:queue_time_seconds", 1, 0},
     /* llama.cpp [llama] */
-    {IM_NM_LLAMACPP, IM_NM_KV_USAGE, "llamacpp:kv_cache_usage_ratio", 1},
-    {IM_NM_LLAMACPP, IM_NM_REQUESTS_RUNNING, "llamacpp:requests_processing", 1},
-    {IM_NM_LLAMACPP, IM_NM_REQUESTS_WAITING, "llamacpp:requests_deferred", 1},
-    {IM_NM_LLAMACPP, IM_NM_PROMPT_TOKENS, "llamacpp:prompt_tokens_total", 1},
-    {IM_NM_LLAMACPP, IM_NM_GENERATION_TOKENS, "llamacpp:tokens_predicted_total", 1},
+    {IM_NM_LLAMACPP, IM_NM_KV_USAGE, "llamacpp:kv_cache_usage_ratio", 1, 0},
+    {IM_NM_LLAMACPP, IM_NM_REQUESTS_RUNNING, "llamacpp:requests_processing", 1, 0},
+    {IM_NM_LLAMACPP, IM_NM_REQUESTS_WAITING, "llamacpp:requests_deferred", 1, 0},
+    /* Since the builds that export prompt_tokens_cached_total (b10587,
+     * 2026-08, at least), prompt_tokens_total counts the uncached prompt
+     * tokens only: the prompt tokens and the prefix-cache queries are the
+     * two counters' sum, the hits the cached one. Older builds have only
+     * prompt_tokens_total (all prompt tokens) and no hit counter. */
+    {IM_NM_LLAMACPP, IM_NM_PREFIX_QUERIES, "llamacpp:prompt_tokens_total", 1, 0},
+    {IM_NM_LLAMACPP, IM_NM_PREFIX_QUERIES, "llamacpp:prompt_tokens_cached_total", 1, 1},
+    {IM_NM_LLAMACPP, IM_NM_PREFIX_HITS, "llamacpp:prompt_tokens_cached_total", 1, 0},
+    {IM_NM_LLAMACPP, IM_NM_PROMPT_TOKENS, "llamacpp:prompt_tokens_total", 1, 0},
+    {IM_NM_LLAMACPP, IM_NM_PROMPT_TOKENS, "llamacpp:prompt_tokens_cached_total", 1, 1},
+    {IM_NM_LLAMACPP, IM_NM_GENERATION_TOKENS, "llamacpp:tokens_predicted_total", 1, 0},
     /* TGI [tgi]: token counters are the _sum of its per-request length
      * histograms (cumulative, so they difference like counters). */
-    {IM_NM_TGI, IM_NM_REQUESTS_RUNNING, "tgi_batch_current_size", 1},
-    {IM_NM_TGI, IM_NM_REQUESTS_WAITING, "tgi_queue_size", 1},
-    {IM_NM_TGI, IM_NM_PROMPT_TOKENS, "tgi_request_input_length_sum", 1},
-    {IM_NM_TGI, IM_NM_GENERATION_TOKENS, "tgi_request_generated_tokens_sum", 1},
-    {IM_NM_TGI, IM_NM_TPOT, "tgi_request_mean_time_per_token_duration", 1},
-    {IM_NM_TGI, IM_NM_E2E, "tgi_request_duration", 1},
-    {IM_NM_TGI, IM_NM_QUEUE_TIME, "tgi_request_queue_duration", 1},
+    {IM_NM_TGI, IM_NM_REQUESTS_RUNNING, "tgi_batch_current_size", 1, 0},
+    {IM_NM_TGI, IM_NM_REQUESTS_WAITING, "tgi_queue_size", 1, 0},
+    {IM_NM_TGI, IM_NM_PROMPT_TOKENS, "tgi_request_input_length_sum", 1, 0},
+    {IM_NM_TGI, IM_NM_GENERATION_TOKENS, "tgi_request_generated_tokens_sum", 1, 0},
+    {IM_NM_TGI, IM_NM_TPOT, "tgi_request_mean_time_per_token_duration", 1, 0},
+    {IM_NM_TGI, IM_NM_E2E, "tgi_request_duration", 1, 0},
+    {IM_NM_TGI, IM_NM_QUEUE_TIME, "tgi_request_queue_duration", 1, 0},
     /* TensorRT-LLM [trt] */
-    {IM_NM_TRTLLM, IM_NM_KV_USAGE, "trtllm_kv_cache_utilization", 1},
-    {IM_NM_TRTLLM, IM_NM_PREFIX_QUERIES, "trtllm_prompt_tokens_total", 1},
-    {IM_NM_TRTLLM, IM_NM_PREFIX_HITS, "trtllm_prompt_cached_tokens_total", 1},
-    {IM_NM_TRTLLM, IM_NM_PREFIX_HIT_RATE, "trtllm_kv_cache_hit_rate", 1},
-    {IM_NM_TRTLLM, IM_NM_REQUESTS_RUNNING, "trtllm_num_requests_running", 1},
-    {IM_NM_TRTLLM, IM_NM_REQUESTS_WAITING, "trtllm_num_requests_waiting", 1},
-    {IM_NM_TRTLLM, IM_NM_PROMPT_TOKENS, "trtllm_prompt_tokens_total", 1},
-    {IM_NM_TRTLLM, IM_NM_GENERATION_TOKENS, "trtllm_generation_tokens_total", 1},
-    {IM_NM_TRTLLM, IM_NM_TTFT, "trtllm_time_to_first_token_seconds", 1},
-    {IM_NM_TRTLLM, IM_NM_TPOT, "trtllm_time_per_output_token_seconds", 1},
-    {IM_NM_TRTLLM, IM_NM_E2E, "trtllm_e2e_request_latency_seconds", 1},
-    {IM_NM_TRTLLM, IM_NM_QUEUE_TIME, "trtllm_request_queue_time_seconds", 1},
+    {IM_NM_TRTLLM, IM_NM_KV_USAGE, "trtllm_kv_cache_utilization", 1, 0},
+    {IM_NM_TRTLLM, IM_NM_PREFIX_QUERIES, "trtllm_prompt_tokens_total", 1, 0},
+    {IM_NM_TRTLLM, IM_NM_PREFIX_HITS, "trtllm_prompt_cached_tokens_total", 1, 0},
+    {IM_NM_TRTLLM, IM_NM_PREFIX_HIT_RATE, "trtllm_kv_cache_hit_rate", 1, 0},
+    {IM_NM_TRTLLM, IM_NM_REQUESTS_RUNNING, "trtllm_num_requests_running", 1, 0},
+    {IM_NM_TRTLLM, IM_NM_REQUESTS_WAITING, "trtllm_num_requests_waiting", 1, 0},
+    {IM_NM_TRTLLM, IM_NM_PROMPT_TOKENS, "trtllm_prompt_tokens_total", 1, 0},
+    {IM_NM_TRTLLM, IM_NM_GENERATION_TOKENS, "trtllm_generation_tokens_total", 1, 0},
+    {IM_NM_TRTLLM, IM_NM_TTFT, "trtllm_time_to_first_token_seconds", 1, 0},
+    {IM_NM_TRTLLM, IM_NM_TPOT, "trtllm_time_per_output_token_seconds", 1, 0},
+    {IM_NM_TRTLLM, IM_NM_E2E, "trtllm_e2e_request_latency_seconds", 1, 0},
+    {IM_NM_TRTLLM, IM_NM_QUEUE_TIME, "trtllm_request_queue_time_seconds", 1, 0},
     /* DCGM exporter [dcgm] */
-    {IM_NM_DCGM, IM_NM_GPU_DRAM_ACTIVE, "DCGM_FI_PROF_DRAM_ACTIVE", 1},
-    {IM_NM_DCGM, IM_NM_GPU_TENSOR_ACTIVE, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", 1},
-    {IM_NM_DCGM, IM_NM_GPU_SM_ACTIVE, "DCGM_FI_PROF_SM_ACTIVE", 1},
-    {IM_NM_DCGM, IM_NM_GPU_FB_USED, "DCGM_FI_DEV_FB_USED", MIB},
-    {IM_NM_DCGM, IM_NM_GPU_FB_FREE, "DCGM_FI_DEV_FB_FREE", MIB},
-    {IM_NM_DCGM, IM_NM_GPU_POWER, "DCGM_FI_DEV_POWER_USAGE", 1},
+    {IM_NM_DCGM, IM_NM_GPU_DRAM_ACTIVE, "DCGM_FI_PROF_DRAM_ACTIVE", 1, 0},
+    {IM_NM_DCGM, IM_NM_GPU_TENSOR_ACTIVE, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", 1, 0},
+    {IM_NM_DCGM, IM_NM_GPU_SM_ACTIVE, "DCGM_FI_PROF_SM_ACTIVE", 1, 0},
+    {IM_NM_DCGM, IM_NM_GPU_FB_USED, "DCGM_FI_DEV_FB_USED", MIB, 0},
+    {IM_NM_DCGM, IM_NM_GPU_FB_FREE, "DCGM_FI_DEV_FB_FREE", MIB, 0},
+    {IM_NM_DCGM, IM_NM_GPU_POWER, "DCGM_FI_DEV_POWER_USAGE", 1, 0},
 };
 #define NROWS (sizeof table / sizeof table[0])
 
@@ -452,9 +461,9 @@ static void finish(struct im_nm_snapshot *s, const struct run *rn) {
     if (!(concepts[table[r].concept].hist ? a->hist_seen : a->n > 0))
       continue;
     int taken = 0;
-    for (size_t q = 0; q < r && !taken; q++)
-    taken = chosen[q] && table[q].concept == table[r].concept &&
-            family_of(table[q].engine) == family_of(table[r].engine);
+    for (size_t q = 0; q < r && !taken && !table[r].add; q++)
+      taken = chosen[q] && table[q].concept == table[r].concept &&
+              family_of(table[q].engine) == family_of(table[r].engine);
     if (taken)
       continue;
     chosen[r] = 1;

@@ -76,6 +76,10 @@ struct im_nm_row {
   enum im_nm_concept concept;
   const char *name;
   double scale;
+  /* 1: added to the concept's chosen row of the same family rather than
+   * being an alternative to it (llama.cpp's prompt tokens are its uncached
+   * counter plus its cached one). */
+  int add;
 };
 
 /* The table, in preference order within an engine family (vLLM V1 and V0

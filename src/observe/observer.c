@@ -110,6 +110,25 @@ static const struct {
 } raw_wanted[] = {{"vllm:cache_config_info", "num_gpu_blocks"},
                   {"vllm:cache_config_info", "block_size"}};
 
+/* An engine's sample no concept maps (llama.cpp's tokens/s gauges, vLLM's
+ * and SGLang's other gauges and counters), kept raw under its own name
+ * (with its labels, when they fit) in the line's raw list with label "":
+ * histogram parts, info gauges and the simulator's own extras are left to
+ * the raw page (--scrape-raw). */
+static bool keep_unmapped(const struct im_nm_raw *r) {
+  static const char *const skip_sfx[] = {"_bucket", "_sum", "_count", "_info", "_created"};
+  static const char *const prefixes[] = {"vllm:", "sglang:", "llamacpp:", "tgi_", "trtllm_"};
+  bool engine = false;
+  for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+    engine |= !strncmp(r->name, prefixes[i], strlen(prefixes[i]));
+  size_t n = strlen(r->name);
+  for (size_t i = 0; engine && i < sizeof skip_sfx / sizeof skip_sfx[0]; i++) {
+    size_t k = strlen(skip_sfx[i]);
+    engine = !(n >= k && !strcmp(r->name + n - k, skip_sfx[i]));
+  }
+  return engine && !isnan(r->value);
+}
+
 static size_t raw_labels(const struct im_nm_snapshot *snap, struct im_series_raw *out) {
   size_t n = 0;
   for (size_t w = 0; w < sizeof raw_wanted / sizeof raw_wanted[0]; w++) {
@@ -125,6 +144,19 @@ static size_t raw_labels(const struct im_nm_snapshot *snap, struct im_series_raw
         break;
       }
     }
+  }
+  /* The unmapped ones, in page order, while room is left. */
+  for (size_t i = 0; i < snap->n_raw && n < IM_SERIES_MAX_RAW; i++) {
+    const struct im_nm_raw *r = &snap->raw[i];
+    if (!keep_unmapped(r))
+      continue;
+    int len = r->labels[0] ? snprintf(out[n].metric, sizeof out[n].metric, "%s{%s}", r->name,
+                                      r->labels)
+                           : snprintf(out[n].metric, sizeof out[n].metric, "%s", r->name);
+    if (len < 0 || (size_t)len >= sizeof out[n].metric)
+      continue; /* too long to name exactly */
+    out[n].label[0] = '\0';
+    out[n++].value = r->value;
   }
   return n;
 }
@@ -145,7 +177,7 @@ static enum im_err fmt_scrape(struct im_observer *o, struct source *s, int64_t t
   const struct im_nm_snapshot *snap = s->snap;
   const char *engines[IM_NM_ENGINE_COUNT_];
   struct im_series_value values[IM_NM_CONCEPT_COUNT_];
-  struct im_series_raw raw[sizeof raw_wanted / sizeof raw_wanted[0]];
+  struct im_series_raw raw[IM_SERIES_MAX_RAW];
   struct im_series_hist ttft, itl;
   size_t ne = 0, nv = 0, nl = 0;
   for (int e = 0; e < IM_NM_ENGINE_COUNT_; e++)
@@ -229,6 +261,8 @@ static void sample_all(struct im_observer *o) {
     emit(o, im_series_fmt_gpu(&o->line, &o->gsnap));
 }
 
+#define SETTLE_NS 120000000L
+
 static void *observer_main(void *arg) {
   struct im_observer *o = arg;
   struct timespec next;
@@ -251,6 +285,21 @@ static void *observer_main(void *arg) {
   }
   pthread_mutex_unlock(&o->mu);
   sample_all(o); /* the final sample, after the last request */
+  /* And one settled page of each server: its running count once it has
+   * handled the last disconnects, which the audit's cancelled_freed check
+   * judges (a scrape 0.15 ms after the last cancel races them; the check
+   * wants 0.1 s, analyze/validity.h IM_VALID_CANCEL_SETTLE_S). */
+  bool servers = false;
+  for (size_t i = 0; i < o->n_src; i++)
+    servers |= !o->src[i].dcgm;
+  if (servers) {
+    struct timespec ts = {0, SETTLE_NS};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+      ;
+    for (size_t i = 0; i < o->n_src; i++)
+      if (!o->src[i].dcgm)
+        scrape(o, &o->src[i]);
+  }
   return NULL;
 }
 

@@ -42,6 +42,7 @@ static const char *const errclass_names[IM_EC_COUNT_] = {
     "aborted",
     "no_output",
     "invalid_json",
+    "context_overflow",
 };
 
 static const char *const source_names[IM_COUNT_SOURCE_COUNT_] = {
@@ -67,6 +68,86 @@ const char *im_errclass_name(enum im_errclass e) {
 
 const char *im_count_source_name(enum im_count_source s) {
   return (unsigned)s < IM_COUNT_SOURCE_COUNT_ ? source_names[s] : "unknown";
+}
+
+/* The number that follows the first occurrence of pat in t (spaces,
+ * quotes and colons skipped), 0 when none; *found tells whether pat was. */
+static uint32_t num_after(const char *t, const char *pat, bool *found) {
+  const char *p = strstr(t, pat);
+  if (found)
+    *found |= p != NULL;
+  if (!p)
+    return 0;
+  p += strlen(pat);
+  while (*p == ' ' || *p == '"' || *p == ':' || *p == '(')
+    p++;
+  uint64_t v = 0;
+  for (int n = 0; *p >= '0' && *p <= '9' && n < 10; p++, n++)
+    v = v * 10 + (uint64_t)(*p - '0');
+  return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+}
+
+/* The wordings of a context overflow (facts from each project's sources,
+ * none copied): pat names the error; prompt_pat and limit_pat precede the
+ * counts. Checked in order; the first whose pat is in the text wins.
+ *   llama.cpp tools/server: error type exceed_context_size_error with
+ *     n_prompt_tokens and n_ctx; b10587's message "request (P tokens)
+ *     exceeds the available context size (L tokens), try increasing it";
+ *     older builds' message has no counts.
+ *   vLLM serving_engine.py: "This model's maximum context length is L
+ *     tokens. However, you requested T tokens (P in the messages, ...)";
+ *     newer: "... maximum context length is L tokens and your request has
+ *     P input tokens ...".
+ *   SGLang tokenizer_manager.py / serving_chat: "The input (P tokens) is
+ *     longer than the model's context length (L tokens)."; "... exceeds the
+ *     model's maximum context length of L tokens. You requested a total of
+ *     T tokens: P tokens from the input messages ...".
+ *   TGI router validation.rs: "`inputs` tokens + `max_new_tokens` must be
+ *     <= L. Given: P `inputs` tokens ...".
+ *   OpenAI's code context_length_exceeded (no counts in a fixed place). */
+static const struct {
+  const char *pat, *prompt_pat, *limit_pat;
+} overflow_words[] = {
+    {"exceed_context_size_error", "\"n_prompt_tokens\"", "\"n_ctx\""},
+    {"exceeds the available context size", "request (", "available context size ("},
+    {"However, you requested", "tokens (", "maximum context length is"},
+    {"maximum context length is", "your request has", "maximum context length is"},
+    {"is longer than the model's context length", "The input (", "model's context length ("},
+    {"exceeds the model's maximum context length", "tokens: ", "maximum context length of"},
+    {"`inputs` tokens + `max_new_tokens` must be", "Given:", "must be <="},
+    {"context_length_exceeded", "", ""},
+};
+
+enum im_errclass im_errclass_refine(enum im_errclass e, const char *text, size_t len,
+                                    uint32_t *prompt, uint32_t *limit) {
+  if (prompt)
+    *prompt = 0;
+  if (limit)
+    *limit = 0;
+  if ((e != IM_EC_HTTP_4XX && e != IM_EC_ERROR_EVENT) || !text || !len)
+    return e;
+  char t[2048];
+  size_t n = len < sizeof t - 1 ? len : sizeof t - 1;
+  memcpy(t, text, n);
+  t[n] = '\0';
+  for (size_t i = 0; i < sizeof overflow_words / sizeof overflow_words[0]; i++) {
+    if (!strstr(t, overflow_words[i].pat))
+      continue;
+    bool found = false;
+    /* The JSON form's fields, when present, are the exact counts. */
+    uint32_t p = num_after(t, "\"n_prompt_tokens\"", &found);
+    uint32_t l = num_after(t, "\"n_ctx\"", &found);
+    if (!p && overflow_words[i].prompt_pat[0])
+      p = num_after(t, overflow_words[i].prompt_pat, NULL);
+    if (!l && overflow_words[i].limit_pat[0])
+      l = num_after(t, overflow_words[i].limit_pat, NULL);
+    if (prompt)
+      *prompt = p;
+    if (limit)
+      *limit = l;
+    return IM_EC_CONTEXT_OVERFLOW;
+  }
+  return e;
 }
 
 uint64_t im_trace_run(const char *run_salt) {

@@ -55,6 +55,8 @@ enum im_errclass {
   IM_EC_ABORTED,
   IM_EC_NO_OUTPUT,    /* HTTP 200 but no token-bearing chunk */
   IM_EC_INVALID_JSON, /* --response-format: the answer is not JSON of the format */
+  IM_EC_CONTEXT_OVERFLOW, /* the prompt (with max_tokens) exceeds the server's context:
+                             refused by a 4xx or an error event (im_errclass_refine) */
   IM_EC_COUNT_
 };
 
@@ -166,6 +168,16 @@ static inline uint64_t im_trace_span(uint64_t trace_run, uint64_t attempt_id) {
 const char *im_kind_name(enum im_req_kind k);
 const char *im_errclass_name(enum im_errclass e); /* "" for IM_EC_NONE */
 const char *im_count_source_name(enum im_count_source s);
+/* An error's class refined by the server's own words (text, len bytes: the
+ * error body or the streamed error's message): IM_EC_HTTP_4XX or
+ * IM_EC_ERROR_EVENT whose text is a context overflow, in the wordings of
+ * llama.cpp (exceed_context_size_error), vLLM, SGLang and TGI, becomes
+ * IM_EC_CONTEXT_OVERFLOW; any other class or text is returned as it was.
+ * *prompt and *limit get the prompt's and the context's token counts the
+ * text gives, 0 for one it does not give (either may be NULL). Reads at most
+ * the first 2 KiB of text. */
+enum im_errclass im_errclass_refine(enum im_errclass e, const char *text, size_t len,
+                                    uint32_t *prompt, uint32_t *limit);
 const char *im_req_class_name(enum im_req_class c); /* "" for IM_CLASS_NONE */
 
 /* Resets r to an empty attempt (all times -1, temperature and top_p NaN,

@@ -93,6 +93,12 @@ static bool source_window(json_t *o, const struct im_server_source_figs *f) {
                                               l->engine, "key", l->key, "value", num(l->value))) == 0;
   }
   ok = put(o, "per_series", per) && ok;
+  if (ok && f->n_unmapped) {
+    json_t *raw = json_object();
+    for (size_t i = 0; raw && i < f->n_unmapped; i++)
+      json_object_set_new(raw, f->unmapped[i].metric, num(f->unmapped[i].value));
+    ok = put(o, "unmapped", raw);
+  }
   if (ok && f->n_nulls) {
     json_t *why = json_object();
     for (size_t i = 0; why && i < f->n_nulls; i++)

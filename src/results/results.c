@@ -268,7 +268,16 @@ static const char *declared(const json_t *manifest, const char *key) {
   const json_t *cfg = json_object_get(json_object_get(json_object_get(manifest, "server"),
                                                       "version"), "config");
   const json_t *v = json_object_get(cfg, key);
+  /* What the engine declared of itself (run/declare.c): its settings under
+   * the audit's keys (analyze/validity.h). */
+  if (!v)
+    v = json_object_get(json_object_get(json_object_get(json_object_get(manifest, "server"),
+                                                        "engine"), "settings"), key);
   return json_is_string(v) ? json_string_value(v) : v ? "declared by the server" : NULL;
+}
+
+static const char *declared_cb(const void *manifest, const char *key) {
+  return declared(manifest, key);
 }
 
 /* The publishable audit of a stage: its figures, the manifest, and the
@@ -336,17 +345,31 @@ static int stage_validity(struct rep *p, const struct im_stage_figures *f,
   const char *e = declared(m, "engine");
   const char *ve = str_at(m, "server", "version", "engine");
   const char *vv = str_at(m, "server", "version", "version");
+  /* The engine as it identified itself at discovery (run/declare.c). */
+  const char *de = str_at(m, "server", "engine", "name");
+  const char *dv = str_at(m, "server", "engine", "version");
+  const char *mn = srv && srv->n_engines ? srv->engines[0] : NULL;
   if (e)
     snprintf(engine, sizeof engine, "%s", e);
   else if (ve)
     snprintf(engine, sizeof engine, "%s%s%s", ve, vv ? " " : "", vv ? vv : "");
-  else if (srv && srv->n_engines)
-    snprintf(engine, sizeof engine, "%s (from its metric names)", srv->engines[0]);
+  else if (de)
+    snprintf(engine, sizeof engine, "%s%s%s", de, dv ? " " : "", dv ? dv : "");
+  else if (mn)
+    snprintf(engine, sizeof engine, "%s (from its metric names)", mn);
+  /* Whose settings are asked: the first source that names a known engine. */
+  enum im_valid_engine eid = im_valid_engine_of(e);
+  if (eid == IM_VALID_ENGINE_UNKNOWN)
+    eid = im_valid_engine_of(ve);
+  if (eid == IM_VALID_ENGINE_UNKNOWN)
+    eid = im_valid_engine_of(de);
+  if (eid == IM_VALID_ENGINE_UNKNOWN)
+    eid = im_valid_engine_of(mn);
   bool have_hr = srv && !srv->not_collected[0] && !isnan(srv->prefix_cache_hit_rate);
   const struct im_server_tcp_figs *tcp = sf && !sf->tcp.not_collected[0] ? &sf->tcp : NULL;
   struct im_validity_input vin = {
-      .f = f, .cfg = &in->cfg, .engine = engine, .publish = p->ro->publish,
-      .model = str_at(m, "target", "model", NULL), .torch_compile = declared(m, "torch_compile"),
+      .f = f, .cfg = &in->cfg, .engine = engine, .engine_id = eid, .publish = p->ro->publish,
+      .model = str_at(m, "target", "model", NULL), .declared = declared_cb, .declared_ctx = m,
       .server_hit_rate = have_hr ? srv->prefix_cache_hit_rate : NAN,
       .server_hit_rate_why = !srv                    ? "no /metrics scraped"
                              : srv->not_collected[0] ? srv->not_collected
@@ -354,10 +377,9 @@ static int stage_validity(struct rep *p, const struct im_stage_figures *f,
       .time_wait_growing = tcp && tcp->time_wait_growing,
       .server_running_first = srv && srv->n_series ? srv->series[0].requests_running : NAN,
       .server_running_last = srv && srv->n_series ? srv->series[srv->n_series - 1].requests_running : NAN,
+      .server_series = srv ? srv->series : NULL, .n_server_series = srv ? srv->n_series : 0,
       .time_wait_slope = tcp ? tcp->time_wait_growth_per_s : NAN,
       .connections_opened = s->connections_opened};
-  for (int k = 0; k < IM_VALID_N_SETTINGS; k++)
-    vin.declared[k] = declared(m, im_valid_settings[k]) != NULL;
   vin.tls_insecure = json_is_true(
       json_object_get(json_object_get(json_object_get(m, "target"), "transport"), "insecure"));
   /* One of --repeat K runs: the configuration ran K times. */

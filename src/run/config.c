@@ -22,7 +22,7 @@ void im_run_config_default(struct im_run_config *o) {
   o->top_p = NAN;
   o->slo_target = 0.99;
   o->repeat = 1;
-  o->cooldown_ns = 60 * (int64_t)1000000000;
+  o->cooldown_ns = -1; /* not given: run/repeat.c decides */
   o->keepalive = true;
   o->keep_ngrams = 4096;
   o->otlp_sample = 1.0;

@@ -25,77 +25,89 @@
 #include "core/buf.h"
 #include "core/clock.h"
 #include "core/rng.h"
-#include "proto/promparse.h"
+#include "observe/namemap.h"
 #include "run/run_int.h"
 
 #define MAX_START_OFFSET_S 2.0
 #define DRAIN_POLL_NS INT64_C(250000000)
+/* Without --cooldown: the longest wait for a drain the server reports, and
+ * the fixed wait when it reports none (issue 29: a fixed 60 s made 3 runs of
+ * 10 s take 153 s against a server without the gauges). */
+#define DRAIN_MAX_NS (INT64_C(60) * 1000000000)
+#define DRAIN_FALLBACK_NS (INT64_C(5) * 1000000000)
 
-static size_t on_body(char *d, size_t s, size_t n, void *ud) {
-  struct im_buf *b = ud;
-  return im_buf_append(b, d, s * n) == IM_OK ? s * n : 0;
-}
-
-/* The gauges of requests in a server (vLLM's, SGLang's names). */
-static const char *const in_flight_names[] = {"vllm:num_requests_running",
-                                              "vllm:num_requests_waiting",
-                                              "sglang:num_running_reqs", "sglang:num_queue_reqs"};
-
-struct gauge_sum {
-  double total; /* -1 until a gauge is seen */
+/* Requests in flight on the server, and which of its answers said so. */
+struct in_flight {
+  double n;          /* -1: nothing says */
+  char source[160];
 };
 
-static enum im_err on_sample(void *ud, const struct im_prom_sample *s) {
-  struct gauge_sum *g = ud;
-  for (size_t i = 0; i < sizeof in_flight_names / sizeof in_flight_names[0]; i++)
-    if (!strcmp(s->name, in_flight_names[i]) && isfinite(s->value))
-      g->total = (g->total < 0 ? 0 : g->total) + s->value;
-  return IM_OK;
-}
-
-/* Requests running + waiting on the server's /metrics; -1 when the page or
- * the gauges are missing. */
-static double in_flight_on_server(const char *url, const struct im_net *net) {
-  char page_url[2200];
-  snprintf(page_url, sizeof page_url, "%s/metrics", url);
+/* Running + waiting on the server's /metrics, through the one name table
+ * (observe/namemap.h: vLLM's and SGLang's gauges, llama.cpp's
+ * requests_processing + requests_deferred, TGI's batch and queue sizes,
+ * TensorRT-LLM's); else llama.cpp's /slots (the slots is_processing);
+ * else n = -1. */
+static struct in_flight in_flight_on_server(const char *url, const struct im_net *net) {
+  struct in_flight f = {-1, ""};
   struct im_buf b;
   im_buf_init(&b, (size_t)32 << 20);
-  CURL *c = curl_easy_init();
-  double total = -1;
-  if (c) {
-    curl_easy_setopt(c, CURLOPT_URL, page_url);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 2000L);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    im_net_apply(c, net, true);
-    long status = 0;
-    if (curl_easy_perform(c) == CURLE_OK &&
-        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK && status == 200) {
-      struct gauge_sum g = {-1};
-      struct im_promparse pp;
-      struct im_promparse_cbs cbs = {.sample = on_sample, .ud = &g};
-      im_promparse_init(&pp, NULL);
-      if (im_promparse_page(&pp, b.data, b.len, &cbs, NULL) == IM_OK)
-        total = g.total;
-      im_promparse_cleanup(&pp);
-    }
-    curl_easy_cleanup(c);
+  struct im_nm_snapshot *snap = NULL;
+  if (im__run_get_text(url, "/metrics", net, &b) == 200 && im_nm_snapshot_new(&snap, NULL) == IM_OK &&
+      im_nm_extract(snap, b.data, b.len) == IM_OK && snap->primary >= 0 &&
+      (snap->v[IM_NM_REQUESTS_RUNNING].present || snap->v[IM_NM_REQUESTS_WAITING].present)) {
+    f.n = (snap->v[IM_NM_REQUESTS_RUNNING].present ? snap->v[IM_NM_REQUESTS_RUNNING].value : 0) +
+          (snap->v[IM_NM_REQUESTS_WAITING].present ? snap->v[IM_NM_REQUESTS_WAITING].value : 0);
+    snprintf(f.source, sizeof f.source, "its running and waiting requests on /metrics (%s)",
+             im_nm_engine_name((enum im_nm_engine)snap->primary));
   }
+  im_nm_snapshot_free(snap);
   im_buf_cleanup(&b);
-  return total;
+  if (f.n >= 0)
+    return f;
+  char err[256];
+  json_t *slots = NULL;
+  if (im_http_get_json(url, "/slots", NULL, net, &slots, err, sizeof err) == 200 &&
+      json_is_array(slots) && json_array_size(slots)) {
+    size_t i;
+    json_t *sl;
+    f.n = 0;
+    json_array_foreach(slots, i, sl) f.n += json_is_true(json_object_get(sl, "is_processing"));
+    snprintf(f.source, sizeof f.source, "its busy slots on /slots (llama.cpp)");
+  }
+  json_decref(slots);
+  return f;
 }
 
-/* Between runs against a remote server: until it has drained, at most
- * the cooldown (the whole cooldown when it has no such gauges). */
-static void wait_drained(const struct im_run_config *o) {
-  int64_t until = im_now_ns() + o->cooldown_ns;
-  while (im_now_ns() < until) {
-    double n = in_flight_on_server(o->url, &o->net);
-    if (n == 0)
-      return;
+/* Between runs against a remote server (docs/statistics.md): until it has
+ * drained, at most --cooldown (60 s when not given); when nothing on the
+ * server says what is in flight, a fixed wait of --cooldown, or
+ * DRAIN_FALLBACK_NS when not given, said once. */
+static void wait_drained(const struct im_run_config *o, bool *said) {
+  bool given = o->cooldown_ns >= 0;
+  int64_t t0 = im_now_ns();
+  struct in_flight f = in_flight_on_server(o->url, &o->net);
+  if (f.n < 0) {
+    int64_t wait = given ? o->cooldown_ns : DRAIN_FALLBACK_NS;
+    if (!*said && !o->quiet)
+      im__run_say(IM_RUN_SAY_INFO, "--repeat: the server tells no requests in flight (no "
+                  "running/waiting gauge on /metrics, no /slots): a fixed wait of %.1f s between "
+                  "runs%s", (double)wait / 1e9, given ? " (--cooldown)" : " (--cooldown DUR to change)");
+    *said = true;
+    struct timespec ts = {(time_t)(wait / 1000000000), (long)(wait % 1000000000)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR && !im_run_interrupted())
+      ;
+    return;
+  }
+  if (!*said && !o->quiet)
+    im__run_say(IM_RUN_SAY_INFO, "--repeat: between runs, waiting until the server has drained: "
+                "%s back to 0 (at most %.0f s)", f.source,
+                (double)(given ? o->cooldown_ns : DRAIN_MAX_NS) / 1e9);
+  *said = true;
+  int64_t until = t0 + (given ? o->cooldown_ns : DRAIN_MAX_NS);
+  while (f.n > 0 && im_now_ns() < until && !im_run_interrupted()) {
     struct timespec ts = {0, DRAIN_POLL_NS};
     nanosleep(&ts, NULL);
+    f = in_flight_on_server(o->url, &o->net);
   }
 }
 
@@ -270,6 +282,7 @@ static int repeat(const struct im_run_config *o, const struct im_run_set_hooks *
     order[j] = t;
   }
   size_t done = 0;
+  bool drain_said = false;
   for (; done < n_cells && !im_run_interrupted(); done++) {
     struct cell c = order[done];
     size_t s = staged ? c.stage - 1 : 0;
@@ -290,7 +303,7 @@ static int repeat(const struct im_run_config *o, const struct im_run_set_hooks *
       snprintf(ru->dir, sizeof ru->dir, "%.4000s/run-%" PRIu32, dir, c.k);
     }
     if (done && o->url)
-      wait_drained(o);
+      wait_drained(o, &drain_said);
     sleep_s(ru->start_offset_s);
     if (!o->quiet)
       im__run_say(IM_RUN_SAY_INFO, "%s%s%srepeat %" PRIu32 "/%" PRIu32 " (run %zu of %zu, start "

@@ -192,6 +192,7 @@ struct run {
   struct builtin srv;
   char url[2048], out_dir[4096], model[512], scrape_default[2100];
   json_t *models, *version;
+  json_t *engine_decl;           /* what the engine declares of itself (run/declare.c), or NULL */
   struct im_sysdesc sys;  /* model, GPU, parallelism (record/sysdesc.h) */
   int jsonl_fd, raw_fd, stages_fd, series_fd;
   char series_path[4200];
@@ -481,6 +482,7 @@ static int discover(struct run *r) {
   if (other >= 0)
     return other;
   im_http_get_json(r->url, "/version", r->api_key, &o->net, &r->version, err, sizeof err);
+  r->engine_decl = im__run_engine_declared(r->url, r->api_key, &o->net, r->models, r->version);
   r->discovery_ms = (double)(im_now_ns() - t0) / 1e6;
   struct im_sys_flags fl = o->sys;
   fl.kv_bytes_per_token = o->kv_bytes_per_token;
@@ -709,6 +711,8 @@ static json_t *manifest_json(const struct run *r) {
   json_t *m = im__run_manifest_json(o, env->url, env->builtin, env->model,
                                     r->models, r->version, im_wall_ns(), env->salt);
   json_object_set_new(m, "discovery_ms", json_real(r->discovery_ms));
+  if (r->engine_decl)
+    json_object_set(json_object_get(m, "server"), "engine", r->engine_decl);
   json_object_set_new(m, "system", im_sysdesc_json(&r->sys));
   json_t *wl = json_object_get(m, "workload");
   json_object_set_new(wl, "exact_lengths", json_boolean(env->exact));
@@ -803,6 +807,7 @@ static void run_cleanup(struct run *r) {
   builtin_stop(&r->srv);
   json_decref(r->models);
   json_decref(r->version);
+  json_decref(r->engine_decl);
   free(r->order);
   im_dataset_cleanup(&r->ds);
   if (r->api_key) {

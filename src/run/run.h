@@ -125,7 +125,7 @@ struct im_run_config {
   int transport;                /* --transport: enum im_load_transport (load/loader.h) */
   bool csv, json, verbose; /* --output-format csv, --json, -v (the command line's) */
   uint32_t repeat;              /* --repeat K (1: a single run) */
-  int64_t cooldown_ns;          /* --cooldown */
+  int64_t cooldown_ns;          /* --cooldown; -1: not given (run/repeat.c's defaults) */
   uint32_t repeat_index, repeat_of; /* this run is repeat i of K (set by --repeat) */
   uint32_t repeat_stage;        /* run only stage i (1-based) of the plan (set by --repeat) */
   char repeat_stage_label[IM_STAGE_LABEL_MAX];

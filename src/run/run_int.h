@@ -14,6 +14,7 @@
 
 #include <jansson.h>
 
+#include "core/buf.h"
 #include "text/chattmpl.h"
 #include "text/content.h"
 #include "workload/sched.h"
@@ -189,6 +190,16 @@ struct json_t *im__run_shard_json(const struct im_run_config *o);
 /* ready.c */
 /* --ready-timeout: polls GET url/v1/models once a second until it answers
  * 200 (0) or timeout_ns passed or the run was interrupted (-1, said). */
+/* run/declare.c: GET url+path into out (appended); the HTTP status, 0 when
+ * no answer (2 s timeout). */
+long im__run_get_text(const char *url, const char *path, const struct im_net *net,
+                      struct im_buf *out);
+/* The engine as the target declares itself (manifest.server.engine):
+ * {"name", "version", "from", "settings": {KEY: VALUE}} under the audit's
+ * keys (analyze/validity.h), or NULL when nothing identifies it (and for
+ * infermeter serve, whose /version says it all). New reference. */
+json_t *im__run_engine_declared(const char *url, const char *api_key, const struct im_net *net,
+                                const json_t *models, const json_t *version);
 int im__run_wait_ready(const char *url, const char *api_key, const struct im_net *net,
                        int64_t timeout_ns, bool tty);
 /* --profile-server: POST url/start_profile (start) or /stop_profile; false

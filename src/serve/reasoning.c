@@ -50,9 +50,12 @@ void im_reasoning_split(struct im_rng *rng, const struct im_profile *p,
   *capped = *capped || ignore_eos || want > max_tokens;
   *total = want > max_tokens ? max_tokens : (uint32_t)want;
   uint32_t rr = r > 4e9 ? 4000000000u : (uint32_t)r;
-  if (!on || *total <= 1)
+  if (!on || (*total <= 1 && ignore_eos))
     rr = 0;
   else if (rr >= *total)
-    rr = *total - 1;
+    /* A chain as long as max_tokens leaves no answer (max_tokens reached
+     * before it, finish_reason length), as a real server streams it; with
+     * ignore_eos one answer token remains. */
+    rr = !ignore_eos && rr >= max_tokens ? *total : *total - 1;
   *reasoning = rr;
 }

@@ -39,7 +39,8 @@ int im_reasoning_difficulty(uint32_t n_prompt, bool code);
 /* Splits a drawn output length `drawn` (>= 1) into reasoning and answer
  * tokens for profile p: *reasoning (0 for a profile without reasoning or
  * thinking off) and *total (reasoning + answer, at most max_tokens; when
- * ignore_eos, exactly max_tokens with at least one answer token). *capped
+ * ignore_eos, exactly max_tokens with at least one answer token; without
+ * it, a reasoning chain of max_tokens or more leaves no answer token). *capped
  * (in: the drawn length was already cut) is also set when max_tokens cut
  * the total. */
 void im_reasoning_split(struct im_rng *rng, const struct im_profile *p,

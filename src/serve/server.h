@@ -39,6 +39,26 @@
  * takes io_uring when the build and the kernel allow it, else write(). */
 enum im_serve_io { IM_SERVE_IO_AUTO, IM_SERVE_IO_URING, IM_SERVE_IO_WRITE };
 
+/* Whose identity the server wears (serve --engine; docs/serve.md "Engine
+ * imitation", docs/server-metrics.md "Per engine"): its metric names, its
+ * declaration endpoints (/version, /get_server_info, /props, /slots,
+ * /info), its error wordings and streamed-error shape, its connection
+ * behaviour. The simulated engine underneath is the same. INFERMETER is the
+ * built-in server's own identity (vLLM V1's names plus infermeter_sim_*). */
+enum im_serve_engine {
+  IM_SERVE_ENGINE_INFERMETER,
+  IM_SERVE_ENGINE_VLLM,
+  IM_SERVE_ENGINE_SGLANG,
+  IM_SERVE_ENGINE_LLAMACPP,
+  IM_SERVE_ENGINE_TGI,
+  IM_SERVE_ENGINE_TRTLLM,
+  IM_SERVE_ENGINE_COUNT_
+};
+/* "infermeter", "vllm", "sglang", "llamacpp", "tgi", "trtllm". */
+const char *im_serve_engine_name(enum im_serve_engine e);
+/* The engine of that name (as above), or -1. */
+int im_serve_engine_parse(const char *name);
+
 struct im_server_config {
   const char *host;              /* "127.0.0.1" */
   int port;                      /* 8000; 0 = any free port */
@@ -70,6 +90,10 @@ struct im_server_config {
                                     host:port (a stale socket file is replaced;
                                     the file is removed at exit); NULL: TCP */
   enum im_serve_io io;           /* AUTO */
+  enum im_serve_engine imitate;  /* serve --engine (INFERMETER) */
+  bool declare_none;             /* serve --declare none: no declaration endpoint
+                                    answers and no info gauge is exported, as an
+                                    engine that says nothing of its settings */
   const char *api_key;           /* borrowed: requests to /v1/... need the header
                                     "Authorization: Bearer <api_key>", else 401
                                     (vLLM's --api-key); NULL: no check */

@@ -246,8 +246,12 @@ static void on_finish(struct im_seq *seq, enum im_finish why) {
   st->seq = NULL;
   if (st->streaming) {
     enum im_err err = IM_OK;
+    /* llama.cpp's usage says nothing of reasoning tokens. */
+    struct im_sim_usage u = st->usage;
+    if (s->cfg.imitate == IM_SERVE_ENGINE_LLAMACPP)
+      u.reasoning = 0;
     if (st->include_usage)
-      err = im_oai_usage_chunk(b, &st->oai, &st->usage);
+      err = im_oai_usage_chunk(b, &st->oai, &u);
     if (!err)
       err = im_buf_puts(b, "data: [DONE]\n\n");
     if (err) {
@@ -258,6 +262,9 @@ static void on_finish(struct im_seq *seq, enum im_finish why) {
     im__srv_stream_send(st, b->data, b->len);
     stream_end_chunked(st);
     im__srv_stream_free(st);
+    /* llama.cpp closes after every stream, whatever its head announced. */
+    if (im__srv_imitate_close_after_stream(s))
+      c->close_after_write = true;
     if (s->metrics.http_responses[2]++, !c->closing)
       im__srv_response_done(c);
     return;
@@ -435,20 +442,13 @@ static void handle_generate(struct conn *c, enum im_api_kind kind) {
     goto out;
   }
   uint32_t max_len = im_engine_max_model_len(s->engine);
-  uint64_t want = (uint64_t)n_ids + (r.max_tokens > 0 ? (uint64_t)r.max_tokens : 1);
   if (n_ids == 0) {
     im__srv_respond_error(c, 400, "The prompt is empty.", NULL);
     goto out;
   }
-  if (n_ids >= max_len || want > max_len) {
-    snprintf(msg, sizeof msg,
-             "This model's maximum context length is %u tokens. However, you requested %" PRIu64
-             " tokens (%u in the messages, %" PRIu64
-             " in the completion). Please reduce the length of the messages or completion.",
-             max_len, want, n_ids, want - n_ids);
-    im__srv_respond_error(c, 400, msg, NULL);
+  /* Too long for the context: each imitated engine's own answer (imitate.c). */
+  if (im__srv_imitate_overflow(c, r.stream, n_ids, &r.max_tokens, max_len))
     goto out;
-  }
   struct stream *st = calloc(1, sizeof *st);
   if (!st) {
     im__srv_respond_error_close(c, 500, "out of memory");
@@ -587,8 +587,12 @@ static void handle_models(struct conn *c) {
   enum im_err err = im_buf_printf(
       &b,
       "{\"object\":\"list\",\"data\":[{\"id\":\"%s\",\"object\":\"model\",\"created\":%" PRId64
-      ",\"owned_by\":\"infermeter\",\"root\":\"%s\",\"parent\":null,\"max_model_len\":%u}",
-      s->model, created, s->model, im_engine_max_model_len(s->engine));
+      ",\"owned_by\":\"%s\",\"root\":\"%s\",\"parent\":null",
+      s->model, created, im__srv_imitate_owner(s), s->model);
+  if (!err && im__srv_imitate_lists_len(s))
+    err = im_buf_printf(&b, ",\"max_model_len\":%u", im_engine_max_model_len(s->engine));
+  if (!err)
+    err = im_buf_puts(&b, "}");
   /* vLLM lists each LoRA adapter after the base model, its path as root and
    * the base model as parent (serving_models.py). */
   const struct im_lora_config *lc = s->lora ? im_lora_config(s->lora) : NULL;
@@ -696,13 +700,23 @@ static void handle_version(struct conn *c) {
   im__srv_respond(c, 200, "application/json", body, (size_t)n, NULL);
 }
 
+enum im_err im__srv_metrics_page(struct im_server *s, struct im_buf *b) {
+  enum im_err err = im_sim_metrics_write(b, &s->metrics, s->engine, s->model,
+                                         s->cfg.engine.time_scale, s->cfg.engine.prefix_caching);
+  if (!err)
+    err = lora_metrics(s, b);
+  if (!err)
+    err = profile_metrics(s, b);
+  if (!err)
+    err = output_metrics(s, b);
+  return err;
+}
+
 static void handle_metrics(struct conn *c) {
   struct im_server *s = c->srv;
   struct im_buf b;
   im_buf_init(&b, 4u << 20);
-  if (im_sim_metrics_write(&b, &s->metrics, s->engine, s->model, s->cfg.engine.time_scale,
-                           s->cfg.engine.prefix_caching) ||
-      lora_metrics(s, &b) || profile_metrics(s, &b) || output_metrics(s, &b)) {
+  if (im__srv_metrics_page(s, &b)) {
     im_buf_cleanup(&b);
     im__srv_respond_error(c, 500, "metrics page too large", NULL);
     return;
@@ -772,6 +786,8 @@ void im__srv_handle_request(struct conn *c) {
     im__srv_respond_error(c, 401, "Unauthorized", "WWW-Authenticate: Bearer\r\n");
     return;
   }
+  if (im__srv_imitate_route(c))
+    return;
   static const struct {
     const char *path;
     bool post;

@@ -114,6 +114,8 @@ struct im_server {
   struct stream *streams;
   uint64_t next_conn, next_req;
   uint64_t profile_starts, profile_stops; /* POST /start_profile, /stop_profile */
+  bool overflow_answered;       /* serve --engine llamacpp: the first oversize
+                                   request was answered by a plain 400 */
   int port;
   bool stopping;
   bool bound_unix;              /* the unix socket file is ours to remove */
@@ -155,5 +157,28 @@ void im__srv_chunks_sent(struct im_server *s);
 void im__srv_on_request_end(void *ctx, const struct im_seq *seq, enum im_finish why);
 void im__srv_on_step(void *ctx, const struct im_step_cost *cost, double wall_s,
                      const struct im_moe_step_stats *moe, uint32_t n_seqs, uint32_t n_tokens);
+
+/* server_api.c: the built-in /metrics page (vLLM V1's names and the
+ * simulator's extras), appended to b. */
+enum im_err im__srv_metrics_page(struct im_server *s, struct im_buf *b);
+
+/* imitate.c: serve --engine (server.h enum im_serve_engine). */
+/* Answers the imitated engine's GET endpoints (/metrics, /version and the
+ * declaration endpoints); false when the request is not one of them (or the
+ * server wears its own identity). */
+bool im__srv_imitate_route(struct conn *c);
+/* owned_by of /v1/models. */
+const char *im__srv_imitate_owner(const struct im_server *s);
+/* Whether /v1/models carries max_model_len (vLLM, SGLang, infermeter). */
+bool im__srv_imitate_lists_len(const struct im_server *s);
+/* Whether the connection is closed after every streamed response while the
+ * head announced keep-alive (llama.cpp). */
+bool im__srv_imitate_close_after_stream(const struct im_server *s);
+/* A prompt of n_prompt tokens asking *max_tokens (<= 0: absent) against a
+ * context of max_len: true when it does not fit and was answered with the
+ * engine's error (status, wording, shape); false when it may run, *max_tokens
+ * then possibly lowered to what fits (llama.cpp stops at its context). */
+bool im__srv_imitate_overflow(struct conn *c, bool streaming, uint32_t n_prompt,
+                              int64_t *max_tokens, uint32_t max_len);
 
 #endif

@@ -224,7 +224,9 @@ enum im_err im_sim_metrics_write(struct im_buf *b, const struct im_sim_metrics *
   for (size_t i = 0; i < N(hists) && !err; i++)
     err = hist(b, hists[i].name, hists[i].help, L, &m->hist[hists[i].h]);
   if (!err) {
-    snprintf(l2, sizeof l2, "%s,block_size=\"%u\",num_gpu_blocks=\"%u\",enable_prefix_caching=\"%s\"",
+    snprintf(l2, sizeof l2,
+             "%s,block_size=\"%u\",num_gpu_blocks=\"%u\",enable_prefix_caching=\"%s\","
+             "cache_dtype=\"auto\"",
              L, im_engine_block_size(e), im_engine_num_blocks(e),
              prefix_caching ? "True" : "False");
     err = gauge(b, "vllm:cache_config_info", "Information of the LLMEngine CacheConfig.", l2, 1);

@@ -127,8 +127,8 @@ static double mean_reasoning(const struct im_reasoning_ask *a, uint32_t drawn, u
     uint32_t r, total;
     bool capped = false;
     im_reasoning_split(&rng, p, a, drawn, max, false, &r, &total, &capped);
-    if (r >= total || total > max)
-      return -1; /* an answer token always remains; max_tokens holds */
+    if (r > total || total > max || (r == total && r < max))
+      return -1; /* max_tokens holds; no answer only when the chain reached it */
     sum += r;
   }
   return sum / 2000;
@@ -154,8 +154,25 @@ static void test_reasoning_profile(void) {
              1.4 / 0.6, 0.25);
   CHECK_NEAR(mean_reasoning(&high, 1000, 1u << 20) / e, 1.6, 0.15);
   CHECK_EQ(mean_reasoning(&off, 1000, 1u << 20), 0);
-  /* max_tokens bounds reasoning + answer, leaving an answer token. */
+  /* max_tokens bounds reasoning + answer; a chain that reaches it leaves
+   * no answer (all reasoning), one that does not leaves one. */
   CHECK(mean_reasoning(&hard, 1000, 300) > 0);
+  {
+    const struct im_profile *r1 = im_profile_find("deepseek-r1-8xh200");
+    struct im_rng rng1;
+    im_rng_seed(&rng1, 7);
+    int all = 0, eos_all = 0;
+    for (int i = 0; i < 200; i++) {
+      uint32_t rr, tot;
+      bool cap = false;
+      im_reasoning_split(&rng1, r1, &hard, 1000, 8, false, &rr, &tot, &cap);
+      all += rr == tot && tot == 8;
+      im_reasoning_split(&rng1, r1, &hard, 1000, 8, true, &rr, &tot, &cap);
+      eos_all += rr == tot;
+    }
+    CHECK(all > 100);
+    CHECK_EQ(eos_all, 0);
+  }
   /* A profile without reasoning never reasons. */
   const struct im_profile *v3 = im_profile_find("deepseek-v3-8xh200");
   struct im_rng rng;

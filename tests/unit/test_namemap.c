@@ -173,6 +173,23 @@ static void test_llamacpp_tgi_trtllm(void) {
   CHECK(isnan(im_nm_hit_rate(NULL, s)));
   im_nm_snapshot_free(s);
 
+  /* Build b10587: prompt_tokens_total uncached only, the cached counter
+   * beside it: prompt tokens and queries are the sum, hits the cached. */
+  s = load("llamacpp_b10587.prom");
+  CHECK_EQ(s->engines, BIT(LLAMACPP));
+  CHECK(!s->v[IM_NM_KV_USAGE].present);
+  CHECK_NEAR(V(s, PROMPT_TOKENS), 73800, 0);
+  CHECK_NEAR(V(s, PREFIX_QUERIES), 73800, 0);
+  CHECK_NEAR(V(s, PREFIX_HITS), 32909, 0);
+  CHECK_NEAR(im_nm_hit_rate(NULL, s), 32909.0 / 73800.0, 1e-12);
+  /* The tokens/s gauges are mapped to nothing: kept raw. */
+  int raw_tps = 0;
+  for (size_t i = 0; i < s->n_raw; i++)
+    raw_tps += !strcmp(s->raw[i].name, "llamacpp:prompt_tokens_seconds") ||
+               !strcmp(s->raw[i].name, "llamacpp:predicted_tokens_seconds");
+  CHECK_EQ(raw_tps, 2);
+  im_nm_snapshot_free(s);
+
   s = load("tgi.prom");
   CHECK_EQ(s->engines, BIT(TGI));
   CHECK_NEAR(V(s, REQUESTS_RUNNING), 16, 0);
@@ -347,6 +364,13 @@ static void test_bounds_and_reuse(void) {
         CHECK_EQ(t[i].engine, t[k].engine);
         CHECK(t[i].concept != t[k].concept);
       }
+    /* An added row adds to an earlier row of its concept and engine. */
+    if (t[i].add) {
+      int base = 0;
+      for (size_t k = 0; k < i; k++)
+        base |= !t[k].add && t[k].engine == t[i].engine && t[k].concept == t[i].concept;
+      CHECK(base);
+    }
   }
   CHECK_STR(im_nm_concept_name(IM_NM_KV_USAGE), "kv_cache_usage");
   CHECK_EQ(im_nm_concept_agg(IM_NM_KV_USAGE), IM_NM_AGG_MAX);

@@ -211,7 +211,7 @@ static void test_audit(void) {
   struct im_stage_figures f;
   CHECK_OK(im_stage_analyze(&in, &f));
   struct im_validity_input vin = {.f = &f, .cfg = &in.cfg, .repeats = 3, .engine = "vllm",
-                                  .model = "m", .torch_compile = "on", .server_hit_rate = NAN,
+                                  .model = "m", .server_hit_rate = NAN,
                                   .time_wait_slope = NAN, .connections_opened = 1};
   struct im_validity v;
   CHECK_OK(im_validity_compute(&vin, &v));

@@ -101,7 +101,8 @@ int main(void) {
   CHECK_EQ(file->n_src, 1);
   CHECK_STR(file->src[0].url, "http://***@127.0.0.1:1/metrics");
   CHECK_EQ(file->src[0].n_pts, 0);
-  CHECK_EQ(file->src[0].failures, mem->n_gpu); /* one scrape per sample */
+  /* One scrape per sample, and the settled page after the final one. */
+  CHECK_EQ(file->src[0].failures, mem->n_gpu + 1);
   CHECK(file->src[0].last_error[0] != '\0');
   CHECK_STR(file->tcp_why, "not requested");
   CHECK_STR(file->gpu_why, "");

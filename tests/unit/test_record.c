@@ -1,5 +1,6 @@
 /* Request records (src/record/record.c): chunk bookkeeping and the
  * requests.jsonl line, written and read back. */
+#include <dirent.h>
 #include "check.h"
 
 #include <jansson.h>
@@ -468,7 +469,104 @@ static void test_scan_agrees(void) {
   im_record_cleanup(&back);
 }
 
+/* Context overflows in each engine's wording become context_overflow with
+ * the counts; other 4xx texts and other classes stay as they were. */
+static void test_refine(void) {
+  static const struct {
+    const char *text;
+    enum im_errclass in;
+    uint32_t prompt, limit;
+  } cases[] = {
+      {"{\"error\":{\"code\":400,\"message\":\"request (720 tokens) exceeds the available "
+       "context size (512 tokens), try increasing it\",\"type\":\"exceed_context_size_error\","
+       "\"n_prompt_tokens\":720,\"n_ctx\":512}}",
+       IM_EC_HTTP_4XX, 720, 512},
+      {"request (720 tokens) exceeds the available context size (512 tokens), try increasing it",
+       IM_EC_ERROR_EVENT, 720, 512},
+      {"the request exceeds the available context size, try increasing it", IM_EC_ERROR_EVENT, 0,
+       0},
+      {"This model's maximum context length is 4096 tokens. However, you requested 5000 tokens "
+       "(4000 in the messages, 1000 in the completion). Please reduce the length of the messages "
+       "or completion.",
+       IM_EC_HTTP_4XX, 4000, 4096},
+      {"'max_tokens' or 'max_completion_tokens' is too large: 1000. This model's maximum context "
+       "length is 4096 tokens and your request has 3500 input tokens (1000 > 4096 - 3500).",
+       IM_EC_HTTP_4XX, 3500, 4096},
+      {"The input (5000 tokens) is longer than the model's context length (4096 tokens).",
+       IM_EC_HTTP_4XX, 5000, 4096},
+      {"Requested token count exceeds the model's maximum context length of 4096 tokens. You "
+       "requested a total of 5000 tokens: 4000 tokens from the input messages and 1000 tokens for "
+       "the completion.",
+       IM_EC_HTTP_4XX, 4000, 4096},
+      {"{\"error\":\"Input validation error: `inputs` tokens + `max_new_tokens` must be <= 4096. "
+       "Given: 4000 `inputs` tokens and 1000 `max_new_tokens`\",\"error_type\":\"validation\"}",
+       IM_EC_HTTP_4XX, 4000, 4096},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    uint32_t p = 99, l = 99;
+    enum im_errclass e =
+        im_errclass_refine(cases[i].in, cases[i].text, strlen(cases[i].text), &p, &l);
+    CHECK_EQ(e, IM_EC_CONTEXT_OVERFLOW);
+    CHECK_EQ(p, cases[i].prompt);
+    CHECK_EQ(l, cases[i].limit);
+  }
+  const char *other = "{\"error\":{\"message\":\"The model `x` does not exist.\"}}";
+  CHECK_EQ(im_errclass_refine(IM_EC_HTTP_4XX, other, strlen(other), NULL, NULL), IM_EC_HTTP_4XX);
+  /* A 5xx or a 429 is not refined, whatever it says. */
+  const char *t = cases[0].text;
+  CHECK_EQ(im_errclass_refine(IM_EC_HTTP_5XX, t, strlen(t), NULL, NULL), IM_EC_HTTP_5XX);
+  CHECK_EQ(im_errclass_refine(IM_EC_HTTP_4XX, NULL, 0, NULL, NULL), IM_EC_HTTP_4XX);
+  CHECK_STR(im_errclass_name(IM_EC_CONTEXT_OVERFLOW), "context_overflow");
+}
+
+/* The engines' recorded error bodies (tests/fixtures/engines, counts in
+ * the names: NAME_P_L.ext). */
+static void test_refine_fixtures(void) {
+  const char *dir = "tests/fixtures/engines";
+  DIR *d = opendir(dir);
+  CHECK(d != NULL);
+  if (!d)
+    return;
+  int seen = 0;
+  struct dirent *de;
+  while ((de = readdir(d))) {
+    if (!strstr(de->d_name, "_overflow"))
+      continue;
+    char path[512], text[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+    FILE *f = fopen(path, "rb");
+    CHECK(f != NULL);
+    if (!f)
+      continue;
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    unsigned want_p = 0, want_l = 0;
+    const char *u = strrchr(de->d_name, '.');
+    const char *q = u;
+    for (int k = 0; k < 2 && q > de->d_name; k++)
+      for (q--; q > de->d_name && *q != '_'; q--)
+        ;
+    CHECK(sscanf(q, "_%u_%u.", &want_p, &want_l) == 2);
+    bool sse = !strcmp(u, ".sse");
+    uint32_t p = 0, l = 0;
+    enum im_errclass e =
+        im_errclass_refine(sse ? IM_EC_ERROR_EVENT : IM_EC_HTTP_4XX, text, n, &p, &l);
+    if (e != IM_EC_CONTEXT_OVERFLOW || p != want_p || l != want_l)
+      fprintf(stderr, "%s: class %s, prompt %u, context %u\n", de->d_name, im_errclass_name(e),
+              p, l);
+    CHECK_EQ(e, IM_EC_CONTEXT_OVERFLOW);
+    CHECK_EQ(p, want_p);
+    CHECK_EQ(l, want_l);
+    seen++;
+  }
+  closedir(d);
+  CHECK(seen >= 5);
+}
+
 int main(void) {
+  test_refine();
+  test_refine_fixtures();
   test_names();
   test_reset_and_chunks();
   test_round_trip();

@@ -48,6 +48,21 @@ static const struct im_valid_check *find(const struct im_validity *v, const char
   return NULL;
 }
 
+/* Declared settings of a test: "key=value" strings, NULL-terminated; a
+ * key absent is undeclared. */
+static const char *lookup(const void *ctx, const char *key) {
+  const char *const *kv = ctx;
+  for (size_t i = 0; kv && kv[i]; i++) {
+    size_t n = strlen(key);
+    if (!strncmp(kv[i], key, n) && kv[i][n] == '=')
+      return kv[i] + n + 1;
+  }
+  return NULL;
+}
+static const char *const all_vllm[] = {"torch_compile=on", "tp=8", "dp=1", "kv_cache_dtype=auto",
+                                       "quantization=fp8", "max_num_seqs=256",
+                                       "enable_prefix_caching=true", "speculative=none", NULL};
+
 /* The status of check `id`, its evidence copied to ev (when not NULL). */
 static enum im_check_status status_ev(struct im_record *r, size_t n, const char *id,
                                       void (*tweak)(struct im_validity_input *), char *ev,
@@ -60,11 +75,10 @@ static enum im_check_status status_ev(struct im_record *r, size_t n, const char 
   struct im_stage_figures f;
   CHECK_OK(im_stage_analyze(&in, &f));
   struct im_validity_input vin = {.f = &f, .cfg = &in.cfg, .repeats = 3, .engine = "vllm 0.11",
-                                  .model = "deepseek-v3", .torch_compile = "on",
+                                  .engine_id = IM_VALID_ENGINE_VLLM, .model = "deepseek-v3",
+                                  .declared = lookup, .declared_ctx = all_vllm,
                                   .server_hit_rate = NAN, .time_wait_slope = NAN,
                                   .connections_opened = 2};
-  for (int k = 0; k < IM_VALID_N_SETTINGS; k++)
-    vin.declared[k] = true;
   if (tweak)
     tweak(&vin);
   struct im_validity v;
@@ -96,8 +110,112 @@ static void one_run_publish(struct im_validity_input *v) {
   v->repeats = 1;
   v->publish = true;
 }
-static void no_compile(struct im_validity_input *v) { v->torch_compile = NULL; }
-static void no_tp(struct im_validity_input *v) { v->declared[0] = false; }
+static const char *const vllm_no_compile[] = {"tp=8", "dp=1", "kv_cache_dtype=auto",
+                                              "quantization=fp8", "max_num_seqs=256",
+                                              "enable_prefix_caching=true", "speculative=none",
+                                              NULL};
+static const char *const vllm_no_tp[] = {"torch_compile=on", "dp=1", "kv_cache_dtype=auto",
+                                         "quantization=fp8", "max_num_seqs=256",
+                                         "enable_prefix_caching=true", "speculative=none", NULL};
+static void no_compile(struct im_validity_input *v) { v->declared_ctx = vllm_no_compile; }
+static void no_tp(struct im_validity_input *v) { v->declared_ctx = vllm_no_tp; }
+/* llama.cpp as b10587's /props declares it (run/declare.c): slots, n_ctx,
+ * weight type, build; nothing of torch.compile, which it does not have. */
+static const char *const llama_props[] = {"slots=4", "n_ctx=4096", "weight_type=Q8_0",
+                                          "build=b10587", NULL};
+static void llamacpp(struct im_validity_input *v) {
+  v->engine = "llamacpp b10587";
+  v->engine_id = IM_VALID_ENGINE_LLAMACPP;
+  v->declared_ctx = llama_props;
+}
+static void llamacpp_silent(struct im_validity_input *v) {
+  llamacpp(v);
+  v->declared_ctx = NULL;
+}
+static void unidentified(struct im_validity_input *v) {
+  v->engine = "myserver";
+  v->engine_id = IM_VALID_ENGINE_UNKNOWN;
+  v->declared_ctx = vllm_no_compile;
+}
+
+/* cancelled_freed judges from a scrape taken after a settle (issue 29):
+ * the last request (i = 39, ends at ~78.1 s, the stage's last) is
+ * cancelled; running was 0 at the first scrape. */
+static struct im_server_series_pt cancel_pts[3];
+static size_t n_cancel_pts;
+static void cancel_series(struct im_validity_input *v) {
+  v->server_running_first = 0;
+  v->server_running_last = cancel_pts[n_cancel_pts - 1].requests_running;
+  v->server_series = cancel_pts;
+  v->n_server_series = n_cancel_pts;
+}
+
+static void test_cancel_settle(void) {
+  struct im_record r[N];
+  clean(r);
+  r[N - 1].kind = IM_KIND_CANCELLED;
+  double t_cancel = (double)r[N - 1].t_end / 1e9;
+  for (int i = 0; i < 3; i++)
+    cancel_pts[i] = (struct im_server_series_pt){.t_s = 0, .requests_running = 0,
+                                                 .kv_cache_usage = NAN, .requests_waiting = 0};
+  /* The last scrape 0.15 ms after the cancel, still counting it: not judged. */
+  cancel_pts[1].t_s = t_cancel + 0.00015;
+  cancel_pts[1].requests_running = 1;
+  n_cancel_pts = 2;
+  char ev[512];
+  CHECK_EQ(status_ev(r, N, "cancelled_freed", cancel_series, ev, sizeof ev), IM_CHECK_PASS);
+  CHECK(strstr(ev, "not judged") != NULL);
+  /* A scrape 0.5 s after: freed -> PASS, said from that scrape. */
+  cancel_pts[2].t_s = t_cancel + 0.5;
+  cancel_pts[2].requests_running = 0;
+  n_cancel_pts = 3;
+  CHECK_EQ(status_ev(r, N, "cancelled_freed", cancel_series, ev, sizeof ev), IM_CHECK_PASS);
+  CHECK(strstr(ev, "after the last request ended") != NULL);
+  /* ... still running then: WARN. */
+  cancel_pts[2].requests_running = 1;
+  CHECK_EQ(status_ev(r, N, "cancelled_freed", cancel_series, ev, sizeof ev), IM_CHECK_WARN);
+}
+
+/* server_config knows each engine's settings (issue 29). */
+static void test_engines(void) {
+  struct im_record r[N];
+  clean(r);
+  char ev[512];
+  /* llama.cpp with its /props: no torch.compile asked, the batch sizes etc.
+   * a WARN, never a FAIL. */
+  CHECK_EQ(status_ev(r, N, "server_config", llamacpp, ev, sizeof ev), IM_CHECK_WARN);
+  CHECK(strstr(ev, "torch_compile") == NULL);
+  CHECK(strstr(ev, "slots 4") != NULL && strstr(ev, "n_batch") != NULL);
+  /* ... silent (--declare none): its own critical settings FAIL, still no
+   * torch.compile. */
+  CHECK_EQ(status_ev(r, N, "server_config", llamacpp_silent, ev, sizeof ev), IM_CHECK_FAIL);
+  CHECK(strstr(ev, "slots") != NULL && strstr(ev, "torch_compile") == NULL);
+  /* An unidentified engine: the generic list, torch.compile FAILs. */
+  CHECK_EQ(status_ev(r, N, "server_config", unidentified, ev, sizeof ev), IM_CHECK_FAIL);
+  CHECK(strstr(ev, "torch_compile") != NULL);
+  /* Names of engines. */
+  CHECK_EQ(im_valid_engine_of("vllm-v1 (from its metric names)"), IM_VALID_ENGINE_VLLM);
+  CHECK_EQ(im_valid_engine_of("llama.cpp b10587"), IM_VALID_ENGINE_LLAMACPP);
+  CHECK_EQ(im_valid_engine_of("llamacpp"), IM_VALID_ENGINE_LLAMACPP);
+  CHECK_EQ(im_valid_engine_of("SGLang@0.5"), IM_VALID_ENGINE_SGLANG);
+  CHECK_EQ(im_valid_engine_of("tgi 3.3"), IM_VALID_ENGINE_TGI);
+  CHECK_EQ(im_valid_engine_of("TensorRT-LLM"), IM_VALID_ENGINE_TRTLLM);
+  CHECK_EQ(im_valid_engine_of("infermeter-sim 0.1"), IM_VALID_ENGINE_INFERMETER);
+  CHECK_EQ(im_valid_engine_of("myserver"), IM_VALID_ENGINE_UNKNOWN);
+  CHECK_EQ(im_valid_engine_of(NULL), IM_VALID_ENGINE_UNKNOWN);
+  /* Every engine's list has a critical setting and no key twice. */
+  for (int e = 0; e < IM_VALID_ENGINE_COUNT_; e++) {
+    size_t n = 0;
+    const struct im_valid_setting *set = im_valid_engine_settings((enum im_valid_engine)e, &n);
+    bool crit = false;
+    for (size_t i = 0; i < n; i++) {
+      crit |= set[i].critical;
+      for (size_t k = 0; k < i; k++)
+        CHECK(strcmp(set[i].key, set[k].key) != 0);
+    }
+    CHECK(n > 0 && crit);
+  }
+}
 static void churn(struct im_validity_input *v) { v->connections_opened = N; }
 
 static void test_checks(void) {
@@ -175,5 +293,7 @@ static void test_checks(void) {
 
 int main(void) {
   test_checks();
+  test_engines();
+  test_cancel_settle();
   return CHECK_DONE();
 }
