@@ -315,7 +315,7 @@ int im_cli_compare(int argc, char **argv) {
   const char *history = NULL;
   int c;
   optind = 1;
-  while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+  while ((c = im_getopt(argc, argv, "h", opts, NULL)) != -1) {
     switch (c) {
     case 'n':
       if (im_arg_double("--noise", optarg, 0, 99, &o.noise_pct))

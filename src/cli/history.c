@@ -10,6 +10,7 @@
 
 #include <jansson.h>
 
+#include "cli/args.h"
 #include "cli/cli.h"
 #include "record/history.h"
 
@@ -134,7 +135,7 @@ int im_cli_history(int argc, char **argv) {
   const char *history = NULL;
   int c;
   optind = 1;
-  while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+  while ((c = im_getopt(argc, argv, "h", opts, NULL)) != -1) {
     switch (c) {
     case 'm':
       f.model = optarg;

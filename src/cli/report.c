@@ -120,7 +120,7 @@ static int report_main(int argc, char **argv, bool audit) {
   const char *html = NULL, *otlp = NULL;
   int c;
   optind = 1;
-  while ((c = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
+  while ((c = im_getopt(argc, argv, "qh", opts, NULL)) != -1) {
     if (c == 'q') {
       quiet = true;
     } else if (c == 'p') {

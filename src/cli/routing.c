@@ -274,7 +274,7 @@ int im_cli_analyze_routing(int argc, char **argv) {
   bool quiet = false;
   int c;
   optind = 1;
-  while ((c = getopt_long(argc, argv, "o:qh", opts, NULL)) != -1) {
+  while ((c = im_getopt(argc, argv, "o:qh", opts, NULL)) != -1) {
     if (c == 'w') {
       if (im_arg_u32("--window", optarg, 1, 1u << 30, &window))
         return 2;

@@ -227,9 +227,9 @@ static int parse_args(int argc, char **argv, struct im_run_config *o, json_t **k
     return EXIT_USAGE;
   int opt;
   optind = 1;
-  while ((opt = getopt_long(argc, argv, "hqv", im__run_options, NULL)) != -1) {
-    if (opt == 'h') {
-      im__run_usage(stdout);
+  while ((opt = im_getopt(argc, argv, "hqv", im__run_options, NULL)) != -1) {
+    if (opt == 'h' || opt == 'H') {
+      (opt == 'h' ? im__run_usage : im__run_usage_all)(stdout);
       return EXIT_OK;
     }
     if (opt == '?' || im__run_apply(o, opt, optarg)) {
