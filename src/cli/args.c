@@ -187,7 +187,9 @@ static int check_long_options(int argc, char *const *argv, const char *shortopts
     char hint[128] = "";
     if (s)
       snprintf(hint, sizeof hint, ": did you mean --%s?", s);
-    fprintf(stderr, "%s: unknown option '--%.*s'%s\n", argv[0], (int)len, name, hint);
+    /* argv[0] is "infermeter COMMAND" (main.c) */
+    const char *cmd = strncmp(argv[0], "infermeter", 10) ? "" : argv[0] + 10;
+    fprintf(stderr, "infermeter%s: unknown option '--%.*s'%s\n", cmd, (int)len, name, hint);
     return -1;
   }
   return 0;
@@ -200,4 +202,12 @@ int im_getopt(int argc, char *const *argv, const char *shortopts, const struct o
     return '?';
   }
   return getopt_long(argc, argv, shortopts, longopts, longindex);
+}
+
+void im_arg_fmt_double(char *buf, size_t n, double v) {
+  for (int digits = 1; digits <= 17; digits++) {
+    snprintf(buf, n, "%.*g", digits, v);
+    if (strtod(buf, NULL) == v)
+      return;
+  }
 }

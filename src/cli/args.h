@@ -34,6 +34,9 @@ int im_getopt(int argc, char *const *argv, const char *shortopts, const struct o
 /* The long option of opts nearest to name (a prefix of it, else the fewest
  * edits, at most 3), or NULL. */
 const char *im_option_suggest(const char *name, size_t len, const struct option *opts);
+/* v as people write it: the fewest significant digits that read back as v
+ * (0.9, not 0.90000000000000002). */
+void im_arg_fmt_double(char *buf, size_t n, double v);
 #include "core/proc.h"
 
 #endif

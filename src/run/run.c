@@ -467,6 +467,8 @@ static int discover(struct run *r) {
                     "--url and that the server is up, e.g. curl %s/v1/models)", red, err, red);
     return EXIT_UNREACHABLE;
   }
+  char models_err[256];
+  snprintf(models_err, sizeof models_err, "%s", err);
   if (st == 401 || st == 403) { /* the key (never printed) is missing or refused */
     char red[2048];
     im_url_redact(r->url, red, sizeof red);
@@ -494,8 +496,12 @@ static int discover(struct run *r) {
   if (!r->env.model) {
     json_t *id = json_object_get(first, "id");
     if (!json_is_string(id)) {
-      im__run_say(IM_RUN_SAY_ERROR, "%s/v1/models answered %ld without a model id; pass --model",
-              r->env.builtin ? "the built-in server" : "the target", st);
+      char red[2048];
+      im_url_redact(r->url, red, sizeof red);
+      im__run_say(IM_RUN_SAY_ERROR, "GET %s/v1/models answered %ld without a model id%s%s: pass "
+                  "--model NAME, or check that --url is the server's base URL",
+                  r->env.builtin ? "(the built-in server)" : red, st, models_err[0] ? "; " : "",
+                  models_err);
       return EXIT_UNREACHABLE;
     }
     snprintf(r->model, sizeof r->model, "%s", json_string_value(id));
@@ -830,11 +836,13 @@ static int run_all(struct run *r) {
     return IM_EXIT_USAGE;
   curl_global_init(CURL_GLOBAL_DEFAULT);
   r->curl_inited = true;
-  if (load_dataset(r) || plan_stages(r) || start_target(r) || confirm_remote(r))
+  if (load_dataset(r) || plan_stages(r) || start_target(r))
     return IM_EXIT_USAGE;
-  int d = discover(r);
+  int d = discover(r); /* reachable first: a remote target's question comes after */
   if (d >= 0)
     return d;
+  if (confirm_remote(r))
+    return IM_EXIT_USAGE;
   if ((o->tokenizer && !strcmp(o->tokenizer, "server") &&
        im__run_srvtok_start(&r->env, &o->net)) ||
       im__run_context_check(&r->env, o, r->stages, r->models, &o->net))
