@@ -9,6 +9,7 @@
 #include "cli/cli.h"
 #include "export/otlp.h"
 #include "cli/run_cli.h"
+#include "cli/term.h"
 #include "results/set.h"
 
 static void print_note(void *data, const char *line) {
@@ -17,12 +18,15 @@ static void print_note(void *data, const char *line) {
 }
 
 int im__report_dir(const char *dir, const struct report_opts *o, struct im_verdict *out) {
-  struct im_results_opts ro = {.text = o->text, .stage_lines = o->stage_lines,
+  FILE *text = o->text ? im__wrap_open(o->text, im__term_width(o->text)) : NULL; /* cli/term.h */
+  struct im_results_opts ro = {.text = text, .stage_lines = o->stage_lines,
                                .audit_only = o->audit_only, .publish = o->publish,
                                .max_error_rate = o->max_error_rate, .html = o->html, .no_html = o->no_html, .csv = o->csv,
                                .json = o->json ? stdout : NULL, .note = print_note};
   char err[1024];
-  if (im_results_dir(dir, &ro, out, err, sizeof err) == IM_OK)
+  enum im_err e = im_results_dir(dir, &ro, out, err, sizeof err);
+  im__wrap_close(text, o->text);
+  if (e == IM_OK)
     return 0;
   fprintf(stderr, "infermeter report: %s\n", err);
   return -1;
@@ -88,17 +92,23 @@ static void usage(FILE *f) {
 
 /* A --repeat set (results/set.h): each run reported again, then the set. */
 static int report_set(const char *dir, const struct report_opts *o, bool quiet) {
-  struct im_results_opts ro = {.text = o->text, .audit_only = o->audit_only,
+  FILE *text = o->text ? im__wrap_open(o->text, im__term_width(o->text)) : NULL;
+  struct im_results_opts ro = {.text = text, .audit_only = o->audit_only,
                                .publish = o->publish, .no_html = o->no_html, .note = print_note};
   char err[1024];
   int rc = EXIT_OK;
   size_t runs = 0;
-  if (im_results_set_dir(dir, &ro, &rc, &runs, err, sizeof err)) {
+  enum im_err e = im_results_set_dir(dir, &ro, &rc, &runs, err, sizeof err);
+  im__wrap_close(text, o->text);
+  if (e) {
     fprintf(stderr, "infermeter report: %s\n", err);
     return EXIT_USAGE;
   }
-  if (!quiet)
-    im_verdict_set_line(stdout, rc, runs);
+  if (!quiet) {
+    FILE *w = im__wrap_open(stdout, im__term_width(stdout));
+    im_verdict_set_line(w, rc, runs);
+    im__wrap_close(w, stdout);
+  }
   return rc;
 }
 
@@ -178,8 +188,11 @@ static int report_main(int argc, char **argv, bool audit) {
   if (!quiet && !audit && csv && !json)
     fprintf(stdout, "CSV:     %s/requests.csv, %s/summary.csv\n", dir, dir);
   int rc = im_verdict_exit(&out);
-  if (!quiet && !audit)
-    im_verdict_line(json ? stderr : stdout, &out, rc);
+  if (!quiet && !audit) {
+    FILE *f = json ? stderr : stdout, *w = im__wrap_open(f, im__term_width(f));
+    im_verdict_line(w, &out, rc);
+    im__wrap_close(w, f);
+  }
   return rc;
 }
 

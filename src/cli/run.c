@@ -20,6 +20,7 @@
 #include "cli/report.h"
 #include "cli/run_agents.h"
 #include "cli/run_cli.h"
+#include "cli/term.h"
 #include "cli/shard.h"
 #include "cli/vllm_compat.h"
 #include "export/live.h"
@@ -211,8 +212,11 @@ int im__run_one(const struct im_run_config *cfg) {
     rc = EXIT_USAGE;
   /* Under MPI a rank's verdict is its shard's: rank 0's merge prints the
    * run's (cli/mpi.c). */
-  if (!reported && o->repeat_of <= 1 && !im__mpi.on)
-    im_verdict_line(o->json ? stderr : stdout, &verdict, rc);
+  if (!reported && o->repeat_of <= 1 && !im__mpi.on) {
+    FILE *f = o->json ? stderr : stdout, *w = im__wrap_open(f, im__term_width(f));
+    im_verdict_line(w, &verdict, rc);
+    im__wrap_close(w, f);
+  }
   return rc;
 }
 

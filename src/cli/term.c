@@ -70,8 +70,16 @@ static size_t hang_indent(const char *s, size_t n, int width) {
       break;
     }
   }
+  /* "fix: text", "advice: text": under the text after the word */
+  size_t w = lead;
+  while (w < n && s[w] != ' ')
+    w++;
   size_t hang = lead + 2;
-  return hang <= (size_t)width / 2 ? hang : (size_t)width / 2;
+  if (w > lead && w - lead <= 8 && s[w - 1] == ':' && w < n)
+    hang = w + 1;
+  else if (lead >= 8)
+    hang = lead;
+  return hang <= (size_t)width * 3 / 5 ? hang : (size_t)width * 3 / 5;
 }
 
 void im__wrap_line(FILE *out, const char *s, size_t n, int width) {

@@ -225,12 +225,18 @@ void im_report_text(FILE *o, const struct im_summary *s, const struct im_summary
   vstat(o, "ITL", &s->v_itl, cfg);
   section(o, "End-to-end Latency");
   vstat(o, "E2EL", &s->v_e2el, cfg);
+  /* The headline throughput is vLLM's "Request throughput" above (results.json
+   * summary.request_throughput); the rates below are labelled for what they
+   * measure, and percentiles here are nearest-rank (docs/metrics.md). */
   fprintf(o, "============ infermeter: measured window =========\n");
+  fprintf(o, "(warm-up and drain left out; percentiles: nearest rank. Above: vLLM's\n"
+             "layout, all requests, interpolated percentiles; the headline throughput\n"
+             "is its Request throughput.)\n");
   line(o, "Window (s):", 2, s->window_s);
-  line2(o, "Scheduled / dispatched rate (req/s):", 3, s->scheduled_rate, s->dispatched_rate);
-  line(o, "Completed in window (req/s):", 3, s->window_request_rate);
-  line(o, "Output tokens in window (tok/s):", 2, s->window_output_tok_rate);
-  line2(o, "Raw / effective rate (req/s):", 3, s->raw_qps, s->effective_qps);
+  line2(o, "Offered load, scheduled / sent (req/s):", 3, s->scheduled_rate, s->dispatched_rate);
+  line(o, "Completions in the window (req/s):", 3, s->window_request_rate);
+  line(o, "Output tokens in the window (tok/s):", 2, s->window_output_tok_rate);
+  line2(o, "All attempts / user requests (req/s):", 3, s->raw_qps, s->effective_qps);
   if (s->raw_attempts > s->traffic[IM_TRAFFIC_MEASURED].count) {
     fprintf(o, "  %-38s", "traffic classes (count, p99 ms):");
     for (int t = 0; t < IM_TRAFFIC_COUNT_; t++)
@@ -294,9 +300,14 @@ void im_report_stage_line(FILE *f, size_t i, const char *label, const struct im_
   char slo[16] = "-";
   if (im_summary_has_slo(sc))
     snprintf(slo, sizeof slo, "%.3f", fg->sum.slo_all_attain);
-  fprintf(f, "stage %zu %-36s %7.2f req/s  %8.1f out tok/s  TTFT p50/p99 %7.1f/%7.1f ms  "
-             "SLO %5s%s%s\n",
-          i, label[0] ? label : "-", fg->sum.request_throughput, fg->sum.output_throughput, p50, p99,
-          slo, fg->sat_judged && fg->sat.growing ? "  OVERSATURATED" : "",
+  /* One line per stage, within 80 columns for labels of up to ~10
+   * characters: the throughputs are vLLM's (all requests), the TTFT
+   * percentiles infermeter's (nearest rank over the measured window). */
+  char slo_part[24] = "";
+  if (im_summary_has_slo(sc))
+    snprintf(slo_part, sizeof slo_part, "  SLO %s", slo);
+  fprintf(f, "stage %zu %s  %.2f req/s  %.1f tok/s  TTFT p50 %.1f p99 %.1f ms%s%s%s\n", i,
+          label[0] ? label : "-", fg->sum.request_throughput, fg->sum.output_throughput, p50, p99,
+          slo_part, fg->sat_judged && fg->sat.growing ? "  OVERSATURATED" : "",
           fg->check.valid ? "" : "  INVALID");
 }
