@@ -21,7 +21,7 @@ static void usage(FILE *out) {
           "  report     recompute results.json and the summary of a run directory\n"
           "  audit      the validity audit of a run directory: valid? publishable? why?\n"
           "  compare    compare runs or sets of repeated runs: ratios, CIs, verdicts\n"
-          "  import     read vLLM, GuideLLM, AIPerf results or OTLP traces into a run directory\n"
+          "  import     vLLM, GuideLLM, AIPerf results or OTLP traces into a run directory\n"
           "  merge      merge the run directories of the shards of one plan (MPI, --shard)\n"
           "  history    list the runs recorded in the history database\n"
           "  tokenize   count or encode text with a tokenizer.json\n"

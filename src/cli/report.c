@@ -182,11 +182,12 @@ static int report_main(int argc, char **argv, bool audit) {
     }
   }
   if (!quiet && !audit && !json)
-    fprintf(stdout, "Results: %s/results.json%s\nReport:  %s%s\n", dir,
-            out.interrupted ? " (the run was interrupted: figures of the records on disk)" : "",
+    fprintf(stdout, "Results: %s/results.json\n%sReport:  %s%s\n", dir,
+            out.interrupted ? "         (the run was interrupted: figures of the records on disk)\n"
+                            : "",
             no_html ? "(none: --no-html)" : html ? html : dir, no_html || html ? "" : "/report.html");
   if (!quiet && !audit && csv && !json)
-    fprintf(stdout, "CSV:     %s/requests.csv, %s/summary.csv\n", dir, dir);
+    fprintf(stdout, "CSV:     %s/requests.csv\n         %s/summary.csv\n", dir, dir);
   int rc = im_verdict_exit(&out);
   if (!quiet && !audit) {
     FILE *f = json ? stderr : stdout, *w = im__wrap_open(f, im__term_width(f));

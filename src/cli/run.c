@@ -104,12 +104,20 @@ struct term {
   bool sinks_failed;
 };
 
+/* "PREFIX LINE" folded to stderr's width (cli/term.h). */
+static void say_folded(const char *prefix, const char *line) {
+  char buf[2300];
+  int n = snprintf(buf, sizeof buf, "%s%s", prefix, line);
+  if (n > 0)
+    im__wrap_line(stderr, buf, strnlen(buf, sizeof buf), im__term_width(stderr));
+}
+
 void im__run_say_stderr(void *data, enum im_run_say kind, const char *line) {
   (void)data;
   if (kind == IM_RUN_SAY_ERROR)
-    fprintf(stderr, "infermeter run: %s\n", line);
+    say_folded("infermeter run: ", line);
   else if (kind == IM_RUN_SAY_INFO)
-    fprintf(stderr, "infermeter: %s\n", line);
+    say_folded("infermeter: ", line);
   else if (kind == IM_RUN_SAY_STATUS)
     fprintf(stderr, "\rinfermeter: %s", line);
   else { /* a continuation of the line before (it begins with spaces) */
@@ -244,10 +252,10 @@ int im__run_one(const struct im_run_config *cfg) {
   if (!reported && !o->no_history && o->repeat_of <= 1)
     im__run_add_history(o, out.dir);
   if (!reported && !o->quiet)
-    fprintf(stdout, "Results: %s/results.json, %s/requests.jsonl\nReport:  %s/report.html\n",
+    fprintf(stdout, "Results: %s/results.json\nRecords: %s/requests.jsonl\nReport:  %s/report.html\n",
             out.dir, out.dir, out.dir);
   if (!reported && !o->quiet && o->csv)
-    fprintf(stdout, "CSV:     %s/requests.csv, %s/summary.csv\n", out.dir, out.dir);
+    fprintf(stdout, "CSV:     %s/requests.csv\n         %s/summary.csv\n", out.dir, out.dir);
   finish_sinks(&t, out.dir, out.salt, !reported);
   if (out.failed)
     rc = out.engine_failed ? EXIT_ENGINE : EXIT_USAGE;
