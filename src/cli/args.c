@@ -189,7 +189,7 @@ static int check_long_options(int argc, char *const *argv, const char *shortopts
       snprintf(hint, sizeof hint, ": did you mean --%s?", s);
     /* argv[0] is "infermeter COMMAND" (main.c) */
     const char *cmd = strncmp(argv[0], "infermeter", 10) ? "" : argv[0] + 10;
-    fprintf(stderr, "infermeter%s: unknown option '--%.*s'%s\n", cmd, (int)len, name, hint);
+    fprintf(stderr, "infermeter%s: unrecognized option '--%.*s'%s\n", cmd, (int)len, name, hint);
     return -1;
   }
   return 0;

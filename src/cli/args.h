@@ -25,7 +25,7 @@ int im__otlp_protocol(const char *flag, const char *p, bool *protobuf);
 void im__print_note(void *data, const char *line);
 /* getopt_long, but a long option must be spelled out: an abbreviation
  * (getopt_long accepts "--dur" for --duration) or an unknown option is
- * refused with "infermeter CMD: unknown option '--dur': did you mean
+ * refused with "infermeter CMD: unrecognized option '--dur': did you mean
  * --duration?" (argv[0] is "infermeter CMD") and returns '?'. Checks the
  * whole argv when a parse starts (optind <= 1), skipping the values of
  * options that take one and stopping at "--". */

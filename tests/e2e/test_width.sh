@@ -49,7 +49,7 @@ check "--help-all lists --request-rate" grep -q -- "--request-rate" "$TMP/help.a
 "$BIN" run --dur 5s 2>"$TMP/e.abbr"
 check_eq "an abbreviation exits 1" $? 1
 check "an abbreviation is refused with the option" \
-  grep -q "^infermeter run: unknown option '--dur': did you mean --duration?" "$TMP/e.abbr"
+  grep -q "^infermeter run: unrecognized option '--dur': did you mean --duration?" "$TMP/e.abbr"
 "$BIN" run --concurency 4 2>"$TMP/e.typo"
 check "a typo gets the nearest option" grep -q "did you mean --concurrency?" "$TMP/e.typo"
 "$BIN" report --jsn x 2>"$TMP/e.rep" >/dev/null
