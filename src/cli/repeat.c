@@ -55,7 +55,7 @@ int im__run_repeat(const struct im_run_config *o) {
   size_t runs = 0;
   int rc = im_run_repeat(o, &h, &sh, &runs);
   FILE *w = im__wrap_open(stdout, im__term_width(stdout));
-  im_verdict_set_line(w, rc, runs);
+  im_verdict_set_line_color(w, im_color_on(stdout), rc, runs);
   im__wrap_close(w, stdout);
   return rc;
 }

@@ -106,7 +106,7 @@ static int report_set(const char *dir, const struct report_opts *o, bool quiet) 
   }
   if (!quiet) {
     FILE *w = im__wrap_open(stdout, im__term_width(stdout));
-    im_verdict_set_line(w, rc, runs);
+    im_verdict_set_line_color(w, im_color_on(stdout), rc, runs);
     im__wrap_close(w, stdout);
   }
   return rc;
@@ -191,7 +191,7 @@ static int report_main(int argc, char **argv, bool audit) {
   int rc = im_verdict_exit(&out);
   if (!quiet && !audit) {
     FILE *f = json ? stderr : stdout, *w = im__wrap_open(f, im__term_width(f));
-    im_verdict_line(w, &out, rc);
+    im_verdict_line_color(w, im_color_on(f), &out, rc);
     im__wrap_close(w, f);
   }
   return rc;

@@ -267,7 +267,7 @@ int im__run_one(const struct im_run_config *cfg) {
    * run's (cli/mpi.c). */
   if (!reported && o->repeat_of <= 1 && !im__mpi.on) {
     FILE *f = o->json ? stderr : stdout, *w = im__wrap_open(f, im__term_width(f));
-    im_verdict_line(w, &verdict, rc);
+    im_verdict_line_color(w, im_color_on(f), &verdict, rc);
     im__wrap_close(w, f);
   }
   return rc;
