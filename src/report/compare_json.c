@@ -129,7 +129,8 @@ void im_cmp_print(FILE *out, const struct im_cmp_report *r, const struct im_cmp_
   for (size_t s = 0; s < r->n_stages; s++) {
     if (r->n_stages > 1)
       fprintf(out, "\nstage %zu%s%s\n", s, *r->stage[s].label ? ": " : "", r->stage[s].label);
-    fprintf(out, "\n%-26s %11s %11s %8s %19s %8s  %s\n", "figure", "A", "B", "B/A", "95% CI", "p",
+    /* Within 80 columns (docs/cli.md, Width); results.json has every digit. */
+    fprintf(out, "\n%-22s %8s %8s %6s %11s %5s %s\n", "figure", "A", "B", "B/A", "95% CI", "p",
             "verdict");
     for (int f = 0; f < IM_FIG_COUNT; f++) {
       const struct im_cmp_result *c = &r->stage[s].fig[f];
@@ -139,25 +140,26 @@ void im_cmp_print(FILE *out, const struct im_cmp_report *r, const struct im_cmp_
       num(a, sizeof a, c->mean_a);
       num(b, sizeof b, c->mean_b);
       if (isfinite(c->ratio))
-        snprintf(ratio, sizeof ratio, "%.4f", c->ratio);
+        snprintf(ratio, sizeof ratio, "%.3f", c->ratio);
       else
         snprintf(ratio, sizeof ratio, "-");
       if (isfinite(c->lo) && isfinite(c->hi))
-        snprintf(ci, sizeof ci, "[%.4f, %.4f]", c->lo, c->hi);
+        snprintf(ci, sizeof ci, "%.3f-%.3f", c->lo, c->hi);
       else
         snprintf(ci, sizeof ci, "-");
       if (isfinite(c->p))
-        snprintf(p, sizeof p, c->p < 1e-4 ? "%.1e" : "%.4f", c->p);
+        snprintf(p, sizeof p, c->p < 1e-3 ? "%.0e" : "%.3f", c->p);
       else
         snprintf(p, sizeof p, "-");
-      fprintf(out, "%-26s %11s %11s %8s %19s %8s  %s\n", name, a, b, ratio, ci, p,
+      fprintf(out, "%-22s %8s %8s %6s %11s %5s %s\n", name, a, b, ratio, ci, p,
               im_cmp_verdict_name(c->verdict));
     }
   }
   fprintf(out,
-          "\n(+) higher is better, (-) lower is better. A and B: means over the runs; "
-          "B/A: ratio of geometric means,\n95%% CI by Welch's t on log(metric). A change "
-          "is called when p < %.2g and the CI lies outside 1 ± %.3g%%.\n",
+          "\n(+) higher is better, (-) lower is better. A and B: means over the runs\n"
+          "(percentiles: nearest rank, results.json's); B/A: ratio of geometric means,\n"
+          "95%% CI by Welch's t on log(metric). A change is called when p < %.2g and\n"
+          "the CI lies outside 1 ± %.3g%%.\n",
           r->alpha, r->noise * 100);
   if (r->runs_a < IM_CMP_MIN_RUNS || r->runs_b < IM_CMP_MIN_RUNS)
     fprintf(out,
