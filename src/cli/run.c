@@ -104,20 +104,12 @@ struct term {
   bool sinks_failed;
 };
 
-/* "PREFIX LINE" folded to stderr's width (cli/term.h). */
-static void say_folded(const char *prefix, const char *line) {
-  char buf[2300];
-  int n = snprintf(buf, sizeof buf, "%s%s", prefix, line);
-  if (n > 0)
-    im__wrap_line(stderr, buf, strnlen(buf, sizeof buf), im__term_width(stderr));
-}
-
 void im__run_say_stderr(void *data, enum im_run_say kind, const char *line) {
   (void)data;
   if (kind == IM_RUN_SAY_ERROR)
-    say_folded("infermeter run: ", line);
+    fprintf(stderr, "infermeter run: %s\n", line);
   else if (kind == IM_RUN_SAY_INFO)
-    say_folded("infermeter: ", line);
+    fprintf(stderr, "infermeter: %s\n", line);
   else if (kind == IM_RUN_SAY_STATUS)
     fprintf(stderr, "\rinfermeter: %s", line);
   else { /* a continuation of the line before (it begins with spaces) */
