@@ -189,11 +189,14 @@ void im_repeat_text(FILE *o, const struct im_repeat_set *set) {
     if (!st->n)
       continue;
     char ref[80] = "";
+    char pv[16] = "";
+    if (r->tested && r->p < 0.001)
+      snprintf(pv, sizeof pv, "<0.001");
+    else if (r->tested)
+      snprintf(pv, sizeof pv, "%.3f", r->p);
     if (r->given)
-      snprintf(ref, sizeof ref, " %9.3f %7.3f %6s", r->value, r->ratio, "");
-    if (r->tested)
-      snprintf(ref, sizeof ref, " %9.3f %7.3f %6.2g%s", r->value, r->ratio, r->p,
-               r->significant ? " differs" : "");
+      snprintf(ref, sizeof ref, " %9.3f %7.3f %6s%s", r->value, r->ratio, pv,
+               r->tested && r->significant ? " differs" : "");
     bool wide = st->n >= 2 && st->wide;
     char mark[32] = "";
     if (wide && !refs)
