@@ -246,6 +246,10 @@ void im_report_text(FILE *o, const struct im_summary *s, const struct im_summary
     fputc('\n', o);
   }
   line2(o, "Concurrency mean / max:", 2, s->concurrency_mean, (double)s->concurrency_max);
+  if (s->cache_cached_tokens) /* a shared prefix hit the server's cache (usage.*.cached_tokens) */
+    fprintf(o, "%-40s%.3f (%llu of %llu prompt tokens)\n", "Prefix-cache hit rate (responses):",
+            s->cache_hit_rate, (unsigned long long)s->cache_cached_tokens,
+            (unsigned long long)s->cache_prompt_tokens);
   for (size_t i = 0; i < cfg->n_percentiles; i++) {
     if (cfg->percentiles[i] != 99.0)
       continue;
