@@ -280,7 +280,6 @@ static const struct usage_part usage_parts[] = {
 "  --max-error-rate PCT      a stage with more than PCT % of its requests failed,\n"
 "                            refused or aborted is a failing server: exit 6 (default 5)\n"
 "\n"
-"\n"
 "vLLM's benchmark flags (vllm bench serve; translated, docs/migrating.md):\n"
 "  --request-rate R          --rate R\n"
 "  --num-prompts N           --requests N\n"
