@@ -7,7 +7,7 @@ JOBS       ?= $(shell nproc)
 FUZZ_SECONDS ?= 8
 PREFIX     ?= /usr/local
 
-.PHONY: all deps deps-build build test test-fast test-asan test-asan-full test-tsan run demo bench bench-build clean format \
+.PHONY: all deps deps-build build test test-fast test-asan test-asan-full test-tsan run report-png demo bench bench-build clean format \
         fuzz valgrind soak install uninstall deb
 
 all: build
@@ -77,6 +77,11 @@ run: build
 	@echo "  (in-process, real time: time scale 1): 5 runs, closed loop of 16, 22 s after 3 s warm-up,"
 	@echo "  prompts 384-640 tokens, 64 out; about 2 minutes. Scenario: scenarios/publishable.json"
 	@$(BUILD)/infermeter run --scenario scenarios/publishable.json
+
+# docs/report.png (README.md's picture of report.html): a 25 s run rendered
+# by headless chromium.
+report-png: build
+	@bash scripts/report-png.sh $(BUILD)/infermeter docs/report.png
 
 # Stream one request through the built-in server and show what it says.
 demo: build

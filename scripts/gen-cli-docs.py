@@ -77,9 +77,19 @@ ENVIRONMENT = [
 
 
 def run(binary, *args):
+    env = dict(os.environ, COLUMNS="80")  # the same text whatever the terminal
     p = subprocess.run([binary, *args], stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE, text=True, check=False)
+                       stderr=subprocess.PIPE, text=True, check=False, env=env)
     return p.stdout
+
+
+def sub_help(binary, name):
+    """A subcommand's whole help: --help-all where it has one (run: --help
+    is its first screen), else --help."""
+    env = dict(os.environ, COLUMNS="80")
+    p = subprocess.run([binary, name, "--help-all"], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True, check=False, env=env)
+    return p.stdout if p.returncode == 0 else run(binary, name, "--help")
 
 
 def subcommands(binary):
@@ -249,7 +259,7 @@ def gen_man(binary, version):
     o.append("print the version and the git hash it was built from")
     for name, _ in subs:
         o.append(".SH \"INFERMETER %s\"" % name.upper())
-        o += help_to_roff(run(binary, name, "--help"), name)
+        o += help_to_roff(sub_help(binary, name), name)
     o.append(".SH \"EXIT STATUS\"")
     o.append(".TS")
     o.append("tab(|);")
@@ -326,7 +336,7 @@ def collect(binary):
     subs = subcommands(binary)
     data = []
     for name, summary in subs:
-        text = run(binary, name, "--help")
+        text = sub_help(binary, name)
         data.append((name, summary, flags_of(text), option_info(text)))
     return data
 

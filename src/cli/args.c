@@ -110,3 +110,104 @@ void im__print_note(void *data, const char *line) {
   (void)data;
   fprintf(stderr, "infermeter: %s\n", line);
 }
+
+/* Edits (insert, delete, substitute) between a[0..n) and b, at most 64
+ * characters each (longer: a large number). */
+static size_t edit_distance(const char *a, size_t n, const char *b) {
+  size_t m = strlen(b), row[65];
+  if (n > 64 || m > 64)
+    return 1000;
+  for (size_t j = 0; j <= m; j++)
+    row[j] = j;
+  for (size_t i = 1; i <= n; i++) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= m; j++) {
+      size_t up = row[j];
+      size_t best = diag + (a[i - 1] != b[j - 1]);
+      if (row[j] + 1 < best)
+        best = row[j] + 1;
+      if (row[j - 1] + 1 < best)
+        best = row[j - 1] + 1;
+      row[j] = best;
+      diag = up;
+    }
+  }
+  return row[m];
+}
+
+const char *im_option_suggest(const char *name, size_t len, const struct option *opts) {
+  const char *best = NULL;
+  size_t best_d = 4;
+  for (const struct option *o = opts; o->name; o++) {
+    if (len && !strncmp(o->name, name, len)) /* a prefix: the first such option */
+      return o->name;
+    size_t d = edit_distance(name, len, o->name);
+    if (d < best_d) {
+      best_d = d;
+      best = o->name;
+    }
+  }
+  return best;
+}
+
+/* Whether short option c of shortopts takes a value. */
+static bool short_takes_value(const char *shortopts, char c) {
+  const char *p = strchr(shortopts, c);
+  return c != ':' && p && p[1] == ':';
+}
+
+/* The whole command line: every "--name" one of longopts, spelled out. */
+static int check_long_options(int argc, char *const *argv, const char *shortopts,
+                              const struct option *longopts) {
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "--"))
+      return 0;
+    if (a[0] == '-' && a[1] && a[1] != '-') { /* -x, -xVALUE, -qv */
+      for (size_t k = 1; a[k]; k++)
+        if (short_takes_value(shortopts, a[k])) {
+          i += !a[k + 1];
+          break;
+        }
+      continue;
+    }
+    if (strncmp(a, "--", 2))
+      continue;
+    const char *name = a + 2, *eq = strchr(name, '=');
+    size_t len = eq ? (size_t)(eq - name) : strlen(name);
+    const struct option *o = longopts;
+    while (o->name && (strlen(o->name) != len || strncmp(o->name, name, len)))
+      o++;
+    if (o->name) {
+      i += o->has_arg == required_argument && !eq;
+      continue;
+    }
+    const char *s = im_option_suggest(name, len, longopts);
+    char hint[128] = "";
+    if (s)
+      snprintf(hint, sizeof hint, ": did you mean --%s?", s);
+    /* argv[0] is "infermeter COMMAND" (main.c) */
+    const char *cmd = strncmp(argv[0], "infermeter", 10) ? "" : argv[0] + 10;
+    fprintf(stderr, "infermeter%s: unrecognized option '--%.*s'%s\n", cmd, (int)len, name, hint);
+    return -1;
+  }
+  return 0;
+}
+
+int im_getopt(int argc, char *const *argv, const char *shortopts, const struct option *longopts,
+              int *longindex) {
+  if (optind <= 1 && check_long_options(argc, argv, shortopts, longopts)) {
+    optind = argc;
+    return '?';
+  }
+  return getopt_long(argc, argv, shortopts, longopts, longindex);
+}
+
+void im_arg_fmt_double(char *buf, size_t n, double v) {
+  for (int digits = 1; digits <= 17; digits++) {
+    snprintf(buf, n, "%.*g", digits, v);
+    if (strtod(buf, NULL) == v)
+      return;
+  }
+}

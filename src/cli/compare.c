@@ -13,6 +13,7 @@
 #include "analyze/compare.h"
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "cli/term.h"
 #include "record/headline.h"
 #include "record/history.h"
 #include "cli/report.h"
@@ -290,8 +291,11 @@ static int compare_pair(const struct side *a, const struct side *b, const struct
                              .forced = o->force && *diff,
                              .runs_a = a->runs,
                              .runs_b = b->runs};
-  if (o->table)
-    im_cmp_print(stdout, rep, &meta);
+  if (o->table) { /* every line fits the terminal (cli/term.h) */
+    FILE *w = im__wrap_open(stdout, im__term_width(stdout));
+    im_cmp_print(w, rep, &meta);
+    im__wrap_close(w, stdout);
+  }
   if (!all)
     return 0;
   json_t *j = im_cmp_to_json(rep, &meta);
@@ -315,7 +319,7 @@ int im_cli_compare(int argc, char **argv) {
   const char *history = NULL;
   int c;
   optind = 1;
-  while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+  while ((c = im_getopt(argc, argv, "h", opts, NULL)) != -1) {
     switch (c) {
     case 'n':
       if (im_arg_double("--noise", optarg, 0, 99, &o.noise_pct))

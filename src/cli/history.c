@@ -10,7 +10,9 @@
 
 #include <jansson.h>
 
+#include "cli/args.h"
 #include "cli/cli.h"
+#include "cli/term.h"
 #include "record/history.h"
 
 enum { HIST_OK = 0, HIST_ERROR = 2 };
@@ -21,8 +23,10 @@ static void usage(FILE *f) {
              "       infermeter history add DIR... [--history PATH]\n"
              "\n"
              "Lists the runs in the history database, newest first: id (for `compare`),\n"
-             "start time, model, tags, workload digest, headline figures, verdict and\n"
-             "directory; a directory that was moved or deleted is marked MISSING.\n"
+             "start time, model, headline figures and verdict, then the target and tags\n"
+             "(a terminal of 130 columns or more also shows the workload digest and the\n"
+             "directory; --json has everything); a directory that was moved or deleted\n"
+             "is marked MISSING.\n"
              "`add` indexes run or repeat directories (as `run` does at its end).\n"
              "\n"
              "options:\n"
@@ -89,31 +93,51 @@ static int print_json(const struct im_history_row *rows, size_t n) {
   return rc;
 }
 
-/* A figure in a 9-wide column with `digits` decimals; "-" when the run
- * has none (no measured request: NaN in the database). */
-static const char *fig(char *buf, size_t cap, double v, int digits) {
+/* A figure in a `width`-wide column with `digits` decimals; "-" when the
+ * run has none (no measured request: NaN in the database). */
+static const char *fig(char *buf, size_t cap, double v, int width, int digits) {
   if (isfinite(v))
-    snprintf(buf, cap, "%9.*f", digits, v);
+    snprintf(buf, cap, "%*.*f", width, digits, v);
   else
-    snprintf(buf, cap, "%9s", "-");
+    snprintf(buf, cap, "%*s", width, "-");
   return buf;
 }
 
-static void print_table(const struct im_history_row *rows, size_t n, bool filtered) {
-  printf("%5s  %-20s  %-16s  %-16s  %9s  %9s  %9s  %-8s  %s\n", "id", "started", "model", "digest",
-         "req/s", "tok/s", "p99 ttft", "verdict", "directory");
+/* One line of figures per run at 80 columns, a second with the target and
+ * the tags; a wider terminal also shows the workload digest and the
+ * directory. p99 TTFT is the headline figure (results.json's
+ * metrics.latency_ms.ttft.p99: nearest rank over the measured window),
+ * which the footer says, since the summary's vLLM table interpolates. */
+static void print_table(FILE *o, const struct im_history_row *rows, size_t n, bool filtered,
+                        int width) {
+  bool wide = width >= 130;
+  fprintf(o, "%5s  %-16s  %-14s %7s %8s %9s  %-8s%s\n", "id", "started", "model", "req/s", "tok/s",
+          "TTFT p99", "verdict", wide ? "  digest            directory" : "");
   for (size_t i = 0; i < n; i++) {
     const struct im_history_row *r = &rows[i];
+    char started[17];
+    snprintf(started, sizeof started, "%.10s %.5s", r->started_at,
+             strlen(r->started_at) > 11 ? r->started_at + 11 : "");
     char a[32], b[32], c[32];
-    printf("%5lld  %-20s  %-16.16s  %-16s  %s  %s  %s  %-8.8s  %s%s\n", (long long)r->id,
-           r->started_at, r->model, r->digest, fig(a, sizeof a, r->v[IM_FIG_REQUEST_THROUGHPUT], 3),
-           fig(b, sizeof b, r->v[IM_FIG_OUTPUT_THROUGHPUT], 1), fig(c, sizeof c, r->v[IM_FIG_TTFT_P99], 2),
-           r->verdict, r->dir, r->dir_missing ? "  (MISSING: moved or deleted)" : "");
-    if (strcmp(r->tags, "{}") && strcmp(r->tags, "null"))
-      printf("%5s  tags %s\n", "", r->tags);
+    fprintf(o, "%5lld  %-16s  %-14.14s %s %s %s  %-8.8s", (long long)r->id, started, r->model,
+            fig(a, sizeof a, r->v[IM_FIG_REQUEST_THROUGHPUT], 7, 3),
+            fig(b, sizeof b, r->v[IM_FIG_OUTPUT_THROUGHPUT], 8, 1),
+            fig(c, sizeof c, r->v[IM_FIG_TTFT_P99], 9, 2), r->verdict);
+    if (wide)
+      fprintf(o, "  %-16s  %s", r->digest, r->dir);
+    fputc('\n', o);
+    fprintf(o, "%5s  target %s", "", r->target[0] ? r->target : "-");
+    if (strcmp(r->tags, "{}") && strcmp(r->tags, "null") && r->tags[0])
+      fprintf(o, ", tags %s", r->tags);
+    if (r->dir_missing)
+      fprintf(o, ", directory MISSING (moved or deleted)");
+    fputc('\n', o);
   }
   if (n == 0)
-    printf("(no runs%s)\n", filtered ? " match" : " yet");
+    fprintf(o, "(no runs%s)\n", filtered ? " match" : " yet");
+  else
+    fprintf(o, "TTFT p99 in ms: nearest rank over the measured window (results.json); the\n"
+               "summary's vLLM table interpolates over all requests. `--json` has every field.\n");
 }
 
 static int add_dirs(int argc, char **argv, const char *history) {
@@ -145,7 +169,7 @@ int im_cli_history(int argc, char **argv) {
   const char *history = NULL;
   int c;
   optind = 1;
-  while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+  while ((c = im_getopt(argc, argv, "h", opts, NULL)) != -1) {
     switch (c) {
     case 'm':
       f.model = optarg;
@@ -164,8 +188,10 @@ int im_cli_history(int argc, char **argv) {
     }
     case 's':
       if (!iso_date_ok(optarg)) {
-        fprintf(stderr, "infermeter history: --since: '%s' is not an ISO 8601 date: give "
-                        "YYYY-MM-DD or YYYY-MM-DDTHH:MM[:SS], e.g. 2026-12-01T21:00\n", optarg);
+        fprintf(stderr,
+                "infermeter history: --since: '%s' is not an ISO 8601 date: give "
+                "YYYY-MM-DD or YYYY-MM-DDTHH:MM[:SS], e.g. 2026-12-01T21:00\n",
+                optarg);
         return HIST_ERROR;
       }
       f.since = optarg;
@@ -206,8 +232,12 @@ int im_cli_history(int argc, char **argv) {
   int rc = HIST_OK;
   if (json)
     rc = print_json(rows, n);
-  else
-    print_table(rows, n, f.model || f.tag_key || f.since);
+  else {
+    int w = im__term_width(stdout);
+    FILE *o = im__wrap_open(stdout, w);
+    print_table(o, rows, n, f.model || f.tag_key || f.since, w);
+    im__wrap_close(o, stdout);
+  }
   free(rows);
   return rc;
 }

@@ -330,7 +330,7 @@ int im_cli_import(int argc, char **argv) {
   bool quiet = false, no_html = false;
   int c;
   optind = 1;
-  while ((c = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
+  while ((c = im_getopt(argc, argv, "qh", opts, NULL)) != -1) {
     switch (c) {
     case 'o':
       out = optarg;

@@ -425,7 +425,7 @@ int im_cli_merge(int argc, char **argv) {
   struct im__merge_opts mo = {0};
   int c;
   optind = 1;
-  while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
+  while ((c = im_getopt(argc, argv, "ho:", opts, NULL)) != -1) {
     switch (c) {
     case 'o': mo.out = optarg; break;
     case 'p': mo.partial = true; break;

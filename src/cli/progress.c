@@ -1,5 +1,6 @@
 /* The progress line (progress.h). */
 #include "cli/progress.h"
+#include "cli/term.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -45,12 +46,26 @@ static void print_line(struct im__progress *pr, bool final) {
       bar[i] = i < filled ? '#' : '.';
     bar[20] = '\0';
   }
-  fprintf(stderr,
-          "%s%s%s %6.1fs  sent %" PRIu64 "/%" PRIu64 "  in flight %" PRIu32 "%s  done %" PRIu64
-          "  errors %" PRIu64 "  %.1f req/s  p50 TTFT %.1f ms%s",
-          pr->tty ? "\r\033[K" : "", bar, bar[0] ? " " : "", (double)(now - pr->t0) * 1e-9, sent,
-          total, inflight, queued ? " (+queued)" : "", done, errors, rate,
-          ttft_w ? ttft / (double)ttft_w / 1e6 : 0.0, pr->tty ? (final ? "\n" : "") : "\n");
+  char ttft_text[32] = "-";
+  if (ttft_w)
+    snprintf(ttft_text, sizeof ttft_text, "%.1f ms", ttft / (double)ttft_w / 1e6);
+  char line[320];
+  int len = snprintf(line, sizeof line,
+                     "%s%s%6.1fs  sent %" PRIu64 "/%" PRIu64 "  in flight %" PRIu32 "%s  done %" PRIu64
+                     "  errors %" PRIu64 "  %.1f req/s  TTFT p50 %s",
+                     bar, bar[0] ? " " : "", (double)(now - pr->t0) * 1e-9, sent, total, inflight,
+                     queued ? " (+queued)" : "", done, errors, rate, ttft_text);
+  /* On a terminal the line is redrawn in place: it must not wrap (a wrapped
+   * line scrolls a new one at every update), so it is cut to the width. */
+  if (pr->tty && len > 0) {
+    int w = im__term_width(stderr) - 1;
+    if (len > w && bar[0]) /* the bar goes first */
+      memmove(line, line + 21, (size_t)(len -= 21) + 1);
+    if (len > w)
+      line[w] = '\0';
+  }
+  fprintf(stderr, "%s%s%s", pr->tty ? "\r\033[K" : "", line,
+          pr->tty ? (final ? "\n" : "") : "\n");
   fflush(stderr);
 }
 

@@ -4,6 +4,7 @@
  * through results/set.h, then the history and the set's verdict line. */
 #include <stdio.h>
 
+#include "cli/term.h"
 #include "cli/args.h"
 #include "cli/run_cli.h"
 #include "core/log.h"
@@ -33,10 +34,13 @@ static int set_done(void *data, const char *dir, struct im_repeat_run *runs, siz
   struct im_results_set_in in = {
       .dir = dir, .runs = runs, .n = n, .planned = o->repeat, .publish = o->publish,
       .max_width = o->max_ci_width, .ref_value = ref_value, .ref_source = ref_source,
-      .text = o->quiet ? NULL : stdout, .note = im__print_note};
+      .text = o->quiet ? NULL : im__wrap_open(stdout, im__term_width(stdout)), /* cli/term.h */
+      .note = im__print_note};
   char err[1024];
   int rc = EXIT_OK;
-  if (im_results_set(&in, publishable, err, sizeof err)) {
+  enum im_err e = im_results_set(&in, publishable, err, sizeof err);
+  im__wrap_close(in.text, stdout);
+  if (e) {
     fprintf(stderr, "infermeter run: %s\n", err);
     rc = EXIT_USAGE;
   }
@@ -50,6 +54,8 @@ int im__run_repeat(const struct im_run_config *o) {
   struct im_run_set_hooks sh = {.run_one = run_one, .set_done = set_done, .data = (void *)o};
   size_t runs = 0;
   int rc = im_run_repeat(o, &h, &sh, &runs);
-  im_verdict_set_line(stdout, rc, runs);
+  FILE *w = im__wrap_open(stdout, im__term_width(stdout));
+  im_verdict_set_line_color(w, im_color_on(stdout), rc, runs);
+  im__wrap_close(w, stdout);
   return rc;
 }

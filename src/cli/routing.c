@@ -242,7 +242,7 @@ static int analyze(FILE *f, const char *name, uint32_t window, const char *out,
   if (!quiet && rc == 0) {
     fprintf(stderr,
             "%s: %llu steps, %llu tokens of %llu sequences; %u layers x %u experts, top-%u\n"
-            "jitter %.3f, Jaccard distance %.3f; load over the trace: G1 %.2f, balancedness "
+            "jitter %.3f, Jaccard distance %.3f; load over the trace: G1 skewness %.2f, balancedness "
             "%.3f (per step: %.2f, %.3f; means over layers)\n",
             name, (unsigned long long)r.steps, (unsigned long long)r.tokens,
             (unsigned long long)r.sequences, r.n_layers, r.n_experts, r.top_k, r.jitter,
@@ -274,7 +274,7 @@ int im_cli_analyze_routing(int argc, char **argv) {
   bool quiet = false;
   int c;
   optind = 1;
-  while ((c = getopt_long(argc, argv, "o:qh", opts, NULL)) != -1) {
+  while ((c = im_getopt(argc, argv, "o:qh", opts, NULL)) != -1) {
     if (c == 'w') {
       if (im_arg_u32("--window", optarg, 1, 1u << 30, &window))
         return 2;

@@ -20,6 +20,7 @@
 #include "cli/report.h"
 #include "cli/run_agents.h"
 #include "cli/run_cli.h"
+#include "cli/term.h"
 #include "cli/shard.h"
 #include "cli/vllm_compat.h"
 #include "export/live.h"
@@ -33,9 +34,51 @@ static const struct im__vllm *run_vllm;
 
 /* ---- signals ------------------------------------------------------------ */
 
+/* What the signal handler says: the run's grace and its progress counters
+ * (set by im__run_one for its duration; the handler only reads them). */
+static int64_t sig_grace_s = 10;
+static const struct im__progress *volatile sig_progress;
+static volatile sig_atomic_t sig_count;
+
+/* Decimal digits of v at the end of buf[0..n); returns where they start. */
+static char *sig_digits(char *buf, size_t n, uint64_t v) {
+  char *p = buf + n;
+  do {
+    *--p = (char)('0' + v % 10);
+    v /= 10;
+  } while (v && p > buf);
+  return p;
+}
+
+static void sig_write(const char *s) {
+  ssize_t r = write(STDERR_FILENO, s, strlen(s));
+  (void)r;
+}
+
+/* Async-signal-safe: write(2), lock-free atomics, no stdio. */
 static void on_signal(int sig) {
   (void)sig;
   im_run_interrupt();
+  if (sig_count++ == 0) {
+    char g[24] = "", f[24] = "";
+    g[23] = f[23] = '\0';
+    uint64_t in_flight = 0;
+    const struct im__progress *pr = sig_progress;
+    for (uint32_t k = 0; pr && pr->on && k < pr->n; k++)
+      in_flight += atomic_load_explicit(&pr->p[k].in_flight, memory_order_relaxed);
+    sig_write("\ninfermeter: interrupted: no new requests; waiting up to ");
+    sig_write(sig_digits(g, 23, (uint64_t)sig_grace_s));
+    sig_write(" s for ");
+    if (pr && pr->on) {
+      sig_write(sig_digits(f, 23, in_flight));
+      sig_write(in_flight == 1 ? " request" : " requests");
+    } else {
+      sig_write("the requests");
+    }
+    sig_write(" in flight; Ctrl-C again to stop now\n");
+  } else if (sig_count == 2) {
+    sig_write("\ninfermeter: stopping now: requests in flight are recorded as aborted\n");
+  }
 }
 
 /* Stop dispatching on the first signal, abort in-flight requests on the
@@ -179,9 +222,12 @@ int im__run_one(const struct im_run_config *cfg) {
                            .on_record = o->metrics_listen || o->pushgateway ? on_record : NULL,
                            .on_load_end = on_load_end, .tty = isatty(STDERR_FILENO) == 1,
                            .data = &t};
+  sig_grace_s = (o->grace_ns + 999999999) / 1000000000;
+  sig_progress = &t.progress;
   install_signals();
   struct im_run_outcome out;
   enum im_err e = im_run(o, &h, &out);
+  sig_progress = NULL; /* t ends with this call */
   int rc = out.exit >= 0 ? out.exit : EXIT_USAGE;
   if (e || !out.started) { /* not one stage began: nothing to report */
     im_live_export_stop(&t.live, 0);
@@ -198,10 +244,10 @@ int im__run_one(const struct im_run_config *cfg) {
   if (!reported && !o->no_history && o->repeat_of <= 1)
     im__run_add_history(o, out.dir);
   if (!reported && !o->quiet)
-    fprintf(stdout, "Results: %s/results.json, %s/requests.jsonl\nReport:  %s/report.html\n",
+    fprintf(stdout, "Results: %s/results.json\nRecords: %s/requests.jsonl\nReport:  %s/report.html\n",
             out.dir, out.dir, out.dir);
   if (!reported && !o->quiet && o->csv)
-    fprintf(stdout, "CSV:     %s/requests.csv, %s/summary.csv\n", out.dir, out.dir);
+    fprintf(stdout, "CSV:     %s/requests.csv\n         %s/summary.csv\n", out.dir, out.dir);
   finish_sinks(&t, out.dir, out.salt, !reported);
   if (out.failed)
     rc = out.engine_failed ? EXIT_ENGINE : EXIT_USAGE;
@@ -211,8 +257,11 @@ int im__run_one(const struct im_run_config *cfg) {
     rc = EXIT_USAGE;
   /* Under MPI a rank's verdict is its shard's: rank 0's merge prints the
    * run's (cli/mpi.c). */
-  if (!reported && o->repeat_of <= 1 && !im__mpi.on)
-    im_verdict_line(o->json ? stderr : stdout, &verdict, rc);
+  if (!reported && o->repeat_of <= 1 && !im__mpi.on) {
+    FILE *f = o->json ? stderr : stdout, *w = im__wrap_open(f, im__term_width(f));
+    im_verdict_line_color(w, im_color_on(f), &verdict, rc);
+    im__wrap_close(w, f);
+  }
   return rc;
 }
 
@@ -227,9 +276,9 @@ static int parse_args(int argc, char **argv, struct im_run_config *o, json_t **k
     return EXIT_USAGE;
   int opt;
   optind = 1;
-  while ((opt = getopt_long(argc, argv, "hqv", im__run_options, NULL)) != -1) {
-    if (opt == 'h') {
-      im__run_usage(stdout);
+  while ((opt = im_getopt(argc, argv, "hqv", im__run_options, NULL)) != -1) {
+    if (opt == 'h' || opt == 'H') {
+      (opt == 'h' ? im__run_usage : im__run_usage_all)(stdout);
       return EXIT_OK;
     }
     if (opt == '?' || im__run_apply(o, opt, optarg)) {

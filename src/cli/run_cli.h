@@ -21,6 +21,8 @@ enum { EXIT_OK = IM_EXIT_OK, EXIT_USAGE = IM_EXIT_USAGE, EXIT_UNREACHABLE = IM_E
 
 /* run_opts.c */
 void im__run_usage(FILE *o);
+/* Every option of run, in groups (--help-all; the man page is made of it). */
+void im__run_usage_all(FILE *o);
 /* -q, -v, --json after parsing (cli/run_output.c): what goes to the
  * terminal. -1: go on; else the exit status of a usage error. */
 int im__run_output_mode(struct im_run_config *o);

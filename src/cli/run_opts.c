@@ -42,6 +42,10 @@ static const struct usage_part usage_parts[] = {
 "the built-in simulated server (infermeter serve, default profile) in-process\n"
 "on a free loopback port and tests that, with --ignore-eos.\n"
 "\n"
+"Help:\n"
+"  -h, --help                the first screen: examples and common options\n"
+"  --help-all                every option, in groups (this text)\n"
+"\n"
 "Target:\n"
 "  --url URL                 base URL of the server, e.g. http://10.0.0.5:8000;\n"
 "                            repeatable: replicas, requests (sessions) round robin\n"
@@ -280,13 +284,83 @@ static const struct usage_part usage_parts[] = {
 "  --max-error-rate PCT      a stage with more than PCT % of its requests failed,\n"
 "                            refused or aborted is a failing server: exit 6 (default 5)\n"
 "\n"
+"vLLM's benchmark flags (vllm bench serve; translated, docs/migrating.md):\n"
+"  --request-rate R          --rate R\n"
+"  --num-prompts N           --requests N\n"
+"  --base-url URL, --host H --port P, --endpoint PATH\n"
+"                            --url (and --backend from the endpoint)\n"
+"  --served-model-name NAME  --model NAME\n"
+"  --dataset-name NAME       --dataset NAME (random also sets --ignore-eos)\n"
+"  --random-input-len N, --random-output-len N, --random-range-ratio R\n"
+"                            --input-len, --output-len, --range-ratio\n"
+"  --random-prefix-len N     one shared prefix of N tokens on every prompt\n"
+"  --sharegpt-output-len N   --output-len N\n"
+"  --num-warmups N           --warmup N\n"
+"  --metric-percentiles L    --percentiles L\n"
+"  --percentile-metrics L    which figures get percentiles (all are computed)\n"
+"  --goodput KEY:MS ...      --slo\n"
+"  --metadata KEY=VALUE ...  --tag\n"
+"  --ramp-up-strategy S, --ramp-up-start-rps R, --ramp-up-end-rps R\n"
+"                            --schedule vllm-ramp-*, --rate, --rate-end\n"
+"  --ready-check-timeout-sec S  --ready-timeout\n"
+"  --profile                 --profile-server\n"
+"  --disable-tqdm            --no-progress\n"
+"  --save-result, --save-detailed, --result-dir DIR, --result-filename F, --label L\n"
+"                            also write vLLM's result file\n"
+"  Refused by name with what to use instead: --top-k, --min-p, the penalties,\n"
+"  --append-result, --plot-*, --lora-modules, --trust-remote-code,\n"
+"  --tokenizer-mode, --skip-tokenizer-init, --extra-body, --request-id-prefix.\n"
+"\n"
 "Exit status: 130 interrupted, 2 target unreachable, 1 usage or configuration\n"
-"error, 5 the load engine failed, 6 a failing server, 3 client self-check INVALID,\n"
-"4 not publishable (with --publish), 99 an SLO failed, 0 otherwise.\n",
+"error, 5 the load engine failed, 6 a failing server, 3 client self-check\n"
+"INVALID, 4 not publishable (with --publish), 99 an SLO failed, 0 otherwise.\n",
      NULL},
 };
 
-void im__run_usage(FILE *o) {
+/* The first screen: what to type, then the options most runs need. */
+static const char run_usage_short[] =
+"usage: infermeter run [OPTIONS]\n"
+"\n"
+"Drives load at an OpenAI-compatible server and records every request's token\n"
+"timing. Without --url it tests the built-in simulated server.\n"
+"\n"
+"Examples:\n"
+"  infermeter run                                  # 30 s at the built-in server\n"
+"  infermeter run --url http://gpu1:8000 --rate 4 --duration 60s\n"
+"  infermeter run --url http://gpu1:8000 --concurrency 32 --requests 500\n"
+"  infermeter run --url http://gpu1:8000 --sweep rate=auto --slo ttft=500ms\n"
+"  infermeter run --url http://gpu1:8000 --request-rate 4 --num-prompts 200\n"
+"                                        # vllm bench serve's flags work too\n"
+"\n"
+"Common options:\n"
+"  --url URL                 the server (default: the built-in one)\n"
+"  --model NAME              model to request (default: the server's first)\n"
+"  --rate R                  open loop: R requests/s, Poisson (default 2)\n"
+"  --concurrency C           closed loop: C requests always in flight\n"
+"  --duration DUR            length of the schedule (default 30s)\n"
+"  --requests N              send N requests instead of a duration\n"
+"  --input-len N             prompt tokens (default 1024)\n"
+"  --output-len N            max_tokens (default 128)\n"
+"  --dataset NAME            random, sharegpt, jsonl, mooncake, azure\n"
+"  --dataset-path FILE       the dataset's file\n"
+"  --slo ttft=500ms,tpot=50ms  SLOs for goodput and the exit status\n"
+"  --sweep rate=1,2,4        one stage per value (rate=auto: find saturation)\n"
+"  --repeat K                K independent runs, each figure with its 95% CI\n"
+"  --out DIR                 results directory (default results/run-DATE-TIME)\n"
+"  --json                    the summary as JSON on stdout\n"
+"  -q, --quiet               only errors and the verdict line\n"
+"\n"
+"More options, in groups: Target, Schedule, Workload, Reasoning and agents,\n"
+"Network path, Sessions, Stages, Limits and verdicts, Observers, Several\n"
+"generators, Output, vLLM's benchmark flags. See them all with\n"
+"  infermeter run --help-all      or      man infermeter\n"
+"\n"
+"Exit status: 0 passed, 1 usage error, 2 target unreachable, 3 the client could\n"
+"not keep its schedule, 6 a failing server, 99 an SLO failed (--help-all).\n";
+
+void im__run_usage(FILE *o) { fputs(run_usage_short, o); }
+
+void im__run_usage_all(FILE *o) {
   for (size_t i = 0; i < sizeof usage_parts / sizeof usage_parts[0]; i++) {
     if (usage_parts[i].text)
       fputs(usage_parts[i].text, o);
@@ -505,6 +579,7 @@ const struct option im__run_options[] = {
     IM_RUN_NET_OPTIONS,
     IM_RUN_SHARD_OPTIONS,
     {"help", no_argument, 0, 'h'},
+    {"help-all", no_argument, 0, 'H'},
     {0, 0, 0, 0}};
 
 /* Two spellings of one target: equal once normalised (trailing slashes, /v1). */

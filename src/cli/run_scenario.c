@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli/args.h"
 #include "cli/run_cli.h"
 
 const char *im__run_scenario_arg(int argc, char **argv) {
@@ -50,7 +51,7 @@ static int apply_value(struct im_run_config *o, const char *path, const struct o
     snprintf(text, sizeof text, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
     arg = text;
   } else if (json_is_real(v)) {
-    snprintf(text, sizeof text, "%.17g", json_real_value(v));
+    im_arg_fmt_double(text, sizeof text, json_real_value(v));
     arg = text;
   } else if (json_is_boolean(v)) {
     arg = json_is_true(v) ? "on" : "off";

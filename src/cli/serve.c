@@ -398,7 +398,7 @@ int im_cli_serve(int argc, char **argv) {
   const char *truth_path = NULL, *routing_path = NULL, *tok_path = NULL;
   int opt;
   optind = 1;
-  while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+  while ((opt = im_getopt(argc, argv, "h", options, NULL)) != -1) {
     if (opt == 'h') {
       usage(stdout);
       return 0;

@@ -1,5 +1,6 @@
 /* Shares of one plan over several processes (cli/shard.h). */
 #include "cli/shard.h"
+#include "cli/args.h"
 #include "cli/run_cli.h"
 
 #include <ctype.h>
@@ -181,7 +182,7 @@ static json_t *plan_json(const struct im_run_config *o, int argc, char *const *a
   int opt, idx = -1, saved_opterr = opterr;
   opterr = 0;
   optind = 1;
-  while (args && (opt = getopt_long(argc, argv, "h", im__run_options, &idx)) != -1) {
+  while (args && (opt = im_getopt(argc, argv, "h", im__run_options, &idx)) != -1) {
     if (opt == '?' || idx < 0) {
       idx = -1;
       continue;

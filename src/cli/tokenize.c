@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli/args.h"
 #include "cli/cli.h"
 #include "core/buf.h"
 #include "text/tokenizer.h"
@@ -236,7 +237,7 @@ int im_cli_tokenize(int argc, char **argv) {
   int mode = O_COUNT, opt;
   bool lines = false;
   optind = 1;
-  while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+  while ((opt = im_getopt(argc, argv, "h", options, NULL)) != -1) {
     if (opt == 'h') {
       usage(stdout);
       return 0;

@@ -388,8 +388,16 @@ static int translate_flag(struct tr *t, int argc, char **argv, int *ip, const ch
       return TR_MISSING;
     struct stat st;
     if (strcmp(val, "built-in") && strcmp(val, "server") && stat(val, &st)) {
-      fprintf(stderr, "infermeter run: --tokenizer %s: give a tokenizer.json file (a Hugging "
-                      "Face id is not downloaded)\n", val);
+      /* "org/name" without ".json": what vLLM users type, a Hugging Face id */
+      bool hf_id = strchr(val, '/') && !strstr(val, ".json") && val[0] != '/' && val[0] != '.';
+      if (hf_id)
+        fprintf(stderr, "infermeter run: --tokenizer %s: a Hugging Face id is not downloaded: use "
+                        "--tokenizer server (the target's own /tokenize), or fetch DeepSeek-V3's "
+                        "file once with `infermeter tokenize --fetch deepseek-v3` and give its "
+                        "path\n", val);
+      else
+        fprintf(stderr, "infermeter run: --tokenizer %s: no such file (give a tokenizer.json, "
+                        "'server' or 'built-in')\n", val);
       return TR_FAIL;
     }
     if (push(&t->o, "--tokenizer") || push(&t->o, val))

@@ -517,7 +517,7 @@ static void finish_attempt(struct loader *L, struct attempt *a, CURLcode res) {
     }
   } else {
     L->done++;
-    if (r->t_first >= 0)
+    if (r->t_first >= 0 && r->kind == IM_KIND_MEASURED) /* the progress line's: warm-up out */
       (void)im_hist_record(&L->ttft_hist, r->t_first - r->t_start);
   }
   /* A stream that already delivered tokens is never retried (docs/metrics.md §1). */

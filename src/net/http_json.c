@@ -60,6 +60,14 @@ long im_http_json(const char *base, const char *path, const char *post, const ch
     curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
     if (f.body.len)
       *out = json_loadb(f.body.data, f.body.len, 0, NULL);
+    if (f.body.len && !*out) { /* say what came instead (a proxy's or a web server's page) */
+      size_t k = 0;
+      while (k < f.body.len && (f.body.data[k] == ' ' || f.body.data[k] == '\n' ||
+                                f.body.data[k] == '\r' || f.body.data[k] == '\t'))
+        k++;
+      snprintf(err, err_len, "its body is %s",
+               k < f.body.len && f.body.data[k] == '<' ? "HTML (a web page), not JSON" : "not JSON");
+    }
   } else {
     im_net_describe(rc, detail, net, !strncasecmp(base, "https:", 6), err, err_len);
   }

@@ -158,18 +158,19 @@ void im_analysis_text(FILE *o, const struct im_stage_figures *f, const struct im
   (void)sc;
   const struct im_tokens *t = &f->tokens;
   fprintf(o, "---------- Token latency (docs/metrics.md §4) ---------\n");
+  fprintf(o, "(a window: %u successive gaps between tokens of one request)\n", t->cfg.window);
   two(o, "ITL, every gap, p50 / p99 (ms):", &f->sum.hist[IM_H_ITL]);
   two(o, "ITL per token, p50 / p99 (ms):", &f->sum.hist[IM_H_ITL_TOKEN]);
   char label[64];
-  snprintf(label, sizeof label, "%u-gap window mean, p50 / p99 (ms):", t->cfg.window);
+  snprintf(label, sizeof label, "Window mean, p50 / p99 (ms):");
   two(o, label, &t->win_mean);
-  snprintf(label, sizeof label, "%u-gap window max, p50 / p99 (ms):", t->cfg.window);
+  snprintf(label, sizeof label, "Window max, p50 / p99 (ms):");
   two(o, label, &t->win_max);
   char where[96];
   im_tokens_peak_text(t, where, sizeof where);
   if (t->stalls)
-    fprintf(o, "Stalls (gap > %g x request median):     %s, in %llu requests, %.0f%% "
-               "time-aligned\n",
+    fprintf(o, "Stalls (gap > %g x request median):     %s, in %llu requests; %.0f%% at "
+               "the same moment as stalls of two other requests (the server paused)\n",
             t->cfg.stall_k, where, (unsigned long long)t->stalled_requests,
             100.0 * t->aligned_share);
   else

@@ -108,7 +108,8 @@ void im_moe_scrape_text(FILE *f, const struct im_moe_scrape *s, double ref, cons
    * same words: said once. */
   char sum[400];
   im_moe_scrape_summary(s, ref, n_low, sum, sizeof sum);
-  fprintf(f, "MoE load (%s): %s\n", s->source, sum);
+  fprintf(f, "MoE load (%s; balancedness = mean / max tokens per expert, 1 = even): %s\n",
+          s->source, sum);
 }
 
 enum im_err im_kv_frag_json(const struct im_moe_scrape *s, json_t *metrics) {

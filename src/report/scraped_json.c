@@ -276,3 +276,25 @@ enum im_err im_client_series_json(const struct im_series_set *s, uint32_t stage,
   *out = arr;
   return ok ? IM_OK : IM_NOMEM;
 }
+
+void im_server_text(FILE *o, const struct im_server_figures *f, double window_s) {
+  for (size_t k = 0; f && k < f->n_src; k++) {
+    const struct im_server_source_figs *s = &f->src[k];
+    if (s->dcgm || s->not_collected[0])
+      continue;
+    fprintf(o, "Server (its /metrics):                   waiting max %.0f, running max %.0f",
+            s->waiting_max, s->running_max);
+    if (isfinite(s->kv_cache_usage_mean))
+      fprintf(o, ", KV cache %.0f%% (max %.0f%%)", 100.0 * s->kv_cache_usage_mean,
+              100.0 * s->kv_cache_usage_max);
+    if (isfinite(s->prefix_cache_hit_rate))
+      fprintf(o, ", prefix-cache hit rate %.3f", s->prefix_cache_hit_rate);
+    if (isfinite(s->generation_tokens) && window_s > 0)
+      fprintf(o, ", %.1f output tok/s", s->generation_tokens / window_s);
+    if (isfinite(s->prompt_tokens) && window_s > 0)
+      fprintf(o, ", %.1f prompt tok/s", s->prompt_tokens / window_s);
+    if (isfinite(s->preemptions) && s->preemptions > 0)
+      fprintf(o, ", %.0f preemptions", s->preemptions);
+    fputc('\n', o);
+  }
+}

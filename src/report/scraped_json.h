@@ -9,6 +9,7 @@
 #define IM_REPORT_SCRAPED_JSON_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "analyze/scraped.h"
 #include "core/err.h"
@@ -29,5 +30,11 @@ enum im_err im_server_json(const struct im_server_figures *f, struct json_t *met
  * (the caller's reference). IM_NOMEM (*out NULL). */
 enum im_err im_client_series_json(const struct im_series_set *s, uint32_t stage, uint32_t threads,
                                   struct json_t **out) IM_WUR;
+
+/* The terminal's server line, one per scraped /metrics source with
+ * figures (none when nothing was scraped): its queue, KV cache, prefix-cache
+ * hit rate and token rates as the server counted them over the window of
+ * window_s seconds. */
+void im_server_text(FILE *o, const struct im_server_figures *f, double window_s);
 
 #endif

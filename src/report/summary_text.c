@@ -10,8 +10,8 @@
 static json_t *check(const char *name, double value, double limit, const char *op, bool pass,
                      const char *fix) {
   json_t *o = json_pack("{s:s}", "name", name);
-  if (!o || im_jw_num(o, "value", value, "nothing to judge") || im_jw_num(o, "limit", limit, NULL) ||
-      json_object_set_new(o, "op", json_string(op)) ||
+  if (!o || im_jw_num(o, "value", value, "nothing to judge") ||
+      im_jw_num(o, "limit", limit, NULL) || json_object_set_new(o, "op", json_string(op)) ||
       json_object_set_new(o, "pass", json_boolean(pass)) ||
       (!pass && json_object_set_new(o, "fix", json_string(fix)))) {
     json_decref(o);
@@ -57,8 +57,7 @@ static enum im_err attribution_json(const struct im_client_check *c, json_t *cc,
   for (size_t i = 0; !bad && i < c->n_fig; i++) {
     const struct im_check_figure *f = &c->fig[i];
     json_t *o = json_pack("{s:s}", "name", f->name);
-    bad = !o || json_array_append_new(figs, o) ||
-          im_jw_num(o, "value_ms", f->value_ms, NULL) ||
+    bad = !o || json_array_append_new(figs, o) || im_jw_num(o, "value_ms", f->value_ms, NULL) ||
           im_jw_num(o, "client_free_ms", f->client_free_ms, NULL) ||
           im_jw_num(o, "host_stall_free_ms", f->stall_free_ms, NULL) ||
           im_jw_num(o, "lag_free_ms", f->all_free_ms, NULL) ||
@@ -95,11 +94,11 @@ enum im_err im_client_check_json(const struct im_client_check *c, json_t *audit)
   /* Dispatch lag: the share of dispatches later than L, judged by a
    * one-sided binomial test (analyze/selfcheck.h); the p99 and the test's
    * p-value are its evidence. */
-  json_t *lag = check("dispatch_lag_late_share",
-                      c->lag_n ? (double)c->lag_late / (double)c->lag_n : NAN,
-                      IM_CHECK_LATE_SHARE, "<=", c->pass_lag,
-                      "the client could not send on time: use --threads, lower the rate, or "
-                      "run the generator on an idle machine");
+  json_t *lag =
+      check("dispatch_lag_late_share", c->lag_n ? (double)c->lag_late / (double)c->lag_n : NAN,
+            IM_CHECK_LATE_SHARE, "<=", c->pass_lag,
+            "the client could not send on time: use --threads, lower the rate, or "
+            "run the generator on an idle machine");
   if (!lag || im_jw_num(lag, "lag_limit_ms", c->dispatch_lag_limit_ms, NULL) ||
       im_jw_uint(lag, "dispatches", c->lag_n) || im_jw_uint(lag, "late", c->lag_late) ||
       im_jw_num(lag, "p_value", c->lag_p_value, NULL) ||
@@ -132,8 +131,8 @@ enum im_err im_client_check_json(const struct im_client_check *c, json_t *audit)
     }
     json_array_append_new(checks, rl);
   }
-  json_array_append_new(checks, check("dispatched_share", c->dispatched_share, 0.999, ">=",
-                                      c->pass_dispatched,
+  json_array_append_new(checks, check("dispatched_share", c->dispatched_share, 0.999,
+                                      ">=", c->pass_dispatched,
                                       "requests were scheduled but never sent: the client fell "
                                       "behind or the run was cut short"));
   json_array_append_new(checks, check("generator_cpu_share", c->cpu_share, 0.8, "<=", c->pass_cpu,
@@ -141,17 +140,19 @@ enum im_err im_client_check_json(const struct im_client_check *c, json_t *audit)
                                       "use --threads"));
   json_array_append_new(checks, check("fd_exhaustion", (double)c->fd_exhausted, 0, "<=", c->pass_fd,
                                       "raise the file-descriptor limit (ulimit -n)"));
-  json_array_append_new(checks, check("port_exhaustion", (double)c->port_exhausted, 0, "<=",
-                                      c->pass_port,
-                                      "ephemeral ports ran out: keep connections alive "
-                                      "(--keepalive on) or widen net.ipv4.ip_local_port_range"));
+  json_array_append_new(checks,
+                        check("port_exhaustion", (double)c->port_exhausted, 0, "<=", c->pass_port,
+                              "ephemeral ports ran out: keep connections alive "
+                              "(--keepalive on) or widen net.ipv4.ip_local_port_range"));
   if (attribution_json(c, cc, checks) != IM_OK) {
     json_decref(cc);
     json_decref(checks);
     return IM_NOMEM;
   }
   json_object_set_new(cc, "verdict",
-                      json_string(c->not_judged ? "NOT_JUDGED" : c->valid ? "VALID" : "INVALID"));
+                      json_string(c->not_judged ? "NOT_JUDGED"
+                                  : c->valid    ? "VALID"
+                                                : "INVALID"));
   json_object_set_new(cc, "checks", checks);
   json_object_set_new(audit, "client_check", cc);
   return IM_OK;
@@ -223,7 +224,8 @@ void im_report_text(FILE *o, const struct im_summary *s, const struct im_summary
   line(o, "Output token throughput (tok/s):", 2, s->output_throughput);
   line(o, "Total Token throughput (tok/s):", 2, s->total_token_throughput);
   /* The metrics of --percentile-metrics (0: all), in vLLM's order. */
-  static const char *const title[] = {"Time to First Token", "Time per Output Token (excl. 1st token)",
+  static const char *const title[] = {"Time to First Token",
+                                      "Time per Output Token (excl. 1st token)",
                                       "Inter-token Latency", "End-to-end Latency"};
   static const char *const name[] = {"TTFT", "TPOT", "ITL", "E2EL"};
   const struct im_vllm_stat *vs[] = {&s->v_ttft, &s->v_tpot, &s->v_itl, &s->v_e2el};
@@ -233,12 +235,18 @@ void im_report_text(FILE *o, const struct im_summary *s, const struct im_summary
     section(o, title[m]);
     vstat(o, name[m], vs[m], cfg);
   }
+  /* The headline throughput is vLLM's "Request throughput" above (results.json
+   * summary.request_throughput); the rates below are labelled for what they
+   * measure, and percentiles here are nearest-rank (docs/metrics.md). */
   fprintf(o, "============ infermeter: measured window =========\n");
+  fprintf(o, "(warm-up and drain left out; percentiles: nearest rank. Above: vLLM's\n"
+             "layout, all requests, interpolated percentiles; the headline throughput\n"
+             "is its Request throughput.)\n");
   line(o, "Window (s):", 2, s->window_s);
-  line2(o, "Scheduled / dispatched rate (req/s):", 3, s->scheduled_rate, s->dispatched_rate);
-  line(o, "Completed in window (req/s):", 3, s->window_request_rate);
-  line(o, "Output tokens in window (tok/s):", 2, s->window_output_tok_rate);
-  line2(o, "Raw / effective rate (req/s):", 3, s->raw_qps, s->effective_qps);
+  line2(o, "Offered load, scheduled / sent (req/s):", 3, s->scheduled_rate, s->dispatched_rate);
+  line(o, "Completions in the window (req/s):", 3, s->window_request_rate);
+  line(o, "Output tokens in the window (tok/s):", 2, s->window_output_tok_rate);
+  line2(o, "All attempts / user requests (req/s):", 3, s->raw_qps, s->effective_qps);
   if (s->raw_attempts > s->traffic[IM_TRAFFIC_MEASURED].count) {
     fprintf(o, "  %-38s", "traffic classes (count, p99 ms):");
     for (int t = 0; t < IM_TRAFFIC_COUNT_; t++)
@@ -248,11 +256,16 @@ void im_report_text(FILE *o, const struct im_summary *s, const struct im_summary
     fputc('\n', o);
   }
   line2(o, "Concurrency mean / max:", 2, s->concurrency_mean, (double)s->concurrency_max);
+  if (s->cache_cached_tokens) /* a shared prefix hit the server's cache (usage.*.cached_tokens) */
+    fprintf(o, "%-40s%.3f (%llu of %llu prompt tokens)\n",
+            "Prefix-cache hit rate (responses):", s->cache_hit_rate,
+            (unsigned long long)s->cache_cached_tokens, (unsigned long long)s->cache_prompt_tokens);
   for (size_t i = 0; i < cfg->n_percentiles; i++) {
     if (cfg->percentiles[i] != 99.0)
       continue;
     line2(o, "P99 TTFT from schedule / queue (ms):", 2,
-          s->ttft_sched.n ? s->ttft_sched.pct[i] : NAN, s->queue_wait.n ? s->queue_wait.pct[i] : NAN);
+          s->ttft_sched.n ? s->ttft_sched.pct[i] : NAN,
+          s->queue_wait.n ? s->queue_wait.pct[i] : NAN);
   }
   if (cfg->has_slo_ttft || cfg->has_slo_tpot || cfg->has_slo_e2el) {
     line(o, "SLO attainment, all (%):", 1, 100.0 * s->slo_all_attain);
@@ -291,7 +304,7 @@ void im_report_text(FILE *o, const struct im_summary *s, const struct im_summary
 }
 
 void im_report_stage_line(FILE *f, size_t i, const char *label, const struct im_stage_figures *fg,
-                       const struct im_summary_config *sc) {
+                          const struct im_summary_config *sc) {
   if (!fg->sum.completed) { /* nothing to put in the columns */
     fprintf(f, "stage %zu %-36s no measured request (all warm-up, or none completed)%s\n", i,
             label[0] ? label : "-", fg->check.valid ? "" : "  INVALID");
@@ -307,9 +320,14 @@ void im_report_stage_line(FILE *f, size_t i, const char *label, const struct im_
   char slo[16] = "-";
   if (im_summary_has_slo(sc))
     snprintf(slo, sizeof slo, "%.3f", fg->sum.slo_all_attain);
-  fprintf(f, "stage %zu %-36s %7.2f req/s  %8.1f out tok/s  TTFT p50/p99 %7.1f/%7.1f ms  "
-             "SLO %5s%s%s\n",
-          i, label[0] ? label : "-", fg->sum.request_throughput, fg->sum.output_throughput, p50, p99,
-          slo, fg->sat_judged && fg->sat.growing ? "  OVERSATURATED" : "",
+  /* One line per stage, within 80 columns for labels of up to ~10
+   * characters: the throughputs are vLLM's (all requests), the TTFT
+   * percentiles infermeter's (nearest rank over the measured window). */
+  char slo_part[24] = "";
+  if (im_summary_has_slo(sc))
+    snprintf(slo_part, sizeof slo_part, "  SLO %s", slo);
+  fprintf(f, "stage %zu %s  %.2f req/s  %.1f tok/s  TTFT p50 %.1f p99 %.1f ms%s%s%s\n", i,
+          label[0] ? label : "-", fg->sum.request_throughput, fg->sum.output_throughput, p50, p99,
+          slo_part, fg->sat_judged && fg->sat.growing ? "  OVERSATURATED" : "",
           fg->check.valid ? "" : "  INVALID");
 }

@@ -29,7 +29,10 @@ static void part(FILE *f, bool color, bool bad, const char *text) {
 }
 
 void im_verdict_line(FILE *f, const struct im_verdict *out, int exit_code) {
-  bool c = im_color_on(f);
+  im_verdict_line_color(f, im_color_on(f), out, exit_code);
+}
+
+void im_verdict_line_color(FILE *f, bool c, const struct im_verdict *out, int exit_code) {
   fputs("Verdict: ", f);
   part(f, c, exit_code != 0, exit_code == 0 ? "PASS" : "FAIL");
   fprintf(f, " (exit %d): ", exit_code);
@@ -62,6 +65,10 @@ void im_verdict_line(FILE *f, const struct im_verdict *out, int exit_code) {
 }
 
 void im_verdict_set_line(FILE *f, int exit_code, size_t runs) {
+  im_verdict_set_line_color(f, im_color_on(f), exit_code, runs);
+}
+
+void im_verdict_set_line_color(FILE *f, bool color, int exit_code, size_t runs) {
   static const struct {
     int code;
     const char *what;
@@ -74,7 +81,7 @@ void im_verdict_set_line(FILE *f, int exit_code, size_t runs) {
     if (meaning[i].code == exit_code)
       what = meaning[i].what;
   fputs("Verdict: ", f);
-  part(f, im_color_on(f), exit_code != 0, exit_code == 0 ? "PASS" : "FAIL");
+  part(f, color, exit_code != 0, exit_code == 0 ? "PASS" : "FAIL");
   fprintf(f, " (exit %d): %s (the worst of %zu run%s)\n", exit_code, what, runs,
           runs == 1 ? "" : "s");
   fflush(f);

@@ -66,9 +66,15 @@ bool im_color_on(FILE *f);
 /* The verdict line: "Verdict: PASS (exit 0): client self-check VALID,
  * PUBLISHABLE, SLOs met"; coloured when im_color_on(f). */
 void im_verdict_line(FILE *f, const struct im_verdict *out, int exit_code);
+/* The same, coloured when color (for a stream that folds lines to the
+ * terminal, which is no terminal itself: the caller asks im_color_on of the
+ * stream under it). */
+void im_verdict_line_color(FILE *f, bool color, const struct im_verdict *out, int exit_code);
 
 /* The verdict line of a --repeat set: "Verdict: FAIL (exit 3): client
  * self-check INVALID (the worst of 3 runs)". */
 void im_verdict_set_line(FILE *f, int exit_code, size_t runs);
+/* The same, coloured when color (see im_verdict_line_color). */
+void im_verdict_set_line_color(FILE *f, bool color, int exit_code, size_t runs);
 
 #endif

@@ -71,6 +71,27 @@ enum im_err im_results_csv(const char *dir, const json_t *root, char *err, size_
   return e;
 }
 
+/* A copy of obj's summary with the verdicts beside the figures (--json
+ * users see what the terminal's verdict line says): "verdict", with the
+ * client self-check's and the validity audit's verdicts and the self-check's
+ * one-line summary; NULL when out of memory. */
+static json_t *summary_with_verdict(const json_t *obj) {
+  json_t *sum = json_object_get(obj, "summary");
+  json_t *doc = json_is_object(sum) ? json_copy(sum) : json_object();
+  const json_t *audit = json_object_get(obj, "audit");
+  const json_t *cc = json_object_get(audit, "client_check");
+  const json_t *pub = json_object_get(audit, "publishable");
+  json_t *v = json_pack("{s:O?, s:O?, s:O?, s:O?}", "client_check", json_object_get(cc, "verdict"),
+                        "client_check_summary", json_object_get(cc, "summary"), "publishable",
+                        json_object_get(pub, "verdict"), "interrupted",
+                        json_object_get(obj, "interrupted"));
+  if (!doc || !v || json_object_set_new(doc, "verdict", v)) {
+    json_decref(doc);
+    return NULL;
+  }
+  return doc;
+}
+
 enum im_err im_results_summary_json(FILE *f, const json_t *root, char *err, size_t err_len) {
   const json_t *stages = json_object_get(root, "stages");
   json_t *doc;
@@ -79,9 +100,9 @@ enum im_err im_results_summary_json(FILE *f, const json_t *root, char *err, size
     size_t i;
     json_t *st;
     json_array_foreach(stages, i, st) {
-      json_t *one = json_pack("{s:O?, s:O?, s:O?}", "index", json_object_get(st, "index"),
+      json_t *one = json_pack("{s:O?, s:O?, s:o?}", "index", json_object_get(st, "index"),
                               "label", json_object_get(st, "label"), "summary",
-                              json_object_get(st, "summary"));
+                              summary_with_verdict(st));
       if (!doc || !one || json_array_append_new(doc, one)) {
         json_decref(doc);
         doc = NULL;
@@ -89,7 +110,7 @@ enum im_err im_results_summary_json(FILE *f, const json_t *root, char *err, size
       }
     }
   } else {
-    doc = json_incref(json_object_get(root, "summary"));
+    doc = json_object_get(root, "summary") ? summary_with_verdict(root) : NULL;
   }
   if (!doc)
     return im_errf(err, err_len, IM_NOMEM,

@@ -549,6 +549,8 @@ static int report_stage(struct rep *p, size_t i, bool single) {
     im_validity_text(t, &val, true);
   } else if (t && single) {
     im_report_text(t, &f.sum, &in.cfg, &f.check);
+    if (p->series) /* the server's own view, when its /metrics was scraped */
+      im_server_text(t, &sf, f.sum.window_s);
     im_breakdown_text(t, &f.bd, s->by_class);
     im_reasoning_text(t, &f.reasoning);
     im_agents_text(t, &f.agents);

@@ -412,12 +412,16 @@ static int start_target(struct run *r) {
   return 0;
 }
 
-/* Against a remote target, the plan is shown (and confirmed) before
- * anything at all is sent to it. */
-static int confirm_remote(const struct run *r) {
+/* Against a remote target, the plan is shown (and held to
+ * --max-total-tokens) before anything at all is sent to it (ask false);
+ * the question comes once discovery found the target reachable (ask
+ * true: only the question). */
+static int confirm_remote(const struct run *r, bool ask) {
   const struct im_run_config *o = &r->o;
   if (im_url_is_loopback(r->url) && im__run_urls_loopback(&r->urls))
     return 0;
+  if (ask)
+    return o->yes || !r->h->confirm || r->h->confirm(r->h->data) ? 0 : -1;
   char red[2048];
   im_url_redact(r->url, red, sizeof red);
   uint64_t per_stage = o->requests ? o->requests
@@ -445,9 +449,7 @@ static int confirm_remote(const struct run *r) {
                     "; lower --rate, --duration or --requests", o->max_total_tokens);
     return -1;
   }
-  if (o->yes)
-    return 0;
-  return !r->h->confirm || r->h->confirm(r->h->data) ? 0 : -1;
+  return 0;
 }
 
 /* Discovery: the server's model list and version go into the manifest.
@@ -468,6 +470,8 @@ static int discover(struct run *r) {
                     "--url and that the server is up, e.g. curl %s/v1/models)", red, err, red);
     return EXIT_UNREACHABLE;
   }
+  char models_err[256];
+  snprintf(models_err, sizeof models_err, "%s", err);
   if (st == 401 || st == 403) { /* the key (never printed) is missing or refused */
     char red[2048];
     im_url_redact(r->url, red, sizeof red);
@@ -496,8 +500,12 @@ static int discover(struct run *r) {
   if (!r->env.model) {
     json_t *id = json_object_get(first, "id");
     if (!json_is_string(id)) {
-      im__run_say(IM_RUN_SAY_ERROR, "%s/v1/models answered %ld without a model id; pass --model",
-              r->env.builtin ? "the built-in server" : "the target", st);
+      char red[2048];
+      im_url_redact(r->url, red, sizeof red);
+      im__run_say(IM_RUN_SAY_ERROR, "GET %s/v1/models answered %ld without a model id%s%s: pass "
+                  "--model NAME, or check that --url is the server's base URL",
+                  r->env.builtin ? "(the built-in server)" : red, st, models_err[0] ? "; " : "",
+                  models_err);
       return EXIT_UNREACHABLE;
     }
     snprintf(r->model, sizeof r->model, "%s", json_string_value(id));
@@ -888,11 +896,13 @@ static int run_all(struct run *r) {
     return IM_EXIT_USAGE;
   curl_global_init(CURL_GLOBAL_DEFAULT);
   r->curl_inited = true;
-  if (load_dataset(r) || plan_stages(r) || start_target(r) || confirm_remote(r))
+  if (load_dataset(r) || plan_stages(r) || start_target(r) || confirm_remote(r, false))
     return IM_EXIT_USAGE;
-  int d = discover(r);
+  int d = discover(r); /* reachable first: a remote target's question comes after */
   if (d >= 0)
     return d;
+  if (confirm_remote(r, true))
+    return IM_EXIT_USAGE;
   if ((o->tokenizer && !strcmp(o->tokenizer, "server") &&
        im__run_srvtok_start(&r->env, &o->net)) ||
       im__run_context_check(&r->env, o, r->stages, r->models, &o->net))

@@ -18,7 +18,8 @@ failing() {
   local rc=$?
   check_eq "$1: exit status" "$rc" 6
   local line
-  line=$(grep '^Verdict:' "$TMP/out-$1")
+  # the verdict line with its continuation lines (folded to 80 columns)
+  line=$(awk '/^Verdict:/ {p = 1} p' "$TMP/out-$1" | tr '\n' ' ' | tr -s ' ')
   check "$1: the verdict line names a failing server: $line" grep -q 'failing server: [0-9]* of [0-9]* requests failed' <<<"$line"
   check "$1: the verdict line says $2: $line" grep -q -- "$2" <<<"$line"
   check "$1: audit.error_rate.failing" jq -e '[.. | .error_rate? // empty | .failing] | any' "$d/results.json"

@@ -50,6 +50,7 @@ check "throughput far below 1000 req/s: significant, ratio < 0.1" \
   jq -e '.figures.request_throughput.reference | .significant and .ratio < 0.1 and .p < 0.05 and .df == 2 and .t < 0' "$A"
 check "no reference for ttft: null" jq -e '.figures.ttft_p50_ms.reference == null' "$A"
 check "the table shows the reference column" grep -q 'reference   ratio' "$TMP/rep.txt"
+check "the table with a reference fits 80 columns" bash -c "! awk 'length > 80' '$TMP/rep.txt' | grep -q ."
 check "and marks the difference" grep -Eq '^request_throughput .* differs' "$TMP/rep.txt"
 # A FILE reference: the set above (its aggregate's means), one figure overridden.
 echo '{"ttft_p50_ms": 1e6}' >"$TMP/ref.json"

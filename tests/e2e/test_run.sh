@@ -184,12 +184,13 @@ check_ge "the stuck requests are recorded aborted" \
 stop_server
 
 # --- 5. bad input: clear errors, exit 1; an unreachable target: exit 2
-# A remote target without a terminal needs --yes; nothing is sent before
-# (192.0.2.1 is TEST-NET-1, never routed: a request would hang, not answer).
-timeout 10 "$BIN" run --url http://192.0.2.1:9 --requests 3 </dev/null >/dev/null 2>"$TMP/err"
-check_eq "remote target without --yes exits 1" $? 1
+# A remote target: the plan is printed, then the reachability check, and
+# only a reachable target gets the --yes question (issue 30); no load is
+# sent before (192.0.2.1 is TEST-NET-1, never routed: unreachable).
+timeout 30 "$BIN" run --url http://192.0.2.1:9 --requests 3 </dev/null >/dev/null 2>"$TMP/err"
+check_eq "an unreachable remote target without --yes exits 2" $? 2
 check "the plan is printed" grep -q 'plan for http://192.0.2.1:9: 3 requests' "$TMP/err"
-check "it asks for --yes" grep -q -- '--yes' "$TMP/err"
+check "no question before the reachability check" bash -c "! grep -q -- 'add --yes' '$TMP/err'"
 timeout 10 "$BIN" run --url http://192.0.2.1:9 --requests 3 --yes --max-total-tokens 100 </dev/null >/dev/null 2>"$TMP/err"
 check_eq "--max-total-tokens refuses a bigger plan" $? 1
 RUN --rate -3 >/dev/null 2>"$TMP/err"

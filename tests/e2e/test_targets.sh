@@ -124,12 +124,14 @@ run_ok --out "$TMP/twice" --url "http://127.0.0.1:$PORT_c" --base-url "http://12
   "${W[@]}" --requests 2
 check "--url and --base-url naming one server: one target, no per-target table" jq -e \
   '.manifest.target.urls == null and .metrics.by_target == null' "$TMP/twice/results.json"
-# A remote second target needs the confirmation a remote first one needs
-# (no terminal: --yes); nothing is sent to either (the local one is closed).
+# A remote target's --yes question comes after the reachability check
+# (issue 30): with the first target closed, the run stops there, exit 2,
+# without asking; no load is sent and no credential printed.
 "$BIN" run --no-progress --url "http://127.0.0.1:$DEAD" --url "http://user:pw@192.0.2.1:8000" "${W[@]}" \
   --requests 1 --out "$TMP/remote" </dev/null 2>"$TMP/remote.err"
-check_eq "a remote second target without --yes: refused" "$?" 1
-check "... the plan names it, credentials removed" grep -q "and target 1: http://REDACTED@192.0.2.1:8000" "$TMP/remote.err"
-check "... and asks for --yes" grep -q "add --yes" "$TMP/remote.err"
+check_eq "unreachable targets with a remote one: exit 2 before the question" "$?" 2
+check "... says unreachable" grep -q "unreachable" "$TMP/remote.err"
+check "... asks nothing yet" bash -c "! grep -q 'add --yes' '$TMP/remote.err'"
+check "... no credential printed" bash -c "! grep -q 'user:pw' '$TMP/remote.err'"
 stop_all
 finish
