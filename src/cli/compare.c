@@ -257,6 +257,16 @@ static void differences(const struct side *a, const struct side *b, char *out, s
   }
 }
 
+/* The server settings the first runs of a and b declared, "" when equal or
+ * when either declared none. */
+static void server_differences(const struct side *a, const struct side *b, char *out,
+                               size_t len) {
+  const char *x = a->runs[0].server, *y = b->runs[0].server;
+  out[0] = '\0';
+  if (strcmp(x, "null") && strcmp(y, "null"))
+    im_headline_diff("", x, y, out, len);
+}
+
 struct cmp_opts {
   double noise_pct;
   bool force;
@@ -268,7 +278,7 @@ struct cmp_opts {
  * when it is not NULL. Prints the reason and returns -1 on failure. */
 static int compare_pair(const struct side *a, const struct side *b, const struct cmp_opts *o,
                         struct im_cmp_report *rep, json_t *all) {
-  char diff[4096], msg[1024];
+  char diff[4096], sdiff[4096], msg[1024];
   /* Within a side too: a repeat directory's runs must agree. */
   differences(a, b, diff, sizeof diff);
   if (*diff && !o->force) {
@@ -278,6 +288,7 @@ static int compare_pair(const struct side *a, const struct side *b, const struct
             a->arg, b->arg, diff);
     return -1;
   }
+  server_differences(a, b, sdiff, sizeof sdiff);
   if (im_cmp_runs(a->runs, a->n, b->runs, b->n, o->noise_pct / 100, 0.05, rep, msg, sizeof msg) !=
       IM_OK) {
     fprintf(stderr, "infermeter compare: %s vs %s: %s\n", a->arg, b->arg, msg);
@@ -289,6 +300,7 @@ static int compare_pair(const struct side *a, const struct side *b, const struct
                              .dirs_b = b->dirs,
                              .differences = diff,
                              .forced = o->force && *diff,
+                             .server_differences = sdiff,
                              .runs_a = a->runs,
                              .runs_b = b->runs};
   if (o->table) { /* every line fits the terminal (cli/term.h) */

@@ -134,6 +134,14 @@ enum im_err im_headline_read(const char *dir, struct im_headline *out, char *msg
   if (ce == IM_OK)
     ce = canon(out->workload, sizeof out->workload, json_object_get(man, "workload"));
   json_decref(sched);
+  /* What the server declared: compared, never a reason to refuse (a server
+   * setting is what an A/B comparison usually changes). */
+  const json_t *srv = json_object_get(man, "server");
+  const json_t *decl = json_object_get(json_object_get(srv, "engine"), "settings");
+  if (!json_is_object(decl))
+    decl = json_object_get(json_object_get(srv, "version"), "config");
+  if (canon(out->server, sizeof out->server, json_is_object(decl) ? decl : NULL) != IM_OK)
+    snprintf(out->server, sizeof out->server, "null");
   if (ce != IM_OK) {
     e = im_errf(msg, msg_len, ce, "%s: manifest tags, schedule or workload longer than %d bytes",
                 path, IM_HEADLINE_IDENT);

@@ -71,6 +71,10 @@ struct im_headline {
   char tags[IM_HEADLINE_IDENT];     /* manifest.tags */
   char schedule[IM_HEADLINE_IDENT]; /* manifest.schedule, with manifest.stages as "stages" */
   char workload[IM_HEADLINE_IDENT]; /* manifest.workload */
+  char server[IM_HEADLINE_IDENT];   /* the settings the server declared of itself:
+                                       manifest.server.engine.settings, else the
+                                       built-in server's manifest.server.version.config
+                                       ("null": neither, or too long to keep) */
   char verdict[64];                 /* audit.client_check.verdict ("" if absent) */
   char publishable[64];             /* audit.publishable.verdict ("" if absent) */
   size_t n_stages;                  /* 1 for a one-stage run */

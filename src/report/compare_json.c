@@ -83,6 +83,8 @@ json_t *im_cmp_to_json(const struct im_cmp_report *r, const struct im_cmp_meta *
   rc |= corr ? json_object_set_new(root, "correction", corr) : -1;
   rc |= json_object_set_new(root, "forced", json_boolean(m->forced));
   rc |= json_object_set_new(root, "differences", json_string(m->differences ? m->differences : ""));
+  rc |= json_object_set_new(root, "server_differences",
+                            json_string(m->server_differences ? m->server_differences : ""));
   for (size_t s = 0; s < r->n_stages; s++) {
     json_t *st = json_object(), *figs = json_object();
     if (!st || !figs) {
@@ -139,6 +141,9 @@ void im_cmp_print(FILE *out, const struct im_cmp_report *r, const struct im_cmp_
   if (m->forced && m->differences && *m->differences)
     fprintf(out, "warning: compared with --force although the configurations differ: %s\n",
             m->differences);
+  if (m->server_differences && *m->server_differences)
+    fprintf(out, "Server settings (as the servers declared them), A vs B: %s\n",
+            m->server_differences);
   for (size_t s = 0; s < r->n_stages; s++) {
     if (r->n_stages > 1)
       fprintf(out, "\nstage %zu%s%s\n", s, *r->stage[s].label ? ": " : "", r->stage[s].label);

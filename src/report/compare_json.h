@@ -17,6 +17,8 @@ struct im_cmp_meta {
   const char *const *dirs_b;
   const char *differences; /* "" when the configurations match */
   bool forced;             /* compared despite differences (--force) */
+  const char *server_differences; /* the server's declared settings, A vs B ("" when
+                                     equal or not declared by both) */
   /* The runs compared (report->runs_a / runs_b of each): their values go
    * into each figure as values_a / values_b; NULL: left out. */
   const struct im_headline *runs_a, *runs_b;

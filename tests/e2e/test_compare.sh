@@ -35,6 +35,10 @@ for i in 1 2 3 4; do
   RUN --url "$BASE" --seed "$((i + 20))" --out "$TMP/S/run-$i"
 done
 stop_server
+# One run against a server with fewer seats: a server setting differs.
+start_server --time-scale 4 --max-num-seqs 64
+RUN --url "$BASE" --seed 31 --out "$TMP/seats"
+stop_server
 
 "$BIN" compare "$TMP/A" "$TMP/A2" >"$TMP/same.txt"
 check_eq "compare A A2 exits 0" $? 0
@@ -47,6 +51,17 @@ check "4 + 4 runs: a change can be called (no 'too few runs')" \
   jq -e '[.stages[0].figures[] | .verdict] | all(. != "too few runs")' "$TMP/same.json"
 check "a ratio lies inside its interval" \
   jq -e '.stages[0].figures.tpot_p50_ms | .ci_lo <= .ratio and .ratio <= .ci_hi' "$TMP/same.json"
+
+# Server settings are compared, never a reason to refuse: listed as the
+# servers declared them (manifest.server), A vs B.
+check_eq "same server settings: no server difference" \
+  "$(jq -r .server_differences "$TMP/same.json")" ""
+"$BIN" compare "$TMP/A/run-1" "$TMP/seats" --json >"$TMP/seats.json"
+check_eq "compare against fewer seats exits 0" $? 0
+check "the server difference named: max_num_seqs 256 vs 64 ($(jq -r .server_differences "$TMP/seats.json"))" \
+  jq -e '.server_differences | test("max_num_seqs.*256.*64")' "$TMP/seats.json"
+"$BIN" compare "$TMP/A/run-1" "$TMP/seats" >"$TMP/seats.txt"
+check "... and printed" grep -q "^Server settings.*max_num_seqs" "$TMP/seats.txt"
 
 "$BIN" compare "$TMP/A" "$TMP/S" >"$TMP/slow.txt"
 check_eq "compare A S exits 0 without --fail-on-regression" $? 0
