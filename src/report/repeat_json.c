@@ -30,7 +30,9 @@ static int homogeneity(json_t *o, const struct im_repeat_stat *st) {
   return !c || im_jw_num(c, "chi2", st->homog_chi2, NULL) || im_jw_num(c, "df", st->homog_df, NULL) ||
          im_jw_num(c, "p", st->homog_p, NULL) ||
          im_jw_num(c, "min_expected", st->homog_min_expected, NULL) ||
-         im_jw_num(c, "alpha", IM_REPEAT_HOMOG_ALPHA, NULL);
+         im_jw_num(c, "alpha", IM_REPEAT_HOMOG_ALPHA, NULL) ||
+         im_jw_num(c, "design_effect", st->deff, NULL) ||
+         im_jw_num(c, "design_effect_df", st->deff_df, NULL);
 }
 
 static json_t *figure(const struct im_repeat_set *set, int f) {
