@@ -258,7 +258,8 @@ void im_repeat_text(FILE *o, const struct im_repeat_set *set) {
   }
   fprintf(o, "value: the mean over the runs (CI t: Student-t over the runs) or, for p90 and "
              "p99, the percentile of\nevery run's requests pooled (CI P: order-statistic "
-             "interval, valid when the runs pass a homogeneity test)\n");
+             "interval, valid when the runs pass a homogeneity test; both\ncorrected for the "
+             "design effect of requests that share the server's steps)\n");
   if (refs)
     fprintf(o, "reference: %s; p: one-sample t-test of the runs against it (\"differs\": "
                "p < 0.05)\n", set->ref_source ? set->ref_source : "given");
