@@ -795,11 +795,13 @@ void im_stats_deff_pool(const struct im_stats_deff *d, size_t k, struct im_stats
 
 enum im_err im_stats_pct_ci_deff(int64_t n, double p, double conf, double deff, double df,
                                  struct im_stats_pct_ci *out) {
-  if (!(deff > 1.0) || n < 1)
+  bool est = df > 0 && isfinite(df);
+  if (!(deff > 1.0 || (est && deff >= 0)) || n < 1)
     return im_stats_pct_ci(n, p, conf, out);
   if (!conf_ok(conf))
     return IM_INVAL;
-  if (df > 0 && isfinite(df)) {
+  deff = fmax(deff, 1.0);
+  if (est) {
     double r = im_stats_t_quantile(0.5 + conf / 2, df) / im_stats_normal_quantile(0.5 + conf / 2);
     deff *= r * r;
   }

@@ -273,9 +273,9 @@ void im_stats_deff_pool(const struct im_stats_deff *d, size_t k, struct im_stats
  * variance deff times the binomial one (deff estimated with df degrees of
  * freedom; df 0 or infinite: known): the ranks of the interval of
  * n_eff = n / deff' values scaled back to n, deff' = deff (t(1 - a/2, df)
- * / z(1 - a/2))^2 (a = 1 - conf: the estimate's own noise), lo down and
- * hi up. deff <= 1 or NaN: im_stats_pct_ci. coverage is the effective
- * interval's. Same errors as im_stats_pct_ci. */
+ * / z(1 - a/2))^2 (a = 1 - conf: the estimate's own noise; deff floored
+ * at 1 first), lo down and hi up. deff NaN, or <= 1 with df 0 (known):
+ * im_stats_pct_ci. coverage is the effective interval's. Same errors as im_stats_pct_ci. */
 enum im_err im_stats_pct_ci_deff(int64_t n, double p, double conf, double deff, double df,
                                  struct im_stats_pct_ci *out) IM_WUR;
 

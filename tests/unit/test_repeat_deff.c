@@ -120,7 +120,7 @@ static void test_pool_and_test(void) {
 }
 
 /* The widened interval: deff 4 known exactly (df 0) turns n = 1200 into
- * the ranks of n = 300 times 4; deff <= 1 changes nothing. */
+ * the ranks of n = 300 times 4; a known deff <= 1 changes nothing. */
 static void test_pct_ci(void) {
   struct im_stats_pct_ci a, b;
   CHECK_OK(im_stats_pct_ci(300, 0.9, 0.95, &a));
@@ -128,9 +128,12 @@ static void test_pct_ci(void) {
   CHECK_EQ(b.lo_rank, 4 * a.lo_rank);
   CHECK_EQ(b.hi_rank, 4 * a.hi_rank);
   CHECK_OK(im_stats_pct_ci(1200, 0.9, 0.95, &a));
-  CHECK_OK(im_stats_pct_ci_deff(1200, 0.9, 0.95, 0.7, 5, &b));
+  CHECK_OK(im_stats_pct_ci_deff(1200, 0.9, 0.95, 0.7, 0, &b));
   CHECK_EQ(b.lo_rank, a.lo_rank);
   CHECK_EQ(b.hi_rank, a.hi_rank);
+  /* Estimated below 1 (df 5): floored at 1, still widened by t over z. */
+  CHECK_OK(im_stats_pct_ci_deff(1200, 0.9, 0.95, 0.7, 5, &b));
+  CHECK(b.lo_rank < a.lo_rank && b.hi_rank > a.hi_rank);
   /* An estimated deff widens more than a known one (t over z). */
   struct im_stats_pct_ci c;
   CHECK_OK(im_stats_pct_ci_deff(1200, 0.9, 0.95, 4.0, 0, &b));
