@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "analyze/validity.h"
@@ -17,6 +18,7 @@ static void stat_init(struct im_repeat_stat *out) {
   out->mean = out->s = out->lo = out->hi = out->half = out->rel_width = NAN;
   out->min = out->max = out->cv = out->estimate = NAN;
   out->homog_chi2 = out->homog_df = out->homog_p = out->homog_min_expected = NAN;
+  out->deff = NAN;
 }
 
 /* The finite values of v[0..n) into x; their count. */
@@ -98,6 +100,13 @@ enum im_err im_repeat_stat(const double *v, size_t n, double max_width,
 enum im_err im_repeat_stat_pooled(double est, double lo, double hi, const uint64_t *above,
                                   const uint64_t *n, size_t k, const double *v, size_t n_runs,
                                   double max_width, struct im_repeat_stat *out) {
+  return im_repeat_stat_pooled_deff(est, lo, hi, above, n, k, v, n_runs, NAN, 0.0, max_width, out);
+}
+
+enum im_err im_repeat_stat_pooled_deff(double est, double lo, double hi, const uint64_t *above,
+                                       const uint64_t *n, size_t k, const double *v,
+                                       size_t n_runs, double deff, double deff_df,
+                                       double max_width, struct im_repeat_stat *out) {
   stat_init(out);
   if (k > IM_REPEAT_MAX_RUNS || n_runs > IM_REPEAT_MAX_RUNS)
     return IM_INVAL;
@@ -124,7 +133,9 @@ enum im_err im_repeat_stat_pooled(double est, double lo, double hi, const uint64
       cnt[used++] = n[i];
     }
   struct im_stats_homog h;
-  if (used >= 2 && im_stats_homogeneity(up, cnt, used, &h) == IM_OK) {
+  out->deff = deff > 1.0 ? deff : (isnan(deff) ? NAN : 1.0);
+  out->deff_df = isnan(deff) ? 0.0 : deff_df;
+  if (used >= 2 && im_stats_homogeneity_deff(up, cnt, used, deff, out->deff_df, &h) == IM_OK) {
     out->homog_tested = true;
     out->homog_chi2 = h.chi2;
     out->homog_df = h.df;
@@ -254,22 +265,52 @@ static void judge_exemption(struct im_repeat_set *set) {
  * its batch and its host): counted as gaps, homogeneous runs would look
  * heterogeneous. Each run's counts are scaled to its requests (the TPOT
  * count), the design-effect correction at its upper bound (every gap of a
- * request alike; Rao & Scott, JASA 76, 1981): conservative. */
-static void test_counts(const struct im_repeat_set *set, int m, int t, uint64_t *up,
-                        uint64_t *n) {
+ * request alike; Rao & Scott, JASA 76, 1981): conservative. Used only
+ * when no run's order is known (per_request); otherwise the estimated
+ * design effect of the gaps (im_repeat_order_run) replaces it. */
+static void test_counts(const struct im_repeat_set *set, int m, int t, bool per_request,
+                        uint64_t *up, uint64_t *n) {
   for (size_t r = 0; r < set->runs && r < IM_REPEAT_MAX_RUNS; r++) {
     up[r] = set->tail_above[m][t][r];
     n[r] = set->tail_n[m][r];
     uint64_t units = set->tail_n[1][r]; /* TPOT: one value per request of 2+ tokens */
-    if (m == 2 && units && n[r] > units) {
+    if (per_request && m == 2 && units && n[r] > units) {
       up[r] = (uint64_t)llround((double)up[r] * (double)units / (double)n[r]);
       n[r] = units;
     }
   }
 }
 
+/* The value (ms) at 1-based rank r of h's sorted values: the lowest (low)
+ * or highest value of the bucket holding it, within h's minimum. */
+static double rank_ms(const struct im_hist *h, int64_t r, bool low) {
+  int64_t v = im_hist_percentile(h, (double)r / (double)im_hist_count(h));
+  if (low && r > 1) {
+    int64_t b = im_hist_bucket_lowest(h, im_hist_index_of(h, v));
+    v = b > im_hist_min(h) ? b : im_hist_min(h);
+  }
+  return (double)v / 1e6;
+}
+
+/* Latency m, tail t: the runs' design effects pooled into *d (df 0: no
+ * run's order known), and when known the pooled interval widened by it. */
+static void pooled_deff(const struct im_repeat_set *set, int m, int t, struct im_stats_deff *d,
+                        double *lo, double *hi) {
+  im_stats_deff_pool(set->tail_deff[m][t], set->runs, d);
+  const struct im_hist *h = set->pool_hist ? &set->pool_hist[m] : NULL;
+  int64_t n = h ? im_hist_count(h) : 0;
+  struct im_stats_pct_ci ci;
+  static const double tail[2] = {0.90, 0.99};
+  if (!(d->df > 0) || n < 1 ||
+      im_stats_pct_ci_deff(n, tail[t], IM_REPEAT_CONF, d->deff, d->df, &ci) != IM_OK)
+    return;
+  *lo = ci.lo_rank >= 1 ? rank_ms(h, ci.lo_rank, true) : NAN;
+  *hi = ci.hi_rank <= n ? rank_ms(h, ci.hi_rank, false) : NAN;
+}
+
 /* Figure f's statistic: the pooled interval for a tail percentile when
- * every run's requests were counted against the pool, else the t one. */
+ * every run's requests were counted against the pool (with the design
+ * effect when the runs' orders are known), else the t one. */
 static void figure_stat(struct im_repeat_set *set, int f) {
   struct im_repeat_stat *st = &set->stat[f];
   int m, t;
@@ -277,9 +318,13 @@ static void figure_stat(struct im_repeat_set *set, int f) {
   if (tail_of(f, &m, &t) && set->tail_counted && set->pooled[m].n) {
     const struct im_dist *d = &set->pooled[m];
     uint64_t up[IM_REPEAT_MAX_RUNS], n[IM_REPEAT_MAX_RUNS];
-    test_counts(set, m, t, up, n);
-    e = im_repeat_stat_pooled(d->pct[t + 1], d->pct_lo[t + 1], d->pct_hi[t + 1], up, n,
-                              set->runs, set->values[f], set->runs, set->max_width, st);
+    struct im_stats_deff de;
+    double lo = d->pct_lo[t + 1], hi = d->pct_hi[t + 1];
+    pooled_deff(set, m, t, &de, &lo, &hi);
+    bool known = de.df > 0;
+    test_counts(set, m, t, !known, up, n);
+    e = im_repeat_stat_pooled_deff(d->pct[t + 1], lo, hi, up, n, set->runs, set->values[f],
+                                   set->runs, known ? de.deff : NAN, de.df, set->max_width, st);
   } else {
     e = im_repeat_stat(set->values[f], set->runs, set->max_width, st);
   }
@@ -319,6 +364,7 @@ void im_repeat_pool(struct im_repeat_set *set, const struct im_hist pool[4]) {
     set->pooled_cfg.percentiles[i] = pct[i];
   for (int m = 0; m < 4; m++)
     im_dist_from_hist(&set->pooled[m], &pool[m], &set->pooled_cfg);
+  set->pool_hist = pool;
 }
 
 /* Values of h strictly above q (q: a bucket's highest value, as the
@@ -347,4 +393,41 @@ void im_repeat_count_run(struct im_repeat_set *set, size_t r, const struct im_hi
                                            : 0;
   }
   set->tail_counted = true;
+}
+
+enum im_err im_repeat_order_run(struct im_repeat_set *set, size_t r, int m, const int64_t *v,
+                                size_t n_values, const uint32_t *per, size_t units,
+                                const struct im_hist *pool) {
+  if (r >= IM_REPEAT_MAX_RUNS || m < 0 || m > 3 || (n_values && !v) || !pool)
+    return IM_INVAL;
+  size_t sum = 0;
+  for (size_t j = 0; j < units; j++)
+    sum += per ? per[j] : 1;
+  if (sum != n_values)
+    return IM_INVAL;
+  int64_t np = im_hist_count(pool);
+  double *a = calloc(units ? units : 1, sizeof *a), *w = calloc(units ? units : 1, sizeof *w);
+  enum im_err e = a && w ? IM_OK : IM_NOMEM;
+  size_t b = (size_t)ceil(pow((double)units, IM_REPEAT_DEFF_BATCH_EXP));
+  static const double tail[2] = {0.90, 0.99};
+  for (int t = 0; t < 2 && e == IM_OK; t++) {
+    set->tail_deff[m][t][r] = (struct im_stats_deff){.deff = NAN, .df = 0.0, .p = NAN};
+    if (np < 1 || !units)
+      continue;
+    int64_t q = im_hist_percentile(pool, tail[t]);
+    size_t at = 0;
+    for (size_t j = 0; j < units; j++) {
+      uint32_t c = per ? per[j] : 1;
+      a[j] = 0;
+      w[j] = c;
+      for (uint32_t i = 0; i < c; i++)
+        a[j] += v[at + i] > q;
+      at += c;
+    }
+    double p_ref = (double)count_above(pool, q) / (double)np;
+    e = im_stats_design_effect(a, w, units, b ? b : 1, p_ref, &set->tail_deff[m][t][r]);
+  }
+  free(a);
+  free(w);
+  return e;
 }

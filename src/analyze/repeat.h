@@ -14,6 +14,7 @@
 
 #include "analyze/summary.h"
 #include "core/err.h"
+#include "core/stats.h"
 
 #define IM_REPEAT_MAX_RUNS 100
 #define IM_REPEAT_CONF 0.95
@@ -58,6 +59,11 @@ struct im_repeat_stat {
   bool homog_tested;
   double homog_chi2, homog_df, homog_p, homog_min_expected;
   bool heterogeneous;    /* homog_p < IM_REPEAT_HOMOG_ALPHA: fails the CI rule */
+  /* IM_CI_POOLED: the pooled design effect of "above the estimate" among
+   * the runs' requests in time order (>= 1) and its degrees of freedom,
+   * which divided the test's chi-square and widened [lo, hi]; NaN and 0
+   * when no run's order was known (the uncorrected test and interval). */
+  double deff, deff_df;
   bool exempt;           /* an open-loop throughput exempt from the CI rule */
 };
 
@@ -68,6 +74,10 @@ struct im_repeat_stat {
 enum im_err im_repeat_stat(const double *v, size_t n, double max_width,
                            struct im_repeat_stat *out) IM_WUR;
 
+/* Batches of the design effect: ceil(units^IM_REPEAT_DEFF_BATCH_EXP)
+ * consecutive units of a run (docs/statistics.md "Design effect"). */
+#define IM_REPEAT_DEFF_BATCH_EXP 0.6
+
 /* The pooled order-statistic statistic of a tail percentile: est with the
  * pooled interval [lo, hi] (NaN: unbounded side), the k runs' values above
  * est (above[i] of n[i]) for the homogeneity test, the runs' own values v
@@ -76,6 +86,16 @@ enum im_err im_repeat_stat(const double *v, size_t n, double max_width,
 enum im_err im_repeat_stat_pooled(double est, double lo, double hi, const uint64_t *above,
                                   const uint64_t *n, size_t k, const double *v, size_t n_runs,
                                   double max_width, struct im_repeat_stat *out) IM_WUR;
+
+/* The same with the pooled design effect deff (>= 1; NaN: none known)
+ * estimated with deff_df degrees of freedom: the homogeneity chi-square is
+ * divided by it and judged against F(k - 1, deff_df) (core/stats.h
+ * im_stats_homogeneity_deff); [lo, hi] is the caller's, already widened
+ * (im_stats_pct_ci_deff). */
+enum im_err im_repeat_stat_pooled_deff(double est, double lo, double hi, const uint64_t *above,
+                                       const uint64_t *n, size_t k, const double *v,
+                                       size_t n_runs, double deff, double deff_df,
+                                       double max_width, struct im_repeat_stat *out) IM_WUR;
 
 /* One run of a repeat set. */
 struct im_repeat_run {
@@ -139,6 +159,12 @@ struct im_repeat_set {
   uint64_t tail_n[4][IM_REPEAT_MAX_RUNS];
   uint64_t tail_above[4][2][IM_REPEAT_MAX_RUNS];
   bool tail_counted;
+  /* Per latency, tail and run: the design effect of "above the pooled
+   * p90 / p99" in its time order (im_repeat_order_run; df 0: unknown). */
+  struct im_stats_deff tail_deff[4][2][IM_REPEAT_MAX_RUNS];
+  /* The pooled histograms (not owned; im_repeat_pool sets it, valid until
+   * im_repeat_analyze): the design-effect-widened intervals read them. */
+  const struct im_hist *pool_hist;
   /* The open-loop throughput exemption (im_repeat_analyze): whether the
    * throughputs are exempt, and why or why not ("" for a closed loop). */
   bool tput_exempt;
@@ -158,6 +184,18 @@ void im_repeat_pool(struct im_repeat_set *set, const struct im_hist pool[4]);
  * set->tail_counted. A run without a histogram passes empty ones. */
 void im_repeat_count_run(struct im_repeat_set *set, size_t r, const struct im_hist run[4],
                          const struct im_hist pool[4]);
+
+/* Run r's values of latency m (0..3: ttft, tpot, itl, e2el; ns) in time
+ * order of its units (requests by start): v holds the n_values values
+ * of the units one unit after another, per[j] how many unit j has (NULL: one each; ITL: a
+ * request's gaps). Estimates the design effect of "above the pooled p90 /
+ * p99" of pool[m] into set->tail_deff[m][.][r] (core/stats.h
+ * im_stats_design_effect, batches of IM_REPEAT_DEFF_BATCH_EXP). Call after
+ * im_repeat_count_run's pool is final. IM_NOMEM; IM_INVAL for r or m out of
+ * range or per[] not adding up to n_values. */
+enum im_err im_repeat_order_run(struct im_repeat_set *set, size_t r, int m, const int64_t *v,
+                                size_t n_values, const uint32_t *per, size_t units,
+                                const struct im_hist *pool) IM_WUR;
 
 /* Fills set->stat, the reference tests and the audit from set->values and
  * the runs (publish: fewer than 3 runs FAIL instead of WARN). */

@@ -723,3 +723,95 @@ enum im_err im_stats_homogeneity(const uint64_t *above, const uint64_t *n, size_
   out->p = im_stats_chi2_sf(chi2, out->df);
   return IM_OK;
 }
+
+double im_stats_f_sf(double x, double d1, double d2) {
+  if (!(d1 > 0) || !(d2 > 0) || isnan(x))
+    return NAN;
+  if (x <= 0)
+    return 1.0;
+  if (isinf(d2))
+    return im_stats_chi2_sf(x * d1, d1);
+  return im_stats_beta_inc(d2 / (d2 + d1 * x), d2 / 2.0, d1 / 2.0);
+}
+
+enum im_err im_stats_design_effect(const double *a, const double *w, size_t n, size_t b,
+                                   double p_ref, struct im_stats_deff *out) {
+  if (!out || !b || (n && (!a || !w)))
+    return IM_INVAL;
+  *out = (struct im_stats_deff){.deff = NAN, .df = 0.0, .p = NAN};
+  for (size_t j = 0; j < n; j++)
+    if (!(a[j] >= 0) || !(w[j] >= a[j]))
+      return IM_INVAL;
+  size_t nb = n / b;
+  double up = 0.0, tot = 0.0;
+  for (size_t j = 0; j < nb * b; j++) {
+    up += a[j];
+    tot += w[j];
+  }
+  if (tot > 0)
+    out->p = up / tot;
+  double p = isnan(p_ref) ? out->p : p_ref;
+  if (nb < 2 || !(tot > 0) || !(p > 0 && p < 1))
+    return IM_OK;
+  double ss = 0.0;
+  for (size_t k = 0; k < nb; k++) {
+    double ab = 0.0, wb = 0.0;
+    for (size_t j = k * b; j < (k + 1) * b; j++) {
+      ab += a[j];
+      wb += w[j];
+    }
+    double d = ab - out->p * wb;
+    ss += d * d;
+  }
+  out->df = (double)(nb - 1);
+  out->deff = (double)nb / out->df * ss / (tot * p * (1.0 - p));
+  return IM_OK;
+}
+
+enum im_err im_stats_homogeneity_deff(const uint64_t *above, const uint64_t *n, size_t k,
+                                      double deff, double df, struct im_stats_homog *out) {
+  enum im_err e = im_stats_homogeneity(above, n, k, out);
+  if (e != IM_OK || out->chi2 == 0.0)
+    return e;
+  double d = deff > 1.0 ? deff : 1.0;
+  out->chi2 /= d;
+  out->min_expected /= d;
+  out->p = df > 0 && isfinite(df) ? im_stats_f_sf(out->chi2 / out->df, out->df, df)
+                                  : im_stats_chi2_sf(out->chi2, out->df);
+  return IM_OK;
+}
+
+void im_stats_deff_pool(const struct im_stats_deff *d, size_t k, struct im_stats_deff *out) {
+  double sum = 0.0, df = 0.0;
+  for (size_t i = 0; i < k; i++)
+    if (d[i].df > 0 && isfinite(d[i].deff)) {
+      sum += d[i].df * d[i].deff;
+      df += d[i].df;
+    }
+  out->p = NAN;
+  out->df = df;
+  out->deff = df > 0 ? fmax(1.0, sum / df) : NAN;
+}
+
+enum im_err im_stats_pct_ci_deff(int64_t n, double p, double conf, double deff, double df,
+                                 struct im_stats_pct_ci *out) {
+  bool est = df > 0 && isfinite(df);
+  if (!(deff > 1.0 || (est && deff >= 0)) || n < 1)
+    return im_stats_pct_ci(n, p, conf, out);
+  if (!conf_ok(conf))
+    return IM_INVAL;
+  deff = fmax(deff, 1.0);
+  if (est) {
+    double r = im_stats_t_quantile(0.5 + conf / 2, df) / im_stats_normal_quantile(0.5 + conf / 2);
+    deff *= r * r;
+  }
+  double scale = fmax(1.0, floor((double)n / deff)), ratio = (double)n / scale;
+  enum im_err e = im_stats_pct_ci((int64_t)scale, p, conf, out);
+  if (e != IM_OK)
+    return e;
+  out->lo_rank = (int64_t)floor((double)out->lo_rank * ratio);
+  out->hi_rank = out->hi_rank > (int64_t)scale ? n + 1 : (int64_t)ceil((double)out->hi_rank * ratio);
+  if (out->hi_rank > n + 1)
+    out->hi_rank = n + 1;
+  return IM_OK;
+}

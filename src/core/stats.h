@@ -230,4 +230,53 @@ struct im_stats_homog {
 enum im_err im_stats_homogeneity(const uint64_t *above, const uint64_t *n, size_t k,
                                  struct im_stats_homog *out) IM_WUR;
 
+/* The design effect of a share estimated from units in time order (batch
+ * means; docs/statistics.md "Design effect"): unit j has w[j] values of
+ * which a[j] are "above" (a request: w 1; a request's ITL gaps: w its
+ * gaps). The units are cut into B = floor(n / b) consecutive batches of b
+ * (a remainder of fewer than b units is left out), and
+ *   deff = B / (B - 1) * sum_b (A_b - p_b W_b)^2 / (W p (1 - p))
+ * with A_b, W_b a batch's sums, W their total, p_b the batches' own share
+ * A / W (the run's) and p the reference share (p_ref, e.g. the pooled
+ * runs'; NaN: p_b). Independent values give deff near 1 (a chi-square
+ * with B - 1 df over B - 1), blocks of L alike values L (b a multiple of
+ * L). Correlation longer than b is missed: deff is then biased low.
+ * deff is NaN and df 0 when B < 2 or p is 0 or 1 (no information); not
+ * floored (pool, then floor). IM_INVAL: NULL arrays with n > 0, b == 0,
+ * a[j] > w[j] or a negative entry. */
+struct im_stats_deff {
+  double deff, df; /* df = B - 1 */
+  double p;        /* the batches' share A / W */
+};
+enum im_err im_stats_design_effect(const double *a, const double *w, size_t n, size_t b,
+                                   double p_ref, struct im_stats_deff *out) IM_WUR;
+
+/* The homogeneity test above with every run's counts divided by a design
+ * effect deff >= 1 estimated with df degrees of freedom (the first-order
+ * Rao-Scott correction: J. N. K. Rao and A. J. Scott, JASA 76, 1981):
+ * chi2 = X^2 / deff (X^2 Pearson's of the raw counts) and, deff being an
+ * estimate, p = P(F(k - 1, df) >= chi2 / (k - 1)) (df = 0 or infinite:
+ * the chi-square tail of chi2), also when deff was floored to 1.
+ * min_expected is of the effective counts. deff < 1 or NaN reads as 1. Same errors as im_stats_homogeneity. */
+enum im_err im_stats_homogeneity_deff(const uint64_t *above, const uint64_t *n, size_t k,
+                                      double deff, double df, struct im_stats_homog *out) IM_WUR;
+/* Upper tail P(F >= x) of Fisher's F with d1, d2 > 0 degrees of freedom
+ * (I_{d2 / (d2 + d1 x)}(d2 / 2, d1 / 2)); 1 for x <= 0, NaN off domain. */
+double im_stats_f_sf(double x, double d1, double d2);
+
+/* The design effects of k runs pooled (docs/statistics.md "Design
+ * effect"): their df-weighted mean (runs with df 0 left out), df the sum,
+ * then floored at 1. deff NaN and df 0 when no run has information. */
+void im_stats_deff_pool(const struct im_stats_deff *d, size_t k, struct im_stats_deff *out);
+
+/* im_stats_pct_ci for n values whose "below the quantile" count has
+ * variance deff times the binomial one (deff estimated with df degrees of
+ * freedom; df 0 or infinite: known): the ranks of the interval of
+ * n_eff = n / deff' values scaled back to n, deff' = deff (t(1 - a/2, df)
+ * / z(1 - a/2))^2 (a = 1 - conf: the estimate's own noise; deff floored
+ * at 1 first), lo down and hi up. deff NaN, or <= 1 with df 0 (known):
+ * im_stats_pct_ci. coverage is the effective interval's. Same errors as im_stats_pct_ci. */
+enum im_err im_stats_pct_ci_deff(int64_t n, double p, double conf, double deff, double df,
+                                 struct im_stats_pct_ci *out) IM_WUR;
+
 #endif

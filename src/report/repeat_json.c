@@ -32,7 +32,9 @@ static int homogeneity(json_t *o, const struct im_repeat_stat *st) {
   return !c || im_jw_num(c, "chi2", st->homog_chi2, NULL) ||
          im_jw_num(c, "df", st->homog_df, NULL) || im_jw_num(c, "p", st->homog_p, NULL) ||
          im_jw_num(c, "min_expected", st->homog_min_expected, NULL) ||
-         im_jw_num(c, "alpha", IM_REPEAT_HOMOG_ALPHA, NULL);
+         im_jw_num(c, "alpha", IM_REPEAT_HOMOG_ALPHA, NULL) ||
+         im_jw_num(c, "design_effect", st->deff, NULL) ||
+         im_jw_num(c, "design_effect_df", st->deff_df, NULL);
 }
 
 static json_t *figure(const struct im_repeat_set *set, int f) {
@@ -273,9 +275,10 @@ void im_repeat_text(FILE *o, const struct im_repeat_set *set) {
   fprintf(o,
           "value: the mean over the runs (CI t: Student-t over the runs) or, for p90\n"
           "and p99, the percentile of every run's requests pooled (CI P: order-statistic\n"
-          "interval, valid when the runs pass a homogeneity test; HET: they do not).\n"
-          "width: the 95%% CI's, in %% of the value (\"> %g%%\": above the limit; \"exempt\":\n"
-          "an open-loop throughput, judged as achieved / offered rate instead).\n",
+          "interval, valid when the runs pass a homogeneity test; HET: they do not;\n"
+          "both corrected for the design effect of requests that share the server's\n"
+          "steps). width: the 95%% CI's, in %% of the value (\"> %g%%\": above the limit;\n"
+          "\"exempt\": an open-loop throughput, judged as achieved / offered rate).\n",
           100.0 * set->max_width);
   if (refs)
     fprintf(o,

@@ -12,8 +12,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "analyze/population.h"
 #include "core/log.h"
 #include "record/hist_json.h"
+#include "record/reader.h"
 #include "report/html.h"
 #include "report/repeat_json.h"
 #include "results/results.h"
@@ -74,6 +76,77 @@ static enum im_err count_run(struct im_repeat_set *set, size_t r, const char *di
   for (int m = 0; m < 4; m++)
     im_hist_cleanup(&h[m]);
   json_decref(res);
+  return rc;
+}
+
+static int by_start(const void *a, const void *b) {
+  const struct im_record *x = *(const struct im_record *const *)a;
+  const struct im_record *y = *(const struct im_record *const *)b;
+  return (x->t_start > y->t_start) - (x->t_start < y->t_start);
+}
+
+/* Latency m of the completed requests ok[0..n) (in start order) into v,
+ * with per[j] values of request j (ITL: its gaps); the values' count. */
+static size_t order_values(struct im_record *const *ok, size_t n, int m, int64_t *v,
+                           uint32_t *per, size_t *units) {
+  size_t at = 0, u = 0;
+  for (size_t j = 0; j < n; j++) {
+    const struct im_record *r = ok[j];
+    uint32_t c = 0;
+    if (m == 0 || m == 3) {
+      v[at + c++] = m == 0 ? r->t_first - r->t_start : r->t_last - r->t_start;
+    } else if (m == 1 && r->output_tokens >= 2) {
+      v[at + c++] = llround((double)(r->t_last - r->t_first) / (r->output_tokens - 1));
+    } else if (m == 2 && r->chunk_us) {
+      for (uint32_t i = 1; i < r->n_chunks; i++)
+        v[at + c++] = ((int64_t)r->chunk_us[i] - (int64_t)r->chunk_us[i - 1]) * 1000;
+    }
+    if (c)
+      per[u++] = c;
+    at += c;
+  }
+  *units = u;
+  return at;
+}
+
+/* Run r's requests in time order (its requests.jsonl: measured attempts
+ * that succeeded, by start), each latency's design effect against the
+ * pooled p90 and p99 (docs/statistics.md "Design effect"). Without a
+ * readable requests.jsonl the run's order is unknown: the test and the
+ * interval go uncorrected for it. */
+static enum im_err order_run(struct im_repeat_set *set, size_t r, const char *dir,
+                             const struct im_hist *pool) {
+  char path[4300];
+  snprintf(path, sizeof path, "%s/requests.jsonl", dir);
+  struct im_record *recs = NULL;
+  size_t n = 0, nv = 0, k = 0;
+  struct im_read_report rep;
+  if (access(path, R_OK) != 0 || im_records_read_path(path, &recs, &n, &rep) != IM_OK) {
+    im_records_free(recs, n);
+    return IM_OK;
+  }
+  struct im_record **ok = malloc((n ? n : 1) * sizeof *ok);
+  for (size_t i = 0; ok && i < n; i++) {
+    const struct im_record *x = &recs[i];
+    if ((x->kind == IM_KIND_MEASURED || x->kind == IM_KIND_RETRY) && im_attempt_succeeded(x) &&
+        x->t_start >= 0 && x->t_first >= 0 && x->t_last >= x->t_first) {
+      ok[k++] = &recs[i];
+      nv += x->chunk_us && x->n_chunks > 1 ? x->n_chunks - 1 : 1;
+    }
+  }
+  int64_t *v = malloc((nv ? nv : 1) * sizeof *v);
+  uint32_t *per = malloc((k ? k : 1) * sizeof *per);
+  enum im_err rc = ok && v && per ? IM_OK : IM_NOMEM;
+  if (rc == IM_OK)
+    qsort(ok, k, sizeof *ok, by_start);
+  for (int m = 0; m < 4 && rc == IM_OK; m++) {
+    size_t units, got = order_values(ok, k, m, v, per, &units);
+    rc = im_repeat_order_run(set, r, m, v, got, per, units, &pool[m]);
+  }
+  free(per);
+  free(v);
+  free(ok);
+  im_records_free(recs, n);
   return rc;
 }
 
@@ -163,7 +236,7 @@ enum im_err im_results_set(const struct im_results_set_in *in, bool *publishable
   im_repeat_pool(set, pool);
   /* Again over the runs, now that the pooled p90 and p99 are known. */
   for (size_t r = 0; r < n; r++)
-    if (count_run(set, r, runs[r].dir, pool) != IM_OK)
+    if (count_run(set, r, runs[r].dir, pool) != IM_OK || order_run(set, r, runs[r].dir, pool) != IM_OK)
       goto out;
   im_repeat_analyze(set, in->publish);
   *publishable = set->publishable;
