@@ -5,6 +5,13 @@
 
 #include "results/results_int.h"
 
+/* An evidence text longer than its field (n: snprintf's count) ends in
+ * "..." instead of stopping mid-word unannounced. */
+static void mark_cut(char *dst, size_t cap, int n) {
+  if (n >= 0 && (size_t)n >= cap && cap > 4)
+    memcpy(dst + cap - 4, "...", 4);
+}
+
 static void add_text(char *dst, size_t cap, const char *s) {
   size_t n = strlen(dst);
   if (n < cap)
@@ -53,7 +60,9 @@ int im__results_import_audit(const json_t *manifest, struct im_validity *v, json
       continue;
     if (no_schedule) {
       c->status = IM_CHECK_WARN;
-      snprintf(c->evidence, sizeof c->evidence, "not judged: %s, which records no %s", src, sched);
+      mark_cut(c->evidence, sizeof c->evidence,
+               snprintf(c->evidence, sizeof c->evidence, "not judged: %s, which records no %s",
+                        src, sched));
       snprintf(c->fix, sizeof c->fix,
                "measure with infermeter run (open loop, every send time against its schedule) "
                "to judge the client");
@@ -86,8 +95,9 @@ int im__results_import_audit(const json_t *manifest, struct im_validity *v, json
     memset(c, 0, sizeof *c);
     c->id = "imported";
     c->status = IM_CHECK_WARN;
-    snprintf(c->evidence, sizeof c->evidence, "%s; not collected: %s", src,
-             what[0] ? what : "nothing");
+    mark_cut(c->evidence, sizeof c->evidence,
+             snprintf(c->evidence, sizeof c->evidence, "%s; not collected: %s", src,
+                      what[0] ? what : "nothing"));
     snprintf(c->fix, sizeof c->fix,
              "figures from another tool's file: what it did not record cannot be checked; run "
              "the workload with infermeter run (with --scrape) for a full audit");
