@@ -61,8 +61,8 @@ int im__results_import_audit(const json_t *manifest, struct im_validity *v, json
     if (no_schedule) {
       c->status = IM_CHECK_WARN;
       mark_cut(c->evidence, sizeof c->evidence,
-               snprintf(c->evidence, sizeof c->evidence, "not judged: %s, which records no %s",
-                        src, sched));
+               snprintf(c->evidence, sizeof c->evidence, "not judged: %s, which records no %s", src,
+                        sched));
       snprintf(c->fix, sizeof c->fix,
                "measure with infermeter run (open loop, every send time against its schedule) "
                "to judge the client");
@@ -75,8 +75,8 @@ int im__results_import_audit(const json_t *manifest, struct im_validity *v, json
   /* A summary-only file (vLLM without --save-detailed): the checks that
    * read the records have nothing to read; each says so instead of
    * judging an empty run. */
-  static const char *const by_records[] = {"samples", "steady_state", "workload",
-                                           "effective_rate", "connections", "errors"};
+  static const char *const by_records[] = {"samples",        "steady_state", "workload",
+                                           "effective_rate", "connections",  "errors"};
   for (size_t i = 0; no_records && i < v->n; i++) {
     struct im_valid_check *c = &v->checks[i];
     for (size_t k = 0; k < sizeof by_records / sizeof by_records[0]; k++)
