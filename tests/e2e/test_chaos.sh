@@ -47,7 +47,9 @@ expect_class() {
 }
 FAST=(--rate 50 --requests 3)
 
-expect_class errorfield error_event "${FAST[@]}"
+# An SSE `error:` field carrying llama.cpp's context-size wording: an error
+# event, named for what it says (context_overflow, docs/results-schema.md).
+expect_class errorfield context_overflow "${FAST[@]}"
 check "errorfield: the server's message is kept" grep -q "exceeds the available context" "$TMP/errorfield.out"
 expect_class bigusage malformed "${FAST[@]}"
 expect_class html no_output "${FAST[@]}"

@@ -73,7 +73,8 @@ check "no nan in the table" test -z "$(grep -i nan "$TMP/auto.out")"
 check "the stage's line says it measured nothing" grep -q "no measured request" "$TMP/auto.out"
 check "no saturation point searched, and said" grep -q "not searched (no rate was swept)" "$TMP/auto.out"
 check "no 'an SLO failed' (none was given)" grep -q "no SLO failed" "$TMP/auto.out"
-"$BIN" history >"$TMP/hist.out" 2>&1
+# Wide enough for the directory column (80 columns show target and tags).
+COLUMNS=200 "$BIN" history >"$TMP/hist.out" 2>&1
 check "history lists the run without nan" test -z "$(grep "$TMP/auto" "$TMP/hist.out" | grep -i nan)"
 check "... its figures as -" grep -qE " +- +- +- .*$TMP/auto" "$TMP/hist.out"
 finish
