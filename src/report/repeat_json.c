@@ -262,15 +262,24 @@ void im_repeat_text(FILE *o, const struct im_repeat_set *set) {
     else if (st->n >= 2 && st->wide)
       snprintf(mark, sizeof mark, "  > %g%%%s", 100.0 * set->max_width,
                st->exempt ? ", exempt" : "");
+    /* A side no rank bounds (too few pooled requests) reads "-", as does
+     * the width it leaves undefined. */
+    char lo[24] = "-", hi[24] = "-", width[16] = "-";
+    if (isfinite(st->lo))
+      snprintf(lo, sizeof lo, "%.6g", st->lo);
+    if (isfinite(st->hi))
+      snprintf(hi, sizeof hi, "%.6g", st->hi);
     if (isfinite(st->lo) || isfinite(st->hi))
-      snprintf(ci, sizeof ci, "[%.6g, %.6g]", st->lo, st->hi);
+      snprintf(ci, sizeof ci, "[%s, %s]", lo, hi);
+    if (isfinite(st->rel_width))
+      snprintf(width, sizeof width, "%.1f%%", 100.0 * st->rel_width);
     const char *kind = st->kind == IM_CI_POOLED ? "P" : "t";
     if (refs)
-      fprintf(o, "%-20s %10.3f %6.1f%% %-2s%s%s\n", im_repeat_fig_name((enum im_repeat_fig)f),
-              st->estimate, 100.0 * st->rel_width, kind, ref, mark);
+      fprintf(o, "%-20s %10.3f %7s %-2s%s%s\n", im_repeat_fig_name((enum im_repeat_fig)f),
+              st->estimate, width, kind, ref, mark);
     else
-      fprintf(o, "%-20s %10.3f %21s %6.1f%% %s%s\n", im_repeat_fig_name((enum im_repeat_fig)f),
-              st->estimate, ci, 100.0 * st->rel_width, kind, mark);
+      fprintf(o, "%-20s %10.3f %21s %7s %s%s\n", im_repeat_fig_name((enum im_repeat_fig)f),
+              st->estimate, ci, width, kind, mark);
   }
   fprintf(o,
           "value: the mean over the runs (CI t: Student-t over the runs) or, for p90\n"
