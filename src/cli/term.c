@@ -174,6 +174,21 @@ static int wrap_close(void *cookie) {
   return 0;
 }
 
+/* A write-only stream over `state` (calloc'd by the caller, freed by
+ * `close`, or here when the stream cannot be made): `under` itself when it
+ * cannot, so output is never lost, only left unformatted. */
+static FILE *cookie_open(void *state, FILE *under, cookie_write_function_t *write,
+                         cookie_close_function_t *close) {
+  cookie_io_functions_t io = {.write = write, .close = close};
+  FILE *f = fopencookie(state, "w", io);
+  if (!f) {
+    free(state);
+    return under;
+  }
+  fflush(under);
+  return f;
+}
+
 FILE *im__wrap_open(FILE *under, int width) {
   if (!under)
     return NULL;
@@ -182,14 +197,7 @@ FILE *im__wrap_open(FILE *under, int width) {
     return under;
   w->under = under;
   w->width = width < 20 ? 20 : width;
-  cookie_io_functions_t io = {.write = wrap_write, .close = wrap_close};
-  FILE *f = fopencookie(w, "w", io);
-  if (!f) {
-    free(w);
-    return under;
-  }
-  fflush(under);
-  return f;
+  return cookie_open(w, under, wrap_write, wrap_close);
 }
 
 void im__wrap_close(FILE *wrapped, FILE *under) {
@@ -375,12 +383,5 @@ FILE *im__help_open(FILE *under, int width) {
     return under;
   h->under = under;
   h->width = width < 20 ? 20 : width;
-  cookie_io_functions_t io = {.write = help_write, .close = help_close};
-  FILE *f = fopencookie(h, "w", io);
-  if (!f) {
-    free(h);
-    return under;
-  }
-  fflush(under);
-  return f;
+  return cookie_open(h, under, help_write, help_close);
 }
