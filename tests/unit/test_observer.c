@@ -26,7 +26,7 @@ struct reader {
   struct im_observer *obs;
   atomic_int stop;
   int snapshots, went_back;
-  size_t last_gpu;
+  atomic_size_t last_gpu;
 };
 
 static void *read_loop(void *arg) {
@@ -71,7 +71,11 @@ int main(void) {
   struct reader r = {.obs = obs};
   pthread_t th;
   CHECK_EQ(pthread_create(&th, NULL, read_loop, &r), 0);
-  nanosleep(&(struct timespec){0, 550000000}, NULL);
+  /* Wait for the baseline and two interval samples as the reader sees
+   * them (a condition, not a duration: a loaded sanitizer host may take
+   * far longer than 3 intervals); 120 s is a hang, not a slow host. */
+  for (int i = 0; i < 12000 && atomic_load(&r.last_gpu) < 3; i++)
+    nanosleep(&(struct timespec){0, 10000000}, NULL);
   im_observer_stop(obs);
   r.stop = 1;
   pthread_join(th, NULL);
