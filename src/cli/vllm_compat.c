@@ -9,6 +9,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "results/vllm_file.h"
+
 /* A vLLM flag taking one value, and the infermeter flag of the same meaning. */
 static const struct {
   const char *vllm, *ours;
@@ -638,4 +640,21 @@ fail:
   free(t.o.v);
   im__vllm_free(v);
   return -1;
+}
+
+int im__vllm_save(const char *dir, const struct im__vllm *v) {
+  struct im_vllm_file f = {
+      .save_detailed = v->save_detailed, .result_dir = v->result_dir,
+      .result_filename = v->result_filename, .backend = v->backend, .label = v->label,
+      .metadata = v->metadata, .n_metadata = v->n_metadata,
+      .metric_percentiles = v->metric_percentiles, .percentile_metrics = v->percentile_metrics,
+      .num_prompts = v->num_prompts, .ramp = v->ramp, .ramp_start = v->ramp_start,
+      .ramp_end = v->ramp_end};
+  char path[4200], err[4400];
+  if (im_vllm_file_write(dir, &f, path, sizeof path, err, sizeof err) != IM_OK) {
+    fprintf(stderr, "infermeter: %s\n", err);
+    return -1;
+  }
+  fprintf(stderr, "infermeter: vLLM result file: %s\n", path);
+  return 0;
 }

@@ -38,8 +38,8 @@ int im__vllm_translate(int argc, char **argv, int *out_argc, char ***out_argv,
 /* Frees the strings the translation made (the translated argv's). */
 void im__vllm_free(struct im__vllm *v);
 
-/* vllm_result.c: writes vLLM's flat result file of the run in dir
- * (results.json, requests.jsonl) as v asks. 0, or -1 after saying why. */
+/* Writes vLLM's flat result file of the run in dir as v asks
+ * (results/vllm_file.h) and says where. 0, or -1 after saying why. */
 int im__vllm_save(const char *dir, const struct im__vllm *v);
 
 #endif

@@ -1,7 +1,6 @@
-/* vLLM's flat result file of a run (`--save-result`, cli/vllm_compat.h):
- * the keys and their meaning as vLLM's vllm/benchmarks/serve.py writes
- * them (main_async, benchmark, calculate_metrics, compute_result_filename);
- * docs/migrating.md lists them. */
+/* vLLM's flat result file of a run (results/vllm_file.h). */
+#include "results/vllm_file.h"
+
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -10,7 +9,6 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "cli/vllm_compat.h"
 #include "record/reader.h"
 #include "record/record.h"
 #include "report/jsonw.h" /* im_jw_pct_word: vLLM's str(int(p)) if whole, else str(p) */
@@ -31,7 +29,7 @@ static bool in_list(const char *list, const char *word, size_t n) {
 /* Whether a key of the summary belongs in vLLM's file: vLLM writes mean,
  * median, std and the --metric-percentiles (default 99) of the metrics of
  * --percentile-metrics (default ttft,tpot,itl) only (serve.py). */
-static bool vllm_key_kept(const char *key, const struct im__vllm *v) {
+static bool vllm_key_kept(const char *key, const struct im_vllm_file *v) {
   if (!strcmp(key, "null_reasons")) /* infermeter's: why a figure is null */
     return false;
   size_t n = strlen(key);
@@ -125,17 +123,18 @@ static void add_arrays(const char *dir, json_t *out) {
   json_object_set_new(out, "errors", er);
 }
 
-int im__vllm_save(const char *dir, const struct im__vllm *v) {
+enum im_err im_vllm_file_write(const char *dir, const struct im_vllm_file *v, char *file,
+                               size_t file_len, char *err, size_t err_len) {
   char path[4200];
   snprintf(path, sizeof path, "%s/results.json", dir);
   json_error_t je;
   json_t *res = json_load_file(path, 0, &je);
   const json_t *sum = json_object_get(res, "summary"), *m = json_object_get(res, "manifest");
   if (!json_is_object(sum)) {
-    fprintf(stderr, "infermeter: --save-result: %s has no one-stage summary (a sweep writes "
-                    "none: vLLM's file holds one configuration)\n", path);
     json_decref(res);
-    return -1;
+    return im_errf(err, err_len, IM_INVAL,
+                   "--save-result: %s has no one-stage summary (a sweep writes none: vLLM's "
+                   "file holds one configuration)", path);
   }
   const json_t *sch = json_object_get(m, "schedule"), *tgt = json_object_get(m, "target");
   const char *model = json_string_value(json_object_get(tgt, "model"));
@@ -184,13 +183,18 @@ int im__vllm_save(const char *dir, const struct im__vllm *v) {
       json_object_set(out, key, val);
   if (v->save_detailed)
     add_arrays(dir, out);
-  char file[4200];
-  if (v->result_dir && mkdir(v->result_dir, 0755) && errno != EEXIST)
-    fprintf(stderr, "infermeter: --result-dir %s: %s\n", v->result_dir, strerror(errno));
+  if (v->result_dir && mkdir(v->result_dir, 0755) && errno != EEXIST) {
+    enum im_err e = im_errf(err, err_len, IM_IO, "--result-dir %s: %s", v->result_dir,
+                            strerror(errno));
+    json_decref(out);
+    json_decref(res);
+    return e;
+  }
+  const char *rdir = v->result_dir ? v->result_dir : ".";
   if (v->result_filename && v->result_filename[0] == '/')
-    snprintf(file, sizeof file, "%s", v->result_filename);
+    snprintf(file, file_len, "%s", v->result_filename);
   else if (v->result_filename)
-    snprintf(file, sizeof file, "%s/%s", v->result_dir ? v->result_dir : ".", v->result_filename);
+    snprintf(file, file_len, "%s/%s", rdir, v->result_filename);
   else {
     const char *base = model ? strrchr(model, '/') : NULL;
     char rs[32], conc[48] = "";
@@ -207,18 +211,17 @@ int im__vllm_save(const char *dir, const struct im__vllm *v) {
     const char *label = v->label ? v->label : backend ? backend : "openai-chat";
     const char *mbase = base ? base + 1 : model ? model : "model";
     if (v->ramp) /* compute_result_filename in serve.py */
-      snprintf(file, sizeof file, "%s/%s-ramp-up-%s-%sqps-%sqps%s-%s-%s.json", v->result_dir, label,
+      snprintf(file, file_len, "%s/%s-ramp-up-%s-%sqps-%sqps%s-%s-%s.json", rdir, label,
                v->ramp, v->ramp_start, v->ramp_end, conc, mbase, date);
     else
-      snprintf(file, sizeof file, "%s/%s-%sqps%s-%s-%s.json", v->result_dir, label, rs, conc,
+      snprintf(file, file_len, "%s/%s-%sqps%s-%s-%s.json", rdir, label, rs, conc,
                mbase, date);
   }
   int rc = json_dump_file(out, file, JSON_REAL_PRECISION(17));
-  if (rc)
-    fprintf(stderr, "infermeter: --save-result: cannot write %s\n", file);
-  else
-    fprintf(stderr, "infermeter: vLLM result file: %s\n", file);
   json_decref(out);
   json_decref(res);
-  return rc ? -1 : 0;
+  if (rc)
+    return im_errf(err, err_len, IM_IO, "--save-result: cannot write %s: %s", file,
+                   strerror(errno));
+  return IM_OK;
 }
