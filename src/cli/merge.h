@@ -5,9 +5,7 @@
 #define IM_CLI_MERGE_H
 
 #include <stdbool.h>
-#include <stdio.h>
-
-#include <jansson.h>
+#include <stddef.h>
 
 /* Options of a merge (for the MPI run's rank 0, which merges its ranks). */
 struct im__merge_opts {
@@ -25,15 +23,5 @@ struct im__merge_opts {
  * different plans, missing shards without --partial), else the report's
  * (3 when any shard's client self-check was INVALID, 130 incomplete). */
 int im__merge_dirs(const struct im__merge_opts *mo);
-
-/* A merged run's manifest: whether a shard's own client self-check was
- * INVALID (each named on text when not NULL). For the report's exit status. */
-bool im__merge_shards_invalid(const json_t *manifest, FILE *text);
-
-struct im_valid_check;
-/* A merged run's clock alignment check (analyze/clocksync.h) from its
- * manifest's shards, against the mean ITL in ms; false when the manifest is
- * not a merged run's. */
-bool im__merge_clock_check(const json_t *manifest, double itl_mean_ms, struct im_valid_check *c);
 
 #endif
