@@ -111,6 +111,7 @@ enum im_err im_stage_analyze(const struct im_stage_input *in, struct im_stage_fi
   struct im_tokens_config tc = in->tokens;
   if (!tc.window) /* not configured: docs/metrics.md §4's defaults */
     im_tokens_config_default(&tc);
+  tc.host = in->host; /* a host stall is not the server's (analyze/tokens.h) */
   if (!err)
     err = im_tokens_compute(&f->pop, &tc, &f->tokens);
   if (!err)

@@ -118,6 +118,17 @@ static enum im_err push_idx(struct pass *p, uint64_t i) {
   return IM_OK;
 }
 
+/* Whether the gap ending at chunk of r would be within limit without the
+ * longest host stall the probe saw during it. */
+static bool host_explains(const struct im_tokens *t, const struct im_record *r, uint32_t chunk,
+                          int64_t gap, double limit) {
+  if (!t->cfg.host)
+    return false;
+  int64_t late = im_hostlat_stall_within(t->cfg.host, r->t_start + (int64_t)r->chunk_us[chunk - 1] * 1000,
+                                         r->t_start + (int64_t)r->chunk_us[chunk] * 1000);
+  return late > 0 && (double)(gap - late) <= limit;
+}
+
 /* Stalls of one request: placed by token index, context and time. */
 static enum im_err stalls_of(struct im_tokens *t, struct pass *p, const struct im_record *r,
                              size_t req, size_t n) {
@@ -126,7 +137,10 @@ static enum im_err stalls_of(struct im_tokens *t, struct pass *p, const struct i
   uint64_t tokens = im_record_chunk_tokens(r, 0);
   for (size_t i = 0; i < n; i++) {
     uint32_t chunk = (uint32_t)i + 1;
-    if ((double)p->gaps[i] > t->cfg.stall_k * (double)med && med > 0) {
+    double limit = t->cfg.stall_k * (double)med;
+    if ((double)p->gaps[i] > limit && med > 0 && host_explains(t, r, chunk, p->gaps[i], limit))
+      t->host_stalls++;
+    else if ((double)p->gaps[i] > limit && med > 0) {
       size_t b = tokens / IM_TOKENS_POS_WIDTH;
       t->by_position[b < IM_TOKENS_POS_BUCKETS ? b : IM_TOKENS_POS_BUCKETS - 1]++;
       unsigned ctx = (r->prompt_tokens ? r->prompt_tokens : r->context_tokens) + (unsigned)tokens;

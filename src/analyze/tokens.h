@@ -21,6 +21,12 @@
  * every stream at once, a per-request stall (a KV block boundary, a
  * preemption) does not.
  *
+ * Host noise: with the host probe's stalls (core/hostlat.h, the client's
+ * process), a gap past k times the median that overlaps a host stall and
+ * would not be one without it (the gap less the host's lateness is within
+ * k times the median) is the host's: counted in host_stalls, not as a
+ * stall, so a loaded machine's pauses are not read as the server's.
+ *
  * Population (analyze/population.h): the final attempts of completed
  * requests. Pure: no I/O, no global state. */
 #ifndef IM_ANALYZE_TOKENS_H
@@ -33,6 +39,7 @@
 #include "analyze/breakdown.h"
 #include "analyze/population.h"
 #include "core/hist.h"
+#include "core/hostlat.h"
 
 #define IM_TOKENS_DEFAULT_WINDOW 8
 #define IM_TOKENS_DEFAULT_STRIDE 4
@@ -54,6 +61,7 @@ struct im_tokens_config {
   uint32_t window;   /* w >= 1 */
   uint32_t stride;   /* s >= 1 */
   double stall_k;    /* > 1 */
+  const struct im_hostlat *host; /* the host probe's stalls (NULL: none); kept by the caller */
 };
 
 struct im_tokens {
@@ -64,6 +72,7 @@ struct im_tokens {
   uint64_t gaps;
   int64_t median_gap_ns;            /* over every gap; 0 without gaps */
   uint64_t stalls, stalled_requests;
+  uint64_t host_stalls;             /* gaps past k x median a host stall explains (not in stalls) */
   uint64_t by_position[IM_TOKENS_POS_BUCKETS]; /* bucket i: [i*W, (i+1)*W) tokens */
   int64_t peak_position;            /* the index the stalls cluster at; -1 without stalls */
   uint64_t peak_stalls;             /* stalls within +-IM_TOKENS_PEAK_TOL of peak_position */

@@ -61,6 +61,7 @@ static int stalls(json_t *a, const struct im_tokens *t) {
     return -1;
   return im_jw_num(o, "k", t->cfg.stall_k, NULL) || im_jw_uint(o, "count", t->stalls) ||
          im_jw_uint(o, "stalled_requests", t->stalled_requests) ||
+         im_jw_uint(o, "host_stalls", t->host_stalls) ||
          im_jw_uint(o, "position_width", IM_TOKENS_POS_WIDTH) ||
          json_object_set_new(o, "peak_position", t->peak_position >= 0
                                                      ? json_integer(t->peak_position)
@@ -175,6 +176,10 @@ void im_analysis_text(FILE *o, const struct im_stage_figures *f, const struct im
             100.0 * t->aligned_share);
   else
     fprintf(o, "Stalls (gap > %g x request median):     none\n", t->cfg.stall_k);
+  if (t->host_stalls)
+    fprintf(o, "  and %llu gap%s that a host stall explains (the machine paused, not the "
+               "server; not counted as stalls)\n",
+            (unsigned long long)t->host_stalls, t->host_stalls == 1 ? "" : "s");
   const struct im_probes *p = &f->probes;
   if (p->sent)
     fprintf(o, "Probes (1 token, Poisson):              %llu sent, %llu failed, p50 %.2f / p99 "

@@ -188,8 +188,52 @@ static void test_edges(void) {
   im_population_cleanup(&pop);
 }
 
+/* The host's pauses: 40 chunks 10 ms apart from t0 = 1 s, a 95 ms gap
+ * before chunk 20 (it ends at 1 s + 100 + 19*10 + 95 ms = 1.385 s, limit
+ * 5 x 10 = 50 ms) and a 150 ms gap before chunk 30. The probe saw one stall
+ * 50 ms late waking at 1.36 s (inside the first gap: 95 - 50 = 45 <= 50, the
+ * host's) and none in the second: one stall, one host stall. Without the
+ * probe both are stalls; a probe stall of 30 ms does not explain the 95 ms
+ * gap (65 > 50). */
+static void test_host_stalls(void) {
+  uint32_t us[40];
+  evenly(us, 40, 20, 95);
+  for (uint32_t i = 30; i < 40; i++)
+    us[i] += 140000; /* 150 ms before chunk 30 */
+  struct im_record r = req(1, 1000 * MS, us, 40, 100);
+  struct im_population pop;
+  struct im_tokens_config c;
+  struct im_tokens t;
+  im_tokens_config_default(&c);
+  CHECK_OK(im_population_build(&r, 1, 0, INT64_C(1) << 40, &pop));
+  CHECK_OK(im_tokens_compute(&pop, &c, &t));
+  CHECK_EQ(t.stalls, 2);
+  CHECK_EQ(t.host_stalls, 0);
+  im_tokens_cleanup(&t);
+  struct im_hostlat h;
+  im_hostlat_init(&h, MS);
+  im_hostlat_add(&h, 1360 * MS, 50 * MS);
+  c.host = &h;
+  CHECK_OK(im_tokens_compute(&pop, &c, &t));
+  CHECK_EQ(t.stalls, 1);
+  CHECK_EQ(t.host_stalls, 1);
+  CHECK_EQ(t.peak_position, 30); /* the stall left is the server's */
+  im_tokens_cleanup(&t);
+  im_hostlat_cleanup(&h);
+  im_hostlat_init(&h, MS);
+  im_hostlat_add(&h, 1360 * MS, 30 * MS);
+  c.host = &h;
+  CHECK_OK(im_tokens_compute(&pop, &c, &t));
+  CHECK_EQ(t.stalls, 2);
+  CHECK_EQ(t.host_stalls, 0);
+  im_tokens_cleanup(&t);
+  im_hostlat_cleanup(&h);
+  im_population_cleanup(&pop);
+}
+
 int main(void) {
   test_windows();
+  test_host_stalls();
   test_stall_position();
   test_alignment();
   test_localise();
