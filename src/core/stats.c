@@ -21,6 +21,7 @@
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* ---------------------------------------------------------------- basics */
 
@@ -33,9 +34,78 @@ static int cmp_double(const void *pa, const void *pb) {
   return (a > b) - (a < b);
 }
 
+/* Below this many values qsort is as quick as the radix passes. */
+#define RADIX_MIN 512
+
+/* The double's bits as an unsigned key in the doubles' order: sign bit
+ * set for positives, every bit flipped for negatives. -0.0 is written back
+ * as +0.0 first (the two compare equal), so they are one key. */
+static uint64_t radix_key(double *v) {
+  if (*v == 0.0)
+    *v = 0.0;
+  uint64_t u;
+  memcpy(&u, v, sizeof u);
+  return u >> 63 ? ~u : u | UINT64_C(0x8000000000000000);
+}
+
+/* LSD radix sort of n non-NaN values, 8 bits a pass (a pass where every
+ * key has the same byte is skipped). false when tmp cannot be had. */
+static bool radix_sort(double *x, size_t n) {
+  uint64_t *k = malloc(n * sizeof *k), *t = malloc(n * sizeof *t);
+  size_t(*cnt)[256] = calloc(8, sizeof *cnt);
+  if (!k || !t || !cnt) {
+    free(k);
+    free(t);
+    free(cnt);
+    return false;
+  }
+  for (size_t i = 0; i < n; i++) {
+    k[i] = radix_key(&x[i]);
+    for (unsigned b = 0; b < 8; b++)
+      cnt[b][(k[i] >> (8 * b)) & 0xff]++;
+  }
+  for (unsigned b = 0; b < 8; b++) {
+    if (cnt[b][(k[0] >> (8 * b)) & 0xff] == n)
+      continue; /* one byte value for all */
+    size_t at = 0;
+    for (unsigned d = 0; d < 256; d++) {
+      size_t c = cnt[b][d];
+      cnt[b][d] = at;
+      at += c;
+    }
+    for (size_t i = 0; i < n; i++)
+      t[cnt[b][(k[i] >> (8 * b)) & 0xff]++] = k[i];
+    uint64_t *sw = k;
+    k = t;
+    t = sw;
+  }
+  for (size_t i = 0; i < n; i++) {
+    uint64_t u = k[i] >> 63 ? k[i] & ~UINT64_C(0x8000000000000000) : ~k[i];
+    memcpy(&x[i], &u, sizeof u);
+  }
+  free(k);
+  free(t);
+  free(cnt);
+  return true;
+}
+
 void im_stats_sort(double *x, size_t n) {
-  if (n > 1)
-    qsort(x, n, sizeof *x, cmp_double);
+  if (n < RADIX_MIN) {
+    if (n > 1)
+      qsort(x, n, sizeof *x, cmp_double);
+    return;
+  }
+  /* NaNs to the end (their order among themselves is not defined), the
+   * rest by radix; qsort when no memory. */
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++)
+    if (!isnan(x[i])) {
+      double v = x[i];
+      x[i] = x[m];
+      x[m++] = v;
+    }
+  if (m > 1 && !radix_sort(x, m))
+    qsort(x, m, sizeof *x, cmp_double);
 }
 
 static double clamp01(double p) {

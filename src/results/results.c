@@ -40,11 +40,19 @@
 
 /* One stage's records, shallow copies (the chunk arrays stay with the
  * array read from disk). */
-static struct im_record *stage_records(const struct im_record *all, size_t n, uint32_t stage,
-                                       size_t *out_n) {
+/* Stage `stage`'s records: all of them in place when every record is
+ * that stage's (*copy NULL), else a copy (*copy, the caller frees it). NULL
+ * when out of memory. */
+static const struct im_record *stage_records(const struct im_record *all, size_t n,
+                                             uint32_t stage, size_t *out_n,
+                                             struct im_record **copy) {
   size_t k = 0;
   for (size_t i = 0; i < n; i++)
     k += all[i].stage == stage;
+  *copy = NULL;
+  *out_n = k;
+  if (k == n && n)
+    return all;
   struct im_record *v = malloc((k ? k : 1) * sizeof *v);
   *out_n = 0;
   if (!v)
@@ -52,6 +60,7 @@ static struct im_record *stage_records(const struct im_record *all, size_t n, ui
   for (size_t i = 0; i < n; i++)
     if (all[i].stage == stage)
       v[(*out_n)++] = all[i];
+  *copy = v;
   return v;
 }
 
@@ -448,7 +457,8 @@ static int timeline_json(const struct im_stage_figures *f, const struct im_stage
 static int report_stage(struct rep *p, size_t i, bool single) {
   struct im_rundir_stage *s = &p->rd.st[i];
   size_t n = 0;
-  struct im_record *recs = stage_records(p->recs, p->n_recs, (uint32_t)i, &n);
+  struct im_record *copy = NULL;
+  const struct im_record *recs = stage_records(p->recs, p->n_recs, (uint32_t)i, &n, &copy);
   struct im_stage_figures f;
   struct im_server_figures sf;
   int rc = -1;
@@ -572,7 +582,7 @@ oom:
 out:
   im_server_figures_cleanup(&sf);
   im_stage_figures_cleanup(&f);
-  free(recs);
+  free(copy);
   return rc;
 }
 

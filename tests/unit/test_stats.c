@@ -1,4 +1,6 @@
+#include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "check.h"
 #include "core/rng.h"
@@ -449,7 +451,67 @@ static void test_homogeneity(void) {
   CHECK_EQ(im_stats_homogeneity(up, n, 1, &h), IM_INVAL);
 }
 
+static int by_value(const void *pa, const void *pb) {
+  double a = *(const double *)pa, b = *(const double *)pb;
+  return (a > b) - (a < b);
+}
+
+/* The radix path of im_stats_sort (512 values and more) gives the order a
+ * comparison sort gives: random latencies, negatives, both zeros, the
+ * infinities, subnormals, duplicates and NaNs (last, counted). */
+static void test_sort_large(void) {
+  struct im_rng g;
+  im_rng_seed(&g, 42);
+  const size_t sizes[] = {511, 512, 513, 1000, 4097, 100000};
+  for (size_t s = 0; s < N_OF(sizes); s++) {
+    size_t n = sizes[s];
+    double *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
+    CHECK(a && b);
+    if (!a || !b)
+      return;
+    size_t nans = 0;
+    for (size_t i = 0; i < n; i++) {
+      double v;
+      switch (im_rng_below(&g, 12)) {
+      case 0: v = -im_rng_exp(&g) * 1e3; break;
+      case 1: v = (im_rng_below(&g, 2) ? -0.0 : 0.0); break;
+      case 2: v = (im_rng_below(&g, 2) ? -INFINITY : INFINITY); break;
+      case 3: v = 4.9e-324 * (double)im_rng_below(&g, 100); break;
+      case 4: v = NAN; nans++; break;
+      case 5: v = 120.0; break; /* duplicates */
+      default: v = im_rng_exp(&g) * 50.0; break;
+      }
+      a[i] = v;
+    }
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+      if (!isnan(a[i]))
+        b[m++] = a[i];
+    qsort(b, m, sizeof *b, by_value);
+    im_stats_sort(a, n);
+    CHECK_EQ(m + nans, n);
+    size_t bad = 0;
+    for (size_t i = 0; i < m; i++)
+      bad += a[i] == b[i] ? 0u : 1u;
+    for (size_t i = m; i < n; i++)
+      bad += isnan(a[i]) ? 0u : 1u;
+    CHECK_EQ(bad, 0);
+    free(a);
+    free(b);
+  }
+  /* All equal but one: the skipped passes still move the odd one. */
+  double same[600];
+  for (size_t i = 0; i < N_OF(same); i++)
+    same[i] = 7.0;
+  same[300] = 6.0;
+  im_stats_sort(same, N_OF(same));
+  CHECK_NEAR(same[0], 6.0, 0);
+  CHECK_NEAR(same[1], 7.0, 0);
+  CHECK_NEAR(same[599], 7.0, 0);
+}
+
 int main(void) {
+  test_sort_large();
   test_holm();
   test_homogeneity();
   test_repetition();
