@@ -42,7 +42,7 @@ for sc in "$@"; do
     [ "$verdict" = PUBLISHABLE ] && pub=$((pub + 1))
     echo "== $name try $t: $verdict, exit $rc, ${wall} s"
     jq -r '.figures | to_entries[] | select(.value.n >= 2) |
-      "  \(.key | .[0:20] | . + (" " * (20 - length))) \(((.value.ci_width_rel // -1) * 1000 | round) / 10)% \(if .value.ci_kind == "pooled_order_statistic" then "P" else "t" end) \(
+      "  \(.key | .[0:20] | . + (" " * (20 - length))) \(if .value.ci_width_rel == null then "unbounded" else "\((.value.ci_width_rel * 1000 | round) / 10)%" end) \(if .value.ci_kind == "pooled_order_statistic" then "P" else "t" end) \(
         if .value.exempt then "exempt" elif .value.heterogeneous then "HET p=\(.value.homogeneity.p)" elif .value.wide then "WIDE (runs_needed \(if .value.runs_needed_capped then ">" else "" end)\(.value.runs_needed))" else "ok" end)"' \
       "$d/results.json" 2>/dev/null
     jq -r '"  " + .throughput_exemption.reason' "$d/results.json" 2>/dev/null

@@ -150,6 +150,11 @@ enum im_err im_repeat_stat_pooled_deff(double est, double lo, double hi, const u
     double m = ceil((double)used * (out->rel_width / max_width) * (out->rel_width / max_width));
     out->runs_needed_capped = !(m <= IM_REPEAT_RUNS_NEEDED_CAP);
     out->runs_needed = out->runs_needed_capped ? IM_REPEAT_RUNS_NEEDED_CAP : (size_t)m;
+  } else if (out->wide && used) {
+    /* A side too few requests bound: more runs than these ("> k"); the
+     * missing width cannot say how many. */
+    out->runs_needed = used;
+    out->runs_needed_capped = true;
   }
   return IM_OK;
 }

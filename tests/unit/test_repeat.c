@@ -303,6 +303,23 @@ static void test_pooled(void) {
   CHECK(!st->heterogeneous);
 }
 
+/* A pooled interval with an unbounded upper side (too few requests for
+ * p99): wide, and "> 3 runs" rather than 0. A bounded one keeps its
+ * estimate from the width: 3 runs at 16 % need 3 x 2^2 = 12. */
+static void test_pooled_unbounded(void) {
+  const uint64_t above[3] = {1, 1, 1}, n[3] = {100, 100, 100};
+  const double v[3] = {100, 101, 102};
+  struct im_repeat_stat st;
+  CHECK_OK(im_repeat_stat_pooled(100, 90, NAN, above, n, 3, v, 3, 0.08, &st));
+  CHECK(st.wide);
+  CHECK_EQ(st.runs_needed, 3);
+  CHECK(st.runs_needed_capped);
+  CHECK_OK(im_repeat_stat_pooled(100, 92, 108, above, n, 3, v, 3, 0.08, &st));
+  CHECK(st.wide);
+  CHECK_EQ(st.runs_needed, 12);
+  CHECK(!st.runs_needed_capped);
+}
+
 /* The open-loop exemption of the throughputs: judged by completed /
  * offered; never a latency. */
 static void test_exemption(void) {
@@ -369,6 +386,7 @@ static void test_exemption(void) {
 int main(void) {
   test_runs_needed();
   test_pooled();
+  test_pooled_unbounded();
   test_exemption();
   test_stat();
   test_pool();
