@@ -164,6 +164,8 @@ int im__run_agent_opt(struct im_run_agent_opts *a, int code, const char *arg) {
     }
     a->serve_profile = arg;
     return 0;
+  case O_SERVE_TIME_SCALE:
+    return im_arg_double("--serve-time-scale", arg, 1e-3, 1e3, &a->serve_time_scale);
   default:
     return -1;
   }
@@ -200,6 +202,8 @@ void im__run_agent_help(FILE *o) {
 "                            recorded per request, figures per model\n"
 "  --serve-profile NAME      profile of the built-in server (without --url), e.g.\n"
           "                            deepseek-r1-8xh200 (default: infermeter serve's)\n"
+          "  --serve-time-scale K      the built-in server runs K times faster than real time\n"
+          "                            (serve --time-scale; recorded in manifest.server)\n"
           "\n");
   /* clang-format on */
 }

@@ -21,6 +21,7 @@ enum {
   O_TOOL_LATENCY,
   O_TOOL_RESULT_LEN,
   O_SERVE_PROFILE,
+  O_SERVE_TIME_SCALE,
   O_CANCEL_AFTER,
   O_RESPONSE_FORMAT,
   O_MODEL_MIX,
@@ -35,6 +36,7 @@ enum {
   {"tool-latency", required_argument, 0, O_TOOL_LATENCY},         \
   {"tool-result-len", required_argument, 0, O_TOOL_RESULT_LEN},   \
   {"serve-profile", required_argument, 0, O_SERVE_PROFILE},       \
+  {"serve-time-scale", required_argument, 0, O_SERVE_TIME_SCALE}, \
   {"cancel-after", required_argument, 0, O_CANCEL_AFTER},         \
   {"response-format", required_argument, 0, O_RESPONSE_FORMAT},   \
   {"model-mix", required_argument, 0, O_MODEL_MIX}

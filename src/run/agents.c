@@ -27,4 +27,6 @@ const char *im__run_agent_check(const struct im_run_agent_opts *a, bool sessions
 void im__run_agent_serve(const struct im_run_agent_opts *a, struct im_server_config *cfg) {
   if (a->serve_profile)
     cfg->engine.profile = im_profile_find(a->serve_profile);
+  if (a->serve_time_scale > 0)
+    cfg->engine.time_scale = a->serve_time_scale;
 }

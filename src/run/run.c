@@ -888,6 +888,9 @@ static int run_all(struct run *r) {
   if (!o->seed_given)
     o->seed = im_mix64((uint64_t)im_wall_ns() ^ ((uint64_t)getpid() << 32));
   r->env.builtin = o->url == NULL;
+  if (!r->env.builtin && (o->agent.serve_time_scale > 0 || o->agent.serve_profile))
+    im__run_say(IM_RUN_SAY_INFO, "--serve-profile and --serve-time-scale set the built-in "
+                                 "server: ignored with --url");
   if (r->env.builtin && !o->ignore_eos_given && !im__run_agent_eos_free(&o->agent))
     o->ignore_eos = true; /* structured output and reasoning end by themselves */
   if (o->requests)

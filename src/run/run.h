@@ -51,6 +51,7 @@ struct im_run_agent_opts {
   int64_t tool_latency_ns;      /* --tool-latency DUR (default 200 ms) */
   uint32_t tool_result_len;     /* --tool-result-len N tokens (default 512) */
   const char *serve_profile;    /* --serve-profile: the built-in server's (NULL: default) */
+  double serve_time_scale;      /* --serve-time-scale K: the built-in server's (0: real time) */
   int64_t cancel_after_ns;      /* --cancel-after DUR[:SHARE] */
   uint32_t cancel_after_tokens; /* --cancel-after Nt[:SHARE] */
   double cancel_share;          /* default 1 */
