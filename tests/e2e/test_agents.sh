@@ -196,6 +196,22 @@ check "agent-tool-chain.json runs (exit $rc)" ok_rc $rc
 # (max_tokens 64..192 leaves room for the calls' 16..48 argument tokens)
 check "its chains made tool calls" jq -e '.metrics.agents.tool_calls > 0' "$TMP/sc-agent/results.json"
 
+# --- the built-in server's profile and time scale (no --url), recorded
+"$BIN" run --no-progress --quiet --no-history --serve-profile deepseek-r1-8xh200 \
+  --serve-time-scale 50 --requests 4 --rate 20 --warmup 0 --output-len 8 --input-len 64 \
+  --out "$TMP/scaled"
+rc=$?
+check "--serve-time-scale run (exit $rc)" ok_rc $rc
+check_eq "the manifest keeps the time scale" \
+  "$(jq '.server.version.time_scale' "$TMP/scaled/manifest.json")" 50
+check_eq "and the profile" "$(jq -r '.server.version.profile' "$TMP/scaled/manifest.json")" \
+  deepseek-r1-8xh200
+"$BIN" run --no-progress --quiet --no-history --url "$BASE" --serve-time-scale 4 --requests 2 \
+  --rate 20 --warmup 0 --output-len 8 --input-len 64 --out "$TMP/scaled-url" 2>"$TMP/err"
+check "with --url it is ignored, with a note" grep -q "ignored with --url" "$TMP/err"
+"$BIN" run --serve-time-scale 0 2>"$TMP/err"
+check_eq "--serve-time-scale 0 exits 1" $? 1
+
 # --- bad input: a clear message and exit 1
 "$BIN" run --reasoning-effort extreme --url "$BASE" 2>"$TMP/err"
 check_eq "unknown effort exits 1" $? 1
