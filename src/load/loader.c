@@ -675,19 +675,28 @@ static void check_timeouts(struct loader *L, int64_t now) {
   }
 }
 
+/* An attempt the client lets go at the end (the grace ran out, or an
+ * interrupt): aborted, and marked cancelled (the client let go, the server
+ * did not cut it). A warm-up keeps its kind: kind aborted would count it
+ * among the measured requests. */
+static void abandon(struct im_record *r) {
+  if (r->kind != IM_KIND_WARMUP)
+    r->kind = IM_KIND_ABORTED;
+  r->error = IM_EC_ABORTED;
+  r->cancelled = true;
+}
+
 /* Ends everything still pending: in flight, queued, retries. */
 static void abort_all(struct loader *L) {
   L->aborting = true;
   while (L->active) {
     struct attempt *a = L->active;
-    a->rec.kind = IM_KIND_ABORTED;
-    a->rec.error = IM_EC_ABORTED;
+    abandon(&a->rec);
     finish_attempt(L, a, CURLE_ABORTED_BY_CALLBACK);
   }
   struct attempt *a;
   while ((a = queue_pop(&L->queue_head, &L->queue_tail))) {
-    a->rec.kind = IM_KIND_ABORTED;
-    a->rec.error = IM_EC_ABORTED;
+    abandon(&a->rec);
     a->rec.t_end = rel_now(L);
     im__load_store_record(L, &a->rec);
     im__load_attempt_free(a);

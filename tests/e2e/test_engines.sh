@@ -13,6 +13,9 @@
 #     (plain 400) and the later (streamed error) shapes of llama.cpp, and in
 #     vLLM's, SGLang's and TGI's wordings;
 #  7. all refused / all aborted against llama.cpp: exit 6, never PASS;
+#  8. requests the client let go (--cancel-after, the end-of-run grace) say
+#     so ("cancelled": true); cancelled warm-ups keep their kind and are
+#     counted, not taken for cut streams;
 # 10. llama.cpp closes after each stream while announcing keep-alive: the
 #     connections check says so.
 . "$(dirname "$0")/lib.sh"
@@ -60,6 +63,11 @@ check "llamacpp: cache_metrics names the server's hit rate" \
 # 11. the samples no concept maps are kept under their own names.
 check "llamacpp: its tokens/s gauges kept in metrics.server.unmapped" \
   jq -e '.metrics.server.unmapped | (."llamacpp:prompt_tokens_seconds" | type == "number") and (."llamacpp:predicted_tokens_seconds" | type == "number")' "$d/results.json"
+# ... and the terminal's server line reads them from there.
+gen=$(jq '.metrics.server.unmapped."llamacpp:predicted_tokens_seconds" * 10 | round / 10' "$d/results.json")
+"$BIN" report "$d" 2>&1 | tr -s ' \n' '  ' >"$TMP/llama-report.txt"
+check "llamacpp: the terminal's server line shows its tokens/s gauges ($gen generation tok/s)" \
+  grep -Eq "Server \(its /metrics\):[^:]*its own gauges: [0-9.]+ generation tok/s, [0-9.]+ prompt tok/s" "$TMP/llama-report.txt"
 # 10. every stream's connection is closed although it said keep-alive.
 check "llamacpp: a connection per attempt, the connections check says why" \
   bash -c "grep -q 'a close after the stream while announcing keep-alive' <<<\"\$1\"" _ "$(sc "$d" connections fix)"
@@ -134,6 +142,31 @@ d=$TMP/aborted
   --output-len 16 --grace 1s --retries 0 --out "$d" >"$TMP/aborted.out" 2>&1
 check_eq "all aborted at the grace (llama.cpp): exit 6" "$?" 6
 check "all aborted: the verdict names them" grep -q '^Verdict: FAIL (exit 6): failing server: 6 of 6 requests failed (aborted=6)' "$TMP/aborted.out"
+check_eq "all aborted: each record says the client let go (cancelled: true)" \
+  "$(jq -s -c 'map([.kind, .error, .cancelled]) | unique' "$d/requests.jsonl")" '[["aborted","aborted",true]]'
+stop_server
+
+# ---- 8. cancelled warm-ups are marked, not taken for cut streams ---------------
+# --cancel-after picks warm-up requests too: they keep kind warmup (else they
+# would join the measured window), carry "cancelled": true, and are counted.
+start_server --engine llamacpp --time-scale 20
+d=$TMP/wcancel
+"$BIN" run --no-progress --no-history --url "$BASE" --requests 30 --warmup 10 --rate 20 \
+  --input-len 50 --output-len 64 --retries 0 --cancel-after 8t:0.5 --out "$d" >"$TMP/wcancel.out" 2>&1
+check "cancelled warm-ups: the run ends (exit $?)" test -s "$d/results.json"
+check_eq "cancelled warm-ups: the 10 warm-up requests keep their kind" \
+  "$(jq -s '[.[] | select(.kind == "warmup")] | length' "$d/requests.jsonl")" 10
+nw=$(jq -s '[.[] | select(.kind == "warmup" and .cancelled == true)] | length' "$d/requests.jsonl")
+check "cancelled warm-ups: some warm-ups were cancelled ($nw of 10)" test "$nw" -gt 0
+check_eq "cancelled warm-ups: no warm-up ends without error, finish_reason or the mark" \
+  "$(jq -s '[.[] | select(.kind == "warmup" and .error == null and .finish_reason == null and .cancelled != true)] | length' "$d/requests.jsonl")" 0
+check_eq "cancelled warm-ups: none is a cut stream (errors.truncated)" "$(jq '.metrics.errors.truncated' "$d/results.json")" 0
+check_eq "cancelled warm-ups: counted in kinds.warmup.cancelled and metrics.cancelled.warmup" \
+  "$(jq -c '[.metrics.kinds.warmup.cancelled, .metrics.cancelled.warmup]' "$d/results.json")" "[$nw,$nw]"
+check_eq "cancelled warm-ups: metrics.cancelled.requests counts the 20 measured only" \
+  "$(jq '.metrics.cancelled.requests' "$d/results.json")" 20
+check "cancelled warm-ups: the terminal names them" \
+  grep -q "$nw warm-up requests\? cancelled by the client (not cut streams)" "$TMP/wcancel.out"
 stop_server
 
 # The other engines' wordings, one request each (curl: the class is the
