@@ -194,14 +194,23 @@ check "reasoning: metrics.reasoning is not null" jq -e '.metrics.reasoning != nu
 stop_server
 
 # ---- 4. --tokenizer server tokenizes what the plan needs -----------------------
-# One session: the first round is one prompt, not a ring of 256 (829 calls
-# to /tokenize before the change for this run, 113 after).
+# One session: the first round is one prompt, not a ring of 256; one new
+# session ready ahead, not 16; a first turn counted once; a later turn's
+# history counted only while its target is ahead (829 calls to /tokenize
+# for this run at first, 113 with the first round only, 111 for 17 requests
+# with a ring of 16, 48 now). Against the imitation a prompt's search hits
+# on its first count, so at most 3 calls per request (a later turn: its
+# header, its message, the whole prompt), plus the first "Hello" and the
+# one first turn prepared ahead (2).
 start_server --time-scale 20
 "$BIN" run --no-progress --no-history --url "$BASE" --tokenizer server --sessions 1 --turns 3 \
   --duration 2s --warmup 0 --out "$TMP/tok" >"$TMP/tok.out" 2>&1
 n=$(sed -n 's/.*--tokenizer server: \([0-9]*\) requests to the target.s tokenizer.*/\1/p' "$TMP/tok.out")
-check "--tokenizer server, one session: ${n:-?} /tokenize calls, far below a 256-prompt ring's" \
-  test "${n:-99999}" -lt 400
+nreq=$(jq -s 'length' "$TMP/tok/requests.jsonl")
+check "--tokenizer server, one session: ${n:-?} /tokenize calls for $nreq requests, at most 3 each + 3" \
+  test "${n:-99999}" -le $((3 * nreq + 3))
+check_eq "--tokenizer server, sessions: each prompt's count is the server's (context_tokens = prompt_tokens)" \
+  "$(jq -s '[.[] | select(.context_tokens != .prompt_tokens)] | length' "$TMP/tok/requests.jsonl")" 0
 stop_server
 
 # ---- 2. --repeat's drain ---------------------------------------------------------
