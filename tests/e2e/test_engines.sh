@@ -16,6 +16,8 @@
 #  8. requests the client let go (--cancel-after, the end-of-run grace) say
 #     so ("cancelled": true); cancelled warm-ups keep their kind and are
 #     counted, not taken for cut streams;
+#  9. cancelled_freed WARNs against a server that keeps abandoned requests
+#     running (serve --leak-cancelled);
 # 10. llama.cpp closes after each stream while announcing keep-alive: the
 #     connections check says so.
 . "$(dirname "$0")/lib.sh"
@@ -180,6 +182,21 @@ for e in vllm sglang tgi; do
     grep -Eq 'First error: context_overflow \(HTTP 4[0-9][0-9]\): prompt [0-9]+ tokens, context 256 tokens' "$TMP/ovf-$e.out"
   stop_server
 done
+
+# ---- 9. cancelled_freed detects a server that keeps abandoned requests -------
+# serve --leak-cancelled counts each request whose client left as running
+# for good: llama.cpp's requests_processing never drops back.
+start_server --engine llamacpp --leak-cancelled --time-scale 20
+d=$TMP/leak
+run_q --url "$BASE" --requests 12 --rate 20 --input-len 200 --output-len 200 \
+  --cancel-after 20t:1 --scrape-interval 200ms --out "$d" >/dev/null 2>&1
+check_eq "leaking server: cancelled_freed WARN: $(sc "$d" cancelled_freed evidence)" \
+  "$(sc "$d" cancelled_freed status)" WARN
+check "leaking server: judged from a settled scrape, above the first" \
+  bash -c "grep -Eq 'running requests: 0 at the first scrape, [1-9][0-9]* at a scrape [0-9.]+ s after the last request ended' <<<\"\$1\"" _ "$(sc "$d" cancelled_freed evidence)"
+check "leaking server: /slots still shows them busy" \
+  bash -c "curl -sf '$BASE/slots' | jq -e '[.[] | select(.is_processing)] | length > 0'"
+stop_server
 
 # ---- 5. reasoning counted from the stream (usage without reasoning_tokens) ----
 start_server --engine llamacpp --profile deepseek-r1-8xh200 --time-scale 20
