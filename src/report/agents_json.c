@@ -87,7 +87,7 @@ void im_cancel_text(FILE *o, const struct im_cancel_figs *c) {
             (unsigned long long)c->cancelled, (unsigned long long)c->requests, 100 * c->share,
             (unsigned long long)c->before_first_token, c->after_ms.p50, c->tokens.p50);
   if (c->warmup)
-    fprintf(o, "%s%llu warm-up request%s cancelled by the client (not cut streams)\n",
+    fprintf(o, "%s%llu warm-up request%s (not cut streams)\n",
             c->cancelled ? "  ... and " : "Cancelled by the client: ",
             (unsigned long long)c->warmup, c->warmup == 1 ? "" : "s");
 }
