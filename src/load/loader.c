@@ -837,7 +837,7 @@ static enum im_err loop(struct loader *L) {
        * work per turn). A closed loop's first round was prepared before
        * t0; afterwards a few ready requests suffice (more would only hold
        * memory: a prepared attempt owns its prompt, body and curl handle;
-       * the builder keeps the same 16). */
+       * the builder keeps the same number, pre_target). */
       int64_t due = next_due(L);
       int64_t until = now + 2000000;
       if (due >= 0 && due - 300000 < until)
