@@ -9,10 +9,15 @@
 #     torch_compile tag: should be N of N.
 #   cancelled_freed, false alarms: WARN against the built-in server, which
 #     frees every cancelled request (--cancel-after 20t:0.5): should be 0.
+#   cancelled_freed, detection: WARN against serve --leak-cancelled, which
+#     keeps each request whose client left counted as running (one server
+#     for the N runs: each run's own leaks raise its last settled scrape
+#     above its first): should be N of N.
 #
 #   bench/engines.sh BUILD/infermeter [N=5]
+#   ONLY='cancel-*' bench/engines.sh BUILD/infermeter 10   # the rows named so
 #
-# Needs jq. About N x 6 x 4 s. Prints one row per case; runs stay under
+# Needs jq. About N x 7 x 4 s. Prints one row per case; runs stay under
 # $OUT (default a temporary directory).
 set -u
 BIN=$(readlink -f "${1:?usage: bench/engines.sh BUILD/infermeter [N]}")
@@ -39,6 +44,8 @@ status() { jq -r "[.. | objects | select(.id? == \"$2\")][0].status // \"absent\
 # row NAME CHECK WANT SERVE-ARGS -- RUN-ARGS: N runs, counting WANT.
 row() {
   local name=$1 chk=$2 want=$3
+  # shellcheck disable=SC2254 # ONLY is a pattern
+  case $name in ${ONLY:-*}) ;; *) return ;; esac
   shift 3
   local sargs=() rargs=()
   while [ $# -gt 0 ] && [ "$1" != -- ]; do sargs+=("$1"); shift; done
@@ -65,3 +72,5 @@ row vllm-untagged server_config FAIL --engine vllm --
 row tgi-untagged server_config FAIL --engine tgi --
 row cancel-freed cancelled_freed WARN -- --input-len 200 --output-len 200 --cancel-after 20t:0.5 \
   --scrape-interval 200ms
+row cancel-leaked cancelled_freed WARN --leak-cancelled -- --input-len 200 --output-len 200 \
+  --cancel-after 20t:0.5 --scrape-interval 200ms

@@ -15,8 +15,10 @@ enum im_err im_cancel_compute(const struct im_population *pop, const struct im_s
   double *tokens = after + cap;
   for (size_t i = 0; i < pop->n_req; i++) {
     const struct im_logical *g = &pop->req[i];
-    if (g->outcome == IM_OUTCOME_WARMUP)
+    if (g->outcome == IM_OUTCOME_WARMUP) {
+      c->warmup += g->final->cancelled;
       continue;
+    }
     c->requests++;
     if (g->outcome != IM_OUTCOME_CANCELLED)
       continue;

@@ -7,7 +7,9 @@
  * Over the non-warm-up logical requests: requests, cancelled, share =
  * cancelled / requests; per cancelled request (final attempt): after_ms =
  * t_end - t_start (when the client let go), tokens = the tokens it had
- * received, and whether it had its first token. Pure: no I/O. */
+ * received, and whether it had its first token. warmup = warm-up logical
+ * requests whose final attempt the client cancelled (record.h `cancelled`;
+ * in no other figure of this struct). Pure: no I/O. */
 #ifndef IM_ANALYZE_CANCEL_H
 #define IM_ANALYZE_CANCEL_H
 
@@ -17,7 +19,7 @@
 #include "analyze/population.h"
 
 struct im_cancel_figs {
-  uint64_t requests, cancelled, before_first_token;
+  uint64_t requests, cancelled, before_first_token, warmup;
   double share; /* NaN without requests */
   struct im_bd_dist after_ms, tokens;
 };

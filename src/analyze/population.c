@@ -5,7 +5,7 @@
 #include <string.h>
 
 bool im_attempt_succeeded(const struct im_record *r) {
-  return r->error == IM_EC_NONE && r->n_chunks >= 1 && r->t_start >= 0 && r->t_first >= 0 &&
+  return !r->cancelled && r->error == IM_EC_NONE && r->n_chunks >= 1 && r->t_start >= 0 && r->t_first >= 0 &&
          r->t_last >= 0;
 }
 
@@ -51,7 +51,7 @@ static enum im_outcome outcome_of(const struct im_record *const *att, size_t n) 
   const struct im_record *fin = att[n - 1];
   if (fin->kind == IM_KIND_ABORTED)
     return IM_OUTCOME_ABORTED;
-  if (fin->kind == IM_KIND_CANCELLED)
+  if (fin->kind == IM_KIND_CANCELLED || fin->cancelled)
     return IM_OUTCOME_CANCELLED;
   return im_attempt_succeeded(fin) ? IM_OUTCOME_COMPLETED : IM_OUTCOME_FAILED;
 }

@@ -10,11 +10,11 @@
  *   - A logical request holding a warmup attempt is a warm-up request: it
  *     takes part in no figure but the census of kinds and errors.
  *   - The final attempt (the highest attempt number) decides the outcome,
- *     once per logical request: kind aborted -> ABORTED; kind cancelled ->
- *     CANCELLED (neither completed nor failed: in no latency figure, its
- *     share reported by analyze/cancel.h); no error and at
- *     least one token-bearing chunk with its times -> COMPLETED; anything
- *     else -> FAILED.
+ *     once per logical request: kind aborted -> ABORTED; kind cancelled,
+ *     or any other kind marked cancelled by the client -> CANCELLED (neither
+ *     completed nor failed: in no latency figure, its share reported by
+ *     analyze/cancel.h); no error and at least one token-bearing chunk with
+ *     its times -> COMPLETED; anything else -> FAILED.
  *   - Latency figures, their histograms, the vLLM block, breakdowns, cache
  *     figures and goodput use the final attempt of COMPLETED requests (so a
  *     request that succeeded on a retry counts, with that attempt's
@@ -74,8 +74,10 @@ enum im_err im_population_build(const struct im_record *recs, size_t n, int64_t 
 /* Frees what build allocated (not the records); NULL-safe; *pop is empty after. */
 void im_population_cleanup(struct im_population *pop);
 
-/* Whether an attempt succeeded: no error class, at least one token-bearing
- * chunk, and its start, first and last token times. */
+/* Whether an attempt succeeded: not cancelled by the client, no error class,
+ * at least one token-bearing chunk, and its start, first and last token
+ * times. A cancelled attempt neither succeeded nor failed (its stream was
+ * not waited for): callers that look for failures skip r->cancelled. */
 bool im_attempt_succeeded(const struct im_record *r);
 /* Whether run-relative t falls in the population's window (t >= 0). */
 bool im_population_in_window(const struct im_population *pop, int64_t t);

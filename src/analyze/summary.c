@@ -443,7 +443,7 @@ static enum im_err effective_rate(const struct im_record *recs, size_t n,
     const struct im_record *r = &recs[i];
     bool user =
         r->kind == IM_KIND_MEASURED || r->kind == IM_KIND_RETRY || r->kind == IM_KIND_WARMUP;
-    if (user && !im_attempt_succeeded(r) && r->t_end >= 0)
+    if (user && !r->cancelled && !im_attempt_succeeded(r) && r->t_end >= 0)
       fails[nf++] = (struct fail_ref){content_key(r), r->requested_tokens, r->stage, r->t_end,
                                       group_key(r)};
   }
@@ -671,8 +671,10 @@ static void census(const struct im_record *recs, size_t n, const struct im_summa
                    struct im_summary *s, uint64_t *at_end) {
   for (size_t i = 0; i < n; i++) {
     const struct im_record *r = &recs[i];
-    if ((unsigned)r->kind < IM_KIND_COUNT_)
+    if ((unsigned)r->kind < IM_KIND_COUNT_) {
       s->by_kind[r->kind]++;
+      s->by_kind_cancelled[r->kind] += r->cancelled;
+    }
     if ((unsigned)r->error < IM_EC_COUNT_)
       s->by_error[r->error]++;
     /* The schedule's own arrivals: first attempts of non-warm-up work. */

@@ -124,6 +124,7 @@ struct im_summary {
   double goodput_rps;        /* per s of the window; NaN without SLOs */
   /* Counts. */
   uint64_t by_kind[IM_KIND_COUNT_];               /* every record */
+  uint64_t by_kind_cancelled[IM_KIND_COUNT_];     /* ... of which the client cancelled */
   uint64_t by_error[IM_EC_COUNT_];                /* every record */
   uint64_t output_shortfall_requests;             /* ignore_eos requests short of max_tokens */
   uint64_t output_shortfall_tokens;               /* sum of requested - n_out over them */

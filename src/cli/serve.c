@@ -41,6 +41,8 @@ static void usage(FILE *out) {
 "                               default infermeter (vLLM's names + infermeter_sim_*)\n"
 "  --declare none               with --engine: declare no setting (no /version,\n"
 "                               /get_server_info, /props, /slots, /info, no info gauge)\n"
+"  --leak-cancelled             a request whose client disconnects stays counted as\n"
+"                               running in the gauges and /slots (a fault: not freed)\n"
 "  --max-body SIZE              largest request body (default 4MiB); larger gets 413\n"
 "  --max-header SIZE            largest request head (default 16KiB); larger gets 431\n"
 "  --idle-timeout DUR           close idle keep-alive connections after DUR (default 60s)\n"
@@ -134,7 +136,7 @@ enum {
   O_HOST = 256, O_PORT, O_PROFILE, O_MODEL, O_SEED, O_SCALE, O_TRUTH, O_FAULT, O_SEQS, O_BATCHED,
   O_BLOCK, O_KVBLOCKS, O_GPUMEM, O_MAXLEN, O_PREFIX, O_NOPREFIX, O_MTP, O_MTPACC, O_NOMOE,
   O_RLOG, O_RDETAIL, O_MOEZIPF, O_MOEHOT, O_MOEDRIFT, O_REASONING, O_DIALECT, O_MAXBODY, O_MAXHDR, O_IDLE, O_KA, O_MAXCONN, O_RATE,
-  O_LIST, O_QUIET, O_ENGINE, O_DECLARE, O_LOGLEVEL, O_TOKENIZER, O_APIKEY, O_UNIX, O_IO
+  O_LIST, O_QUIET, O_ENGINE, O_DECLARE, O_LEAK, O_LOGLEVEL, O_TOKENIZER, O_APIKEY, O_UNIX, O_IO
 };
 
 static const struct option options[] = {
@@ -166,6 +168,7 @@ static const struct option options[] = {
     {"dialect", required_argument, 0, O_DIALECT},
     {"engine", required_argument, 0, O_ENGINE},
     {"declare", required_argument, 0, O_DECLARE},
+    {"leak-cancelled", no_argument, 0, O_LEAK},
     {"max-body", required_argument, 0, O_MAXBODY},
     {"max-header", required_argument, 0, O_MAXHDR},
     {"idle-timeout", required_argument, 0, O_IDLE},
@@ -291,6 +294,9 @@ static int apply_front(int opt, const char *arg, struct im_server_config *cfg) {
     cfg->imitate = (enum im_serve_engine)e;
     return 0;
   }
+  case O_LEAK:
+    cfg->leak_cancelled = true;
+    return 0;
   case O_DECLARE:
     if (!strcmp(arg, "none") || !strcmp(arg, "all")) {
       cfg->declare_none = !strcmp(arg, "none");

@@ -270,6 +270,20 @@ int32_t im__load_us(int64_t ns) {
   return us > INT32_MAX ? INT32_MAX : (int32_t)us;
 }
 
+/* How many new requests the ring keeps ready: an open loop's whole ring
+ * (its arrivals are due on the schedule, whatever answers); a closed loop
+ * needs a new one only when one of its slots (--concurrency, or sessions)
+ * frees, so as many as it has slots, at most 16. More would be built and
+ * never sent when the run ends: under --tokenizer server each costs its
+ * /tokenize calls (one session with a ring of 16: 111 calls for 17 requests
+ * in 2 s, issue 29 point 4). */
+static size_t pre_target(const struct im_load_config *cfg, size_t cap) {
+  if (cfg->times)
+    return cap;
+  size_t slots = cfg->concurrency ? cfg->concurrency : 1;
+  return slots < 16 ? slots : 16;
+}
+
 /* A new logical request scheduled at t_sched. */
 static void dispatch_new(struct loader *L, uint64_t index, int64_t t_sched, uint32_t slot,
                          uint32_t budget) {
@@ -675,19 +689,28 @@ static void check_timeouts(struct loader *L, int64_t now) {
   }
 }
 
+/* An attempt the client lets go at the end (the grace ran out, or an
+ * interrupt): aborted, and marked cancelled (the client let go, the server
+ * did not cut it). A warm-up keeps its kind: kind aborted would count it
+ * among the measured requests. */
+static void abandon(struct im_record *r) {
+  if (r->kind != IM_KIND_WARMUP)
+    r->kind = IM_KIND_ABORTED;
+  r->error = IM_EC_ABORTED;
+  r->cancelled = true;
+}
+
 /* Ends everything still pending: in flight, queued, retries. */
 static void abort_all(struct loader *L) {
   L->aborting = true;
   while (L->active) {
     struct attempt *a = L->active;
-    a->rec.kind = IM_KIND_ABORTED;
-    a->rec.error = IM_EC_ABORTED;
+    abandon(&a->rec);
     finish_attempt(L, a, CURLE_ABORTED_BY_CALLBACK);
   }
   struct attempt *a;
   while ((a = queue_pop(&L->queue_head, &L->queue_tail))) {
-    a->rec.kind = IM_KIND_ABORTED;
-    a->rec.error = IM_EC_ABORTED;
+    abandon(&a->rec);
     a->rec.t_end = rel_now(L);
     im__load_store_record(L, &a->rec);
     im__load_attempt_free(a);
@@ -814,13 +837,13 @@ static enum im_err loop(struct loader *L) {
        * work per turn). A closed loop's first round was prepared before
        * t0; afterwards a few ready requests suffice (more would only hold
        * memory: a prepared attempt owns its prompt, body and curl handle;
-       * the builder keeps the same 16). */
+       * the builder keeps the same number, pre_target). */
       int64_t due = next_due(L);
       int64_t until = now + 2000000;
       if (due >= 0 && due - 300000 < until)
         until = due - 300000;
       if (!L->cfg->times)
-        until = L->pre_n < 16 ? until : now;
+        until = L->pre_n < L->builder.pre_target ? until : now;
       im__load_prepare_until(L, until);
     }
     kick_curl(L);
@@ -1015,7 +1038,7 @@ enum im_err im_load_run(const struct im_load_config *cfg, struct im_load_result 
   getrusage(RUSAGE_THREAD, &ru0);
   /* Requests, sessions' next turns and output counts are built on a
    * thread of their own; without one, on the loop (a fallback). */
-  L.builder.pre_target = cfg->times ? L.pre_cap : 16;
+  L.builder.pre_target = pre_target(cfg, L.pre_cap);
   if (im__load_builder_start(&L) != IM_OK || add_fd(L.ep, L.builder.fd))
     im__load_builder_stop(&L);
   L.sample_cpu_s = thread_cpu_s();

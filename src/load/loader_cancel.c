@@ -41,8 +41,11 @@ bool im__load_cancel_finish(const struct loader *L, struct attempt *a, CURLcode 
     return false;
   a->cancelled = true;
   struct im_record *r = &a->rec;
+  /* A warm-up keeps its kind (kind cancelled would count it among the
+   * measured requests); the record says it was let go, not cut. */
   if (r->kind == IM_KIND_MEASURED || r->kind == IM_KIND_RETRY)
     r->kind = IM_KIND_CANCELLED;
+  r->cancelled = true;
   r->error = IM_EC_NONE;
   return true;
 }

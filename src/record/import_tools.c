@@ -85,9 +85,10 @@ static enum im_err guidellm_request(struct im_import *im, uint32_t stage, const 
   if (outcome == 1) {
     const char *msg = json_string_value(json_object_get(info, "error"));
     r->error = im__import_errclass(msg ? msg : json_string_value(json_object_get(q, "error")), 0);
-  } else if (outcome == 2) {
+  } else if (outcome == 2) { /* still running when the benchmark ended: let go */
     r->kind = IM_KIND_ABORTED;
     r->error = IM_EC_ABORTED;
+    r->cancelled = true;
   }
   /* One token-bearing chunk at the first token: GuideLLM keeps the first
    * and last token times and the iteration count, not each token's time. */
@@ -229,7 +230,10 @@ static enum im_err aiperf_record(struct im_import *im, const json_t *o, bool *ha
   const char *phase = json_string_value(json_object_get(md, "benchmark_phase"));
   if (phase && !strcmp(phase, "warmup"))
     r->kind = IM_KIND_WARMUP;
-  if (json_is_true(json_object_get(md, "was_cancelled")))
+  /* A cancelled warm-up stays a warm-up (kind cancelled would count it
+   * among the measured requests). */
+  r->cancelled = json_is_true(json_object_get(md, "was_cancelled"));
+  if (r->cancelled && r->kind != IM_KIND_WARMUP)
     r->kind = IM_KIND_CANCELLED;
   r->prompt_tokens = metric_count(mt, "input_sequence_length");
   if (!r->prompt_tokens)
@@ -240,7 +244,7 @@ static enum im_err aiperf_record(struct im_import *im, const json_t *o, bool *ha
     r->http_status = code >= 100 && code <= 599 ? (int)code : 0;
     const char *type = json_string_value(json_object_get(er, "type"));
     r->error =
-        r->kind == IM_KIND_CANCELLED ? IM_EC_ABORTED : im__import_errclass(type, r->http_status);
+        r->cancelled ? IM_EC_ABORTED : im__import_errclass(type, r->http_status);
     return IM_OK;
   }
   r->http_status = 200;

@@ -447,6 +447,8 @@ static enum im_err write_record(const struct im_record *r, struct cur *c) {
     STR("finish_reason", r->finish_reason, fr);
   else
     LIT("finish_reason", "null");
+  if (r->cancelled)
+    LIT("cancelled", "true");
   U64("conn", r->conn_id);
   LIT("conn_new", r->conn_new ? "true" : "false");
 
@@ -817,6 +819,8 @@ static enum im_err read_fields(struct rd *d, struct im_record *r) {
   TRY(get_enum(d, "error", errclass_names, IM_EC_COUNT_, true, &e));
   r->error = (enum im_errclass)e;
   TRY(get_str(d, "finish_reason", true, r->finish_reason, sizeof r->finish_reason));
+  if (HAS(d, "cancelled")) /* optional: written only when true */
+    TRY(get_bool(d, "cancelled", &r->cancelled));
   TRY(get_u64(d, "conn", &r->conn_id));
   TRY(get_bool(d, "conn_new", &r->conn_new));
 

@@ -113,6 +113,10 @@ struct im_record {
   int http_status;          /* 0 when none arrived */
   enum im_errclass error;
   char finish_reason[32];   /* "" when none */
+  bool cancelled;           /* the client let go of it on purpose (--cancel-after, the
+                               end-of-run grace, an interrupt), whatever its kind: no
+                               error and no finish_reason then mean "not waited for",
+                               never a stream the server cut */
   uint64_t conn_id;         /* connection identity within the run */
   bool conn_new;            /* this attempt opened its connection */
 

@@ -70,6 +70,7 @@ json_t *im_cancel_json(const struct im_cancel_figs *c, const struct im_summary_c
   if (!o || im_jw_uint(o, "requests", c->requests) || im_jw_uint(o, "cancelled", c->cancelled) ||
       im_jw_num(o, "share", c->share, "no request") ||
       im_jw_uint(o, "before_first_token", c->before_first_token) ||
+      im_jw_uint(o, "warmup", c->warmup) ||
       put(o, "after_ms", im_bd_dist_json(&c->after_ms, sc)) ||
       put(o, "tokens", im_bd_dist_json(&c->tokens, sc))) {
     json_decref(o);
@@ -79,13 +80,16 @@ json_t *im_cancel_json(const struct im_cancel_figs *c, const struct im_summary_c
 }
 
 void im_cancel_text(FILE *o, const struct im_cancel_figs *c) {
-  if (!c->cancelled)
-    return;
-  fprintf(o,
-          "Cancelled by the client: %llu of %llu requests (%.1f %%), %llu before their first "
-          "token; left after p50 %.1f ms, %.0f tokens (not in the latency figures)\n",
-          (unsigned long long)c->cancelled, (unsigned long long)c->requests, 100 * c->share,
-          (unsigned long long)c->before_first_token, c->after_ms.p50, c->tokens.p50);
+  if (c->cancelled)
+    fprintf(o,
+            "Cancelled by the client: %llu of %llu requests (%.1f %%), %llu before their first "
+            "token; left after p50 %.1f ms, %.0f tokens (not in the latency figures)\n",
+            (unsigned long long)c->cancelled, (unsigned long long)c->requests, 100 * c->share,
+            (unsigned long long)c->before_first_token, c->after_ms.p50, c->tokens.p50);
+  if (c->warmup)
+    fprintf(o, "%s%llu warm-up request%s (not cut streams)\n",
+            c->cancelled ? "  ... and " : "Cancelled by the client: ",
+            (unsigned long long)c->warmup, c->warmup == 1 ? "" : "s");
 }
 
 json_t *im_models_json(const struct im_models *m, const struct im_summary_config *sc) {

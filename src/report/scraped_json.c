@@ -5,6 +5,7 @@
 
 #include <jansson.h>
 #include <math.h>
+#include <string.h>
 
 #include "analyze/machine.h"
 
@@ -277,6 +278,28 @@ enum im_err im_client_series_json(const struct im_series_set *s, uint32_t stage,
   return ok ? IM_OK : IM_NOMEM;
 }
 
+/* The engines' own tokens/s gauges, kept among the unmapped samples
+ * (docs/server-metrics.md "Everything else"): shown as the server reported
+ * them, beside the rates infermeter computes from the token counters, which
+ * they do not replace (llama.cpp's are its averages over the time it spent
+ * processing, not rates over the window). Names as llama.cpp b10587 exports
+ * them (tests/fixtures/metrics/llamacpp_b10587.prom). */
+static const struct {
+  const char *metric, *what;
+} own_rates[] = {
+    {"llamacpp:predicted_tokens_seconds", "generation"},
+    {"llamacpp:prompt_tokens_seconds", "prompt"},
+};
+
+static void own_rates_text(FILE *o, const struct im_server_source_figs *s) {
+  int shown = 0;
+  for (size_t k = 0; k < sizeof own_rates / sizeof own_rates[0]; k++)
+    for (size_t i = 0; i < s->n_unmapped; i++)
+      if (!strcmp(s->unmapped[i].metric, own_rates[k].metric) && isfinite(s->unmapped[i].value))
+        fprintf(o, "%s%.1f %s tok/s", shown++ ? ", " : "; its own gauges: ",
+                s->unmapped[i].value, own_rates[k].what);
+}
+
 void im_server_text(FILE *o, const struct im_server_figures *f, double window_s) {
   for (size_t k = 0; f && k < f->n_src; k++) {
     const struct im_server_source_figs *s = &f->src[k];
@@ -295,6 +318,7 @@ void im_server_text(FILE *o, const struct im_server_figures *f, double window_s)
       fprintf(o, ", %.1f prompt tok/s", s->prompt_tokens / window_s);
     if (isfinite(s->preemptions) && s->preemptions > 0)
       fprintf(o, ", %.0f preemptions", s->preemptions);
+    own_rates_text(o, s);
     fputc('\n', o);
   }
 }

@@ -79,7 +79,7 @@ enum im_err im_stage_json(const struct im_stage_figures *f, const struct im_stag
       set(metrics, "timeslices", im_timeslices_json(&f->slices)) ||
       (f->reasoning.n && set(metrics, "reasoning", im_reasoning_json(&f->reasoning, sc))) ||
       (f->agents.turns && set(metrics, "agents", im_agents_json(&f->agents, sc))) ||
-      (f->cancel.cancelled && set(metrics, "cancelled", im_cancel_json(&f->cancel, sc))) ||
+      ((f->cancel.cancelled || f->cancel.warmup) && set(metrics, "cancelled", im_cancel_json(&f->cancel, sc))) ||
       (f->models.n && set(metrics, "by_model", im_models_json(&f->models, sc))) ||
       (f->targets.n && set(metrics, "by_target", im_targets_json(&f->targets, sc))))
     return IM_NOMEM;

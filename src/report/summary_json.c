@@ -145,6 +145,7 @@ static int json_counts(json_t *obj, const struct im_summary *s) {
   for (int k = 0; k < IM_KIND_COUNT_; k++) {
     json_t *o = im_jw_child(kinds, im_kind_name((enum im_req_kind)k));
     if (!o || im_jw_uint(o, "count", s->by_kind[k]) ||
+        im_jw_uint(o, "cancelled", s->by_kind_cancelled[k]) ||
         im_jw_num(o, "mean_latency_ms", s->kind_mean_e2el_ms[k], "no attempt of this kind"))
       return -1;
   }

@@ -151,7 +151,7 @@ static void llamacpp_props(struct conn *c) {
 static void llamacpp_slots(struct conn *c) {
   struct im_server *s = c->srv;
   struct im_engine_stats st;
-  im_engine_get_stats(s->engine, &st);
+  im_sim_engine_stats(s->engine, &s->metrics, &st);
   struct im_buf b;
   im_buf_init(&b, 4u << 20);
   /* One object per slot; as many busy as the engine runs (or holds waiting). */
@@ -348,7 +348,7 @@ static enum im_err trtllm_metrics(struct im_server *s, struct im_buf *b,
 static void imitate_metrics(struct conn *c) {
   struct im_server *s = c->srv;
   struct im_engine_stats st;
-  im_engine_get_stats(s->engine, &st);
+  im_sim_engine_stats(s->engine, &s->metrics, &st);
   struct im_buf b;
   im_buf_init(&b, 4u << 20);
   enum im_err err = IM_OK;

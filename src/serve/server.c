@@ -483,6 +483,7 @@ static void detach_stream(struct conn *c) {
   struct im_server *s = c->srv;
   if (st->seq) {
     s->metrics.client_aborts++;
+    s->metrics.leaked_running += s->cfg.leak_cancelled;
     s->metrics.aborted_blocks += st->seq->kv.n_blocks;
     im_engine_abort(s->engine, st->seq);
     st->seq = NULL;

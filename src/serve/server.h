@@ -91,6 +91,10 @@ struct im_server_config {
                                     the file is removed at exit); NULL: TCP */
   enum im_serve_io io;           /* AUTO */
   enum im_serve_engine imitate;  /* serve --engine (INFERMETER) */
+  bool leak_cancelled;           /* serve --leak-cancelled: a request whose client
+                                    disconnects is aborted, but stays counted as
+                                    running in every gauge and /slots (an engine
+                                    that does not free abandoned requests) */
   bool declare_none;             /* serve --declare none: no declaration endpoint
                                     answers and no info gauge is exported, as an
                                     engine that says nothing of its settings */

@@ -153,11 +153,18 @@ static enum im_err expert_gauges(struct im_buf *b, const struct im_engine *e, co
   return err;
 }
 
+void im_sim_engine_stats(const struct im_engine *e, const struct im_sim_metrics *m,
+                         struct im_engine_stats *st) {
+  im_engine_get_stats(e, st);
+  uint64_t running = st->running + m->leaked_running;
+  st->running = running > UINT32_MAX ? UINT32_MAX : (uint32_t)running;
+}
+
 enum im_err im_sim_metrics_write(struct im_buf *b, const struct im_sim_metrics *m,
                                  const struct im_engine *e, const char *model, double time_scale,
                                  bool prefix_caching) {
   struct im_engine_stats st;
-  im_engine_get_stats(e, &st);
+  im_sim_engine_stats(e, m, &st);
   struct im_buf lb;
   im_buf_init(&lb, 512);
   enum im_err err = im_prom_label(&lb, "model_name", model);

@@ -34,12 +34,20 @@ struct im_sim_metrics {
   uint64_t client_aborts;          /* requests aborted because the client left */
   uint64_t aborted_blocks;         /* KV blocks held by those requests, freed */
   uint64_t truncated_backlog;      /* clients dropped for not reading */
+  uint64_t leaked_running;         /* serve --leak-cancelled: requests whose client
+                                      left, still counted as running */
 };
 
 enum im_err im_sim_metrics_init(struct im_sim_metrics *m) IM_WUR;
 void im_sim_metrics_cleanup(struct im_sim_metrics *m);
 /* Records a finished or aborted request's engine-side figures. */
 void im_sim_metrics_request(struct im_sim_metrics *m, const struct im_seq *s, enum im_finish why);
+
+/* The engine's figures as the server reports them: im_engine_get_stats,
+ * with the requests leaked by --leak-cancelled still counted as running
+ * (every gauge and /slots read them through here). */
+void im_sim_engine_stats(const struct im_engine *e, const struct im_sim_metrics *m,
+                         struct im_engine_stats *st);
 
 /* Writes the whole page. */
 enum im_err im_sim_metrics_write(struct im_buf *b, const struct im_sim_metrics *m,

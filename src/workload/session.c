@@ -112,14 +112,20 @@ static enum im_err sess_turn(void *ctx, uint64_t sid, uint32_t turn, void **stat
     *state = st;
   }
   enum im_err err = IM_OK;
+  uint32_t target = im_sessions_target(s, turn);
   if (turn > 0) {
     /* The answer goes back as the server sent it: its cached blocks match. */
+    uint32_t before = st->tokens; /* the previous prompt's count */
     err = add_message(st, s->backend, "assistant", answer ? answer : "", answer_len);
     st->tokens += (uint32_t)im_simpletok_encode(answer, answer_len, NULL, 0);
-    if (!err && sy->server_count)
+    /* The plan needs the server's count of the history only while the
+     * turn's target is ahead of it: a conversation already holding
+     * target - min_user tokens before the answer (which only adds) gets a
+     * user message of min_user tokens whatever the answer counts. The
+     * prompt as a whole is counted below either way. */
+    if (!err && sy->server_count && (uint64_t)before + s->min_user < target)
       err = count_history(sy, s->backend, st);
   }
-  uint32_t target = im_sessions_target(s, turn);
   uint32_t want = target > st->tokens + s->min_user ? target - st->tokens : s->min_user;
   struct im_buf user;
   im_buf_init(&user, IM_PROMPT_TEXT_MAX);
@@ -150,8 +156,11 @@ static enum im_err sess_turn(void *ctx, uint64_t sid, uint32_t turn, void **stat
     spec->prompt[st->text.len] = '\0';
     spec->prompt_len = st->text.len;
   }
-  if (sy->exact) {
-    /* As the server counts it: the whole conversation, template included. */
+  if (sy->exact && turn > 0) {
+    /* As the server counts it: the whole conversation, template included.
+     * A first turn is its one user message, which im_synth_text counted
+     * as such already (template included): counting it again would only
+     * cost a /tokenize call under --tokenizer server. */
     uint32_t exact = 0;
     err = im_synth_count(sy, spec->prompt, spec->prompt_len, spec->messages_json, &exact);
     if (err)

@@ -13,6 +13,11 @@
 #     (plain 400) and the later (streamed error) shapes of llama.cpp, and in
 #     vLLM's, SGLang's and TGI's wordings;
 #  7. all refused / all aborted against llama.cpp: exit 6, never PASS;
+#  8. requests the client let go (--cancel-after, the end-of-run grace) say
+#     so ("cancelled": true); cancelled warm-ups keep their kind and are
+#     counted, not taken for cut streams;
+#  9. cancelled_freed WARNs against a server that keeps abandoned requests
+#     running (serve --leak-cancelled);
 # 10. llama.cpp closes after each stream while announcing keep-alive: the
 #     connections check says so.
 . "$(dirname "$0")/lib.sh"
@@ -60,6 +65,11 @@ check "llamacpp: cache_metrics names the server's hit rate" \
 # 11. the samples no concept maps are kept under their own names.
 check "llamacpp: its tokens/s gauges kept in metrics.server.unmapped" \
   jq -e '.metrics.server.unmapped | (."llamacpp:prompt_tokens_seconds" | type == "number") and (."llamacpp:predicted_tokens_seconds" | type == "number")' "$d/results.json"
+# ... and the terminal's server line reads them from there.
+gen=$(jq '.metrics.server.unmapped."llamacpp:predicted_tokens_seconds" * 10 | round / 10' "$d/results.json")
+"$BIN" report "$d" 2>&1 | tr -s ' \n' '  ' >"$TMP/llama-report.txt"
+check "llamacpp: the terminal's server line shows its tokens/s gauges ($gen generation tok/s)" \
+  grep -Eq "Server \(its /metrics\):[^:]*its own gauges: [0-9.]+ generation tok/s, [0-9.]+ prompt tok/s" "$TMP/llama-report.txt"
 # 10. every stream's connection is closed although it said keep-alive.
 check "llamacpp: a connection per attempt, the connections check says why" \
   bash -c "grep -q 'a close after the stream while announcing keep-alive' <<<\"\$1\"" _ "$(sc "$d" connections fix)"
@@ -134,6 +144,31 @@ d=$TMP/aborted
   --output-len 16 --grace 1s --retries 0 --out "$d" >"$TMP/aborted.out" 2>&1
 check_eq "all aborted at the grace (llama.cpp): exit 6" "$?" 6
 check "all aborted: the verdict names them" grep -q '^Verdict: FAIL (exit 6): failing server: 6 of 6 requests failed (aborted=6)' "$TMP/aborted.out"
+check_eq "all aborted: each record says the client let go (cancelled: true)" \
+  "$(jq -s -c 'map([.kind, .error, .cancelled]) | unique' "$d/requests.jsonl")" '[["aborted","aborted",true]]'
+stop_server
+
+# ---- 8. cancelled warm-ups are marked, not taken for cut streams ---------------
+# --cancel-after picks warm-up requests too: they keep kind warmup (else they
+# would join the measured window), carry "cancelled": true, and are counted.
+start_server --engine llamacpp --time-scale 20
+d=$TMP/wcancel
+"$BIN" run --no-progress --no-history --url "$BASE" --requests 30 --warmup 10 --rate 20 \
+  --input-len 50 --output-len 64 --retries 0 --cancel-after 8t:0.5 --out "$d" >"$TMP/wcancel.out" 2>&1
+check "cancelled warm-ups: the run ends (exit $?)" test -s "$d/results.json"
+check_eq "cancelled warm-ups: the 10 warm-up requests keep their kind" \
+  "$(jq -s '[.[] | select(.kind == "warmup")] | length' "$d/requests.jsonl")" 10
+nw=$(jq -s '[.[] | select(.kind == "warmup" and .cancelled == true)] | length' "$d/requests.jsonl")
+check "cancelled warm-ups: some warm-ups were cancelled ($nw of 10)" test "$nw" -gt 0
+check_eq "cancelled warm-ups: no warm-up ends without error, finish_reason or the mark" \
+  "$(jq -s '[.[] | select(.kind == "warmup" and .error == null and .finish_reason == null and .cancelled != true)] | length' "$d/requests.jsonl")" 0
+check_eq "cancelled warm-ups: none is a cut stream (errors.truncated)" "$(jq '.metrics.errors.truncated' "$d/results.json")" 0
+check_eq "cancelled warm-ups: counted in kinds.warmup.cancelled and metrics.cancelled.warmup" \
+  "$(jq -c '[.metrics.kinds.warmup.cancelled, .metrics.cancelled.warmup]' "$d/results.json")" "[$nw,$nw]"
+check_eq "cancelled warm-ups: metrics.cancelled.requests counts the 20 measured only" \
+  "$(jq '.metrics.cancelled.requests' "$d/results.json")" 20
+check "cancelled warm-ups: the terminal names them" \
+  grep -Eq "(Cancelled by the client:|\.\.\. and) $nw warm-up requests? \(not cut streams\)" "$TMP/wcancel.out"
 stop_server
 
 # The other engines' wordings, one request each (curl: the class is the
@@ -148,6 +183,21 @@ for e in vllm sglang tgi; do
   stop_server
 done
 
+# ---- 9. cancelled_freed detects a server that keeps abandoned requests -------
+# serve --leak-cancelled counts each request whose client left as running
+# for good: llama.cpp's requests_processing never drops back.
+start_server --engine llamacpp --leak-cancelled --time-scale 20
+d=$TMP/leak
+run_q --url "$BASE" --requests 12 --rate 20 --input-len 200 --output-len 200 \
+  --cancel-after 20t:1 --scrape-interval 200ms --out "$d" >/dev/null 2>&1
+check_eq "leaking server: cancelled_freed WARN: $(sc "$d" cancelled_freed evidence)" \
+  "$(sc "$d" cancelled_freed status)" WARN
+check "leaking server: judged from a settled scrape, above the first" \
+  bash -c "grep -Eq 'running requests: 0 at the first scrape, [1-9][0-9]* at a scrape [0-9.]+ s after the last request ended' <<<\"\$1\"" _ "$(sc "$d" cancelled_freed evidence)"
+check "leaking server: /slots still shows them busy" \
+  bash -c "curl -sf '$BASE/slots' | jq -e '[.[] | select(.is_processing)] | length > 0'"
+stop_server
+
 # ---- 5. reasoning counted from the stream (usage without reasoning_tokens) ----
 start_server --engine llamacpp --profile deepseek-r1-8xh200 --time-scale 20
 d=$TMP/reason
@@ -161,14 +211,23 @@ check "reasoning: metrics.reasoning is not null" jq -e '.metrics.reasoning != nu
 stop_server
 
 # ---- 4. --tokenizer server tokenizes what the plan needs -----------------------
-# One session: the first round is one prompt, not a ring of 256 (829 calls
-# to /tokenize before the change for this run, 113 after).
+# One session: the first round is one prompt, not a ring of 256; one new
+# session ready ahead, not 16; a first turn counted once; a later turn's
+# history counted only while its target is ahead (829 calls to /tokenize
+# for this run at first, 113 with the first round only, 111 for 17 requests
+# with a ring of 16, 48 now). Against the imitation a prompt's search hits
+# on its first count, so at most 3 calls per request (a later turn: its
+# header, its message, the whole prompt), plus the first "Hello" and the
+# one first turn prepared ahead (2).
 start_server --time-scale 20
 "$BIN" run --no-progress --no-history --url "$BASE" --tokenizer server --sessions 1 --turns 3 \
   --duration 2s --warmup 0 --out "$TMP/tok" >"$TMP/tok.out" 2>&1
 n=$(sed -n 's/.*--tokenizer server: \([0-9]*\) requests to the target.s tokenizer.*/\1/p' "$TMP/tok.out")
-check "--tokenizer server, one session: ${n:-?} /tokenize calls, far below a 256-prompt ring's" \
-  test "${n:-99999}" -lt 400
+nreq=$(jq -s 'length' "$TMP/tok/requests.jsonl")
+check "--tokenizer server, one session: ${n:-?} /tokenize calls for $nreq requests, at most 3 each + 3" \
+  test "${n:-99999}" -le $((3 * nreq + 3))
+check_eq "--tokenizer server, sessions: each prompt's count is the server's (context_tokens = prompt_tokens)" \
+  "$(jq -s '[.[] | select(.context_tokens != .prompt_tokens)] | length' "$TMP/tok/requests.jsonl")" 0
 stop_server
 
 # ---- 2. --repeat's drain ---------------------------------------------------------

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "analyze/cancel.h"
 #include "analyze/selfcheck.h"
 #include "analyze/population.h"
 #include "analyze/stage.h"
@@ -489,7 +490,65 @@ static void test_window(void) {
   CHECK_EQ(b, last_end / 2); /* a cut burst ends at the cut */
 }
 
+/* Attempts the client let go (record.h `cancelled`, issue 29 point 8): a
+ * cancelled warm-up stays a warm-up, is neither a success nor a failure
+ * (no dup_fail for a later identical request), and is counted; a measured
+ * attempt marked cancelled in a hand-written file is CANCELLED. */
+static void test_cancelled(void) {
+  enum { M = 4 };
+  struct im_record r[M];
+  /* id 1: warm-up at 0.5 s, cut by the client before a token. */
+  r[0] = att(1, 1, 1, IM_KIND_WARMUP, 500 * MS, 0);
+  r[0].cancelled = true;
+  r[0].http_status = 200;
+  r[0].t_end = r[0].t_start + 20 * MS;
+  r[0].content_hash = 0x77;
+  /* id 2: measured at 1.2 s, the same request: not a retry of a failure. */
+  r[1] = att(2, 2, 1, IM_KIND_MEASURED, 1200 * MS, 0);
+  ok(&r[1], 100 * MS);
+  r[1].content_hash = 0x77;
+  /* id 3: warm-up with tokens, let go: no success either. */
+  r[2] = att(3, 3, 1, IM_KIND_WARMUP, 600 * MS, 0);
+  ok(&r[2], 50 * MS);
+  r[2].cancelled = true;
+  /* id 4: kind measured but marked cancelled. */
+  r[3] = att(4, 4, 1, IM_KIND_MEASURED, 2 * SEC, 0);
+  ok(&r[3], 50 * MS);
+  r[3].cancelled = true;
+  CHECK(!im_attempt_succeeded(&r[2]));
+  CHECK(!im_attempt_succeeded(&r[3]));
+  CHECK(im_attempt_succeeded(&r[1]));
+  struct im_population p;
+  CHECK_OK(im_population_build(r, M, SEC, 10 * SEC, &p));
+  CHECK_EQ(p.n_req, 4);
+  enum im_outcome want[4] = {IM_OUTCOME_WARMUP, IM_OUTCOME_COMPLETED, IM_OUTCOME_WARMUP,
+                             IM_OUTCOME_CANCELLED};
+  for (int i = 0; i < 4; i++)
+    CHECK_EQ(p.req[i].outcome, want[i]);
+  struct im_summary_config c;
+  im_summary_config_default(&c);
+  c.window_start_ns = 0;
+  c.window_end_ns = 10 * SEC;
+  struct im_cancel_figs cf;
+  CHECK_OK(im_cancel_compute(&p, &c, &cf));
+  CHECK_EQ(cf.warmup, 2);
+  CHECK_EQ(cf.cancelled, 1);
+  CHECK_EQ(cf.requests, 2);
+  struct im_summary s;
+  CHECK_OK(im_summary_compute(r, M, &c, &s));
+  CHECK_EQ(s.by_kind[IM_KIND_WARMUP], 2);
+  CHECK_EQ(s.by_kind_cancelled[IM_KIND_WARMUP], 2);
+  CHECK_EQ(s.by_kind_cancelled[IM_KIND_MEASURED], 1);
+  CHECK_EQ(s.by_error[IM_EC_TRUNCATED], 0);
+  CHECK_EQ(s.dup_fail, 0);
+  CHECK_EQ(s.completed, 1);
+  CHECK_EQ(s.failed, 0);
+  im_summary_cleanup(&s);
+  im_population_cleanup(&p);
+}
+
 int main(void) {
+  test_cancelled();
   test_grouping();
   test_figures();
   test_self_check();

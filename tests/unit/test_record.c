@@ -38,6 +38,7 @@ static void fill(struct im_record *r) {
   r->http_status = 503;
   r->error = IM_EC_HTTP_5XX;
   snprintf(r->finish_reason, sizeof r->finish_reason, "length");
+  r->cancelled = true;
   r->conn_id = 99;
   r->conn_new = true;
   r->temperature = 0.1 + 0.2; /* needs 17 digits */
@@ -89,6 +90,7 @@ static void check_same(const struct im_record *a, const struct im_record *b) {
   CHECK_EQ(a->http_status, b->http_status);
   CHECK_EQ(a->error, b->error);
   CHECK_STR(a->finish_reason, b->finish_reason);
+  CHECK_EQ(a->cancelled, b->cancelled);
   CHECK(a->conn_id == b->conn_id);
   CHECK_EQ(a->conn_new, b->conn_new);
   if (isnan(a->temperature))
@@ -263,6 +265,7 @@ static void test_round_trip(void) {
   CHECK(strncmp(line, "{\"id\":9223372036854775807,", 26) == 0);
   CHECK(strstr(line, "\"dispatch_lag_client_us\":1234,\"read_lag_us\":[2500,17,-1,-1],"
                      "\"late_reads\":3,\"late_reads_client\":1") != NULL);
+  CHECK(strstr(line, "\"finish_reason\":\"length\",\"cancelled\":true,\"conn\":99") != NULL);
   free(line);
 
   /* With chunk_tokens. */
@@ -288,6 +291,8 @@ static void test_round_trip(void) {
   CHECK(strstr(line, "\"chunks_us\":[]") != NULL);
   CHECK(strstr(line, "\"status\":0") != NULL);
   CHECK(strstr(line, "dispatch_lag_client_us") == NULL); /* not measured: absent */
+  CHECK(strstr(line, "\"cancelled\"") == NULL);             /* not cancelled: absent */
+  CHECK(!back.cancelled);
   CHECK_EQ(back.lag_client_us, -1);
   free(line);
 
@@ -372,6 +377,8 @@ static void test_malformed(void) {
   expect_bad_edit(good, "\"t_first\":5000000", "\"t_first\":\"5000000\"", "t_first");
   expect_bad_edit(good, "\"t_first\":5000000", "\"t_first\":5e6", "t_first");
   expect_bad_edit(good, "\"conn_new\":true", "\"conn_new\":1", "conn_new");
+  expect_bad_edit(good, "\"cancelled\":true", "\"cancelled\":1", "cancelled");
+  expect_bad_edit(good, "\"cancelled\":true", "\"cancelled\":null", "cancelled");
   expect_bad_edit(good, "\"temperature\":0.30000000000000004", "\"temperature\":\"hot\"",
                   "temperature");
   expect_bad_edit(good, "\"status\":503", "\"status\":1000", "status");
@@ -416,6 +423,46 @@ static void test_malformed(void) {
   im_record_cleanup(&back);
 }
 
+/* A warm-up the client cancelled (issue 29, point 8) keeps its kind, no
+ * error and no finish_reason, and says so: "cancelled":true, read back by
+ * both paths; false is the same as absent (and written absent). */
+static void test_cancelled(void) {
+  struct im_record r = {0}, back = {0};
+  im_record_reset(&r);
+  r.id = r.logical_id = 4;
+  r.attempt = 1;
+  r.kind = IM_KIND_WARMUP;
+  r.http_status = 200;
+  r.cancelled = true;
+  r.t_start = 1000;
+  r.t_first = 2000;
+  r.t_last = 3000;
+  r.t_end = 4000;
+  r.output_tokens = 2;
+  CHECK_OK(im_record_add_chunk(&r, 2000, 1));
+  CHECK_OK(im_record_add_chunk(&r, 3000, 1));
+  char *line = round_trip(&r, &back);
+  CHECK(strstr(line, "\"kind\":\"warmup\"") != NULL);
+  CHECK(strstr(line, "\"error\":null,\"finish_reason\":null,\"cancelled\":true,") != NULL);
+  CHECK(back.cancelled);
+  CHECK_EQ(back.kind, IM_KIND_WARMUP);
+  char *off = replace(line, "\"cancelled\":true", "\"cancelled\":false");
+  im_record_reset(&back);
+  char msg[256];
+  CHECK_OK(im_record_from_json(off, strlen(off), &back, msg, sizeof msg));
+  CHECK(!back.cancelled);
+  CHECK_OK(both_paths(off, strlen(off)));
+  struct im_buf b;
+  im_buf_init(&b, IM_TEST_BUF_MAX);
+  CHECK_OK(im_record_to_jsonl(&back, &b));
+  CHECK(strstr(b.data, "cancelled") == NULL);
+  im_buf_cleanup(&b);
+  free(off);
+  free(line);
+  im_record_cleanup(&r);
+  im_record_cleanup(&back);
+}
+
 /* Lines of the plain shape (the in-place scan reads them) and small
  * departures from it (jansson reads those): both paths agree on each. */
 static void test_scan_agrees(void) {
@@ -441,6 +488,9 @@ static void test_scan_agrees(void) {
       {"\"attempt\":3", "\"attempt\":999999999999999999"}, /* 18 digits: out of range */
       {"\"attempt\":3", "\"attempt\":9223372036854775808"},
       {"\"attempt\":3", "\"attempt\":nul"},
+      {"\"cancelled\":true", "\"cancelled\":false"},
+      {"\"cancelled\":true", "\"cancelled\":tru"},
+      {"\"cancelled\":true,", ""},                          /* absent: not cancelled */
       {"\"attempt\":3", "\"attempt\":3,\"x\":{\"y\":[]}"}, /* nested: jansson */
       {"\"attempt\":3", "\"attempt\":3,\"attempt\":3"},    /* duplicate */
       {"\"attempt\":3", "\"attempt\":3,\"\":1"},
@@ -573,5 +623,6 @@ int main(void) {
   test_buffer_cap();
   test_malformed();
   test_scan_agrees();
+  test_cancelled();
   return CHECK_DONE();
 }
