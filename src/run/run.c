@@ -470,7 +470,7 @@ static int discover(struct run *r) {
                     "--url and that the server is up, e.g. curl %s/v1/models)", red, err, red);
     return EXIT_UNREACHABLE;
   }
-  char models_err[256];
+  char models_err[sizeof err];
   snprintf(models_err, sizeof models_err, "%s", err);
   if (st == 401 || st == 403) { /* the key (never printed) is missing or refused */
     char red[2048];
