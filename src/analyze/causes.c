@@ -61,6 +61,8 @@ struct ctx {
   double pre_cover; /* share of the requests' span inside some prefill; NaN: no span */
   const struct im_server_source_figs *src; /* the primary source's series; NULL: none */
   double *a, *b;                           /* scratch, n each */
+  const struct im_record **cut; /* requests cut at the end-of-run grace (aborted) */
+  size_t n_cut;
 };
 
 /* The SLO being explained. */
@@ -216,6 +218,7 @@ static void ctx_free(struct ctx *c) {
   free(c->pre_reach);
   free(c->a);
   free(c->b);
+  free(c->cut);
 }
 
 static enum im_err ctx_build(struct ctx *c, const struct im_causes_input *in) {
@@ -228,10 +231,13 @@ static enum im_err ctx_build(struct ctx *c, const struct im_causes_input *in) {
   c->pre_reach = malloc(cap * sizeof *c->pre_reach);
   c->a = malloc(cap * sizeof *c->a);
   c->b = malloc(cap * sizeof *c->b);
-  if (!c->req || !c->pre || !c->pre_reach || !c->a || !c->b)
+  c->cut = malloc(cap * sizeof *c->cut);
+  if (!c->req || !c->pre || !c->pre_reach || !c->a || !c->b || !c->cut)
     return IM_NOMEM;
   for (size_t i = 0; i < pop->n_req; i++) {
     const struct im_record *r = pop->req[i].final;
+    if (pop->req[i].outcome == IM_OUTCOME_ABORTED)
+      c->cut[c->n_cut++] = r;
     if (pop->req[i].outcome != IM_OUTCOME_COMPLETED)
       continue;
     struct req *q = &c->req[c->n++];
@@ -515,13 +521,17 @@ static void check_kv(const struct ctx *c, const struct slo_view *s, struct im_ca
     verdict(ck, IM_CAUSE_NOT_APPLICABLE, "no server samples (KV usage and preemptions)");
     return;
   }
-  uint64_t pv = 0, po = 0, no = 0, pre_v = 0;
-  for (size_t i = 0; i < c->n; i++) {
-    const struct im_record *r = c->req[i].r;
+  /* When no completed request is over the limit, the violations are the
+   * requests the server never finished (cut at the end-of-run grace): they
+   * are the violating ones here, judged over their time until the cut. */
+  bool by_cut = !s->over && c->n_cut;
+  uint64_t pv = 0, po = 0, no = 0, pre_v = 0, nv = by_cut ? c->n_cut : s->over;
+  for (size_t i = 0; i < c->n + (by_cut ? c->n_cut : 0); i++) {
+    const struct im_record *r = i < c->n ? c->req[i].r : c->cut[i - c->n];
     bool preempted;
     bool p = kv_pressed(c->src, (double)r->t_start / 1e9,
                         (double)(r->t_end >= r->t_last ? r->t_end : r->t_last) / 1e9, &preempted);
-    if (over(c, s, i)) {
+    if (i >= c->n || over(c, s, i)) {
       pv += p;
       pre_v += preempted;
     } else {
@@ -529,7 +539,7 @@ static void check_kv(const struct ctx *c, const struct slo_view *s, struct im_ca
       no++;
     }
   }
-  double sv = s->over ? (double)pv / (double)s->over : NAN;
+  double sv = nv ? (double)pv / (double)nv : NAN;
   double so = no ? (double)po / (double)no : 0.0;
   ck->score = sv;
   fig(ck, "violating_share_pressed", sv);
@@ -539,15 +549,17 @@ static void check_kv(const struct ctx *c, const struct slo_view *s, struct im_ca
   /* A full cache all the time explains nothing by itself (the contrast);
    * preemptions during the violating requests do: a preempted sequence
    * waits and is computed again, whatever the others went through. */
-  double sp = s->over ? (double)pre_v / (double)s->over : NAN;
+  double sp = nv ? (double)pre_v / (double)nv : NAN;
   fig(ck, "violating_share_preempted", sp);
+  fig(ck, "violating_cut_at_grace", by_cut ? (double)c->n_cut : 0.0);
   bool fires = (sv >= IM_CAUSE_KV_SHARE && sv >= IM_CAUSE_KV_CONTRAST * so) ||
                sp >= IM_CAUSE_KV_SHARE;
   verdict(ck, fires ? IM_CAUSE_FIRED : IM_CAUSE_NOT_FIRED,
-          "%.0f%% of violating requests ran while preemptions rose or KV usage reached %.2f, "
+          "%.0f%% of violating requests%s ran while preemptions rose or KV usage reached %.2f, "
           "against %.0f%% of the others (fires at >= %.0f%% and >= %.0fx); preemptions rose "
           "during %.0f%% of them (fires at >= %.0f%%)",
-          100 * sv, IM_CAUSE_KV_USAGE, 100 * so, 100 * IM_CAUSE_KV_SHARE, IM_CAUSE_KV_CONTRAST,
+          100 * sv, by_cut ? " (those cut at the end-of-run grace, never finished)" : "",
+          IM_CAUSE_KV_USAGE, 100 * so, 100 * IM_CAUSE_KV_SHARE, IM_CAUSE_KV_CONTRAST,
           100 * sp, 100 * IM_CAUSE_KV_SHARE);
 }
 
@@ -825,7 +837,8 @@ static void explain(const struct ctx *c, enum im_slo_kind k, double lim, double 
     /* A group rule says nothing when no completed request violated (the
      * violations were failed or aborted requests). */
     if (!s.over && r != IM_CAUSE_CLIENT_SATURATION && ck->status != IM_CAUSE_NOT_APPLICABLE &&
-        ck->status != IM_CAUSE_NOT_CHECKED)
+        ck->status != IM_CAUSE_NOT_CHECKED &&
+        !(r == IM_CAUSE_KV_PRESSURE && c->n_cut)) /* judged on the cut requests */
       verdict(ck, IM_CAUSE_NOT_FIRED,
               "no completed request is over the limit (the violations "
               "are failed or aborted requests)");

@@ -318,6 +318,45 @@ static void test_kv(void) {
   CHECK_STR(c.slo[0].checks[IM_CAUSE_KV_PRESSURE].figs[4].key, "violating_share_preempted");
 }
 
+/* A TTFT SLO violated only by requests the server never finished: from
+ * 2 s on the cache is full and preemptions rise, and the requests sent
+ * then are cut at the end-of-run grace (aborted, no first token). No
+ * completed request is over the limit, so every other rule says nothing;
+ * KV pressure is judged on the cut requests and named. Without the
+ * pressure (a calm series) nothing is named. */
+static void test_kv_cut(void) {
+  struct fx x;
+  base(&x, N);
+  server(&x);
+  for (size_t j = 0; j < x.src.n_series; j++)
+    if (x.pts[j].t_s >= 2.0) {
+      x.pts[j].kv_cache_usage = 0.99;
+      x.pts[j].preemptions = (double)j;
+    }
+  for (size_t i = 20; i < x.n; i++) {
+    struct im_record *r = &x.r[i];
+    r->kind = IM_KIND_ABORTED;
+    r->t_first = r->t_last = -1;
+    r->n_chunks = 0;
+    r->output_tokens = 0;
+    r->t_end = r->t_start + 3000 * MS;
+  }
+  x.cfg.has_slo_ttft = true;
+  x.cfg.slo_ttft_ms = 1000;
+  double score = 0;
+  fires_only(&x, IM_CAUSE_KV_PRESSURE, &score);
+  CHECK_NEAR(score, 1.0, 1e-9);
+  struct im_causes c;
+  analyze(&x, &c);
+  CHECK_EQ(c.slo[0].violating, 0);
+  const struct im_cause_check *kv = &c.slo[0].checks[IM_CAUSE_KV_PRESSURE];
+  CHECK(strstr(kv->why, "cut at the end-of-run grace") != NULL);
+  CHECK_STR(kv->figs[5].key, "violating_cut_at_grace");
+  CHECK_NEAR(kv->figs[5].value, (double)(N - 20), 0);
+  server(&x); /* calm: KV 0.1, no preemption */
+  fires_only(&x, IM_CAUSE_UNEXPLAINED, NULL);
+}
+
 static void test_client(void) {
   struct fx x;
   base(&x, N);
@@ -589,6 +628,7 @@ int main(void) {
   test_top_p();
   test_queueing();
   test_kv();
+  test_kv_cut();
   test_client();
   test_churn();
   test_stall();
