@@ -85,6 +85,8 @@ struct im__load_h1 {
   struct dl_list dl[4];          /* by DL_*: total, cancel, failed now */
   struct h1_conn *conn_head, *conn_tail;
   int64_t connect_ns;
+  bool rx_stamps;                /* the kernel's receive timestamps (SO_TIMESTAMPNS) */
+  uint64_t reads, stamped;       /* reads, and those the kernel stamped */
   char buf[H1_RECV_BUF];
 };
 
@@ -239,6 +241,11 @@ enum im_err im__load_h1_setup(struct loader *L) {
   h->connect_ns = c->timeout_connect_ns / 1000000 * 1000000;
   if (h->connect_ns <= 0)
     h->connect_ns = 300 * 1000000000LL;
+  /* Token times from the kernel's receipt of the bytes, not from when the
+   * loop read them (docs/metrics.md §10); INFERMETER_NO_RX_TIMESTAMPS=1
+   * reads the clock at the read instead, as before. */
+  const char *no_ts = getenv("INFERMETER_NO_RX_TIMESTAMPS");
+  h->rx_stamps = !(no_ts && *no_ts && strcmp(no_ts, "0"));
   struct attempt probe = {.cancel = false};
   h->dl[DL_TOTAL].dur = (int64_t)im__load_cancel_timeout_ms(L, &probe) * 1000000;
   probe.cancel = true;
@@ -475,6 +482,8 @@ static void connect_addr(struct loader *L, struct h1_conn *cn) {
     }
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (h->rx_stamps)
+      setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one);
     if (!grow_fd(h, fd)) {
       close(fd);
       end(L, conn_abandon(L, cn), CURLE_OUT_OF_MEMORY, false);
@@ -755,12 +764,38 @@ static bool resend(struct loader *L, struct h1_conn *cn) {
   return true;
 }
 
+/* See loader_int.h. */
+int64_t im__load_rx_stamp(struct msghdr *m, int64_t rel, int64_t now) {
+  for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_TIMESTAMPNS)
+      continue;
+    struct timespec ts, real;
+    memcpy(&ts, CMSG_DATA(c), sizeof ts);
+    if (!ts.tv_sec || clock_gettime(CLOCK_REALTIME, &real))
+      return -1;
+    /* Realtime to monotonic through the two clocks' offset now. */
+    int64_t ago = ((int64_t)real.tv_sec - (int64_t)ts.tv_sec) * 1000000000 +
+                  ((int64_t)real.tv_nsec - (int64_t)ts.tv_nsec);
+    int64_t t = rel - ago;
+    return t < now ? t : now;
+  }
+  return -1;
+}
+
 static void on_readable(struct loader *L, struct h1_conn *cn) {
   struct im__load_h1 *h = L->h1;
   ssize_t n;
-  do
-    n = recv(cn->fd, h->buf, sizeof h->buf, 0);
-  while (n < 0 && errno == EINTR);
+  union {
+    char buf[CMSG_SPACE(sizeof(struct timespec)) * 2];
+    struct cmsghdr align;
+  } ctl;
+  struct iovec iov = {.iov_base = h->buf, .iov_len = sizeof h->buf};
+  struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+  do {
+    m.msg_control = h->rx_stamps ? ctl.buf : NULL;
+    m.msg_controllen = h->rx_stamps ? sizeof ctl.buf : 0;
+    n = recvmsg(cn->fd, &m, 0);
+  } while (n < 0 && errno == EINTR);
   struct attempt *a = cn->a;
   if (n < 0) {
     if (errno == EAGAIN || errno == EWOULDBLOCK)
@@ -777,9 +812,17 @@ static void on_readable(struct loader *L, struct h1_conn *cn) {
     end(L, a, rc == IM_H1_DONE ? CURLE_OK : rc_code(rc), false);
     return;
   }
-  /* One clock read per received buffer: every event in it arrived then. */
+  /* One time per received buffer: every event in it arrived then (the
+   * kernel's receipt of its last byte when stamped, else the read). Never
+   * before the previous buffer of the answer. */
   struct read_ctx x = {.a = a, .cn = cn, .now = rel_now(L)};
-  im__load_recv_lag(L, a, x.now);
+  int64_t at = h->rx_stamps ? im__load_rx_stamp(&m, rel_now(L), x.now) : -1;
+  h->reads++;
+  if (at >= 0) {
+    h->stamped++;
+    x.now = at > a->last_chunk ? at : a->last_chunk;
+  }
+  im__load_recv_lag(L, a, rel_now(L), at >= 0);
   size_t used = 0;
   enum im_h1_rc rc = im_h1_feed(&cn->p, h->buf, (size_t)n, &h1_cbs, &x, &used);
   if (rc == IM_H1_MORE)

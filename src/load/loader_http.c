@@ -227,7 +227,7 @@ enum im_err im__load_on_sse_event(void *ud, const struct im_sse_event *ev) {
   return err;
 }
 
-void im__load_recv_lag(struct loader *L, struct attempt *a, int64_t now) {
+void im__load_recv_lag(struct loader *L, struct attempt *a, int64_t now, bool stamped) {
   L->read_lag_us = L->read_client_us = -1;
   if (L->t_wake >= 0) {
     /* receive_lag: how long the readable socket waited for the loop to read
@@ -239,6 +239,8 @@ void im__load_recv_lag(struct loader *L, struct attempt *a, int64_t now) {
       L->recv_lag_max_ns = lag;
     (void)im_hist_record(&L->res->receive_lag, lag);
     int64_t client = im__load_client_part(L, L->t_wake, now);
+    if (stamped) /* the token times are the kernel's: the wait is in no figure */
+      lag = client = 0;
     L->read_lag_us = im__load_us(lag);
     L->read_client_us = im__load_us(client);
     if (a && lag > (int64_t)IM_RECORD_LATE_READ_US * 1000) {
@@ -293,7 +295,7 @@ static size_t on_write(char *data, size_t size, size_t n, void *ud) {
   size_t len = size * n;
   /* One clock read per received buffer: every event in it arrived then. */
   int64_t now = rel_now(a->L);
-  im__load_recv_lag(a->L, a, now);
+  im__load_recv_lag(a->L, a, now, false);
   return im__load_body(a, data, len, now) ? len : 0;
 }
 

@@ -361,7 +361,14 @@ enum im_err im__load_build_http(struct loader *L, struct attempt *a);
  * lag (once per buffer, at its clock read now); a piece of the body
  * (false: stop the transfer); a status line (its arrival now, the local
  * port); a Retry-After value. */
-void im__load_recv_lag(struct loader *L, struct attempt *a, int64_t now);
+void im__load_recv_lag(struct loader *L, struct attempt *a, int64_t now, bool stamped);
+/* The kernel's receive time of the last byte of m's data (TCP software
+ * receive timestamps, Linux 4.14 and later: an SCM_TIMESTAMPNS control
+ * message on CLOCK_REALTIME) moved to the run-relative monotonic clock
+ * through the two clocks' offset now (rel: rel_now() read just before);
+ * never later than now (the read's time). -1 without a stamp. */
+struct msghdr;
+int64_t im__load_rx_stamp(struct msghdr *m, int64_t rel, int64_t now);
 /* A response header: keeps the Content-Type (value v of n bytes). */
 void im__load_on_ctype(struct attempt *a, const char *v, size_t n);
 /* Lateness below this is the client's without a look (a clock read costs

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -257,7 +259,42 @@ static void test_client_part(void) {
   CHECK_EQ(im__load_client_part(&L, 11 * ms, 11 * ms + ms), ms);
 }
 
+/* The kernel's receive stamp moved to the run's clock: a stamp 1 s ago
+ * reads about 1 s before the read (at least 1 s: the realtime clock is
+ * read after the stamp was made); a stamp in the future is the read's
+ * time; no stamp, or a zero one, is -1. */
+static void test_rx_stamp(void) {
+  union {
+    char buf[CMSG_SPACE(sizeof(struct timespec))];
+    struct cmsghdr align;
+  } ctl;
+  struct msghdr m = {.msg_control = ctl.buf, .msg_controllen = sizeof ctl.buf};
+  struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_TIMESTAMPNS;
+  c->cmsg_len = CMSG_LEN(sizeof(struct timespec));
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  ts.tv_sec -= 1;
+  memcpy(CMSG_DATA(c), &ts, sizeof ts);
+  const int64_t S = 1000000000;
+  int64_t rel = 50 * S, t = im__load_rx_stamp(&m, rel, rel);
+  CHECK(t <= rel - S);
+  CHECK(t > rel - 11 * S);
+  ts.tv_sec += 11; /* 10 s ahead */
+  memcpy(CMSG_DATA(c), &ts, sizeof ts);
+  CHECK_EQ(im__load_rx_stamp(&m, rel, rel - 5), rel - 5);
+  ts.tv_sec = ts.tv_nsec = 0;
+  memcpy(CMSG_DATA(c), &ts, sizeof ts);
+  CHECK_EQ(im__load_rx_stamp(&m, rel, rel), -1);
+  c->cmsg_type = SCM_RIGHTS;
+  CHECK_EQ(im__load_rx_stamp(&m, rel, rel), -1);
+  struct msghdr none = {0};
+  CHECK_EQ(im__load_rx_stamp(&none, rel, rel), -1);
+}
+
 int main(void) {
+  test_rx_stamp();
   test_client_part();
   test_writer_keeps_all();
   test_writer_disk_full();
