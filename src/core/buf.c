@@ -88,6 +88,21 @@ enum im_err im_buf_put_i64(struct im_buf *b, int64_t v) {
   return im_buf_append(b, p, (size_t)(tmp + sizeof tmp - p));
 }
 
+enum im_err im_buf_put_u64(struct im_buf *b, uint64_t v) {
+  char tmp[24];
+  char *p = digits(tmp + sizeof tmp, v, 10);
+  return im_buf_append(b, p, (size_t)(tmp + sizeof tmp - p));
+}
+
+void im_buf_reserve_hint(struct im_buf *b, size_t extra) {
+  if (b->len >= b->max)
+    return;
+  if (b->max - b->len < extra)
+    extra = b->max - b->len;
+  enum im_err err = im_buf_reserve(b, extra);
+  (void)err; /* a hint: the appends that follow report any failure */
+}
+
 enum im_err im_buf_put_hex(struct im_buf *b, uint64_t v) {
   char tmp[24];
   char *p = digits(tmp + sizeof tmp, v, 16);

@@ -38,6 +38,14 @@ enum im_err im_buf_vprintf(struct im_buf *b, const char *fmt, va_list ap) IM_WUR
  * "%" PRId64 and "%" PRIx64 print, without printf's cost on hot paths). */
 enum im_err im_buf_put_i64(struct im_buf *b, int64_t v) IM_WUR;
 enum im_err im_buf_put_hex(struct im_buf *b, uint64_t v) IM_WUR;
+/* Appends v in decimal ("%" PRIu64, "%u"). */
+enum im_err im_buf_put_u64(struct im_buf *b, uint64_t v) IM_WUR;
+/* Allocates room for about `extra` more bytes now, in one allocation, so
+ * that the appends of a text of known rough size do not grow the buffer
+ * step by step (each step a realloc). A hint: never fails, and a hint past
+ * the cap or a failed allocation leaves the buffer as it was (the appends
+ * then grow it, or report the error, as they would have). */
+void im_buf_reserve_hint(struct im_buf *b, size_t extra);
 /* Appends s as the inside of a JSON string (no quotes), escaping as RFC 8259
  * requires; invalid UTF-8 bytes become U+FFFD. */
 enum im_err im_buf_json_escape(struct im_buf *b, const char *s, size_t len) IM_WUR;
