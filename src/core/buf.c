@@ -36,7 +36,7 @@ enum im_err im_buf_reserve(struct im_buf *b, size_t extra) {
   return IM_OK;
 }
 
-enum im_err im_buf_append(struct im_buf *b, const void *data, size_t len) {
+enum im_err im__buf_append_grow(struct im_buf *b, const void *data, size_t len) {
   enum im_err err = im_buf_reserve(b, len);
   if (err)
     return err;
@@ -45,10 +45,6 @@ enum im_err im_buf_append(struct im_buf *b, const void *data, size_t len) {
   b->len += len;
   b->data[b->len] = '\0';
   return IM_OK;
-}
-
-enum im_err im_buf_puts(struct im_buf *b, const char *s) {
-  return im_buf_append(b, s, strlen(s));
 }
 
 enum im_err im_buf_vprintf(struct im_buf *b, const char *fmt, va_list ap) {

@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "core/err.h"
 
@@ -28,8 +29,23 @@ void im_buf_init(struct im_buf *b, size_t max);
 void im_buf_cleanup(struct im_buf *b);
 /* Makes room for `extra` more bytes (plus the terminator). */
 enum im_err im_buf_reserve(struct im_buf *b, size_t extra) IM_WUR;
-enum im_err im_buf_append(struct im_buf *b, const void *data, size_t len) IM_WUR;
-enum im_err im_buf_puts(struct im_buf *b, const char *s) IM_WUR;
+/* Appends len bytes of data / the string s. Inline: the builder and the
+ * record writer append a few hundred short pieces per request, and the call
+ * and its checks were most of their cost; a piece that needs the buffer to
+ * grow (or fails) takes im__buf_append_grow. */
+enum im_err im__buf_append_grow(struct im_buf *b, const void *data, size_t len) IM_WUR;
+static inline IM_WUR enum im_err im_buf_append(struct im_buf *b, const void *data, size_t len) {
+  if (!b->data || len > b->max - b->len || b->len + len >= b->cap) /* max <= SIZE_MAX / 2 */
+    return im__buf_append_grow(b, data, len);
+  if (len)
+    memcpy(b->data + b->len, data, len);
+  b->len += len;
+  b->data[b->len] = '\0';
+  return IM_OK;
+}
+static inline IM_WUR enum im_err im_buf_puts(struct im_buf *b, const char *s) {
+  return im_buf_append(b, s, strlen(s));
+}
 enum im_err im_buf_printf(struct im_buf *b, const char *fmt, ...) IM_WUR
     __attribute__((format(printf, 2, 3)));
 enum im_err im_buf_vprintf(struct im_buf *b, const char *fmt, va_list ap) IM_WUR
