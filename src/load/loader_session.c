@@ -116,6 +116,9 @@ static bool want_prepare(const struct loader *L) {
 
 /* The most requests the builder prepares between two takes of its lock. */
 #define BUILD_BATCH 16
+/* ... and the longest it builds before it publishes what it has: about
+ * ten requests of the synthetic workload. */
+#define BUILD_BATCH_NS 50000
 
 /* Jobs first (a turn is due after its think time, a record waits for its
  * count), then the ring of new requests. */
@@ -150,8 +153,15 @@ static void *builder_main(void *arg) {
       struct attempt *built[BUILD_BATCH];
       size_t n = 0;
       enum im_err err = IM_OK;
-      while (n < want && (built[n] = im__load_prepare(L, local + n, &err)) != NULL)
+      int64_t t0 = im_now_ns();
+      while (n < want && (built[n] = im__load_prepare(L, local + n, &err)) != NULL) {
         n++;
+        /* Slow builds (a tokenizer) are published as they come: the loop
+         * may run out of ready requests while a long batch is built, and
+         * would then wait for all of it rather than for one. */
+        if (im_now_ns() - t0 > BUILD_BATCH_NS)
+          break;
+      }
       pthread_mutex_lock(&L->builder.mu);
       for (size_t i = 0; i < n; i++) {
         L->pre[(L->pre_head + L->pre_n) % L->pre_cap] = built[i];
@@ -160,7 +170,7 @@ static void *builder_main(void *arg) {
         L->pre_n++;
       }
       L->pre_local_next = local + n;
-      if (n < want)
+      if (n < want && err != IM_OK)
         L->builder.prep_err = err;
       pthread_cond_signal(&L->builder.ring_cv);
       continue;
