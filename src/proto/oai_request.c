@@ -21,8 +21,9 @@ enum im_err im_oai_body_encode(const struct im_oai_body *q, struct im_buf *b) {
   /* One allocation for the body: the prompt (with room for some escapes),
    * the model and the fixed fields (under 256 bytes without the JSON
    * objects passed through). */
-  size_t text = q->chat && q->messages_json ? strlen(q->messages_json)
-                : q->prompt ? q->prompt_len : 0;
+  size_t text = q->prompt ? q->prompt_len : 0;
+  if (q->chat && q->messages_json)
+    text = strlen(q->messages_json);
   im_buf_reserve_hint(b, 256 + text + text / 8 + strlen(model) +
                              (q->run_json ? strlen(q->run_json) : 0) +
                              (q->extra_json ? strlen(q->extra_json) : 0));

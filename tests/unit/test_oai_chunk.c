@@ -9,8 +9,8 @@
 #include "core/buf.h"
 #include "proto/oai_chunk.h"
 #include "proto/oai_encode.h"
-#include "proto/oai_request.h"
 #include "proto/oai_logprobs.h"
+#include "proto/oai_request.h"
 #include "proto/sse.h"
 
 static int str_eq(struct im_oai_str s, const char *want) {
