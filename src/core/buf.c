@@ -36,7 +36,7 @@ enum im_err im_buf_reserve(struct im_buf *b, size_t extra) {
   return IM_OK;
 }
 
-enum im_err im_buf_append(struct im_buf *b, const void *data, size_t len) {
+enum im_err im__buf_append_grow(struct im_buf *b, const void *data, size_t len) {
   enum im_err err = im_buf_reserve(b, len);
   if (err)
     return err;
@@ -45,10 +45,6 @@ enum im_err im_buf_append(struct im_buf *b, const void *data, size_t len) {
   b->len += len;
   b->data[b->len] = '\0';
   return IM_OK;
-}
-
-enum im_err im_buf_puts(struct im_buf *b, const char *s) {
-  return im_buf_append(b, s, strlen(s));
 }
 
 enum im_err im_buf_vprintf(struct im_buf *b, const char *fmt, va_list ap) {
@@ -86,6 +82,21 @@ enum im_err im_buf_put_i64(struct im_buf *b, int64_t v) {
   if (v < 0)
     *--p = '-';
   return im_buf_append(b, p, (size_t)(tmp + sizeof tmp - p));
+}
+
+enum im_err im_buf_put_u64(struct im_buf *b, uint64_t v) {
+  char tmp[24];
+  char *p = digits(tmp + sizeof tmp, v, 10);
+  return im_buf_append(b, p, (size_t)(tmp + sizeof tmp - p));
+}
+
+void im_buf_reserve_hint(struct im_buf *b, size_t extra) {
+  if (b->len >= b->max)
+    return;
+  if (b->max - b->len < extra)
+    extra = b->max - b->len;
+  enum im_err err = im_buf_reserve(b, extra);
+  (void)err; /* a hint: the appends that follow report any failure */
 }
 
 enum im_err im_buf_put_hex(struct im_buf *b, uint64_t v) {

@@ -191,19 +191,25 @@ struct attempt *im__load_take_request(struct loader *L, uint64_t index) {
         pthread_cond_wait(&L->builder.ring_cv, &L->builder.mu);
       L->own_wait_ns += im_now_ns() - t;
     }
+    bool wake = false;
     if (L->pre_n && L->pre_first == index) {
       a = ring_pop(L);
       /* Room to prepare: the builder is woken when half the ring is
        * used, and then fills it, so it wakes once per half a ring rather
        * than once per request (a futex call each). */
-      if (L->pre_n <= L->builder.pre_target / 2)
-        pthread_cond_signal(&L->builder.cv);
+      wake = L->pre_n <= L->builder.pre_target / 2;
     } else if (!L->pre_n) {
       err = L->builder.prep_err ? L->builder.prep_err : IM_STATE;
     } else {
       err = IM_STATE; /* out of order: a bug */
     }
     pthread_mutex_unlock(&L->builder.mu);
+    /* Signalled after the unlock: woken under the lock, the builder would
+     * block at once on the mutex the loop still holds (a futex wait there
+     * and a futex wake here). Nothing is lost: it tests the ring under the
+     * lock before it waits. */
+    if (wake)
+      pthread_cond_signal(&L->builder.cv);
     if (!a)
       L->fatal = err;
     return a;

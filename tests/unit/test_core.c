@@ -125,9 +125,52 @@ static void test_buf_put_int(void) {
     CHECK(!strcmp(b.data, want));
     im_buf_cleanup(&b);
   }
+  static const uint64_t u[] = {0, 7, 10, 4294967295u, UINT64_MAX};
+  for (size_t i = 0; i < sizeof u / sizeof u[0]; i++) {
+    struct im_buf b;
+    char want[32];
+    im_buf_init(&b, 64);
+    CHECK_OK(im_buf_put_u64(&b, u[i]));
+    snprintf(want, sizeof want, "%" PRIu64, u[i]);
+    CHECK_STR(b.data, want);
+    im_buf_cleanup(&b);
+  }
   struct im_buf b;
   im_buf_init(&b, 3);
   CHECK(im_buf_put_i64(&b, 1234) != IM_OK); /* past max: an error */
+  CHECK(im_buf_put_u64(&b, 1234) != IM_OK);
+  CHECK_EQ(b.len, 0);
+  im_buf_cleanup(&b);
+}
+
+/* A reserve hint never fails and never moves the cap: past max it reserves
+ * up to max, and the appends still stop at max. The inline append grows the
+ * buffer byte by byte across every doubling. */
+static void test_buf_hint(void) {
+  struct im_buf b;
+  im_buf_init(&b, 16);
+  im_buf_reserve_hint(&b, 1000);
+  CHECK(b.data != NULL);
+  CHECK_EQ(b.len, 0);
+  for (int i = 0; i < 16; i++)
+    CHECK_OK(im_buf_append(&b, "x", 1));
+  CHECK_EQ(im_buf_append(&b, "y", 1), IM_LIMIT);
+  im_buf_reserve_hint(&b, 8); /* full: nothing */
+  CHECK_EQ(b.len, 16);
+  CHECK_STR(b.data, "xxxxxxxxxxxxxxxx");
+  im_buf_cleanup(&b);
+
+  im_buf_init(&b, 5000);
+  char want[5001];
+  for (int i = 0; i < 5000; i++) {
+    want[i] = (char)('a' + i % 26);
+    CHECK_OK(im_buf_append(&b, &want[i], 1));
+    CHECK_EQ(b.data[b.len], '\0');
+  }
+  want[5000] = '\0';
+  CHECK_STR(b.data, want);
+  CHECK_EQ(im_buf_puts(&b, "z"), IM_LIMIT);
+  CHECK_EQ(b.len, 5000);
   im_buf_cleanup(&b);
 }
 
@@ -218,6 +261,7 @@ int main(void) {
   test_duration();
   test_buf();
   test_buf_put_int();
+  test_buf_hint();
   test_rng();
   test_err();
   test_thread_background();

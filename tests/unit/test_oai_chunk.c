@@ -3,12 +3,14 @@
  * decoded by the jansson reference and compared field by field. */
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "check.h"
 #include "core/buf.h"
 #include "proto/oai_chunk.h"
 #include "proto/oai_encode.h"
 #include "proto/oai_logprobs.h"
+#include "proto/oai_request.h"
 #include "proto/sse.h"
 
 static int str_eq(struct im_oai_str s, const char *want) {
@@ -853,6 +855,35 @@ static void test_logprobs(void) {
   CHECK_NEAR(h, 0.0, 1e-12);
 }
 
+/* The request body byte for byte (what the printf-based encoder sent; the
+ * wire bytes of a seeded run must not change), also when the buffer's cap
+ * is below the encoder's reserve hint. */
+static void test_body_bytes(void) {
+  struct im_oai_body q = {.model = "m", .prompt = "hi \"x\"", .prompt_len = 6,
+                          .max_tokens = 4294967295u, .ignore_eos = true,
+                          .temperature = NAN, .top_p = NAN};
+  struct im_buf b;
+  im_buf_init(&b, 4096);
+  CHECK_OK(im_oai_body_encode(&q, &b));
+  CHECK_STR(b.data, "{\"model\":\"m\",\"prompt\":\"hi \\\"x\\\"\",\"max_tokens\":4294967295,"
+                    "\"stream\":true,\"stream_options\":{\"include_usage\":true},\"ignore_eos\":true}");
+  im_buf_cleanup(&b);
+  q.max_tokens = 0;
+  q.ignore_eos = false;
+  q.continuous_usage = true;
+  q.temperature = 0.7;
+  const char *want = "{\"model\":\"m\",\"prompt\":\"hi \\\"x\\\"\",\"max_tokens\":0,"
+                     "\"stream\":true,\"stream_options\":{\"include_usage\":true,"
+                     "\"continuous_usage_stats\":true},\"temperature\":0.69999999999999996}";
+  im_buf_init(&b, strlen(want)); /* exactly the body: below the hint */
+  CHECK_OK(im_oai_body_encode(&q, &b));
+  CHECK_STR(b.data, want);
+  im_buf_cleanup(&b);
+  im_buf_init(&b, strlen(want) - 1);
+  CHECK_EQ(im_oai_body_encode(&q, &b), IM_LIMIT);
+  im_buf_cleanup(&b);
+}
+
 int main(void) {
   test_cached_tokens();
   test_deepseek_usage_encode();
@@ -862,6 +893,7 @@ int main(void) {
   test_chunks();
   test_errors();
   test_fast_paths();
+  test_body_bytes();
   test_skipped_depth();
   for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++)
     test_fixture(&fixtures[i]);
