@@ -86,7 +86,6 @@ struct im__load_h1 {
   struct h1_conn *conn_head, *conn_tail;
   int64_t connect_ns;
   bool rx_stamps;                /* the kernel's receive timestamps (SO_TIMESTAMPNS) */
-  uint64_t reads, stamped;       /* reads, and those the kernel stamped */
   char buf[H1_RECV_BUF];
 };
 
@@ -825,11 +824,8 @@ static void on_readable(struct loader *L, struct h1_conn *cn) {
    * before the previous buffer of the answer. */
   struct read_ctx x = {.a = a, .cn = cn, .now = rel_now(L)};
   int64_t at = h->rx_stamps ? im__load_rx_stamp(&m, rel_now(L), x.now) : -1;
-  h->reads++;
-  if (at >= 0) {
-    h->stamped++;
+  if (at >= 0)
     x.now = at > a->last_chunk ? at : a->last_chunk;
-  }
   im__load_recv_lag(L, a, rel_now(L), at >= 0);
   size_t used = 0;
   enum im_h1_rc rc = im_h1_feed(&cn->p, h->buf, (size_t)n, &h1_cbs, &x, &used);
