@@ -75,8 +75,9 @@ check_eq "record properties = the keys of the docs' table" \
   "$(tr '\n' ' ' <"$TMP/schema_keys")" "$(tr '\n' ' ' <"$TMP/doc_keys")"
 # Optional keys (absent when not applicable): chunk_tokens, reasoning_effort, thinking, tools, model,
 # target; shard (merged directories only); who was late (dispatch_lag_client_us, read_lag_us,
-# late_reads, late_reads_client: absent in files of older versions and other tools).
-OPTIONAL='chunk_tokens|reasoning_effort|thinking|tools|model|target|shard|dispatch_lag_client_us|read_lag_us|late_reads|late_reads_client'
+# late_reads, late_reads_client: absent in files of older versions and other tools);
+# cancelled (written only when the client let the request go).
+OPTIONAL='chunk_tokens|reasoning_effort|thinking|tools|model|target|shard|dispatch_lag_client_us|read_lag_us|late_reads|late_reads_client|cancelled'
 check_eq "required = every key but the optional ones" \
   "$(jq -r '."$defs".record.required[]' "$SCHEMA" | tr '\n' ' ')" "$(grep -vxE "$OPTIONAL" "$TMP/doc_keys" | tr '\n' ' ')"
 check_eq "a fixture line has the keys in that order" \
