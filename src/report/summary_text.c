@@ -306,7 +306,7 @@ void im_report_text(FILE *o, const struct im_summary *s, const struct im_summary
 void im_report_stage_line(FILE *f, size_t i, const char *label, const struct im_stage_figures *fg,
                           const struct im_summary_config *sc) {
   if (!fg->sum.completed) { /* nothing to put in the columns */
-    fprintf(f, "stage %zu %-36s no measured request (all warm-up, or none completed)%s\n", i,
+    fprintf(f, "stage %zu %s  no measured request (all warm-up, or none completed)%s\n", i,
             label[0] ? label : "-", fg->check.valid ? "" : "  INVALID");
     return;
   }
