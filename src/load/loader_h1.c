@@ -772,7 +772,7 @@ static bool resend(struct loader *L, struct h1_conn *cn) {
 }
 
 /* See loader_int.h. */
-int64_t im__load_rx_stamp(struct msghdr *m, int64_t rel, int64_t now) {
+int64_t im__load_rx_stamp(struct msghdr *m, int64_t t0, int64_t now) {
   for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
     if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_TIMESTAMPNS)
       continue;
@@ -780,7 +780,10 @@ int64_t im__load_rx_stamp(struct msghdr *m, int64_t rel, int64_t now) {
     memcpy(&ts, CMSG_DATA(c), sizeof ts);
     if (!ts.tv_sec || clock_gettime(CLOCK_REALTIME, &real))
       return -1;
-    /* Realtime to monotonic through the two clocks' offset now. */
+    /* Realtime to monotonic through the two clocks' offset now: the
+     * monotonic clock read after the realtime one, so a pause between the
+     * two reads makes the time later, never earlier than the arrival. */
+    int64_t rel = im_now_ns() - t0;
     int64_t ago = ((int64_t)real.tv_sec - (int64_t)ts.tv_sec) * 1000000000 +
                   ((int64_t)real.tv_nsec - (int64_t)ts.tv_nsec);
     int64_t t = rel - ago;
@@ -823,7 +826,7 @@ static void on_readable(struct loader *L, struct h1_conn *cn) {
    * kernel's receipt of its last byte when stamped, else the read). Never
    * before the previous buffer of the answer. */
   struct read_ctx x = {.a = a, .cn = cn, .now = rel_now(L)};
-  int64_t at = h->rx_stamps ? im__load_rx_stamp(&m, rel_now(L), x.now) : -1;
+  int64_t at = h->rx_stamps ? im__load_rx_stamp(&m, L->t0, x.now) : -1;
   if (at >= 0)
     x.now = at > a->last_chunk ? at : a->last_chunk;
   im__load_recv_lag(L, a, rel_now(L), at >= 0);

@@ -364,11 +364,12 @@ enum im_err im__load_build_http(struct loader *L, struct attempt *a);
 void im__load_recv_lag(struct loader *L, struct attempt *a, int64_t now, bool stamped);
 /* The kernel's receive time of the last byte of m's data (TCP software
  * receive timestamps, Linux 4.14 and later: an SCM_TIMESTAMPNS control
- * message on CLOCK_REALTIME) moved to the run-relative monotonic clock
- * through the two clocks' offset now (rel: rel_now() read just before);
- * never later than now (the read's time). -1 without a stamp. */
+ * message on CLOCK_REALTIME) moved to the monotonic clock relative to t0
+ * through the two clocks' offset now (the monotonic one read after the
+ * realtime one: never early); never later than now (the read's time,
+ * relative to t0). -1 without a stamp. */
 struct msghdr;
-int64_t im__load_rx_stamp(struct msghdr *m, int64_t rel, int64_t now);
+int64_t im__load_rx_stamp(struct msghdr *m, int64_t t0, int64_t now);
 /* A response header: keeps the Content-Type (value v of n bytes). */
 void im__load_on_ctype(struct attempt *a, const char *v, size_t n);
 /* Lateness below this is the client's without a look (a clock read costs
